@@ -1,0 +1,194 @@
+package waitq
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// owner is the smallest primitive on a Queue: a gate that Open lets one waiter
+// through.
+type owner struct {
+	mu sync.Mutex
+	q  Queue[int]
+}
+
+func (o *owner) push(v int) *Waiter[int] {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.q.Push(v)
+}
+
+// open grants the oldest waiter v+its own value.
+func (o *owner) open(v int) {
+	o.mu.Lock()
+	w := o.q.Front()
+	o.q.Grant(w, w.Val+v)
+	o.q.Unlock(&o.mu)
+}
+
+func (o *owner) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.q.Len()
+}
+
+func TestQueueOrder(t *testing.T) {
+	var q Queue[int]
+	a, b := q.Push(1), q.Push(2)
+	c := q.PushFront(0)
+	require.Equal(t, 3, q.Len())
+	require.Same(t, c, q.Front())
+	require.Same(t, a, q.Next(c))
+	require.Same(t, b, q.Next(a))
+	require.Nil(t, q.Next(b))
+	require.True(t, a.Queued())
+}
+
+func TestGrantWait(t *testing.T) {
+	var o owner
+	w := o.push(1)
+	o.open(10)
+	require.False(t, w.Queued())
+	v, ok := o.q.Wait(context.Background(), w)
+	require.True(t, ok)
+	require.Equal(t, 11, v)
+	require.Equal(t, 0, o.len())
+}
+
+func TestCancel(t *testing.T) {
+	t.Run("queued", func(t *testing.T) {
+		var o owner
+		a, b := o.push(1), o.push(2)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, ok := o.q.Wait(ctx, b)
+		require.False(t, ok)
+		o.mu.Lock()
+		_, granted, front := o.q.Cancel(b)
+		require.False(t, granted)
+		require.False(t, front, "b was behind a")
+		_, granted, front = o.q.Cancel(a)
+		require.False(t, granted)
+		require.True(t, front)
+		require.Equal(t, 0, o.q.Len())
+		o.mu.Unlock()
+	})
+	t.Run("granted first", func(t *testing.T) {
+		var o owner
+		w := o.push(1)
+		o.open(5) // the grant lands before the waiter notices its ctx
+		o.mu.Lock()
+		v, granted, _ := o.q.Cancel(w)
+		o.mu.Unlock()
+		require.True(t, granted, "Cancel lost a grant")
+		require.Equal(t, 6, v)
+	})
+}
+
+// TestNodeReuse: while the queue is busy, nodes go round; once it is quiet, they
+// are dropped.
+func TestNodeReuse(t *testing.T) {
+	var o owner
+	first := o.push(1)
+	second := o.push(2)
+	o.open(0)
+	_, ok := o.q.Wait(context.Background(), first)
+	require.True(t, ok)
+
+	// second is still queued: the queue is busy, so first's node is reused.
+	third := o.push(3)
+	require.Same(t, first, third, "a finished node was not reused")
+
+	for _, w := range []*Waiter[int]{second, third} {
+		o.open(0)
+		_, ok := o.q.Wait(context.Background(), w)
+		require.True(t, ok)
+	}
+	// Quiet now: nobody queued, every grant finished. A new node is made.
+	fresh := o.push(4)
+	require.NotSame(t, first, fresh)
+	require.NotSame(t, second, fresh)
+}
+
+// TestNodeNotReusedBeforeFinished: a granted node whose goroutine has not yet
+// received its grant is never handed to another waiter.
+func TestNodeNotReusedBeforeFinished(t *testing.T) {
+	var o owner
+	a := o.push(1)
+	b := o.push(2)
+	o.open(0) // a granted, not yet received
+	c := o.push(3)
+	require.NotSame(t, a, c)
+	_, ok := o.q.Wait(context.Background(), a)
+	require.True(t, ok)
+	o.open(0)
+	o.open(0)
+	for _, w := range []*Waiter[int]{b, c} {
+		_, ok := o.q.Wait(context.Background(), w)
+		require.True(t, ok)
+	}
+}
+
+// TestSteadyStateAllocs: under steady contention a wait allocates nothing.
+func TestSteadyStateAllocs(t *testing.T) {
+	var o owner
+	keep := o.push(0) // keeps the queue busy
+	allocs := testing.AllocsPerRun(1000, func() {
+		w := o.push(1)
+		o.mu.Lock()
+		o.q.Grant(w, 1)
+		o.q.Unlock(&o.mu)
+		o.q.Wait(context.Background(), w)
+	})
+	require.Zero(t, allocs)
+	o.open(0)
+	o.q.Wait(context.Background(), keep)
+}
+
+// contend makes three goroutines queue on o, then lets them through one by
+// one, so that nodes are made, reused and finished.
+func contend(t *testing.T, o *owner, settle func()) {
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			w := o.push(i)
+			if _, ok := o.q.Wait(context.Background(), w); !ok {
+				t.Error("wait failed")
+			}
+		})
+	}
+	settle()
+	for range 3 {
+		o.open(0)
+	}
+	wg.Wait()
+}
+
+// TestAcrossBubbles pins why nodes are not pooled globally: one Queue used in a
+// synctest bubble, then outside any, then in another bubble. A node made in a
+// bubble and reused outside it is a fatal error ("select on synctest channel
+// from outside bubble"); one made outside and reused inside is not durably
+// blocking, so synctest.Wait would never return.
+func TestAcrossBubbles(t *testing.T) {
+	var o owner
+	inBubble := func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			contend(t, &o, synctest.Wait)
+		})
+	}
+	inBubble(t)
+	contend(t, &o, func() {
+		for o.len() < 3 {
+			runtime.Gosched()
+		}
+	})
+	inBubble(t)
+}
