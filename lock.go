@@ -1,0 +1,151 @@
+package ctxsync
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+const (
+	lockHeld    = 1 << iota // the Lock is held (or being handed to the head waiter)
+	lockWaiters             // goroutines are queued; Unlock must take the slow path
+)
+
+// A Lock is a mutual exclusion lock whose Lock method can be cancelled through
+// its context. It is not reentrant: a goroutine that holds it and calls Lock
+// again waits for itself.
+//
+// The zero value is an unlocked Lock, ready to use. A Lock must not be copied
+// after first use. A Lock is safe for concurrent use by multiple goroutines.
+//
+// Waiters are served first in, first out: Unlock hands the lock straight to the
+// oldest waiter, and neither Lock nor TryLock can take it while anyone is queued.
+// That costs throughput under heavy contention (the next holder must be scheduled
+// before the lock is used again) and buys the guarantee that no waiter starves.
+//
+// In the terminology of the Go memory model, the n'th call to Unlock is
+// synchronized before the m'th successful call to Lock or TryLock for any n < m,
+// as for sync.Mutex.
+//
+// A Lock is not tied to a goroutine: one goroutine may lock it and another
+// unlock it.
+type Lock struct {
+	_ noCopy
+
+	// state holds lockHeld and lockWaiters. With the waiters bit clear it is
+	// changed by CAS alone; with it set, only with mu held. The bit is set
+	// exactly when q is not empty, so a newcomer's CAS from 0 can never
+	// overtake a queued waiter: the lock is never free while one waits.
+	state atomic.Int32
+
+	mu sync.Mutex
+	q  waitq.Queue[struct{}] // guarded by mu
+}
+
+// NewLock returns a new, unlocked Lock. It is the same as new(Lock).
+func NewLock() *Lock { return new(Lock) }
+
+// Lock locks l, waiting if needed until it is unlocked, after the goroutines
+// already waiting, or until ctx is done.
+//
+// On failure it returns ctx.Err() and l is left as it was: a ctx that is
+// already done fails even when l is free. If the lock is handed over at the
+// same moment that ctx ends, Lock either returns nil holding it or passes it on
+// to the next waiter and returns ctx.Err(); it is never lost.
+func (l *Lock) Lock(ctx context.Context) error {
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	if l.state.CompareAndSwap(0, lockHeld) {
+		return nil
+	}
+	return l.lockSlow(ctx)
+}
+
+func (l *Lock) lockSlow(ctx context.Context) error {
+	l.mu.Lock()
+	for {
+		s := l.state.Load()
+		if s == 0 {
+			// Free and, since the waiters bit is clear, nobody is queued.
+			if l.state.CompareAndSwap(0, lockHeld) {
+				l.q.Unlock(&l.mu)
+				return nil
+			}
+			continue
+		}
+		// Set the waiters bit before queueing so that a concurrent fast Unlock
+		// fails its CAS and comes to the queue for us.
+		if s&lockWaiters != 0 || l.state.CompareAndSwap(s, s|lockWaiters) {
+			break
+		}
+	}
+	w := l.q.Push(struct{}{})
+	l.q.Unlock(&l.mu)
+
+	if _, ok := l.q.Wait(ctx, w); ok {
+		return nil // Unlock handed the lock to us.
+	}
+
+	l.mu.Lock()
+	if _, granted, _ := l.q.Cancel(w); granted {
+		// The lock was handed to us as ctx ended. Hand it on, so that the
+		// caller, told of the error, holds nothing.
+		l.unlockLocked()
+	} else if l.q.Len() == 0 {
+		// We were the last waiter. The lock is held by someone else (it is
+		// never free while a waiter is queued): keep it held, drop the bit.
+		l.state.Store(lockHeld)
+	}
+	l.q.Unlock(&l.mu)
+	return ctx.Err()
+}
+
+// TryLock locks l if it is free and nobody is waiting for it, and reports
+// whether it did. It never waits.
+func (l *Lock) TryLock() bool {
+	return l.state.CompareAndSwap(0, lockHeld)
+}
+
+// Unlock unlocks l. If goroutines are waiting, the oldest one now holds it.
+//
+// Unlock panics if l is not locked.
+func (l *Lock) Unlock() {
+	if !l.state.CompareAndSwap(lockHeld, 0) {
+		l.unlockSlow()
+	}
+}
+
+func (l *Lock) unlockSlow() {
+	l.mu.Lock()
+	l.unlockLocked()
+	l.q.Unlock(&l.mu)
+}
+
+// unlockLocked unlocks l or hands it to the oldest waiter. l.mu must be held.
+func (l *Lock) unlockLocked() {
+	if l.state.Load()&lockHeld == 0 {
+		l.q.Unlock(&l.mu)
+		panic("ctxsync: Unlock of unlocked Lock")
+	}
+	w := l.q.Front()
+	if w == nil {
+		// The waiters bit was set when the fast path looked, and the waiter
+		// has since given up.
+		l.state.Store(0)
+		return
+	}
+	if l.q.Len() == 1 {
+		l.state.Store(lockHeld) // the last waiter gets it: clear the bit, keep it held
+	}
+	l.q.Grant(w, struct{}{})
+}
+
+// Locked reports whether l is locked at the moment of the call. The answer may
+// be stale by the time the caller looks at it; use it for metrics and tests,
+// not for synchronization.
+func (l *Lock) Locked() bool {
+	return l.state.Load() != 0
+}

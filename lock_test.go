@@ -1,0 +1,221 @@
+package ctxsync_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync"
+)
+
+func TestLockZeroValue(t *testing.T) {
+	var l ctxsync.Lock
+	require.False(t, l.Locked())
+	require.True(t, l.TryLock())
+	require.True(t, l.Locked())
+	require.False(t, l.TryLock(), "TryLock of a held Lock")
+	l.Unlock()
+	require.False(t, l.Locked())
+	require.NoError(t, l.Lock(context.Background()))
+	l.Unlock()
+}
+
+func TestLockFIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := ctxsync.NewLock()
+		require.NoError(t, l.Lock(t.Context()))
+
+		var order []string
+		var wg sync.WaitGroup
+		for _, name := range []string{"A", "B", "C"} {
+			wg.Go(func() {
+				assert.NoError(t, l.Lock(t.Context()))
+				order = append(order, name) // guarded by l
+				l.Unlock()
+			})
+			synctest.Wait() // name is queued before the next one starts
+		}
+		require.False(t, l.TryLock(), "TryLock overtook queued waiters")
+		l.Unlock()
+		wg.Wait()
+		require.Equal(t, []string{"A", "B", "C"}, order)
+		require.False(t, l.Locked())
+	})
+}
+
+func TestLockTryLockDoesNotOvertake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ctxsync.Lock
+		require.NoError(t, l.Lock(t.Context()))
+		got := make(chan struct{})
+		go func() {
+			assert.NoError(t, l.Lock(t.Context()))
+			close(got)
+		}()
+		synctest.Wait()
+		l.Unlock() // hands the lock to the waiter
+		require.False(t, l.TryLock(), "TryLock took a lock handed to a waiter")
+		<-got
+		require.True(t, l.Locked())
+		l.Unlock()
+	})
+}
+
+func TestLockDoneContext(t *testing.T) {
+	for _, tc := range doneCtxCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			var l ctxsync.Lock
+			err := l.Lock(tc.ctx)
+			require.Equal(t, tc.want, err, "Lock with a done ctx on a free Lock")
+			require.False(t, l.Locked(), "a failed Lock changed the state")
+		})
+	}
+}
+
+func TestLockContextEndsWhileQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ctxsync.Lock
+		require.NoError(t, l.Lock(t.Context()))
+
+		ctx, cancel := context.WithCancel(t.Context())
+		errA := make(chan error)
+		go func() { errA <- l.Lock(ctx) }()
+		synctest.Wait()
+
+		gotB := make(chan struct{})
+		go func() {
+			assert.NoError(t, l.Lock(t.Context()))
+			close(gotB)
+		}()
+		synctest.Wait()
+
+		cancel()
+		require.Equal(t, context.Canceled, <-errA)
+		l.Unlock() // must go to B: A left the queue
+		<-gotB
+		l.Unlock()
+		require.False(t, l.Locked())
+	})
+}
+
+func TestLockDeadlineWhileQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l ctxsync.Lock
+		require.NoError(t, l.Lock(t.Context()))
+		ctx, cancel := context.WithTimeout(t.Context(), 10)
+		defer cancel()
+		require.Equal(t, context.DeadlineExceeded, l.Lock(ctx))
+		l.Unlock()
+		require.False(t, l.Locked())
+	})
+}
+
+// TestLockCancelRacesUnlock runs the race between a waiter's ctx ending and
+// Unlock handing it the lock, many times: whichever wins, the lock is never lost
+// and the waiter behind gets it.
+func TestLockCancelRacesUnlock(t *testing.T) {
+	for range hammerRounds(2000) {
+		var l ctxsync.Lock
+		require.NoError(t, l.Lock(context.Background()))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		errA := make(chan error, 1)
+		go func() { errA <- l.Lock(ctx) }()
+		errB := make(chan error, 1)
+		go func() { errB <- l.Lock(context.Background()) }()
+		runtime.Gosched()
+
+		go cancel()
+		l.Unlock()
+
+		// A and B hold the lock in turn, or A gave up: each that got it
+		// releases it once.
+		for range 2 {
+			select {
+			case err := <-errA:
+				if err == nil {
+					l.Unlock()
+				} else {
+					require.Equal(t, context.Canceled, err)
+				}
+				errA = nil
+			case err := <-errB:
+				require.NoError(t, err)
+				l.Unlock()
+				errB = nil
+			}
+		}
+		require.True(t, l.TryLock(), "the lock was lost")
+		l.Unlock()
+		cancel()
+	}
+}
+
+func TestLockUnlockFromOtherGoroutine(t *testing.T) {
+	var l ctxsync.Lock
+	require.NoError(t, l.Lock(context.Background()))
+	done := make(chan struct{})
+	go func() {
+		l.Unlock()
+		close(done)
+	}()
+	<-done
+	require.False(t, l.Locked())
+}
+
+func TestLockMisuse(t *testing.T) {
+	var l ctxsync.Lock
+	require.PanicsWithValue(t, "ctxsync: Unlock of unlocked Lock", l.Unlock)
+	require.True(t, l.TryLock(), "a recovered misuse left the Lock unusable")
+	l.Unlock()
+	require.PanicsWithValue(t, "ctxsync: Unlock of unlocked Lock", l.Unlock, "double Unlock")
+	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
+		_ = l.Lock(nil) //nolint:staticcheck // the misuse under test
+	})
+}
+
+func TestHammerLock(t *testing.T) {
+	var (
+		l       ctxsync.Lock
+		inside  atomic.Int32
+		counter int // guarded by l: the race detector checks the hand-offs
+		wins    atomic.Int64
+		wg      sync.WaitGroup
+	)
+	rounds := hammerRounds(200)
+	for g := range 64 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range rounds {
+				ctx, cancel := randomCtx(r)
+				if err := l.Lock(ctx); err == nil {
+					if n := inside.Add(1); n != 1 {
+						t.Errorf("%d goroutines inside the Lock", n)
+					}
+					counter++
+					wins.Add(1)
+					if r.IntN(4) == 0 {
+						runtime.Gosched()
+					}
+					inside.Add(-1)
+					l.Unlock()
+				} else if err != context.Canceled && err != context.DeadlineExceeded {
+					t.Errorf("Lock = %v, want nil or a ctx error", err)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	require.False(t, l.Locked(), "locked after every holder unlocked")
+	require.True(t, l.TryLock())
+	require.Equal(t, wins.Load(), int64(counter))
+	l.Unlock()
+}

@@ -1,0 +1,68 @@
+package ctxsync_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hammerRounds scales the hammer tests: CTXSYNC_HAMMER=10 runs ten times as
+// many rounds. The default keeps the whole suite short under -race.
+func hammerRounds(base int) int {
+	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
+		return base * v
+	}
+	return base
+}
+
+// cancelled returns a context that is already cancelled.
+func cancelled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// expired returns a context whose deadline has already passed.
+func expired(t *testing.T) context.Context {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// randomCtx returns a context that, at random, never ends, ends after a short
+// random delay, or is cancelled after one. It is what the hammer tests wait with.
+func randomCtx(r *rand.Rand) (context.Context, context.CancelFunc) {
+	switch r.IntN(3) {
+	case 0:
+		return context.WithCancel(context.Background())
+	case 1:
+		return context.WithTimeout(context.Background(), time.Duration(r.IntN(200))*time.Microsecond)
+	default:
+		ctx, cancel := context.WithCancel(context.Background())
+		t := time.AfterFunc(time.Duration(r.IntN(200))*time.Microsecond, cancel)
+		return ctx, func() { t.Stop(); cancel() }
+	}
+}
+
+// doneCtxCases are the ways a context can already be over.
+func doneCtxCases(t *testing.T) []struct {
+	name string
+	ctx  context.Context
+	want error
+} {
+	return []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"canceled", cancelled(), context.Canceled},
+		{"deadline", expired(t), context.DeadlineExceeded},
+	}
+}
