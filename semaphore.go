@@ -1,0 +1,247 @@
+package ctxsync
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// ErrReleasedTooManyTimes is the error a BoundedSemaphore panics with when a
+// Release would raise its count above its initial value. Recover it and test
+// with errors.Is.
+var ErrReleasedTooManyTimes = errors.New("ctxsync: BoundedSemaphore released too many times")
+
+// A Semaphore manages a count of permits. Acquire takes one, waiting while none
+// is free; Release gives one back. A Release beyond the initial count raises the
+// count, as asyncio.Semaphore does; use BoundedSemaphore to treat that as a bug.
+//
+// Use NewSemaphore; the zero Semaphore has no permits until a Release adds one.
+// A Semaphore must not be copied after first use. A Semaphore is safe for
+// concurrent use by multiple goroutines.
+//
+// Waiters are served first in, first out: Release hands its permit straight to
+// the oldest waiter, and neither Acquire nor TryAcquire can take a permit while
+// anyone is queued.
+//
+// In the terminology of the Go memory model, a call to Release is synchronized
+// before the return of the Acquire or TryAcquire that takes its permit.
+type Semaphore struct {
+	_ noCopy
+
+	// state is the number of free permits, or semWaiters when none is free and
+	// goroutines are queued. A free permit and a queued waiter never coexist:
+	// Release hands a permit straight to the waiter. From 0 or above the state
+	// changes by CAS; at semWaiters, only with mu held.
+	state atomic.Int64
+
+	bounded bool  // Release panics at bound: BoundedSemaphore
+	bound   int64 // the initial count, when bounded
+
+	mu sync.Mutex
+	q  waitq.Queue[struct{}] // guarded by mu
+}
+
+const semWaiters = -1
+
+// NewSemaphore returns a Semaphore with n free permits.
+//
+// NewSemaphore panics if n is negative.
+func NewSemaphore(n int) *Semaphore {
+	if n < 0 {
+		panic("ctxsync: NewSemaphore with negative count")
+	}
+	s := new(Semaphore)
+	s.state.Store(int64(n))
+	return s
+}
+
+// Acquire takes a permit, waiting if needed until one is free, after the
+// goroutines already waiting, or until ctx is done.
+//
+// On failure it returns ctx.Err() and the semaphore is left as it was: a ctx
+// that is already done fails even when a permit is free. If a permit is handed
+// over at the same moment that ctx ends, Acquire either returns nil holding it
+// or passes it on and returns ctx.Err(); it is never lost.
+func (s *Semaphore) Acquire(ctx context.Context) error {
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	if c := s.state.Load(); c > 0 && s.state.CompareAndSwap(c, c-1) {
+		return nil
+	}
+	return s.acquireSlow(ctx)
+}
+
+func (s *Semaphore) acquireSlow(ctx context.Context) error {
+	s.mu.Lock()
+	for {
+		c := s.state.Load()
+		if c > 0 {
+			if s.state.CompareAndSwap(c, c-1) {
+				s.q.Unlock(&s.mu)
+				return nil
+			}
+			continue
+		}
+		// Mark the queue before joining it, so that a concurrent Release fails
+		// its CAS and comes to the queue for us.
+		if c == semWaiters || s.state.CompareAndSwap(0, semWaiters) {
+			break
+		}
+	}
+	w := s.q.Push(struct{}{})
+	s.q.Unlock(&s.mu)
+
+	if _, ok := s.q.Wait(ctx, w); ok {
+		return nil // Release handed a permit to us.
+	}
+
+	s.mu.Lock()
+	if _, granted, _ := s.q.Cancel(w); granted {
+		// A permit arrived as ctx ended: pass it on, so that the caller, told
+		// of the error, holds nothing.
+		s.releaseLocked()
+	} else if s.q.Len() == 0 {
+		s.state.Store(0) // the last waiter left; no permit is free
+	}
+	s.q.Unlock(&s.mu)
+	return ctx.Err()
+}
+
+// TryAcquire takes a permit if one is free and nobody is waiting, and reports
+// whether it did. It never waits.
+func (s *Semaphore) TryAcquire() bool {
+	for {
+		c := s.state.Load()
+		if c <= 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(c, c-1) {
+			return true
+		}
+	}
+}
+
+// Release gives a permit back. If goroutines are waiting, the oldest one takes
+// it. A Release without a matching Acquire raises the count.
+func (s *Semaphore) Release() {
+	if c := s.state.Load(); c >= 0 && s.state.CompareAndSwap(c, c+1) {
+		return
+	}
+	s.releaseSlow()
+}
+
+func (s *Semaphore) releaseSlow() {
+	for {
+		c := s.state.Load()
+		if c == semWaiters {
+			break
+		}
+		if s.bounded && c >= s.bound {
+			panic(ErrReleasedTooManyTimes)
+		}
+		if s.state.CompareAndSwap(c, c+1) {
+			return
+		}
+	}
+	s.mu.Lock()
+	s.releaseLocked()
+	s.q.Unlock(&s.mu)
+}
+
+// releaseLocked gives a permit to the oldest waiter, or back to the count.
+// s.mu must be held.
+func (s *Semaphore) releaseLocked() {
+	for {
+		c := s.state.Load()
+		if c == semWaiters {
+			if s.q.Len() == 1 {
+				s.state.Store(0) // the last waiter takes it
+			}
+			s.q.Grant(s.q.Front(), struct{}{})
+			return
+		}
+		// The last waiter gave up after our fast path looked.
+		if s.bounded && c >= s.bound {
+			s.q.Unlock(&s.mu)
+			panic(ErrReleasedTooManyTimes)
+		}
+		if s.state.CompareAndSwap(c, c+1) {
+			return
+		}
+	}
+}
+
+// Available returns the number of free permits at the moment of the call.
+func (s *Semaphore) Available() int {
+	return int(max(s.state.Load(), 0))
+}
+
+// Waiting returns the number of goroutines queued in Acquire at the moment of
+// the call.
+func (s *Semaphore) Waiting() int {
+	s.mu.Lock()
+	defer s.q.Unlock(&s.mu)
+	return s.q.Len()
+}
+
+// A BoundedSemaphore is a Semaphore whose count can never rise above its
+// initial value: a Release without a matching Acquire is a bug, and it panics
+// with an error e for which errors.Is(e, ErrReleasedTooManyTimes) holds.
+//
+// Use NewBoundedSemaphore; the zero BoundedSemaphore has no permits and panics
+// on any Release. A BoundedSemaphore must not be copied after first use. It is
+// safe for concurrent use by multiple goroutines, and it serves waiters first in,
+// first out, as Semaphore does.
+//
+// In the terminology of the Go memory model, a call to Release is synchronized
+// before the return of the Acquire or TryAcquire that takes its permit.
+type BoundedSemaphore struct {
+	s Semaphore
+}
+
+// NewBoundedSemaphore returns a BoundedSemaphore with n free permits, and at
+// most n ever.
+//
+// NewBoundedSemaphore panics if n is negative.
+func NewBoundedSemaphore(n int) *BoundedSemaphore {
+	if n < 0 {
+		panic("ctxsync: NewBoundedSemaphore with negative count")
+	}
+	b := &BoundedSemaphore{}
+	b.s.bounded = true
+	b.s.bound = int64(n)
+	b.s.state.Store(int64(n))
+	return b
+}
+
+// Acquire takes a permit, waiting if needed until one is free, after the
+// goroutines already waiting, or until ctx is done. It fails and behaves under
+// cancellation exactly as Semaphore.Acquire does.
+func (b *BoundedSemaphore) Acquire(ctx context.Context) error { return b.s.Acquire(ctx) }
+
+// TryAcquire takes a permit if one is free and nobody is waiting, and reports
+// whether it did. It never waits.
+func (b *BoundedSemaphore) TryAcquire() bool { return b.s.TryAcquire() }
+
+// Release gives a permit back. If goroutines are waiting, the oldest one takes
+// it.
+//
+// Release panics with an error matching ErrReleasedTooManyTimes if the count is
+// already at its initial value.
+func (b *BoundedSemaphore) Release() {
+	if !b.s.bounded {
+		panic(ErrReleasedTooManyTimes) // the zero value: bound 0
+	}
+	b.s.releaseSlow() // the bound check lives there
+}
+
+// Available returns the number of free permits at the moment of the call.
+func (b *BoundedSemaphore) Available() int { return b.s.Available() }
+
+// Waiting returns the number of goroutines queued in Acquire at the moment of
+// the call.
+func (b *BoundedSemaphore) Waiting() int { return b.s.Waiting() }
