@@ -1,0 +1,335 @@
+package ctxsync
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// ErrExceedsCapacity is returned by Weighted.Acquire for a request larger than
+// the capacity when the capacity has been changed by Resize: after a Resize, the
+// capacity is a run-time condition rather than a constant of the program.
+var ErrExceedsCapacity = errors.New("ctxsync: Weighted request exceeds capacity")
+
+// The low bits of Weighted.state; the free units are state >> weightedShift.
+const (
+	weightedWaiters  = 1 << iota // goroutines are queued
+	weightedResizing             // Resize is at work
+	weightedShift    = iota
+
+	// MaxWeightedCapacity is the largest capacity a Weighted accepts.
+	MaxWeightedCapacity = 1<<(63-weightedShift) - 1
+)
+
+// A Weighted is a semaphore of capacity units, of which each Acquire takes n.
+// It bounds a shared budget (bytes of memory, connections, CPU shares) among
+// requests of different sizes.
+//
+// Use NewWeighted; the zero Weighted has capacity 0. A Weighted must not be
+// copied after first use. A Weighted is safe for concurrent use by multiple
+// goroutines.
+//
+// Waiters are served strictly first in, first out. A large request at the head
+// of the queue is not starved by small ones behind it: they wait for it even
+// when they would fit. A newcomer, TryAcquire included, never overtakes anyone
+// queued.
+//
+// In the terminology of the Go memory model, a call to Release is synchronized
+// before the return of any Acquire or TryAcquire that takes the units it freed.
+type Weighted struct {
+	_ noCopy
+
+	// state is the free units << weightedShift | the flag bits. The free units
+	// go negative after a Resize below what is held. With both flags clear the
+	// state changes by CAS alone; with either set, only with mu held. The
+	// waiters bit is set exactly when q is not empty.
+	state atomic.Int64
+
+	// capacity changes only with mu held and the resizing bit set, so a fast
+	// path that sees both flags clear reads a capacity consistent with state.
+	capacity atomic.Int64
+	resized  atomic.Bool // Resize has been called: see ErrExceedsCapacity
+
+	mu sync.Mutex
+	q  waitq.Queue[int64] // guarded by mu; a waiter's value is its n
+}
+
+// tooLarge is the value granted to a queued waiter that a shrink made too large.
+const tooLarge = -1
+
+// NewWeighted returns a Weighted with capacity units, all of them free.
+//
+// NewWeighted panics if capacity is negative or above MaxWeightedCapacity.
+func NewWeighted(capacity int64) *Weighted {
+	checkCapacity(capacity, "NewWeighted")
+	w := new(Weighted)
+	w.capacity.Store(capacity)
+	w.state.Store(capacity << weightedShift)
+	return w
+}
+
+func checkCapacity(capacity int64, fn string) {
+	if capacity < 0 {
+		panic("ctxsync: " + fn + " with negative capacity")
+	}
+	if capacity > MaxWeightedCapacity {
+		panic("ctxsync: " + fn + " capacity above MaxWeightedCapacity")
+	}
+}
+
+// Acquire takes n units, waiting if needed until they are free, after the
+// goroutines already waiting, or until ctx is done. Acquire of 0 units waits
+// only for the goroutines queued before it.
+//
+// On failure it returns ctx.Err() and w is left as it was: a ctx that is
+// already done fails even when the units are free. If the units are handed over
+// at the same moment that ctx ends, Acquire either returns nil holding them or
+// passes them on and returns ctx.Err(); they are never lost.
+//
+// Acquire panics if n is negative, or if n is larger than the capacity of a
+// Weighted that has never been resized (such a request could never be met).
+// Once Resize has been called, a request larger than the current capacity is
+// instead refused with ErrExceedsCapacity, at once or when a shrink leaves it
+// too large while it waits.
+func (w *Weighted) Acquire(ctx context.Context, n int64) error {
+	if err := w.checkRequest(n); err != nil {
+		return err
+	}
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	if s := w.state.Load(); s&(weightedWaiters|weightedResizing) == 0 && s>>weightedShift >= n &&
+		w.state.CompareAndSwap(s, s-n<<weightedShift) {
+		return nil
+	}
+	return w.acquireSlow(ctx, n)
+}
+
+// checkRequest panics on a request that is a bug, and returns
+// ErrExceedsCapacity for one that is too large only because of a Resize.
+func (w *Weighted) checkRequest(n int64) error {
+	if n < 0 {
+		panic("ctxsync: Weighted.Acquire of negative weight")
+	}
+	if n > w.capacity.Load() {
+		if w.resized.Load() {
+			return ErrExceedsCapacity
+		}
+		panic("ctxsync: Weighted.Acquire of more than its capacity")
+	}
+	return nil
+}
+
+func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
+	w.mu.Lock()
+	if n > w.capacity.Load() { // a Resize shrank it since checkRequest looked
+		w.q.Unlock(&w.mu)
+		return ErrExceedsCapacity
+	}
+	for {
+		s := w.state.Load()
+		if s&weightedWaiters == 0 && s>>weightedShift >= n {
+			// Nobody is queued (the resizing bit cannot be set: Resize
+			// holds mu while it is).
+			if w.state.CompareAndSwap(s, s-n<<weightedShift) {
+				w.q.Unlock(&w.mu)
+				return nil
+			}
+			continue
+		}
+		if s&weightedWaiters != 0 || w.state.CompareAndSwap(s, s|weightedWaiters) {
+			break
+		}
+	}
+	node := w.q.Push(n)
+	w.q.Unlock(&w.mu)
+
+	if v, ok := w.q.Wait(ctx, node); ok {
+		if v == tooLarge {
+			return ErrExceedsCapacity
+		}
+		return nil
+	}
+
+	w.mu.Lock()
+	v, granted, front := w.q.Cancel(node)
+	switch {
+	case granted && v != tooLarge:
+		// The units arrived as ctx ended: give them back, waking whoever fits.
+		w.releaseLocked(n)
+	case front:
+		// The head of the queue gave up. Those behind it were waiting for it,
+		// not for units: wake the ones that fit now (x/sync's golang/go#37852).
+		w.notifyLocked()
+	case w.q.Len() == 0:
+		w.state.Store(w.state.Load() &^ weightedWaiters)
+	}
+	w.q.Unlock(&w.mu)
+	return ctx.Err()
+}
+
+// TryAcquire takes n units if they are free and nobody is waiting, and reports
+// whether it did. It never waits. It panics as Acquire does, and returns false
+// where Acquire would return ErrExceedsCapacity.
+func (w *Weighted) TryAcquire(n int64) bool {
+	if w.checkRequest(n) != nil {
+		return false
+	}
+	for {
+		s := w.state.Load()
+		if s&weightedResizing != 0 {
+			// Rare: wait out the Resize, which holds mu, and look again.
+			w.mu.Lock()
+			s = w.state.Load()
+			w.q.Unlock(&w.mu)
+		}
+		if s&weightedWaiters != 0 || s>>weightedShift < n {
+			return false
+		}
+		if w.state.CompareAndSwap(s, s-n<<weightedShift) {
+			return true
+		}
+	}
+}
+
+// Release gives n units back, waking the waiters at the head of the queue that
+// now fit.
+//
+// Release panics if n is negative or more than is held.
+func (w *Weighted) Release(n int64) {
+	if s := w.state.Load(); s&(weightedWaiters|weightedResizing) == 0 && n >= 0 &&
+		n <= w.capacity.Load()-s>>weightedShift && w.state.CompareAndSwap(s, s+n<<weightedShift) {
+		return
+	}
+	w.releaseSlow(n)
+}
+
+func (w *Weighted) releaseSlow(n int64) {
+	if n < 0 {
+		panic("ctxsync: Weighted.Release of negative weight")
+	}
+	for {
+		s := w.state.Load()
+		if s&(weightedWaiters|weightedResizing) != 0 {
+			break
+		}
+		if held := w.capacity.Load() - s>>weightedShift; n > held {
+			// Perhaps a bug, perhaps a Resize between our two loads:
+			// releaseLocked decides with the capacity stable.
+			break
+		}
+		if w.state.CompareAndSwap(s, s+n<<weightedShift) {
+			return
+		}
+	}
+	w.mu.Lock()
+	w.releaseLocked(n)
+	w.q.Unlock(&w.mu)
+}
+
+func (w *Weighted) panicOverRelease() {
+	w.q.Unlock(&w.mu)
+	panic("ctxsync: Weighted.Release of more than held")
+}
+
+// releaseLocked gives n units back and wakes those that now fit. w.mu must be
+// held, so the capacity is stable.
+func (w *Weighted) releaseLocked(n int64) {
+	c := w.capacity.Load()
+	for {
+		s := w.state.Load()
+		if n > c-s>>weightedShift {
+			w.panicOverRelease()
+		}
+		if s&weightedWaiters == 0 {
+			// Nobody is queued, and without mu nobody can queue; but fast
+			// paths still move the state.
+			if w.state.CompareAndSwap(s, s+n<<weightedShift) {
+				return
+			}
+			continue
+		}
+		w.state.Store(s + n<<weightedShift)
+		w.notifyLocked()
+		return
+	}
+}
+
+// notifyLocked grants units to waiters from the head of the queue while the
+// head fits, then clears the waiters bit if the queue is empty. w.mu must be
+// held and the state must not be movable by fast paths (a flag is set).
+func (w *Weighted) notifyLocked() {
+	for {
+		node := w.q.Front()
+		if node == nil {
+			break
+		}
+		s := w.state.Load()
+		n := node.Val
+		if s>>weightedShift < n {
+			// Stop at the first waiter that does not fit, even if smaller ones
+			// behind it would: letting them pass could starve a large request
+			// forever under a steady stream of small ones.
+			break
+		}
+		w.state.Store(s - n<<weightedShift)
+		w.q.Grant(node, n)
+	}
+	if w.q.Len() == 0 {
+		w.state.Store(w.state.Load() &^ weightedWaiters)
+	}
+}
+
+// Resize changes the capacity to capacity units. Growing it wakes the waiters
+// that now fit. Shrinking it below the units held takes effect as holders
+// release: until then Available is negative and nobody is admitted. Waiters that
+// ask for more than the new capacity are refused with ErrExceedsCapacity.
+//
+// Resize panics if capacity is negative or above MaxWeightedCapacity.
+func (w *Weighted) Resize(capacity int64) {
+	checkCapacity(capacity, "Weighted.Resize")
+	w.mu.Lock()
+	defer w.q.Unlock(&w.mu)
+	w.resized.Store(true)
+	// Stop the fast paths, so that they never pair the new capacity with the
+	// old state or the other way around.
+	var s int64
+	for {
+		s = w.state.Load()
+		if w.state.CompareAndSwap(s, s|weightedResizing) {
+			break
+		}
+	}
+	old := w.capacity.Swap(capacity)
+	// Keep the resizing bit: the fast paths must stay away until the end.
+	w.state.Store((s | weightedResizing) + (capacity-old)<<weightedShift)
+	if capacity < old {
+		for node := w.q.Front(); node != nil; {
+			next := w.q.Next(node)
+			if node.Val > capacity {
+				w.q.Grant(node, tooLarge)
+			}
+			node = next
+		}
+	}
+	w.notifyLocked()
+	w.state.Store(w.state.Load() &^ weightedResizing)
+}
+
+// Capacity returns the current capacity.
+func (w *Weighted) Capacity() int64 { return w.capacity.Load() }
+
+// Available returns the number of free units at the moment of the call. It is
+// negative while a Resize below the units held waits for them to be released.
+func (w *Weighted) Available() int64 { return w.state.Load() >> weightedShift }
+
+// Waiting returns the number of goroutines queued in Acquire at the moment of
+// the call.
+func (w *Weighted) Waiting() int {
+	w.mu.Lock()
+	defer w.q.Unlock(&w.mu)
+	return w.q.Len()
+}
