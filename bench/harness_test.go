@@ -1,0 +1,58 @@
+// Package bench measures every ctxsync primitive beside the library or idiom a
+// user would pick instead, in the same `go test -bench` run, so that the ratios
+// hold on a noisy machine. Sub-benchmarks use benchstat's key=value form:
+// BenchmarkSemaphoreContended/goroutines=16/capacity=2/impl=ctxsync.
+package bench
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// benchCtx returns a cancelable context, as a request would carry: the
+// context-aware implementations then pay for a real Done channel, not for the
+// nil one of context.Background.
+func benchCtx(b *testing.B) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	return ctx
+}
+
+// inGoroutines runs op b.N times in total, spread over g goroutines, and
+// reports allocations. Each goroutine passes op its own cancelable context, as
+// each request in a server carries its own: goroutines that shared one would
+// all contend on the lock of its Done channel, which is not what users see.
+func inGoroutines(b *testing.B, g int, op func(ctx context.Context)) {
+	b.ReportAllocs()
+	ctxs := make([]context.Context, g)
+	for i := range ctxs {
+		ctxs[i] = benchCtx(b)
+	}
+	per, extra := b.N/g, b.N%g
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for i, ctx := range ctxs {
+		n := per
+		if i < extra {
+			n++
+		}
+		wg.Go(func() {
+			for range n {
+				op(ctx)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// must panics when a context-aware acquire fails: with a live context it never
+// does. (b.Fatal may not be called from the goroutines inGoroutines starts.)
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// sink keeps results alive.
+var sink any
