@@ -1,0 +1,60 @@
+// Package ctxsync provides synchronization primitives whose blocking calls take
+// a context.Context, so that a goroutine waiting for a lock, a permit or a
+// signal can give up when its request is cancelled or its deadline passes.
+//
+// Go's sync package cannot be cancelled: a goroutine blocked in
+// sync.Mutex.Lock or sync.Cond.Wait stays blocked. ctxsync fills that gap with
+// primitives that wait on channels, so that every wait can select on
+// ctx.Done(), and that serve their waiters first in, first out.
+//
+// # Primitives
+//
+//	Lock              mutual exclusion; the zero value is ready to use
+//	Semaphore         n permits; Release beyond n raises the count
+//	BoundedSemaphore  n permits; a Release beyond n is a bug and panics
+//	Weighted          a budget of capacity units, of which each Acquire takes n;
+//	                  resizable at run time
+//
+// The subpackages build on them: ratelimit (rate limiters), breaker (a
+// circuit breaker) and pool (a resource pool).
+//
+// # Rules every blocking call follows
+//
+//   - ctx is the first parameter. A nil ctx panics.
+//   - On failure the call returns ctx.Err() itself, unwrapped, or an exported
+//     sentinel error, so that errors.Is(err, context.Canceled) and
+//     err == context.DeadlineExceeded both work.
+//   - A ctx that is already done fails the call even when the call could
+//     proceed at once, and changes nothing.
+//   - A ctx that ends while the call waits removes the waiter and changes
+//     nothing. A permit, lock or wake-up handed over at the same moment is
+//     never lost: the call either returns nil holding it or passes it on to
+//     the next waiter and returns ctx.Err().
+//   - Waiters are served first in, first out. A newcomer, including a TryX
+//     call, never overtakes a waiter that is already queued.
+//   - Each blocking call has a non-blocking TryX twin.
+//   - Misuse by the programmer (Unlock of an unlocked Lock, negative weights,
+//     releasing more than was acquired) panics with a message that begins
+//     with "ctxsync:". Conditions that arise at run time are returned as
+//     errors.
+//   - No call holds an internal lock while it runs code of the caller.
+//   - Every type is safe for concurrent use and must not be copied after first
+//     use; go vet reports copies.
+//
+// # Testing with synctest
+//
+// The primitives work inside testing/synctest bubbles: a goroutine waiting on
+// one is durably blocked, so virtual time advances past it and
+// synctest.Wait returns. As with a channel, a primitive should be used by one
+// bubble at a time, or by none; it may be used by one bubble after another.
+//
+// # Costs
+//
+// The uncontended paths are a single atomic operation plus a check of
+// ctx.Err(), with no allocation. A goroutine that must wait reuses a waiter
+// node of the primitive, so steady contention allocates nothing either. First
+// in, first out hands each permit straight to the oldest waiter, which must be
+// scheduled before it is used: under heavy contention that costs throughput
+// compared with sync.Mutex, which lets newcomers barge in. That is the price of
+// the guarantee that no waiter starves.
+package ctxsync
