@@ -2,7 +2,6 @@ package ctxsync
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -35,13 +34,12 @@ type Lock struct {
 	_ noCopy
 
 	// state holds lockHeld and lockWaiters. With the waiters bit clear it is
-	// changed by CAS alone; with it set, only with mu held. The bit is set
+	// changed by CAS alone; with it set, only with q locked. The bit is set
 	// exactly when q is not empty, so a newcomer's CAS from 0 can never
 	// overtake a queued waiter: the lock is never free while one waits.
 	state atomic.Int32
 
-	mu sync.Mutex
-	q  waitq.Queue[struct{}] // guarded by mu
+	q waitq.Queue[struct{}] // the waiters; its lock also guards the slow paths
 }
 
 // NewLock returns a new, unlocked Lock. It is the same as new(Lock).
@@ -65,13 +63,13 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 func (l *Lock) lockSlow(ctx context.Context) error {
-	l.mu.Lock()
+	l.q.Lock()
 	for {
 		s := l.state.Load()
 		if s == 0 {
 			// Free and, since the waiters bit is clear, nobody is queued.
 			if l.state.CompareAndSwap(0, lockHeld) {
-				l.q.Unlock(&l.mu)
+				l.q.Unlock()
 				return nil
 			}
 			continue
@@ -83,13 +81,13 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 		}
 	}
 	w := l.q.Push(struct{}{})
-	l.q.Unlock(&l.mu)
+	l.q.Unlock()
 
 	if _, ok := l.q.Wait(ctx, w); ok {
 		return nil // Unlock handed the lock to us.
 	}
 
-	l.mu.Lock()
+	l.q.Lock()
 	if _, granted, _ := l.q.Cancel(w); granted {
 		// The lock was handed to us as ctx ended. Hand it on, so that the
 		// caller, told of the error, holds nothing.
@@ -99,7 +97,7 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 		// never free while a waiter is queued): keep it held, drop the bit.
 		l.state.Store(lockHeld)
 	}
-	l.q.Unlock(&l.mu)
+	l.q.Unlock()
 	return ctx.Err()
 }
 
@@ -119,15 +117,15 @@ func (l *Lock) Unlock() {
 }
 
 func (l *Lock) unlockSlow() {
-	l.mu.Lock()
+	l.q.Lock()
 	l.unlockLocked()
-	l.q.Unlock(&l.mu)
+	l.q.Unlock()
 }
 
-// unlockLocked unlocks l or hands it to the oldest waiter. l.mu must be held.
+// unlockLocked unlocks l or hands it to the oldest waiter. l.q must be locked.
 func (l *Lock) unlockLocked() {
 	if l.state.Load()&lockHeld == 0 {
-		l.q.Unlock(&l.mu)
+		l.q.Unlock()
 		panic("ctxsync: Unlock of unlocked Lock")
 	}
 	w := l.q.Front()

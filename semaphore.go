@@ -3,7 +3,6 @@ package ctxsync
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -34,14 +33,13 @@ type Semaphore struct {
 	// state is the number of free permits, or semWaiters when none is free and
 	// goroutines are queued. A free permit and a queued waiter never coexist:
 	// Release hands a permit straight to the waiter. From 0 or above the state
-	// changes by CAS; at semWaiters, only with mu held.
+	// changes by CAS; at semWaiters, only with q locked.
 	state atomic.Int64
 
 	bounded bool  // Release panics at bound: BoundedSemaphore
 	bound   int64 // the initial count, when bounded
 
-	mu sync.Mutex
-	q  waitq.Queue[struct{}] // guarded by mu
+	q waitq.Queue[struct{}] // the waiters; its lock also guards the slow paths
 }
 
 const semWaiters = -1
@@ -76,12 +74,12 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 }
 
 func (s *Semaphore) acquireSlow(ctx context.Context) error {
-	s.mu.Lock()
+	s.q.Lock()
 	for {
 		c := s.state.Load()
 		if c > 0 {
 			if s.state.CompareAndSwap(c, c-1) {
-				s.q.Unlock(&s.mu)
+				s.q.Unlock()
 				return nil
 			}
 			continue
@@ -93,13 +91,13 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 		}
 	}
 	w := s.q.Push(struct{}{})
-	s.q.Unlock(&s.mu)
+	s.q.Unlock()
 
 	if _, ok := s.q.Wait(ctx, w); ok {
 		return nil // Release handed a permit to us.
 	}
 
-	s.mu.Lock()
+	s.q.Lock()
 	if _, granted, _ := s.q.Cancel(w); granted {
 		// A permit arrived as ctx ended: pass it on, so that the caller, told
 		// of the error, holds nothing.
@@ -107,7 +105,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 	} else if s.q.Len() == 0 {
 		s.state.Store(0) // the last waiter left; no permit is free
 	}
-	s.q.Unlock(&s.mu)
+	s.q.Unlock()
 	return ctx.Err()
 }
 
@@ -147,13 +145,13 @@ func (s *Semaphore) releaseSlow() {
 			return
 		}
 	}
-	s.mu.Lock()
+	s.q.Lock()
 	s.releaseLocked()
-	s.q.Unlock(&s.mu)
+	s.q.Unlock()
 }
 
 // releaseLocked gives a permit to the oldest waiter, or back to the count.
-// s.mu must be held.
+// s.q must be locked.
 func (s *Semaphore) releaseLocked() {
 	for {
 		c := s.state.Load()
@@ -166,7 +164,7 @@ func (s *Semaphore) releaseLocked() {
 		}
 		// The last waiter gave up after our fast path looked.
 		if s.bounded && c >= s.bound {
-			s.q.Unlock(&s.mu)
+			s.q.Unlock()
 			panic(ErrReleasedTooManyTimes)
 		}
 		if s.state.CompareAndSwap(c, c+1) {
@@ -183,8 +181,8 @@ func (s *Semaphore) Available() int {
 // Waiting returns the number of goroutines queued in Acquire at the moment of
 // the call.
 func (s *Semaphore) Waiting() int {
-	s.mu.Lock()
-	defer s.q.Unlock(&s.mu)
+	s.q.Lock()
+	defer s.q.Unlock()
 	return s.q.Len()
 }
 

@@ -3,7 +3,6 @@ package ctxsync
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -44,17 +43,16 @@ type Weighted struct {
 
 	// state is the free units << weightedShift | the flag bits. The free units
 	// go negative after a Resize below what is held. With both flags clear the
-	// state changes by CAS alone; with either set, only with mu held. The
+	// state changes by CAS alone; with either set, only with q locked. The
 	// waiters bit is set exactly when q is not empty.
 	state atomic.Int64
 
-	// capacity changes only with mu held and the resizing bit set, so a fast
+	// capacity changes only with q locked and the resizing bit set, so a fast
 	// path that sees both flags clear reads a capacity consistent with state.
 	capacity atomic.Int64
 	resized  atomic.Bool // Resize has been called: see ErrExceedsCapacity
 
-	mu sync.Mutex
-	q  waitq.Queue[int64] // guarded by mu; a waiter's value is its n
+	q waitq.Queue[int64] // the waiters, valued at their n; its lock guards the slow paths and Resize
 }
 
 // tooLarge is the value granted to a queued waiter that a shrink made too large.
@@ -124,18 +122,18 @@ func (w *Weighted) checkRequest(n int64) error {
 }
 
 func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
-	w.mu.Lock()
+	w.q.Lock()
 	if n > w.capacity.Load() { // a Resize shrank it since checkRequest looked
-		w.q.Unlock(&w.mu)
+		w.q.Unlock()
 		return ErrExceedsCapacity
 	}
 	for {
 		s := w.state.Load()
 		if s&weightedWaiters == 0 && s>>weightedShift >= n {
 			// Nobody is queued (the resizing bit cannot be set: Resize
-			// holds mu while it is).
+			// holds the lock while it is).
 			if w.state.CompareAndSwap(s, s-n<<weightedShift) {
-				w.q.Unlock(&w.mu)
+				w.q.Unlock()
 				return nil
 			}
 			continue
@@ -145,7 +143,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		}
 	}
 	node := w.q.Push(n)
-	w.q.Unlock(&w.mu)
+	w.q.Unlock()
 
 	if v, ok := w.q.Wait(ctx, node); ok {
 		if v == tooLarge {
@@ -154,7 +152,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		return nil
 	}
 
-	w.mu.Lock()
+	w.q.Lock()
 	v, granted, front := w.q.Cancel(node)
 	switch {
 	case granted && v != tooLarge:
@@ -167,7 +165,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 	case w.q.Len() == 0:
 		w.state.Store(w.state.Load() &^ weightedWaiters)
 	}
-	w.q.Unlock(&w.mu)
+	w.q.Unlock()
 	return ctx.Err()
 }
 
@@ -181,10 +179,10 @@ func (w *Weighted) TryAcquire(n int64) bool {
 	for {
 		s := w.state.Load()
 		if s&weightedResizing != 0 {
-			// Rare: wait out the Resize, which holds mu, and look again.
-			w.mu.Lock()
+			// Rare: wait out the Resize, which holds the lock, and look again.
+			w.q.Lock()
 			s = w.state.Load()
-			w.q.Unlock(&w.mu)
+			w.q.Unlock()
 		}
 		if s&weightedWaiters != 0 || s>>weightedShift < n {
 			return false
@@ -225,18 +223,18 @@ func (w *Weighted) releaseSlow(n int64) {
 			return
 		}
 	}
-	w.mu.Lock()
+	w.q.Lock()
 	w.releaseLocked(n)
-	w.q.Unlock(&w.mu)
+	w.q.Unlock()
 }
 
 func (w *Weighted) panicOverRelease() {
-	w.q.Unlock(&w.mu)
+	w.q.Unlock()
 	panic("ctxsync: Weighted.Release of more than held")
 }
 
-// releaseLocked gives n units back and wakes those that now fit. w.mu must be
-// held, so the capacity is stable.
+// releaseLocked gives n units back and wakes those that now fit. w.q must be
+// locked, so the capacity is stable.
 func (w *Weighted) releaseLocked(n int64) {
 	c := w.capacity.Load()
 	for {
@@ -245,7 +243,7 @@ func (w *Weighted) releaseLocked(n int64) {
 			w.panicOverRelease()
 		}
 		if s&weightedWaiters == 0 {
-			// Nobody is queued, and without mu nobody can queue; but fast
+			// Nobody is queued, and without the lock nobody can queue; but fast
 			// paths still move the state.
 			if w.state.CompareAndSwap(s, s+n<<weightedShift) {
 				return
@@ -259,8 +257,8 @@ func (w *Weighted) releaseLocked(n int64) {
 }
 
 // notifyLocked grants units to waiters from the head of the queue while the
-// head fits, then clears the waiters bit if the queue is empty. w.mu must be
-// held and the state must not be movable by fast paths (a flag is set).
+// head fits, then clears the waiters bit if the queue is empty. w.q must be
+// locked and the state must not be movable by fast paths (a flag is set).
 func (w *Weighted) notifyLocked() {
 	for {
 		node := w.q.Front()
@@ -291,8 +289,8 @@ func (w *Weighted) notifyLocked() {
 // Resize panics if capacity is negative or above MaxWeightedCapacity.
 func (w *Weighted) Resize(capacity int64) {
 	checkCapacity(capacity, "Weighted.Resize")
-	w.mu.Lock()
-	defer w.q.Unlock(&w.mu)
+	w.q.Lock()
+	defer w.q.Unlock()
 	w.resized.Store(true)
 	// Stop the fast paths, so that they never pair the new capacity with the
 	// old state or the other way around.
@@ -329,7 +327,7 @@ func (w *Weighted) Available() int64 { return w.state.Load() >> weightedShift }
 // Waiting returns the number of goroutines queued in Acquire at the moment of
 // the call.
 func (w *Weighted) Waiting() int {
-	w.mu.Lock()
-	defer w.q.Unlock(&w.mu)
+	w.q.Lock()
+	defer w.q.Unlock()
 	return w.q.Len()
 }

@@ -1,12 +1,14 @@
 // Package waitq is the FIFO waiter queue that every ctxsync primitive builds on.
 //
-// A primitive owns a mutex and a Queue. A goroutine that must wait appends a
-// Waiter (Push, mutex held), releases the mutex and blocks in Wait, which selects
-// on the waiter's own channel and on ctx.Done(). Whoever frees what the waiter
-// asked for hands it over with Grant (mutex held). A waiter whose ctx ends takes
-// the mutex again and calls Cancel, which tells it whether it was still queued
-// (it is removed) or whether a grant beat the cancellation (the grant is consumed
-// and the primitive passes it on). Either way nothing is lost.
+// A primitive owns a Queue, whose lock also guards the primitive's own state. A
+// goroutine that must wait appends a Waiter (Push, lock held), unlocks and
+// blocks in Wait, which selects on the waiter's own channel and on ctx.Done().
+// Whoever frees what the waiter asked for hands it over with Grant (lock held);
+// the waiter is woken by the Unlock that ends that critical section, so that the
+// send never lengthens it, and so that no exit can forget it. A waiter whose ctx
+// ends locks again and calls Cancel, which tells it whether it was still queued
+// (it is removed) or whether a grant beat the cancellation (the grant is
+// consumed and the primitive passes it on). Either way nothing is lost.
 //
 // # Node reuse and synctest bubbles
 //
@@ -29,32 +31,35 @@ import (
 
 // A Waiter is one goroutine's place in a Queue.
 type Waiter[T any] struct {
-	next, prev *Waiter[T] // guarded by the owner's mutex: links in the queue or the free list
-	wake       *Waiter[T] // guarded by the owner's mutex: link in the list of grants to send
+	next, prev *Waiter[T] // guarded by the queue's lock: links in the queue or the free list
+	wake       *Waiter[T] // guarded by the queue's lock: link in the list of grants to send
 
 	// ready receives one value per grant. It is buffered so that Grant never
 	// blocks, whether or not the waiter has reached its select yet.
 	ready chan struct{}
 
-	queued bool // guarded by the owner's mutex: in the queue, not yet granted or removed
+	queued bool // guarded by the queue's lock: in the queue, not yet granted or removed
 
 	// idle is set by the waiting goroutine when it is done with the node, so that
 	// the node (its channel drained, its value read) may be handed to another.
 	idle atomic.Bool
 
 	// Val is the primitive's payload: a weight, an item, a reader/writer flag.
-	// It is written with the owner's mutex held; the waiter reads it after its
+	// It is written with the queue's lock held; the waiter reads it after its
 	// grant, which the channel orders after the write.
 	Val T
 }
 
 // Queued reports whether w is still in its queue: not granted and not removed.
-// The owner's mutex must be held.
+// The queue's lock must be held.
 func (w *Waiter[T]) Queued() bool { return w.queued }
 
-// A Queue is a FIFO queue of waiters. The zero value is an empty queue ready to
-// use. Every method except Wait requires the owner's mutex to be held.
+// A Queue is a FIFO queue of waiters, with the lock that guards it and the
+// state of the primitive that owns it. The zero value is an empty queue ready
+// to use. Every method except Lock, Unlock and Wait requires the lock held.
 type Queue[T any] struct {
+	mu sync.Mutex
+
 	head, tail *Waiter[T] // the waiters, oldest first
 	len        int
 
@@ -63,10 +68,10 @@ type Queue[T any] struct {
 	wakes, wakesTail *Waiter[T] // granted, to be woken by Unlock
 
 	// busy counts granted nodes whose goroutine has not finished with them yet.
-	// It is decremented without the mutex, by the waiting goroutine, so it sits
-	// on a cache line of its own: sharing one with the owner's mutex and state
-	// would make every wake-up steal that line from the goroutines contending
-	// for them.
+	// It is decremented without the lock, by the waiting goroutine, so it sits
+	// on a cache line of its own: sharing one with the lock and the owner's
+	// state would make every wake-up steal that line from the goroutines
+	// contending for them.
 	_    [cacheLine]byte
 	busy atomic.Int32
 	_    [cacheLine - 4]byte
@@ -118,10 +123,9 @@ func (q *Queue[T]) PushFront(v T) *Waiter[T] {
 }
 
 // Grant removes w from the queue and sets its value to v: the waiter now owns
-// whatever v stands for. It is woken by the owner's next call to Unlock, after
-// the mutex is released, so that the send (and the scheduler work it triggers)
-// does not lengthen the critical section. Every mutex-held section that may
-// grant must end with Unlock.
+// whatever v stands for. It is woken by the Unlock that ends this critical
+// section, after the lock is released, so that the send (and the scheduler work
+// it triggers) does not lengthen the section.
 func (q *Queue[T]) Grant(w *Waiter[T], v T) {
 	if !w.queued {
 		panic("ctxsync: bug: grant to a waiter that is not queued")
@@ -138,12 +142,15 @@ func (q *Queue[T]) Grant(w *Waiter[T], v T) {
 	q.wakesTail = w
 }
 
-// Unlock unlocks mu, the owner's mutex, and then wakes the waiters granted
-// since it was locked, oldest grant first.
-func (q *Queue[T]) Unlock(mu *sync.Mutex) {
+// Lock locks the queue, and with it the state of the primitive that owns it.
+func (q *Queue[T]) Lock() { q.mu.Lock() }
+
+// Unlock unlocks the queue, then wakes the waiters granted while it was
+// locked, oldest grant first.
+func (q *Queue[T]) Unlock() {
 	w := q.wakes
 	q.wakes, q.wakesTail = nil, nil
-	mu.Unlock()
+	q.mu.Unlock()
 	for w != nil {
 		next := w.wake // read before the send: after it the node may be reused
 		w.wake = nil
@@ -152,10 +159,9 @@ func (q *Queue[T]) Unlock(mu *sync.Mutex) {
 	}
 }
 
-// Wait blocks until w is granted or ctx is done. The owner's mutex must NOT be
-// held. On a grant it returns the granted value and true, and w is no longer the
+// Wait blocks until w is granted or ctx is done. The lock must NOT be held. On a grant it returns the granted value and true, and w is no longer the
 // caller's to touch. When ctx ends first it returns false and the caller must
-// take the mutex and call Cancel.
+// lock the queue and call Cancel.
 func (q *Queue[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
 	done := ctx.Done()
 	if done == nil {
@@ -189,8 +195,8 @@ func (q *Queue[T]) Cancel(w *Waiter[T]) (v T, granted, front bool) {
 		q.recycle(w)
 		return zero, false, front
 	}
-	// Granted: the granter sends as soon as it has unlocked the mutex, if it
-	// has not already; this receive waits at most for that.
+	// Granted: the granter sends as soon as it has unlocked, if it has not
+	// already; this receive waits at most for that.
 	<-w.ready
 	return q.finish(w), true, false
 }

@@ -16,27 +16,26 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // owner is the smallest primitive on a Queue: a gate that Open lets one waiter
 // through.
 type owner struct {
-	mu sync.Mutex
-	q  Queue[int]
+	q Queue[int]
 }
 
 func (o *owner) push(v int) *Waiter[int] {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.q.Lock()
+	defer o.q.Unlock()
 	return o.q.Push(v)
 }
 
 // open grants the oldest waiter v+its own value.
 func (o *owner) open(v int) {
-	o.mu.Lock()
+	o.q.Lock()
 	w := o.q.Front()
 	o.q.Grant(w, w.Val+v)
-	o.q.Unlock(&o.mu)
+	o.q.Unlock()
 }
 
 func (o *owner) len() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.q.Lock()
+	defer o.q.Unlock()
 	return o.q.Len()
 }
 
@@ -71,7 +70,7 @@ func TestCancel(t *testing.T) {
 		cancel()
 		_, ok := o.q.Wait(ctx, b)
 		require.False(t, ok)
-		o.mu.Lock()
+		o.q.Lock()
 		_, granted, front := o.q.Cancel(b)
 		require.False(t, granted)
 		require.False(t, front, "b was behind a")
@@ -79,15 +78,15 @@ func TestCancel(t *testing.T) {
 		require.False(t, granted)
 		require.True(t, front)
 		require.Equal(t, 0, o.q.Len())
-		o.mu.Unlock()
+		o.q.Unlock()
 	})
 	t.Run("granted first", func(t *testing.T) {
 		var o owner
 		w := o.push(1)
 		o.open(5) // the grant lands before the waiter notices its ctx
-		o.mu.Lock()
+		o.q.Lock()
 		v, granted, _ := o.q.Cancel(w)
-		o.mu.Unlock()
+		o.q.Unlock()
 		require.True(t, granted, "Cancel lost a grant")
 		require.Equal(t, 6, v)
 	})
@@ -143,9 +142,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 	keep := o.push(0) // keeps the queue busy
 	allocs := testing.AllocsPerRun(1000, func() {
 		w := o.push(1)
-		o.mu.Lock()
+		o.q.Lock()
 		o.q.Grant(w, 1)
-		o.q.Unlock(&o.mu)
+		o.q.Unlock()
 		o.q.Wait(context.Background(), w)
 	})
 	require.Zero(t, allocs)
