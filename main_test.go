@@ -51,6 +51,18 @@ func randomCtx(r *rand.Rand) (context.Context, context.CancelFunc) {
 	}
 }
 
+// endingCtx is randomCtx without the context that never ends, for waits that
+// nothing else is sure to release.
+func endingCtx(r *rand.Rand) (context.Context, context.CancelFunc) {
+	delay := time.Duration(r.IntN(200)) * time.Microsecond
+	if r.IntN(2) == 0 {
+		return context.WithTimeout(context.Background(), delay)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := time.AfterFunc(delay, cancel)
+	return ctx, func() { t.Stop(); cancel() }
+}
+
 // doneCtxCases are the ways a context can already be over.
 func doneCtxCases(t *testing.T) []struct {
 	name string

@@ -1,0 +1,257 @@
+package ctxsync
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// RWLock.state is readers*rwReader | rwWriter | rwWaiters.
+const (
+	rwWriter  = 1 << iota // a writer holds the lock
+	rwWaiters             // goroutines are queued
+	rwReader              // one reader; the count fills the bits above
+)
+
+// An RWLock is a reader/writer lock whose waits take a context: any number of
+// readers, or one writer, may hold it.
+//
+// It is fair to both sides. It prefers writers: once a writer waits, readers
+// that come after it wait too, so a steady stream of readers cannot starve it.
+// And it is first in, first out: when a writer unlocks, every reader queued
+// before the next writer enters at once, so writers cannot starve readers
+// either. A writer that gives up lets in the readers queued behind it.
+//
+// The zero RWLock is unlocked and ready to use. An RWLock must not be copied
+// after first use. An RWLock is safe for concurrent use by multiple goroutines.
+//
+// In the terminology of the Go memory model, the n'th call to Unlock is
+// synchronized before the m'th call to Lock for any n < m, just as for
+// sync.RWMutex; and for any call to RLock, there is an n such that the n'th
+// call to Unlock is synchronized before that call to RLock, and the matching
+// call to RUnlock is synchronized before the n+1'th call to Lock.
+type RWLock struct {
+	_ noCopy
+
+	// state counts readers and holds the writer and waiters bits.
+	//
+	// RLock adds a reader without looking first, as sync.RWMutex does: an
+	// atomic add never fails, where a compare-and-swap fails whenever another
+	// core's reader got there first. If the sum shows a writer or a queue,
+	// the reader did not enter: it is a phantom, which removes itself with q
+	// locked and then re-runs dispatch, since a phantom may have stopped a
+	// dispatch from admitting a writer. Because phantoms come and go without
+	// the lock, every change made with q locked is an atomic add too, never a
+	// store.
+	//
+	// The waiters bit is set exactly when q is not empty, and changes only
+	// with q locked; it is set by a compare-and-swap against the state that
+	// made the caller queue. The writer bit is set by the fast path only
+	// from 0.
+	state atomic.Int64
+
+	q waitq.Queue[bool] // the waiters, true for a writer; its lock also guards the slow paths
+}
+
+// NewRWLock returns a new, unlocked RWLock. It is the same as new(RWLock).
+func NewRWLock() *RWLock { return new(RWLock) }
+
+// readers returns the number of readers in state s, phantoms included.
+func readers(s int64) int64 { return s / rwReader }
+
+// RLock locks rw for reading, waiting if needed until no writer holds or waits
+// for it ahead of the caller, or until ctx is done.
+//
+// On failure it returns ctx.Err() and rw is left as it was; a ctx that is
+// already done fails even when rw is free. If the lock is handed over at the
+// same moment that ctx ends, RLock either returns nil holding it or passes it
+// on and returns ctx.Err().
+func (rw *RWLock) RLock(ctx context.Context) error {
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	if rw.state.Add(rwReader)&(rwWriter|rwWaiters) == 0 {
+		return nil
+	}
+	return rw.rlockSlow(ctx)
+}
+
+// rlockSlow runs for a phantom reader: it removes itself, then enters or
+// queues.
+func (rw *RWLock) rlockSlow(ctx context.Context) error {
+	rw.q.Lock()
+	rw.state.Add(-rwReader)
+	rw.dispatchLocked() // our phantom may have held back a writer
+	return rw.queueLocked(ctx, false)
+}
+
+// TryRLock locks rw for reading if no writer holds it and nobody is waiting,
+// and reports whether it did. It never waits.
+func (rw *RWLock) TryRLock() bool {
+	// A compare-and-swap, unlike RLock's add: a failed TryRLock must leave no
+	// trace to clean up. A CAS lost to another reader retries.
+	for {
+		s := rw.state.Load()
+		if s&(rwWriter|rwWaiters) != 0 {
+			return false
+		}
+		if rw.state.CompareAndSwap(s, s+rwReader) {
+			return true
+		}
+	}
+}
+
+// RUnlock undoes one RLock. When the last reader leaves, a waiting writer
+// takes the lock.
+//
+// RUnlock panics if rw is not locked for reading.
+func (rw *RWLock) RUnlock() {
+	if s := rw.state.Add(-rwReader); s&rwWaiters != 0 || s < 0 {
+		rw.runlockSlow(s)
+	}
+}
+
+func (rw *RWLock) runlockSlow(s int64) {
+	if s < 0 {
+		rw.state.Add(rwReader)
+		panic("ctxsync: RUnlock of RWLock not locked for reading")
+	}
+	// Goroutines are queued: perhaps a writer waiting for us to leave.
+	rw.q.Lock()
+	rw.dispatchLocked()
+	rw.q.Unlock()
+}
+
+// Lock locks rw for writing, waiting if needed until no reader or writer holds
+// it, after the goroutines already waiting, or until ctx is done.
+//
+// On failure it returns ctx.Err() and rw is left as it was; a ctx that is
+// already done fails even when rw is free. If the lock is handed over at the
+// same moment that ctx ends, Lock either returns nil holding it or passes it on
+// and returns ctx.Err().
+func (rw *RWLock) Lock(ctx context.Context) error {
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	if rw.state.CompareAndSwap(0, rwWriter) {
+		return nil
+	}
+	rw.q.Lock()
+	return rw.queueLocked(ctx, true)
+}
+
+// TryLock locks rw for writing if nobody holds it or waits for it, and reports
+// whether it did. It never waits. (A reader on its way in, which will find it
+// locked and leave, can make it fail.)
+func (rw *RWLock) TryLock() bool {
+	return rw.state.CompareAndSwap(0, rwWriter)
+}
+
+// Unlock unlocks rw for writing. Waiters at the head of the queue take it: the
+// next writer, or every reader queued before the next writer.
+//
+// Unlock panics if rw is not locked for writing.
+func (rw *RWLock) Unlock() {
+	if !rw.state.CompareAndSwap(rwWriter, 0) {
+		rw.unlockSlow()
+	}
+}
+
+func (rw *RWLock) unlockSlow() {
+	rw.q.Lock()
+	if rw.state.Load()&rwWriter == 0 {
+		rw.q.Unlock()
+		panic("ctxsync: Unlock of RWLock not locked for writing")
+	}
+	rw.state.Add(-rwWriter)
+	rw.dispatchLocked()
+	rw.q.Unlock()
+}
+
+// queueLocked takes the lock if nobody is queued and it is free for the
+// caller, or queues the caller and waits. rw.q must be locked; queueLocked
+// unlocks it.
+func (rw *RWLock) queueLocked(ctx context.Context, writer bool) error {
+	for {
+		s := rw.state.Load()
+		if s&rwWaiters != 0 {
+			break // others are queued: join them
+		}
+		free := s == 0 // for a writer
+		if !writer {
+			free = s&rwWriter == 0
+		}
+		if free {
+			next := int64(rwWriter)
+			if !writer {
+				next = s + rwReader
+			}
+			if rw.state.CompareAndSwap(s, next) {
+				rw.q.Unlock()
+				return nil
+			}
+			continue
+		}
+		// Set the waiters bit with a CAS against the state we judged, not an
+		// add: if the holder left in between, its unlock saw no waiters and
+		// will not dispatch, so we must see the lock free and take it.
+		if rw.state.CompareAndSwap(s, s|rwWaiters) {
+			break
+		}
+	}
+	w := rw.q.Push(writer)
+	rw.q.Unlock()
+
+	if _, ok := rw.q.Wait(ctx, w); ok {
+		return nil
+	}
+	rw.q.Lock()
+	if _, granted, _ := rw.q.Cancel(w); granted {
+		// Handed the lock as ctx ended: hand it on.
+		if writer {
+			rw.state.Add(-rwWriter)
+		} else {
+			rw.state.Add(-rwReader)
+		}
+	}
+	// Whether we held it or only stood in the queue, those behind us may now
+	// proceed: the readers behind a writer that gave up, say.
+	rw.dispatchLocked()
+	rw.q.Unlock()
+	return ctx.Err()
+}
+
+// dispatchLocked hands the lock to the waiters at the head of the queue that
+// can have it now: one writer if nobody holds it, or every reader up to the
+// next writer if no writer holds it. Then it clears the waiters bit if the
+// queue is empty. rw.q must be locked.
+func (rw *RWLock) dispatchLocked() {
+	for {
+		w := rw.q.Front()
+		if w == nil {
+			break
+		}
+		s := rw.state.Load()
+		if s&rwWriter != 0 {
+			return
+		}
+		if w.Val {
+			// The writer waits for the readers to leave. A phantom among
+			// them re-runs this dispatch once it has left.
+			if readers(s) != 0 {
+				return
+			}
+			rw.state.Add(rwWriter)
+			rw.q.Grant(w, true)
+			break
+		}
+		// A reader: it enters, and so do the readers behind it, up to the
+		// first writer, which then waits for them all to leave.
+		rw.state.Add(rwReader)
+		rw.q.Grant(w, false)
+	}
+	if rw.q.Len() == 0 && rw.state.Load()&rwWaiters != 0 {
+		rw.state.Add(-rwWaiters)
+	}
+}
