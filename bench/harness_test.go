@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -56,3 +57,7 @@ func must(err error) {
 
 // sink keeps results alive.
 var sink any
+
+// spinYield gives other goroutines a chance to run while a benchmark's driver
+// waits for them to reach a state.
+func spinYield() { runtime.Gosched() }
