@@ -42,13 +42,29 @@ func (o *owner) len() int {
 func TestQueueOrder(t *testing.T) {
 	var q Queue[int]
 	a, b := q.Push(1), q.Push(2)
-	c := q.PushFront(0)
-	require.Equal(t, 3, q.Len())
-	require.Same(t, c, q.Front())
-	require.Same(t, a, q.Next(c))
+	require.Equal(t, 2, q.Len())
+	require.Same(t, a, q.Front())
 	require.Same(t, b, q.Next(a))
 	require.Nil(t, q.Next(b))
 	require.True(t, a.Queued())
+}
+
+// TestTwoLists: two lists under one Mutex; grants on either are woken by its
+// Unlock.
+func TestTwoLists(t *testing.T) {
+	var q Queue[int]
+	var other List[int]
+	q.Lock()
+	a := q.Push(1)
+	b := other.Push(2)
+	q.Grant(a, 10)
+	other.Grant(&q.Mutex, b, 20)
+	q.Unlock()
+	va, ok := q.Wait(context.Background(), a)
+	require.True(t, ok)
+	vb, ok := other.Wait(context.Background(), b)
+	require.True(t, ok)
+	require.Equal(t, []int{10, 20}, []int{va, vb})
 }
 
 func TestGrantWait(t *testing.T) {
