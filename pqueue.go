@@ -1,0 +1,165 @@
+package ctxsync
+
+import "context"
+
+// A PriorityQueue is a queue whose Get returns the item of lowest priority
+// value first; items of equal priority come out in the order they were put.
+// Its waits take a context, as Queue's do.
+//
+// A PriorityQueue has a capacity: Put waits while it holds that many items
+// (backpressure), and TryPut fails. A capacity of 0 means unbounded. Get waits
+// while it is empty. Producers and consumers that wait are served first in,
+// first out: priority orders the items, not the goroutines.
+//
+// Close stops new items: Put then fails with ErrClosed, while Get drains the
+// items left, in priority order, then fails with ErrClosed too.
+//
+// Put and Get take O(log n) time for n items, and allocate nothing beyond the
+// growth of the heap.
+//
+// Use NewPriorityQueue; the zero PriorityQueue is not usable. A PriorityQueue
+// must not be copied after first use. A PriorityQueue is safe for concurrent
+// use by multiple goroutines.
+//
+// In the terminology of the Go memory model, a Put is synchronized before the
+// Get that returns its item.
+type PriorityQueue[T any] struct {
+	_ noCopy
+	queueCore[pqItem[T]]
+}
+
+type pqItem[T any] struct {
+	prio int
+	seq  uint64 // set by the heap as the item enters it
+	v    T
+}
+
+// NewPriorityQueue returns an empty PriorityQueue that holds at most capacity
+// items, or any number if capacity is 0.
+//
+// NewPriorityQueue panics if capacity is negative.
+func NewPriorityQueue[T any](capacity int) *PriorityQueue[T] {
+	return &PriorityQueue[T]{queueCore: newQueueCore[pqItem[T]](capacity, new(pheap[T]), "NewPriorityQueue")}
+}
+
+// Put adds v with the given priority (lower comes out first), waiting while the
+// queue is full, after the producers already waiting, until there is room or
+// ctx is done.
+//
+// On failure it returns ctx.Err(), or ErrClosed if the queue is closed or
+// closes while Put waits; the queue is left as it was. A ctx that is already
+// done fails even when there is room. If room comes at the same moment that ctx
+// ends, the item may be taken; Put then returns nil.
+func (q *PriorityQueue[T]) Put(ctx context.Context, priority int, v T) error {
+	return q.put(ctx, pqItem[T]{prio: priority, v: v})
+}
+
+// TryPut adds v with the given priority if there is room and no producer is
+// waiting, and reports whether it did. It never waits. It fails on a closed
+// queue.
+func (q *PriorityQueue[T]) TryPut(priority int, v T) bool {
+	return q.tryPut(pqItem[T]{prio: priority, v: v})
+}
+
+// Get removes and returns the item of lowest priority value, the oldest among
+// equals, waiting while the queue is empty, after the consumers already
+// waiting, until an item comes or ctx is done.
+//
+// On failure it returns ctx.Err(), or ErrClosed once the queue is closed and
+// empty. A ctx that is already done fails even when items wait. An item that
+// reaches a consumer as its ctx ends is not lost: it goes to the next
+// consumer, or back into the queue in its old place.
+func (q *PriorityQueue[T]) Get(ctx context.Context) (T, error) {
+	it, err := q.get(ctx)
+	return it.v, err
+}
+
+// TryGet removes and returns the item of lowest priority value if there is one.
+// It never waits.
+func (q *PriorityQueue[T]) TryGet() (T, bool) {
+	it, ok := q.tryGet()
+	return it.v, ok
+}
+
+// Len returns the number of items in the queue at the moment of the call.
+func (q *PriorityQueue[T]) Len() int { return q.len() }
+
+// Close closes the queue: Put and TryPut fail from now on, producers waiting
+// are released with ErrClosed, and Get returns the items left, then ErrClosed.
+// Closing a closed queue does nothing.
+func (q *PriorityQueue[T]) Close() { q.close() }
+
+// pheap is a binary min-heap on (priority, sequence): the store of a
+// PriorityQueue. It is written out rather than built on container/heap, whose
+// interface methods box every item into an allocation.
+//
+// It numbers items as they enter. Producers that wait are let in first in,
+// first out, so among equal priorities items come out in the order of their
+// Puts. An item handed straight to a waiting consumer never enters; if that
+// consumer gives up, the item comes in numbered 0, ahead of its equals, all of
+// which were put after it.
+type pheap[T any] struct {
+	items []pqItem[T]
+	seq   uint64
+}
+
+func (h *pheap[T]) len() int { return len(h.items) }
+
+func less[T any](a, b *pqItem[T]) bool {
+	return a.prio < b.prio || (a.prio == b.prio && a.seq < b.seq)
+}
+
+func (h *pheap[T]) push(it pqItem[T]) {
+	h.seq++
+	it.seq = h.seq
+	h.insert(it)
+}
+
+// unpop puts back an item taken out: its sequence number restores its place.
+func (h *pheap[T]) unpop(it pqItem[T]) { h.insert(it) }
+
+func (h *pheap[T]) insert(it pqItem[T]) {
+	h.items = append(h.items, it)
+	h.up(len(h.items) - 1)
+}
+
+func (h *pheap[T]) pop() pqItem[T] {
+	n := len(h.items) - 1
+	top := h.items[0]
+	h.items[0] = h.items[n]
+	h.items[n] = pqItem[T]{} // drop the reference for the garbage collector
+	h.items = h.items[:n]
+	if n > 0 {
+		h.down(0)
+	}
+	return top
+}
+
+func (h *pheap[T]) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !less(&h.items[i], &h.items[parent]) {
+			return
+		}
+		h.items[i], h.items[parent] = h.items[parent], h.items[i]
+		i = parent
+	}
+}
+
+func (h *pheap[T]) down(i int) {
+	n := len(h.items)
+	for {
+		least := i
+		if l := 2*i + 1; l < n && less(&h.items[l], &h.items[least]) {
+			least = l
+		}
+		if r := 2*i + 2; r < n && less(&h.items[r], &h.items[least]) {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		h.items[i], h.items[least] = h.items[least], h.items[i]
+		i = least
+	}
+}

@@ -1,0 +1,195 @@
+package ctxsync
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// ErrClosed is returned by the queues' Put once they are closed, and by their
+// Get once they are closed and drained.
+var ErrClosed = errors.New("ctxsync: queue closed")
+
+// store holds the items of a queue: a FIFO ring for Queue, a heap for
+// PriorityQueue.
+type store[I any] interface {
+	len() int
+	push(it I)  // a new item, in its order
+	unpop(it I) // an item handed back after pop: it takes its old place
+	pop() I     // the next item; len() > 0
+}
+
+// queueCore is what Queue and PriorityQueue share: a store, a capacity, and
+// getters and putters that wait in FIFO order for items and for room.
+//
+// Getters wait only while the store is empty, and putters only while it is
+// full, so the two never wait at once, with one exception: an item handed back
+// by a getter whose ctx ended goes back to the front even when the store is
+// full, and may leave it one over capacity for a moment.
+type queueCore[I any] struct {
+	capacity int // 0: unbounded
+
+	mu       waitq.Mutex              // guards the fields below
+	getters  waitq.List[getResult[I]] // waiting for an item
+	putters  waitq.List[putResult[I]] // waiting for room; their value is their item
+	items    store[I]
+	closed   bool
+	accepted uint64 // items ever accepted
+}
+
+type getResult[I any] struct {
+	it  I
+	err error
+}
+
+type putResult[I any] struct {
+	it  I
+	err error
+}
+
+func newQueueCore[I any](capacity int, items store[I], fn string) queueCore[I] {
+	if capacity < 0 {
+		panic("ctxsync: " + fn + " with negative capacity")
+	}
+	return queueCore[I]{capacity: capacity, items: items}
+}
+
+// full reports whether a new item must wait. q.mu must be held.
+func (q *queueCore[I]) full() bool {
+	return q.putters.Len() > 0 || (q.capacity > 0 && q.items.len() >= q.capacity)
+}
+
+// put adds it, waiting for room if need be.
+func (q *queueCore[I]) put(ctx context.Context, it I) error {
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if ok, err := q.tryPutLocked(it); ok || err != nil {
+		q.mu.Unlock()
+		return err
+	}
+	w := q.putters.Push(putResult[I]{it: it})
+	q.mu.Unlock()
+
+	if r, ok := q.putters.Wait(ctx, w); ok {
+		return r.err
+	}
+	q.mu.Lock()
+	r, granted, _ := q.putters.Cancel(w)
+	q.mu.Unlock()
+	if granted {
+		// The item was accepted (or the queue closed) as ctx ended. An
+		// accepted item may already be in a consumer's hands: keep the put.
+		return r.err
+	}
+	return ctx.Err()
+}
+
+// tryPutLocked adds it if that needs no wait, and reports whether it did; it
+// returns ErrClosed if the queue is closed. q.mu must be held.
+func (q *queueCore[I]) tryPutLocked(it I) (bool, error) {
+	if q.closed {
+		return false, ErrClosed
+	}
+	if w := q.getters.Front(); w != nil {
+		// A consumer waits, so the store is empty: hand it over directly.
+		q.getters.Grant(&q.mu, w, getResult[I]{it: it})
+		q.accepted++
+		return true, nil
+	}
+	if q.full() {
+		return false, nil
+	}
+	q.items.push(it)
+	q.accepted++
+	return true, nil
+}
+
+func (q *queueCore[I]) tryPut(it I) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ok, _ := q.tryPutLocked(it)
+	return ok
+}
+
+// get takes the next item, waiting for one if need be.
+func (q *queueCore[I]) get(ctx context.Context) (I, error) {
+	var zero I
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return zero, err
+	}
+	q.mu.Lock()
+	if it, ok := q.tryGetLocked(); ok {
+		q.mu.Unlock()
+		return it, nil
+	}
+	if q.closed {
+		q.mu.Unlock()
+		return zero, ErrClosed
+	}
+	w := q.getters.Push(getResult[I]{})
+	q.mu.Unlock()
+
+	if r, ok := q.getters.Wait(ctx, w); ok {
+		return r.it, r.err
+	}
+	q.mu.Lock()
+	if r, granted, _ := q.getters.Cancel(w); granted && r.err == nil {
+		// An item reached us as ctx ended. Hand it to the next consumer,
+		// or put it back where it was, at the front: it must not be lost,
+		// nor overtaken by items that came after it.
+		if next := q.getters.Front(); next != nil {
+			q.getters.Grant(&q.mu, next, r)
+		} else {
+			q.items.unpop(r.it)
+		}
+	}
+	q.mu.Unlock()
+	return zero, ctx.Err()
+}
+
+// tryGetLocked takes the next item if there is one, and lets the oldest waiting
+// producer in. q.mu must be held.
+func (q *queueCore[I]) tryGetLocked() (I, bool) {
+	if q.items.len() == 0 {
+		var zero I
+		return zero, false
+	}
+	it := q.items.pop()
+	if w := q.putters.Front(); w != nil && (q.capacity == 0 || q.items.len() < q.capacity) {
+		q.items.push(w.Val.it)
+		q.accepted++
+		q.putters.Grant(&q.mu, w, putResult[I]{})
+	}
+	return it, true
+}
+
+func (q *queueCore[I]) tryGet() (I, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.tryGetLocked()
+}
+
+func (q *queueCore[I]) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.items.len()
+}
+
+func (q *queueCore[I]) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.closed = true
+	for w := q.putters.Front(); w != nil; w = q.putters.Front() {
+		q.putters.Grant(&q.mu, w, putResult[I]{err: ErrClosed})
+	}
+	// Consumers wait only while the store is empty: nothing is left for them.
+	for w := q.getters.Front(); w != nil; w = q.getters.Front() {
+		q.getters.Grant(&q.mu, w, getResult[I]{err: ErrClosed})
+	}
+}
