@@ -10,10 +10,16 @@
 // # Primitives
 //
 //	Lock              mutual exclusion; the zero value is ready to use
+//	RWLock            many readers or one writer, fair to both
 //	Semaphore         n permits; Release beyond n raises the count
 //	BoundedSemaphore  n permits; a Release beyond n is a bug and panics
 //	Weighted          a budget of capacity units, of which each Acquire takes n;
 //	                  resizable at run time
+//	Event             a flag that goroutines wait for; Done for select
+//	Condition         wait, with a ctx, for state guarded by a Lock to change
+//	Barrier           a fixed number of goroutines meet, round after round
+//	Queue             a FIFO queue with backpressure, Close, TaskDone and Join
+//	PriorityQueue     a queue that hands out the lowest priority value first
 //
 // The subpackages build on them: ratelimit (rate limiters), breaker (a
 // circuit breaker) and pool (a resource pool).
