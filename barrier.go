@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -33,7 +34,7 @@ var ErrBrokenBarrier = errors.New("ctxsync: broken barrier")
 // calls Wait is synchronized before the action of that round, and the action
 // is synchronized before the return of every Wait of the round.
 type Barrier struct {
-	_ noCopy
+	_ nocopy.NoCopy
 
 	parties int
 	action  func() error

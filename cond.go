@@ -3,6 +3,7 @@ package ctxsync
 import (
 	"context"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -26,7 +27,7 @@ import (
 // returns holding the Lock, so is everything done under the Lock before the
 // notification.
 type Condition struct {
-	_ noCopy
+	_ nocopy.NoCopy
 
 	l   *Lock // the Lock, if shared; own otherwise
 	own Lock

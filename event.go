@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -24,7 +25,7 @@ import (
 // its own channel. A waiter that saw the flag raised holds that run's closed
 // channel, so it wakes even if Clear follows at once.
 type Event struct {
-	_ noCopy
+	_ nocopy.NoCopy
 
 	set atomic.Bool // the flag, for IsSet and the fast path of Wait
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -31,7 +32,7 @@ const (
 // A Lock is not tied to a goroutine: one goroutine may lock it and another
 // unlock it.
 type Lock struct {
-	_ noCopy
+	_ nocopy.NoCopy
 
 	// state holds lockHeld and lockWaiters. With the waiters bit clear it is
 	// changed by CAS alone; with it set, only with q locked. The bit is set

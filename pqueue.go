@@ -1,6 +1,10 @@
 package ctxsync
 
-import "context"
+import (
+	"context"
+
+	"github.com/ctxsync/ctxsync/internal/nocopy"
+)
 
 // A PriorityQueue is a queue whose Get returns the item of lowest priority
 // value first; items of equal priority come out in the order they were put.
@@ -24,7 +28,7 @@ import "context"
 // In the terminology of the Go memory model, a Put is synchronized before the
 // Get that returns its item.
 type PriorityQueue[T any] struct {
-	_ noCopy
+	_ nocopy.NoCopy
 	queueCore[pqItem[T]]
 }
 

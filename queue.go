@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -26,7 +27,7 @@ import (
 // Get that returns its item, and a TaskDone is synchronized before the return
 // of any Join that it unblocks.
 type Queue[T any] struct {
-	_ noCopy
+	_ nocopy.NoCopy
 	queueCore[T]
 	ring *ring[T]
 

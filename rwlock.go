@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -32,7 +33,7 @@ const (
 // call to Unlock is synchronized before that call to RLock, and the matching
 // call to RUnlock is synchronized before the n+1'th call to Lock.
 type RWLock struct {
-	_ noCopy
+	_ nocopy.NoCopy
 
 	// state counts readers and holds the writer and waiters bits.
 	//

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -28,7 +29,7 @@ var ErrReleasedTooManyTimes = errors.New("ctxsync: BoundedSemaphore released too
 // In the terminology of the Go memory model, a call to Release is synchronized
 // before the return of the Acquire or TryAcquire that takes its permit.
 type Semaphore struct {
-	_ noCopy
+	_ nocopy.NoCopy
 
 	// state is the number of free permits, or semWaiters when none is free and
 	// goroutines are queued. A free permit and a queued waiter never coexist:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -39,7 +40,7 @@ const (
 // In the terminology of the Go memory model, a call to Release is synchronized
 // before the return of any Acquire or TryAcquire that takes the units it freed.
 type Weighted struct {
-	_ noCopy
+	_ nocopy.NoCopy
 
 	// state is the free units << weightedShift | the flag bits. The free units
 	// go negative after a Resize below what is held. With both flags clear the
