@@ -1,0 +1,29 @@
+// Package ratelimit limits how often events happen: requests to a service, calls
+// to an API with a quota, bytes written to a link.
+//
+//	TokenBucket           a steady rate with bursts; lock-free, one clock read
+//	SlidingWindow         at most limit events in any window, exactly
+//	SlidingWindowCounter  about limit events per window, in constant memory
+//	Keyed                 one limiter per key (user, API key, client address)
+//	Middleware            net/http middleware with the standard headers
+//
+// Every limiter satisfies Limiter: AllowN takes events now or refuses, WaitN
+// waits for them, first in, first out. Take says more than AllowN: what
+// remains, and when to come back. The subpackage redislimit shares one limit
+// among every instance of a service through Redis.
+//
+// Waiting is exact and cheap to abandon. Only the goroutine at the head of the
+// queue sleeps, until the limiter can give it what it asked for; nobody
+// reserves events ahead of time, so a waiter whose context ends has nothing to
+// give back, and the next one moves up. A wait that cannot end before the
+// context's deadline fails at once with ErrWouldExceedDeadline. A wait for more
+// than the limiter can ever allow fails at once with ErrExceedsBurst.
+//
+// The limiters read the monotonic clock, and inside a testing/synctest bubble
+// the bubble's virtual clock, so code that uses them can be tested without
+// sleeping.
+//
+// Bad arguments (a rate that is not above 0, a burst or limit below 1, a window
+// not above 0, n below 1) are bugs and panic with a message that begins with
+// "ratelimit:".
+package ratelimit

@@ -1,0 +1,157 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+// A TokenBucket allows a burst, then a steady rate.
+func ExampleTokenBucket() {
+	b := ratelimit.NewTokenBucket(10, 3) // 10 per second, bursts of 3
+	for range 4 {
+		fmt.Println(b.Allow())
+	}
+	// Output:
+	// true
+	// true
+	// true
+	// false
+}
+
+// WaitN waits its turn; a wait that cannot end before the deadline fails at
+// once instead of sleeping until it.
+func ExampleNewTokenBucket() {
+	b := ratelimit.NewTokenBucket(1, 1) // one per second
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	fmt.Println(b.Wait(ctx))
+	fmt.Println(b.Wait(ctx))
+	// Output:
+	// <nil>
+	// ratelimit: wait would exceed the context deadline: context deadline exceeded
+}
+
+// Take explains a decision: what remains, and when to come back.
+func ExampleTokenBucket_Take() {
+	b := ratelimit.NewTokenBucket(1, 5)
+	d := b.Take(4)
+	fmt.Println(d.Allowed, d.Remaining, d.Limit)
+	d = b.Take(3)
+	fmt.Println(d.Allowed, d.Remaining, d.RetryAfter.Round(time.Second))
+	// Output:
+	// true 1 5
+	// false 1 2s
+}
+
+// A SlidingWindow holds a limit exactly, in every interval: here, 3 calls per
+// minute to an API with such a quota.
+func ExampleSlidingWindow() {
+	quota := ratelimit.NewSlidingWindow(3, time.Minute)
+	for i := range 4 {
+		fmt.Println("call", i, quota.Allow())
+	}
+	// Output:
+	// call 0 true
+	// call 1 true
+	// call 2 true
+	// call 3 false
+}
+
+func ExampleNewSlidingWindow() {
+	w := ratelimit.NewSlidingWindow(100, time.Hour)
+	fmt.Println(w.AllowN(60), w.AllowN(60), w.AllowN(40))
+	// Output: true false true
+}
+
+// A SlidingWindowCounter approximates a sliding window in constant memory.
+func ExampleSlidingWindowCounter() {
+	c := ratelimit.NewSlidingWindowCounter(2, time.Second)
+	fmt.Println(c.Allow(), c.Allow(), c.Allow())
+	// Output: true true false
+}
+
+func ExampleNewSlidingWindowCounter() {
+	c := ratelimit.NewSlidingWindowCounter(1000, time.Minute)
+	d := c.Take(10)
+	fmt.Println(d.Allowed, d.Remaining, d.Window)
+	// Output: true 990 1m0s
+}
+
+// Keyed gives each key its own limiter: one client's burst does not limit
+// another.
+func ExampleKeyed() {
+	perUser := ratelimit.NewKeyed(func(user string) *ratelimit.TokenBucket {
+		return ratelimit.NewTokenBucket(1, 2)
+	}, ratelimit.KeyedOptions{})
+	fmt.Println(perUser.Allow("alice"), perUser.Allow("alice"), perUser.Allow("alice"))
+	fmt.Println(perUser.Allow("bob"))
+	// Output:
+	// true true false
+	// true
+}
+
+// The options bound the memory: idle keys are evicted, and the number of keys
+// is capped.
+func ExampleNewKeyed() {
+	perDomain := ratelimit.NewKeyed(func(domain string) *ratelimit.SlidingWindow {
+		return ratelimit.NewSlidingWindow(10, time.Second)
+	}, ratelimit.KeyedOptions{TTL: 5 * time.Minute, MaxKeys: 10_000})
+	fmt.Println(perDomain.Allow("example.com"), perDomain.Len())
+	// Output: true 1
+}
+
+// Middleware limits each client of an HTTP server, and tells it so in the
+// response headers.
+func ExampleMiddleware() {
+	perClient := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
+		return ratelimit.NewTokenBucket(1, 2)
+	}, ratelimit.KeyedOptions{})
+	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "hello") })
+	h := ratelimit.Middleware(perClient, ratelimit.MiddlewareConfig{})(hello)
+
+	for range 3 {
+		r := httptest.NewRequest(http.MethodGet, "/", nil) // from 192.0.2.1
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Println(w.Code, w.Header().Get("RateLimit"))
+		if retry := w.Header().Get("Retry-After"); retry != "" {
+			fmt.Println("Retry-After:", retry)
+		}
+	}
+	// Output:
+	// 200 "default";r=1;t=1
+	// 200 "default";r=0;t=2
+	// 429 "default";r=0;t=2
+	// Retry-After: 1
+}
+
+// Global shares one limit among all clients.
+func ExampleGlobal() {
+	h := ratelimit.Middleware(ratelimit.Global(ratelimit.NewTokenBucket(1, 1)),
+		ratelimit.MiddlewareConfig{})(http.NotFoundHandler())
+	for _, addr := range []string{"192.0.2.1:1", "198.51.100.7:1"} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = addr
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Println(addr, w.Code)
+	}
+	// Output:
+	// 192.0.2.1:1 404
+	// 198.51.100.7:1 429
+}
+
+// Code that takes a Limiter works with every limiter of the package.
+func ExampleLimiter() {
+	send := func(l ratelimit.Limiter, batch int) bool { return l.AllowN(batch) }
+	fmt.Println(send(ratelimit.NewTokenBucket(100, 50), 20))
+	fmt.Println(send(ratelimit.NewSlidingWindow(10, time.Second), 20))
+	// Output:
+	// true
+	// false
+}

@@ -1,0 +1,155 @@
+package ratelimit
+
+import (
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A KeyTaker takes events for a key. *Keyed[string, L] is one, for any L; Global
+// makes one of a single Taker.
+type KeyTaker interface {
+	Take(key string, n int) Decision
+}
+
+// Global returns a KeyTaker that ignores keys: one limit shared by every
+// client.
+func Global(t Taker) KeyTaker { return global{t} }
+
+type global struct{ t Taker }
+
+func (g global) Take(_ string, n int) Decision { return g.t.Take(n) }
+
+// MiddlewareConfig tunes Middleware. The zero value means the defaults.
+type MiddlewareConfig struct {
+	// Key returns the key a request is limited under. The default is the
+	// client's IP address: see TrustedProxyHeader.
+	Key func(r *http.Request) string
+
+	// TrustedProxyHeader names a header that the default Key reads the
+	// client's address from, such as "X-Forwarded-For" or "X-Real-IP". Leave
+	// it empty unless the server sits behind proxies that set it: anyone can
+	// send such a header, and trusting it directly lets a client pick its own
+	// key. By default the Key is the address of the connection's peer.
+	TrustedProxyHeader string
+
+	// TrustedHops is how many proxies in front of the server append to
+	// X-Forwarded-For; the client's address is the one the farthest of them
+	// saw. 0 means 1. Ignored for other headers.
+	TrustedHops int
+
+	// Cost returns how many events a request counts for; the default is 1.
+	Cost func(r *http.Request) int
+
+	// Policy names the limit in the RateLimit and RateLimit-Policy headers;
+	// the default is "default".
+	Policy string
+
+	// OnLimited writes the response to a refused request, after the
+	// rate-limit headers and Retry-After are set. The default writes status
+	// 429 Too Many Requests with a short text body.
+	OnLimited func(w http.ResponseWriter, r *http.Request, d Decision)
+}
+
+// Middleware returns HTTP middleware that limits requests with limiter, under
+// the key cfg.Key gives each request.
+//
+// Every response carries the rate-limit headers: those of the IETF draft
+// (RateLimit-Policy and RateLimit, which name the limit, its quota q and window
+// w, what remains r and the seconds t until it is full again), and the widely
+// used X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (seconds
+// until full again). A refused request gets status 429 and Retry-After, in
+// seconds, unless the request costs more than the limit can ever allow.
+func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.Handler {
+	if limiter == nil {
+		panic("ratelimit: Middleware with nil limiter")
+	}
+	if cfg.TrustedHops < 0 {
+		panic("ratelimit: Middleware with negative TrustedHops")
+	}
+	if cfg.Key == nil {
+		cfg.Key = func(r *http.Request) string { return clientIP(r, cfg.TrustedProxyHeader, max(1, cfg.TrustedHops)) }
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = "default"
+	}
+	if cfg.OnLimited == nil {
+		cfg.OnLimited = func(w http.ResponseWriter, _ *http.Request, _ Decision) {
+			http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
+		}
+	}
+	policy := strconv.Quote(cfg.Policy)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := 1
+			if cfg.Cost != nil {
+				n = cfg.Cost(r)
+			}
+			d := limiter.Take(cfg.Key(r), n)
+			writeHeaders(w.Header(), policy, d)
+			if d.Allowed {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if d.RetryAfter >= 0 {
+				w.Header().Set("Retry-After", strconv.FormatInt(seconds(d.RetryAfter), 10))
+			}
+			cfg.OnLimited(w, r, d)
+		})
+	}
+}
+
+func writeHeaders(h http.Header, policy string, d Decision) {
+	if d.Limit <= 0 {
+		return // a limiter that does not say
+	}
+	limit := strconv.Itoa(d.Limit)
+	reset := strconv.FormatInt(seconds(d.ResetAfter), 10)
+	h.Set("RateLimit-Policy", policy+";q="+limit+";w="+strconv.FormatInt(seconds(d.Window), 10))
+	h.Set("X-RateLimit-Limit", limit)
+	h.Set("X-RateLimit-Reset", reset)
+	if d.Remaining < 0 {
+		return
+	}
+	remaining := strconv.Itoa(d.Remaining)
+	h.Set("RateLimit", policy+";r="+remaining+";t="+reset)
+	h.Set("X-RateLimit-Remaining", remaining)
+}
+
+// seconds rounds d up to whole seconds, as the headers count them.
+func seconds(d time.Duration) int64 {
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// clientIP returns the address of the client of r: from header if it is set
+// and holds one, else the peer of the connection.
+func clientIP(r *http.Request, header string, hops int) string {
+	if header != "" {
+		if v := r.Header.Values(header); len(v) > 0 {
+			list := strings.Split(strings.Join(v, ","), ",")
+			i := 0
+			if http.CanonicalHeaderKey(header) == "X-Forwarded-For" {
+				// Each proxy appends the address it saw: the client's is
+				// the one the farthest trusted proxy appended.
+				i = len(list) - hops
+			}
+			if i >= 0 && i < len(list) {
+				if a, err := netip.ParseAddr(strings.TrimSpace(list[i])); err == nil {
+					return a.Unmap().String()
+				}
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap().String()
+	}
+	return host
+}

@@ -1,0 +1,228 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctxsync/ctxsync/internal/nocopy"
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// KeyedOptions tunes a Keyed. The zero value means the defaults.
+type KeyedOptions struct {
+	// TTL is how long a key may go unused before it may be evicted; 0 means
+	// 10 minutes. An evicted key starts over with a new limiter, so make it
+	// longer than the limiter takes to recover fully (burst/rate for a token
+	// bucket, the window for a window), or clients that pause for longer
+	// than the TTL get a fresh allowance early.
+	TTL time.Duration
+
+	// MaxKeys caps the number of keys; 0 means 100 000. When a new key would
+	// exceed it, the least recently used of a sample of keys is evicted even
+	// if it is not idle, so that rotating keys cannot exhaust memory.
+	MaxKeys int
+}
+
+const (
+	keyedShards     = 64 // a power of two
+	keyedSample     = 8  // keys looked at per eviction
+	defaultKeyedTTL = 10 * time.Minute
+	defaultMaxKeys  = 100_000
+)
+
+// A Keyed holds one limiter per key (per user, per API key, per client
+// address), made on first use by the constructor it was given.
+//
+// Keys live in shards with a lock each, so that callers with different keys
+// rarely contend. A key unused for the TTL may be evicted when new keys
+// arrive, and the number of keys is capped; see KeyedOptions.
+//
+// Use NewKeyed; the zero Keyed is not usable. A Keyed must not be copied after
+// first use. It is safe for concurrent use by multiple goroutines.
+type Keyed[K comparable, L Limiter] struct {
+	_        nocopy.NoCopy
+	newLimit func(K) L
+	ttl      int64
+	perShard int // the cap of each shard
+	seed     maphash.Seed
+	shards   [keyedShards]keyedShard[K, L]
+}
+
+type keyedShard[K comparable, L Limiter] struct {
+	mu      sync.RWMutex
+	entries map[K]*keyedEntry[L] // guarded by mu
+	_       [64]byte             // keep shards on separate cache lines
+}
+
+type keyedEntry[L Limiter] struct {
+	lim      L
+	ns       nsLimiter    // lim, if it is of this package; or nil
+	lastUsed atomic.Int64 // on the package's clock
+}
+
+// NewKeyed returns a Keyed that makes the limiter of a key with newLimiter,
+// on first use of the key:
+//
+//	perUser := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
+//		return ratelimit.NewTokenBucket(10, 20)
+//	}, ratelimit.KeyedOptions{})
+//
+// newLimiter runs without any lock of the Keyed held; it may run more than
+// once for a key that several goroutines use first at the same moment, one
+// result being kept.
+//
+// NewKeyed panics if newLimiter is nil or an option is negative.
+func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedOptions) *Keyed[K, L] {
+	if newLimiter == nil {
+		panic("ratelimit: NewKeyed with nil newLimiter")
+	}
+	if opts.TTL < 0 || opts.MaxKeys < 0 {
+		panic(fmt.Sprintf("ratelimit: NewKeyed with negative option: %+v", opts))
+	}
+	if opts.TTL == 0 {
+		opts.TTL = defaultKeyedTTL
+	}
+	if opts.MaxKeys == 0 {
+		opts.MaxKeys = defaultMaxKeys
+	}
+	k := &Keyed[K, L]{
+		newLimit: newLimiter,
+		ttl:      int64(opts.TTL),
+		perShard: max(1, opts.MaxKeys/keyedShards),
+		seed:     maphash.MakeSeed(),
+	}
+	for i := range k.shards {
+		k.shards[i].entries = make(map[K]*keyedEntry[L])
+	}
+	return k
+}
+
+// Get returns the limiter of key, making it if need be.
+func (k *Keyed[K, L]) Get(key K) L {
+	e, _ := k.entry(key)
+	return e.lim
+}
+
+// entry returns the entry of key, made if need be and marked used now, and the
+// time it read. A limiter of this package decides at that same time: one
+// clock read per call in all.
+func (k *Keyed[K, L]) entry(key K) (*keyedEntry[L], int64) {
+	now := nowNs()
+	s := &k.shards[maphash.Comparable(k.seed, key)&(keyedShards-1)]
+	s.mu.RLock()
+	e := s.entries[key]
+	s.mu.RUnlock()
+	if e == nil {
+		e = k.insert(s, key, now)
+	}
+	if e.lastUsed.Load() != now {
+		e.lastUsed.Store(now)
+	}
+	return e, now
+}
+
+// insert makes the entry of key. The constructor runs without the lock.
+func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64) *keyedEntry[L] {
+	e := &keyedEntry[L]{lim: k.newLimit(key)}
+	e.ns, _ = any(e.lim).(nsLimiter)
+	e.lastUsed.Store(now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.entries[key]; old != nil {
+		return old // another goroutine made it first
+	}
+	k.evictLocked(s, now)
+	s.entries[key] = e
+	return e
+}
+
+// evictLocked removes idle keys from a sample of the shard, and if the shard
+// is still full, the least recently used of the sample. A sample keeps the
+// cost of an insertion constant whatever the number of keys; Go's map
+// iteration starts at a random place, so samples differ. s.mu must be held.
+func (k *Keyed[K, L]) evictLocked(s *keyedShard[K, L], now int64) {
+	var lru K
+	oldest := int64(0)
+	found := false
+	seen := 0
+	for key, e := range s.entries {
+		if seen == keyedSample {
+			break
+		}
+		seen++
+		used := e.lastUsed.Load()
+		if now-used > k.ttl {
+			delete(s.entries, key)
+			continue
+		}
+		if !found || used < oldest {
+			lru, oldest, found = key, used, true
+		}
+	}
+	if len(s.entries) >= k.perShard && found {
+		delete(s.entries, lru)
+	}
+}
+
+// Allow reports whether one event of key may happen now, and takes it if so.
+func (k *Keyed[K, L]) Allow(key K) bool { return k.AllowN(key, 1) }
+
+// AllowN reports whether n events of key may happen now, and takes them if so.
+func (k *Keyed[K, L]) AllowN(key K, n int) bool {
+	checkN(n, "Keyed.AllowN")
+	e, now := k.entry(key)
+	if e.ns != nil {
+		return e.ns.allowAt(n, now)
+	}
+	return e.lim.AllowN(n)
+}
+
+// WaitN waits until n events of key may happen, as the key's limiter's WaitN
+// does.
+func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
+	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
+		return err
+	}
+	e, _ := k.entry(key)
+	return e.lim.WaitN(ctx, n)
+}
+
+// Take is AllowN with the details of the decision. If the key's limiter is
+// not a Taker, the decision has only Allowed, and Remaining -1.
+func (k *Keyed[K, L]) Take(key K, n int) Decision {
+	e, _ := k.entry(key)
+	if t, ok := any(e.lim).(Taker); ok {
+		return t.Take(n)
+	}
+	return Decision{Allowed: e.lim.AllowN(n), Remaining: -1}
+}
+
+// Len returns the number of keys held at the moment of the call.
+func (k *Keyed[K, L]) Len() int {
+	n := 0
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.RLock()
+		n += len(s.entries)
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// Limiter returns the limiter of key as a Limiter of its own: a handle to use
+// where a single Limiter is expected.
+func (k *Keyed[K, L]) Limiter(key K) Limiter { return keyedHandle[K, L]{k, key} }
+
+type keyedHandle[K comparable, L Limiter] struct {
+	k   *Keyed[K, L]
+	key K
+}
+
+func (h keyedHandle[K, L]) AllowN(n int) bool { return h.k.AllowN(h.key, n) }
+func (h keyedHandle[K, L]) WaitN(ctx context.Context, n int) error {
+	return h.k.WaitN(ctx, h.key, n)
+}

@@ -1,0 +1,259 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newBuckets(rate float64, burst int, opts KeyedOptions) *Keyed[string, *TokenBucket] {
+	return NewKeyed(func(string) *TokenBucket { return NewTokenBucket(rate, burst) }, opts)
+}
+
+func TestKeyedIndependentKeys(t *testing.T) {
+	k := newBuckets(1, 2, KeyedOptions{})
+	require.True(t, k.AllowN("alice", 2))
+	require.False(t, k.Allow("alice"))
+	require.True(t, k.Allow("bob"), "one key's use limited another")
+	require.Same(t, k.Get("alice"), k.Get("alice"))
+	require.NotSame(t, k.Get("alice"), k.Get("bob"))
+	require.Equal(t, 2, k.Len())
+	require.False(t, k.Take("alice", 1).Allowed)
+	require.True(t, k.Limiter("carol").AllowN(2))
+	require.False(t, k.Limiter("carol").AllowN(1))
+	require.NoError(t, k.WaitN(context.Background(), "dave", 1))
+}
+
+func TestKeyedEvictsIdleKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		made := map[string]int{}
+		k := NewKeyed(func(key string) *TokenBucket {
+			made[key]++ // only from this goroutine here
+			return NewTokenBucket(1, 1)
+		}, KeyedOptions{TTL: time.Minute})
+		for i := range 100 {
+			k.Allow(fmt.Sprint("old-", i))
+		}
+		require.Equal(t, 100, k.Len())
+		time.Sleep(2 * time.Minute)
+		// New keys arriving sweep the idle ones away, a sample at a time.
+		for i := range 2000 {
+			k.Allow(fmt.Sprint("new-", i))
+		}
+		require.LessOrEqual(t, k.Len()-2000, 5, "idle keys were not evicted")
+
+		// A key in use is never evicted for age, however many keys churn.
+		for range 10 {
+			require.True(t, k.Allow("active"))
+			time.Sleep(30 * time.Second) // less than the TTL, then more in all
+			for i := range 200 {
+				k.Allow(fmt.Sprint("churn-", i))
+			}
+		}
+		require.Equal(t, 1, made["active"], "an active key was evicted")
+	})
+}
+
+// TestKeyedCap: rotating keys cannot grow it past MaxKeys.
+func TestKeyedCap(t *testing.T) {
+	k := newBuckets(1, 1, KeyedOptions{MaxKeys: 640})
+	for i := range 100_000 {
+		k.Allow(strconv.Itoa(i))
+	}
+	require.LessOrEqual(t, k.Len(), 640)
+	require.Greater(t, k.Len(), 100)
+}
+
+func TestKeyedNotTaker(t *testing.T) {
+	k := NewKeyed(func(string) Limiter { return plainLimiter{} }, KeyedOptions{})
+	require.Equal(t, Decision{Allowed: true, Remaining: -1}, k.Take("x", 1))
+	require.True(t, k.AllowN("x", 1))
+}
+
+type plainLimiter struct{}
+
+func (plainLimiter) AllowN(int) bool                     { return true }
+func (plainLimiter) WaitN(context.Context, int) error    { return nil }
+func (plainLimiter) AllowNAt(int, time.Time) bool        { panic("not called") }
+func (plainLimiter) Take(int) (d Decision, unused error) { return } // not a Taker: wrong type
+
+func TestKeyedMisuse(t *testing.T) {
+	require.PanicsWithValue(t, "ratelimit: NewKeyed with nil newLimiter", func() {
+		NewKeyed[string, *TokenBucket](nil, KeyedOptions{})
+	})
+	require.Panics(t, func() { newBuckets(1, 1, KeyedOptions{TTL: -1}) })
+	require.Panics(t, func() { newBuckets(1, 1, KeyedOptions{MaxKeys: -1}) })
+	k := newBuckets(1, 1, KeyedOptions{})
+	require.PanicsWithValue(t, "ratelimit: Keyed.AllowN with n = 0; n must be at least 1", func() { k.AllowN("a", 0) })
+	require.PanicsWithValue(t, "ratelimit: nil Context", func() {
+		_ = k.WaitN(nil, "a", 1) //nolint:staticcheck // the misuse under test
+	})
+}
+
+// TestHammerKeyed: many goroutines on overlapping keys; no key over-issues.
+func TestHammerKeyed(t *testing.T) {
+	const burst = 3
+	k := newBuckets(1e-3, burst, KeyedOptions{}) // no refill to speak of
+	counts := make([]atomic.Int64, 50)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 5))
+			for range hammerRounds(2000) {
+				i := r.IntN(len(counts))
+				if k.Allow(strconv.Itoa(i)) {
+					counts[i].Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range counts {
+		require.LessOrEqual(t, counts[i].Load(), int64(burst), "key %d over-issued", i)
+	}
+}
+
+func get(t *testing.T, h http.Handler, remote string, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = remote
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+
+func TestMiddlewareHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newBuckets(1, 2, KeyedOptions{}) // refills in 2s
+		h := Middleware(k, MiddlewareConfig{})(okHandler)
+
+		w := get(t, h, "192.0.2.1:1234", nil)
+		require.Equal(t, http.StatusOK, w.Code)
+		require.Equal(t, "ok", w.Body.String())
+		require.Equal(t, `"default";q=2;w=2`, w.Header().Get("RateLimit-Policy"))
+		require.Equal(t, `"default";r=1;t=1`, w.Header().Get("RateLimit"))
+		require.Equal(t, "2", w.Header().Get("X-RateLimit-Limit"))
+		require.Equal(t, "1", w.Header().Get("X-RateLimit-Remaining"))
+		require.Equal(t, "1", w.Header().Get("X-RateLimit-Reset"))
+		require.Empty(t, w.Header().Get("Retry-After"))
+
+		require.Equal(t, http.StatusOK, get(t, h, "192.0.2.1:1234", nil).Code)
+		w = get(t, h, "192.0.2.1:5678", nil) // same client, another port
+		require.Equal(t, http.StatusTooManyRequests, w.Code)
+		require.Equal(t, "1", w.Header().Get("Retry-After"))
+		require.Equal(t, `"default";r=0;t=2`, w.Header().Get("RateLimit"))
+		require.Equal(t, "0", w.Header().Get("X-RateLimit-Remaining"))
+
+		require.Equal(t, http.StatusOK, get(t, h, "192.0.2.2:1", nil).Code, "another client")
+
+		time.Sleep(time.Second)
+		require.Equal(t, http.StatusOK, get(t, h, "192.0.2.1:1234", nil).Code)
+	})
+}
+
+func TestMiddlewareProxyHeader(t *testing.T) {
+	k := newBuckets(1e-3, 1, KeyedOptions{})
+	plain := Middleware(k, MiddlewareConfig{})(okHandler)
+	// By default a client cannot pick its key with a header.
+	require.Equal(t, http.StatusOK, get(t, plain, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.1"}).Code)
+	require.Equal(t, http.StatusTooManyRequests, get(t, plain, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.2"}).Code)
+
+	k2 := newBuckets(1e-3, 1, KeyedOptions{})
+	behindProxy := Middleware(k2, MiddlewareConfig{TrustedProxyHeader: "X-Forwarded-For"})(okHandler)
+	// The client's address is the last one, which our proxy appended.
+	xff := map[string]string{"X-Forwarded-For": "198.51.100.9, 203.0.113.1"}
+	require.Equal(t, http.StatusOK, get(t, behindProxy, "10.0.0.1:1", xff).Code)
+	require.Equal(t, http.StatusTooManyRequests, get(t, behindProxy, "10.0.0.2:1", xff).Code, "same client behind another proxy node")
+	spoofed := map[string]string{"X-Forwarded-For": "198.51.100.10, 203.0.113.1"}
+	require.Equal(t, http.StatusTooManyRequests, get(t, behindProxy, "10.0.0.1:1", spoofed).Code, "a spoofed first entry changed the key")
+	require.Equal(t, http.StatusOK, get(t, behindProxy, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.2"}).Code)
+
+	k3 := newBuckets(1e-3, 1, KeyedOptions{})
+	twoHops := Middleware(k3, MiddlewareConfig{TrustedProxyHeader: "X-Forwarded-For", TrustedHops: 2})(okHandler)
+	require.Equal(t, http.StatusOK, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.5, 10.1.1.1"}).Code)
+	require.Equal(t, http.StatusTooManyRequests, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.5, 10.1.1.2"}).Code)
+
+	k4 := newBuckets(1e-3, 1, KeyedOptions{})
+	realIP := Middleware(k4, MiddlewareConfig{TrustedProxyHeader: "X-Real-IP"})(okHandler)
+	require.Equal(t, http.StatusOK, get(t, realIP, "10.0.0.1:1", map[string]string{"X-Real-IP": "2001:db8::1"}).Code)
+	require.Equal(t, http.StatusTooManyRequests, get(t, realIP, "10.0.0.9:1", map[string]string{"X-Real-IP": "2001:db8::1"}).Code)
+	// A header that is not an address falls back to the peer.
+	require.Equal(t, http.StatusOK, get(t, realIP, "10.0.0.1:1", map[string]string{"X-Real-IP": "nonsense"}).Code)
+}
+
+func TestMiddlewareOptions(t *testing.T) {
+	var limited atomic.Int32
+	k := newBuckets(1e-3, 5, KeyedOptions{})
+	h := Middleware(k, MiddlewareConfig{
+		Key:    func(r *http.Request) string { return r.Header.Get("API-Key") },
+		Cost:   func(r *http.Request) int { return len(r.URL.Query()["item"]) },
+		Policy: "per-key",
+		OnLimited: func(w http.ResponseWriter, _ *http.Request, d Decision) {
+			limited.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		},
+	})(okHandler)
+	req := func(items int) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/?"+repeat("item=x&", items), nil)
+		r.Header.Set("API-Key", "k1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	w := req(3)
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Equal(t, `"per-key";r=2;t=3000`, w.Header().Get("RateLimit"), "3 tokens at one per 1000s")
+	w = req(3)
+	require.Equal(t, http.StatusServiceUnavailable, w.Code)
+	require.Equal(t, int32(1), limited.Load())
+	w = req(6)
+	require.Empty(t, w.Header().Get("Retry-After"), "a request above the limit can never pass")
+
+	g := Middleware(Global(NewTokenBucket(1e-3, 1)), MiddlewareConfig{})(okHandler)
+	require.Equal(t, http.StatusOK, get(t, g, "192.0.2.1:1", nil).Code)
+	require.Equal(t, http.StatusTooManyRequests, get(t, g, "192.0.2.2:1", nil).Code, "one limit for all")
+
+	require.PanicsWithValue(t, "ratelimit: Middleware with nil limiter", func() { Middleware(nil, MiddlewareConfig{}) })
+	require.PanicsWithValue(t, "ratelimit: Middleware with negative TrustedHops", func() {
+		Middleware(k, MiddlewareConfig{TrustedHops: -1})
+	})
+}
+
+func repeat(s string, n int) string {
+	out := ""
+	for range n {
+		out += s
+	}
+	return out
+}
+
+func TestMiddlewareWithServer(t *testing.T) {
+	h := Middleware(newBuckets(1e-3, 2, KeyedOptions{}), MiddlewareConfig{})(okHandler)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	codes := []int{}
+	for range 3 {
+		resp, err := http.Get(srv.URL)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	assert.Equal(t, []int{200, 200, 429}, codes)
+	srv.CloseClientConnections()
+}

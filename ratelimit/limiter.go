@@ -1,0 +1,121 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// A Limiter decides whether events may happen now, or waits until they may.
+// Every limiter of this package satisfies it, the Redis-backed one included,
+// as do the per-key handles of Keyed.
+type Limiter interface {
+	// AllowN reports whether n events may happen now, and if so takes them.
+	// When it returns false it takes nothing.
+	AllowN(n int) bool
+	// WaitN waits until n events may happen, then takes them. Waiters are
+	// served first in, first out. It fails at once with ErrExceedsBurst if
+	// the limiter can never allow n at a time.
+	WaitN(ctx context.Context, n int) error
+}
+
+// A Taker is a Limiter that can say more than yes or no: how many events are
+// left, and when to come back. The HTTP middleware needs it for its headers.
+type Taker interface {
+	Limiter
+	// Take is AllowN with the details of the decision.
+	Take(n int) Decision
+}
+
+// A Decision is the outcome of Take, with what a caller needs to tell its own
+// callers: the rate-limit headers of an HTTP response, say.
+type Decision struct {
+	// Allowed reports whether the events were allowed, and taken.
+	Allowed bool
+	// Limit is the most events the limiter allows at once: the burst of a
+	// token bucket, the limit of a window.
+	Limit int
+	// Window is the time over which Limit applies: for a token bucket, the
+	// time it takes to refill from empty.
+	Window time.Duration
+	// Remaining is how many more events would be allowed right now.
+	Remaining int
+	// RetryAfter is how long to wait before asking again for the same number
+	// of events, if they were refused; 0 if they were allowed. It is -1 if
+	// they can never be allowed (more than Limit at once).
+	RetryAfter time.Duration
+	// ResetAfter is how long until the limiter is back to its full allowance,
+	// if nothing more is taken.
+	ResetAfter time.Duration
+}
+
+// ErrExceedsBurst is returned by WaitN when n is larger than the limiter can
+// ever allow at once: more than the burst of a token bucket, or than the limit
+// of a window.
+var ErrExceedsBurst = errors.New("ratelimit: n exceeds the limiter's burst")
+
+// ErrWouldExceedDeadline is returned by WaitN when the events could not be
+// allowed before the deadline of its ctx: WaitN returns at once rather than
+// sleep until then. errors.Is(err, context.DeadlineExceeded) holds.
+var ErrWouldExceedDeadline = fmt.Errorf("ratelimit: wait would exceed the context deadline: %w", context.DeadlineExceeded)
+
+// checkN panics on a count of events below 1.
+func checkN(n int, fn string) {
+	if n < 1 {
+		panic(fmt.Sprintf("ratelimit: %s with n = %d; n must be at least 1", fn, n))
+	}
+}
+
+// checkRate panics unless rate is positive: a number, above 0. +Inf is allowed
+// and means no limit on the rate.
+func checkRate(rate float64, fn string) {
+	if !(rate > 0) { // NaN too
+		panic(fmt.Sprintf("ratelimit: %s with rate %v; the rate must be above 0", fn, rate))
+	}
+}
+
+func checkBurst(burst int, fn string) {
+	if burst < 1 {
+		panic(fmt.Sprintf("ratelimit: %s with burst %d; the burst must be at least 1", fn, burst))
+	}
+}
+
+// epoch is the zero of the clock that every limiter of the package reads.
+// Sharing it lets Keyed read the clock once per call, for itself and for the
+// key's limiter.
+var epoch = time.Now()
+
+// nowNs reads the clock: nanoseconds since epoch.
+//
+// It reads time.Since of an epoch with a monotonic reading: the monotonic
+// clock alone, which costs less than half of time.Now's two readings. Inside
+// a testing/synctest bubble time.Since falls back to the bubble's virtual
+// clock, so limiters run on virtual time there (from far before epoch: the
+// bubble's clock starts in 2000).
+func nowNs() int64 { return int64(time.Since(epoch)) }
+
+// atNs converts t to the clock's nanoseconds.
+func atNs(t time.Time) int64 { return int64(t.Sub(epoch)) }
+
+// nsLimiter is a limiter of this package, which can decide at a time its caller
+// read.
+type nsLimiter interface {
+	allowAt(n int, now int64) bool
+}
+
+// clockJump is how far in the future a limiter's state may seem before it is
+// taken for state from another clock. That happens to a limiter used both
+// inside a testing/synctest bubble, whose clock starts in 2000, and outside it.
+// Real state is never ahead of now by more than the time to refill; a
+// goroutine's reading of now is never older than this.
+const clockJump = int64(time.Hour)
+
+// durationCeil converts nanoseconds to a Duration, saturating.
+func durationCeil(ns float64) time.Duration {
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(math.Ceil(ns))
+}

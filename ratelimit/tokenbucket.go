@@ -1,0 +1,314 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctxsync/ctxsync/internal/nocopy"
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// A TokenBucket allows events at a steady rate, with bursts: it holds up to
+// burst tokens, refills at rate tokens per second, and each event takes one.
+// It starts full. With a burst of 1 it spaces events evenly: a pacer.
+//
+// It is a GCRA (generic cell rate algorithm): its whole state is one number,
+// the theoretical arrival time of the next event, which Allow moves forward
+// with a single compare-and-swap after a single read of the monotonic clock.
+// The state only moves forward, so a goroutine that read the clock a moment
+// before another cannot give out tokens twice (x/time/rate can: golang/go#71360).
+//
+// Its clock counts nanoseconds, so a token costs a whole number of them,
+// rounded up: above a million events per second the rate may be rounded down
+// a little. It is never exceeded: in any interval of length d, at most
+// burst + rate·d events are allowed.
+//
+// Waiters in WaitN are served first in, first out, and while any waits, Allow
+// and Take refuse, so that no newcomer overtakes them.
+//
+// Use NewTokenBucket; the zero TokenBucket is not usable. A TokenBucket must
+// not be copied after first use. It is safe for concurrent use by multiple
+// goroutines.
+type TokenBucket struct {
+	_ nocopy.NoCopy
+
+	// state is tat<<2 | tbQueued | tbBusy, where tat is the theoretical
+	// arrival time, in nanoseconds of the package's clock (see nowNs). The bucket is full when tat is at
+	// or before now, and empty when tat is burstNs after now. With a flag
+	// set, only the holder of w's lock changes it.
+	state  atomic.Int64
+	params atomic.Pointer[bucketParams]
+	w      waiters
+}
+
+const (
+	tbQueued = 1 << iota // goroutines wait in WaitN: Allow refuses
+	tbBusy               // SetRate or SetBurst is at work: wait for it
+	tbFlags  = tbQueued | tbBusy
+	tbShift  = 2
+
+	// tbNever is the tat of a bucket that was never used: far enough in the
+	// past to be full, even seen from a synctest bubble's clock.
+	tbNever = -(1 << 60)
+	// tbMaxBurstNs bounds the time to refill, so that sums of times fit.
+	tbMaxBurstNs = 1 << 57
+)
+
+// bucketParams are the rate and burst, and what follows from them. They change
+// together, by swapping the pointer.
+type bucketParams struct {
+	rate    float64
+	burst   int
+	tokenNs int64 // the cost of one token: 1e9/rate, rounded up
+	burstNs int64 // burst·tokenNs: how far ahead of now tat may run
+}
+
+func newBucketParams(rate float64, burst int, fn string) *bucketParams {
+	checkRate(rate, fn)
+	checkBurst(burst, fn)
+	tokenNs := int64(math.Ceil(1e9 / rate)) // 0 for +Inf
+	if float64(tokenNs)*float64(burst) > tbMaxBurstNs {
+		panic(fmt.Sprintf("ratelimit: %s with rate %v and burst %d: refilling would take over four years", fn, rate, burst))
+	}
+	return &bucketParams{rate: rate, burst: burst, tokenNs: tokenNs, burstNs: tokenNs * int64(burst)}
+}
+
+// NewTokenBucket returns a full TokenBucket that refills at rate tokens per
+// second up to burst tokens. A rate of math.Inf(1) allows every event of at
+// most burst tokens.
+//
+// NewTokenBucket panics if rate is not above 0 (or is NaN), if burst is below
+// 1, or if refilling an empty bucket would take over four years.
+func NewTokenBucket(rate float64, burst int) *TokenBucket {
+	b := new(TokenBucket)
+	b.params.Store(newBucketParams(rate, burst, "NewTokenBucket"))
+	b.state.Store(tbNever << tbShift)
+	return b
+}
+
+// Allow reports whether one event may happen now, and if so takes a token.
+func (b *TokenBucket) Allow() bool { return b.take(1, nowNs(), nil) }
+
+// AllowN reports whether n events may happen now, and if so takes n tokens.
+// When it returns false it takes nothing. It returns false while goroutines
+// wait in WaitN.
+//
+// AllowN panics if n is below 1.
+func (b *TokenBucket) AllowN(n int) bool {
+	checkN(n, "TokenBucket.AllowN")
+	return b.take(n, nowNs(), nil)
+}
+
+// AllowNAt is AllowN at time t, for callers that have read the clock already.
+// A t earlier than the times of earlier calls never gives out more tokens.
+func (b *TokenBucket) AllowNAt(n int, t time.Time) bool {
+	checkN(n, "TokenBucket.AllowNAt")
+	return b.take(n, atNs(t), nil)
+}
+
+func (b *TokenBucket) allowAt(n int, now int64) bool { return b.take(n, now, nil) }
+
+// Take is AllowN with the details of the decision.
+//
+// Take panics if n is below 1.
+func (b *TokenBucket) Take(n int) Decision {
+	checkN(n, "TokenBucket.Take")
+	var d Decision
+	b.take(n, nowNs(), &d)
+	return d
+}
+
+// take takes n tokens at now if it may, and fills d if it is not nil.
+func (b *TokenBucket) take(n int, now int64, d *Decision) bool {
+	for {
+		p := b.params.Load()
+		s := b.state.Load()
+		if s&tbBusy != 0 {
+			b.w.q.Lock() // the setter holds it: wait for it
+			b.w.q.Unlock()
+			continue
+		}
+		if b.params.Load() != p {
+			continue // a setter changed both since we looked: look again
+		}
+		tat := b.base(s, now, p)
+		newTat := tat + int64(n)*p.tokenNs
+		ok := s&tbQueued == 0 && n <= p.burst && newTat-now <= p.burstNs
+		if ok && !b.state.CompareAndSwap(s, newTat<<tbShift) {
+			continue
+		}
+		if d != nil {
+			if ok {
+				tat = newTat
+			}
+			b.decide(d, ok, n, now, tat, p)
+		}
+		return ok
+	}
+}
+
+// base returns the time from which the next token is counted: tat, or now if
+// tat has passed.
+func (b *TokenBucket) base(s, now int64, p *bucketParams) int64 {
+	tat := s >> tbShift
+	if tat > now+p.burstNs+clockJump {
+		// State from another clock (see clockJump): start full.
+		return now
+	}
+	return max(tat, now)
+}
+
+func (b *TokenBucket) decide(d *Decision, ok bool, n int, now, tat int64, p *bucketParams) {
+	d.Allowed = ok
+	d.Limit = p.burst
+	d.Window = time.Duration(p.burstNs)
+	debt := tat - now // how far the bucket is from full
+	if p.tokenNs == 0 {
+		d.Remaining = p.burst
+	} else {
+		d.Remaining = max(0, int((p.burstNs-debt)/p.tokenNs))
+	}
+	d.ResetAfter = time.Duration(debt)
+	switch {
+	case ok:
+		d.RetryAfter = 0
+	case n > p.burst:
+		d.RetryAfter = -1
+	default:
+		// When n tokens will be there, after those queued in WaitN.
+		b.w.q.Lock()
+		ahead := b.w.queued
+		b.w.q.Unlock()
+		d.RetryAfter = time.Duration(max(0, tat+int64(ahead+n)*p.tokenNs-p.burstNs-now))
+	}
+}
+
+// Wait waits until a token is available, then takes it.
+func (b *TokenBucket) Wait(ctx context.Context) error { return b.WaitN(ctx, 1) }
+
+// WaitN waits until n tokens are available, after the goroutines already
+// waiting, then takes them.
+//
+// It fails at once with ErrExceedsBurst if n is above the burst, and with
+// ErrWouldExceedDeadline if the tokens cannot come before the deadline of
+// ctx. Otherwise, on failure, it returns ctx.Err() and takes nothing; a ctx
+// that is already done fails even when tokens are available. A waiter that
+// gives up reserved nothing, so nothing is lost: the next waiter moves up.
+//
+// WaitN panics if n is below 1.
+func (b *TokenBucket) WaitN(ctx context.Context, n int) error {
+	checkN(n, "TokenBucket.WaitN")
+	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
+		return err
+	}
+	if b.take(n, nowNs(), nil) {
+		return nil
+	}
+	return b.w.waitN(ctx, (*bucketWaitable)(b), n)
+}
+
+// Tokens returns the number of tokens in the bucket at the moment of the call.
+func (b *TokenBucket) Tokens() float64 {
+	p := b.params.Load()
+	now := nowNs()
+	if p.tokenNs == 0 {
+		return float64(p.burst)
+	}
+	debt := b.base(b.state.Load(), now, p) - now
+	return float64(p.burstNs-debt) / float64(p.tokenNs)
+}
+
+// Rate returns the rate, in tokens per second.
+func (b *TokenBucket) Rate() float64 { return b.params.Load().rate }
+
+// Burst returns the burst: the most tokens the bucket holds.
+func (b *TokenBucket) Burst() int { return b.params.Load().burst }
+
+// SetRate changes the rate. The tokens in the bucket stay; goroutines waiting
+// in WaitN are served at the new rate.
+//
+// SetRate panics if rate is not above 0, or if refilling would take over four
+// years.
+func (b *TokenBucket) SetRate(rate float64) {
+	b.set(func(p *bucketParams) *bucketParams { return newBucketParams(rate, p.burst, "TokenBucket.SetRate") })
+}
+
+// SetBurst changes the burst. The tokens in the bucket stay, up to the new
+// burst. Goroutines waiting in WaitN for more than the new burst fail with
+// ErrExceedsBurst.
+//
+// SetBurst panics if burst is below 1, or if refilling would take over four
+// years.
+func (b *TokenBucket) SetBurst(burst int) {
+	b.set(func(p *bucketParams) *bucketParams { return newBucketParams(p.rate, burst, "TokenBucket.SetBurst") })
+}
+
+// set swaps the parameters for those change makes of them, keeping the tokens.
+func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
+	b.w.q.Lock()
+	defer b.w.q.Unlock()
+	old := b.params.Load()
+	p := change(old) // may panic on bad input: nothing has changed yet
+	// Stop the fast paths while the parameters and the state disagree.
+	var s int64
+	for {
+		s = b.state.Load()
+		if b.state.CompareAndSwap(s, s|tbBusy) {
+			break
+		}
+	}
+	now := nowNs()
+	tokens := float64(old.burst)
+	if old.tokenNs > 0 {
+		tokens = float64(old.burstNs-(b.base(s, now, old)-now)) / float64(old.tokenNs)
+	}
+	tokens = min(tokens, float64(p.burst))
+	b.params.Store(p)
+	tat := now + p.burstNs - int64(tokens*float64(p.tokenNs))
+	b.state.Store(tat<<tbShift | s&tbQueued)
+	b.w.kickLocked()
+}
+
+// bucketWaitable is a TokenBucket seen by its waiters.
+type bucketWaitable TokenBucket
+
+func (b *bucketWaitable) maxLocked() int       { return b.params.Load().burst }
+func (b *bucketWaitable) now() int64           { return nowNs() }
+func (b *bucketWaitable) at(t time.Time) int64 { return atNs(t) }
+
+func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
+	tb := (*TokenBucket)(b)
+	p := b.params.Load()
+	for {
+		s := b.state.Load()
+		newTat := tb.base(s, now, p) + int64(n)*p.tokenNs
+		if wait := newTat - now - p.burstNs; wait > 0 {
+			return false, wait
+		}
+		if b.state.CompareAndSwap(s, newTat<<tbShift|s&tbQueued) {
+			return true, 0
+		}
+	}
+}
+
+func (b *bucketWaitable) earliestLocked(ahead, n int, now int64) int64 {
+	tb := (*TokenBucket)(b)
+	p := b.params.Load()
+	return tb.base(b.state.Load(), now, p) + int64(ahead+n)*p.tokenNs - p.burstNs
+}
+
+func (b *bucketWaitable) setQueuedLocked(queued bool) {
+	for {
+		s := b.state.Load()
+		next := s &^ tbQueued
+		if queued {
+			next = s | tbQueued
+		}
+		if b.state.CompareAndSwap(s, next) {
+			return
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hammerRounds scales the hammer tests with CTXSYNC_HAMMER.
+func hammerRounds(base int) int {
+	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
+		return base * v
+	}
+	return base
+}
+
+func cancelled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// TestTokenBucketBurstThenRate: rate 10/s, burst 5, 20 waiters in a row: the
+// first 5 at once, then one every 100ms, the last at 1.5s, in order.
+func TestTokenBucketBurstThenRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(10, 5)
+		start := time.Now()
+		done := make([]time.Duration, 20)
+		var order []int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				assert.NoError(t, b.Wait(t.Context()))
+				mu.Lock()
+				order = append(order, i)
+				done[i] = time.Since(start)
+				mu.Unlock()
+			})
+			synctest.Wait() // queued in this order
+		}
+		wg.Wait()
+		for i, d := range done {
+			want := time.Duration(max(0, i-4)) * 100 * time.Millisecond
+			require.Equal(t, want, d, "waiter %d", i)
+		}
+		require.Equal(t, 1500*time.Millisecond, done[19])
+		for i, v := range order {
+			require.Equal(t, i, v, "served out of order")
+		}
+	})
+}
+
+// TestTokenBucketSteadyRate: over a long run, a pacer allows exactly the rate.
+func TestTokenBucketSteadyRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(100, 1)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second+5*time.Millisecond)
+		defer cancel()
+		n := 0
+		var last time.Time
+		for b.Wait(ctx) == nil {
+			now := time.Now()
+			if n > 0 {
+				require.Equal(t, 10*time.Millisecond, now.Sub(last), "a pacer spaces events evenly")
+			}
+			last = now
+			n++
+		}
+		// The first at 0, then one per 10ms up to 10s; the next is due after
+		// the deadline, so the wait fails at once rather than sleep.
+		require.Equal(t, 1001, n)
+	})
+}
+
+// TestTokenBucketNoOverIssue: many goroutines calling Allow at once never get
+// more than burst + rate × elapsed.
+func TestTokenBucketNoOverIssue(t *testing.T) {
+	const rate, burst = 100_000.0, 50
+	b := NewTokenBucket(rate, burst)
+	var granted atomic.Int64
+	start := nowNs()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range hammerRounds(20_000) {
+				if b.Allow() {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := float64(nowNs()-start) / 1e9
+	bound := burst + rate*elapsed
+	require.LessOrEqual(t, float64(granted.Load()), bound, "over-issued: %d in %.6fs", granted.Load(), elapsed)
+	require.Greater(t, granted.Load(), int64(burst), "no refill at all")
+}
+
+// TestTokenBucketStaleTime pins golang/go#71360: a caller whose reading of the
+// clock is older than another's must not be given tokens twice. The state only
+// moves forward.
+func TestTokenBucketStaleTime(t *testing.T) {
+	b := NewTokenBucket(1, 1) // one token per second
+	t0 := time.Now().Add(time.Hour)
+	require.True(t, b.AllowNAt(1, t0))
+	for _, back := range []time.Duration{time.Second / 2, time.Second, 10 * time.Second} {
+		require.False(t, b.AllowNAt(1, t0.Add(-back)), "a stale time %v before gave out a token", back)
+	}
+	require.False(t, b.AllowNAt(1, t0.Add(time.Second/2)))
+	require.True(t, b.AllowNAt(1, t0.Add(time.Second)))
+	require.False(t, b.AllowNAt(1, t0), "going back again")
+
+	// Out-of-order times from many goroutines: within any span of times,
+	// never more than burst + rate × span.
+	b2 := NewTokenBucket(1000, 10)
+	base := time.Now().Add(2 * time.Hour)
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 2000 {
+				if b2.AllowNAt(1, base.Add(time.Duration(r.IntN(int(time.Second))))) {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, granted.Load(), int64(10+1000), "over-issued with out-of-order times")
+}
+
+func TestTokenBucketTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(2, 4)
+		require.Equal(t, 4.0, b.Tokens(), "starts full")
+		require.True(t, b.AllowN(3))
+		require.InDelta(t, 1.0, b.Tokens(), 1e-9)
+		require.False(t, b.AllowN(2))
+		require.InDelta(t, 1.0, b.Tokens(), 1e-9, "a refused AllowN takes nothing")
+		time.Sleep(time.Second)
+		require.InDelta(t, 3.0, b.Tokens(), 1e-9)
+		time.Sleep(time.Hour)
+		require.Equal(t, 4.0, b.Tokens(), "never above the burst")
+		require.Equal(t, 2.0, b.Rate())
+		require.Equal(t, 4, b.Burst())
+	})
+}
+
+func TestTokenBucketTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(10, 5) // refills in 500ms
+		d := b.Take(2)
+		require.Equal(t, Decision{Allowed: true, Limit: 5, Window: 500 * time.Millisecond,
+			Remaining: 3, ResetAfter: 200 * time.Millisecond}, d)
+		d = b.Take(4)
+		require.False(t, d.Allowed)
+		require.Equal(t, 3, d.Remaining)
+		require.Equal(t, 100*time.Millisecond, d.RetryAfter, "one token short")
+		require.Equal(t, time.Duration(-1), b.Take(6).RetryAfter, "more than the burst, ever")
+	})
+}
+
+func TestTokenBucketInfiniteRate(t *testing.T) {
+	b := NewTokenBucket(math.Inf(1), 3)
+	for range 1000 {
+		require.True(t, b.AllowN(3))
+	}
+	require.False(t, b.AllowN(4), "n above the burst")
+	require.NoError(t, b.WaitN(context.Background(), 2))
+	require.Equal(t, 3.0, b.Tokens())
+}
+
+func TestTokenBucketWaitErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(1, 3)
+		require.Equal(t, ErrExceedsBurst, b.WaitN(t.Context(), 4))
+
+		// Done already: fails even with tokens, and takes none.
+		require.Equal(t, context.Canceled, b.Wait(cancelled()))
+		require.Equal(t, 3.0, b.Tokens())
+
+		require.True(t, b.AllowN(3))
+		// 2 tokens need 2s: a 1s deadline fails at once, without sleeping.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		err := b.WaitN(ctx, 2)
+		require.Equal(t, ErrWouldExceedDeadline, err)
+		require.True(t, errors.Is(err, context.DeadlineExceeded))
+		require.Zero(t, time.Since(start), "slept before giving up")
+	})
+}
+
+// TestTokenBucketCancelGivesBackExactly: a waiter that gives up has reserved
+// nothing, so the one behind it is served as if it had never been there
+// (x/time/rate's refunds are approximate: golang/go#56924).
+func TestTokenBucketCancelGivesBackExactly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(1, 3)
+		require.True(t, b.AllowN(3)) // empty
+		start := time.Now()
+		ctx, cancel := context.WithCancel(t.Context())
+		big := make(chan error)
+		go func() { big <- b.WaitN(ctx, 3) }()
+		synctest.Wait()
+		small := make(chan time.Duration)
+		go func() {
+			assert.NoError(t, b.WaitN(t.Context(), 1))
+			small <- time.Since(start)
+		}()
+		synctest.Wait()
+		require.False(t, b.Allow(), "a newcomer overtook the waiters")
+
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+		require.Equal(t, context.Canceled, <-big)
+		require.Equal(t, time.Second, <-small, "the next waiter should get the first token")
+		require.InDelta(t, 0, b.Tokens(), 1e-9)
+	})
+}
+
+// TestTokenBucketFIFO: a large request at the head is not passed by small
+// ones.
+func TestTokenBucketFIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(1, 4)
+		require.True(t, b.AllowN(4))
+		start := time.Now()
+		var times [3]time.Duration
+		var wg sync.WaitGroup
+		for i, n := range []int{3, 1, 1} {
+			wg.Go(func() {
+				assert.NoError(t, b.WaitN(t.Context(), n))
+				times[i] = time.Since(start)
+			})
+			synctest.Wait()
+		}
+		wg.Wait()
+		require.Equal(t, [3]time.Duration{3 * time.Second, 4 * time.Second, 5 * time.Second}, times)
+	})
+}
+
+// TestTokenBucketSetRateWhileWaiting: waiters are served at the new rate, from
+// the tokens already there.
+func TestTokenBucketSetRateWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(1, 1)
+		require.True(t, b.Allow())
+		start := time.Now()
+		done := make(chan time.Duration)
+		go func() {
+			assert.NoError(t, b.Wait(t.Context()))
+			done <- time.Since(start)
+		}()
+		time.Sleep(100 * time.Millisecond) // 0.1 token
+		b.SetRate(10)                      // 0.9 token to go, at 10/s
+		require.Equal(t, 190*time.Millisecond, <-done)
+		require.Equal(t, 10.0, b.Rate())
+	})
+}
+
+func TestTokenBucketSetBurstWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(1, 4)
+		require.True(t, b.AllowN(4))
+		big := make(chan error)
+		go func() { big <- b.WaitN(t.Context(), 4) }()
+		synctest.Wait()
+		b.SetBurst(2)
+		require.Equal(t, ErrExceedsBurst, <-big, "a waiter for more than the new burst")
+		require.Equal(t, 2, b.Burst())
+		require.True(t, b.Tokens() <= 2)
+
+		// Growing keeps the tokens, and the burst then allows more.
+		time.Sleep(10 * time.Second)
+		b.SetBurst(5)
+		require.InDelta(t, 2.0, b.Tokens(), 1e-9)
+		time.Sleep(10 * time.Second)
+		require.True(t, b.AllowN(5))
+	})
+}
+
+// TestTokenBucketAcrossClocks: a bucket used outside a synctest bubble, then
+// inside one, whose clock starts in 2000, starts full there rather than wait
+// for the bubble's clock to catch up with the real one.
+func TestTokenBucketAcrossClocks(t *testing.T) {
+	b := NewTokenBucket(1, 2)
+	require.True(t, b.AllowN(2))
+	synctest.Test(t, func(t *testing.T) {
+		require.True(t, b.AllowN(2), "state from the real clock left the bucket empty")
+		require.False(t, b.Allow())
+		time.Sleep(time.Second)
+		require.True(t, b.Allow())
+	})
+}
+
+func TestTokenBucketMisuse(t *testing.T) {
+	for _, rate := range []float64{0, -1, math.NaN(), math.Inf(-1)} {
+		require.Panics(t, func() { NewTokenBucket(rate, 1) }, "rate %v", rate)
+	}
+	require.PanicsWithValue(t, "ratelimit: NewTokenBucket with rate 0; the rate must be above 0", func() { NewTokenBucket(0, 1) })
+	require.PanicsWithValue(t, "ratelimit: NewTokenBucket with burst 0; the burst must be at least 1", func() { NewTokenBucket(1, 0) })
+	require.Panics(t, func() { NewTokenBucket(1e-9, 1000) }, "refill time over four years")
+	b := NewTokenBucket(1, 1)
+	require.PanicsWithValue(t, "ratelimit: TokenBucket.AllowN with n = 0; n must be at least 1", func() { b.AllowN(0) })
+	require.PanicsWithValue(t, "ratelimit: TokenBucket.WaitN with n = -1; n must be at least 1", func() { _ = b.WaitN(context.Background(), -1) })
+	require.PanicsWithValue(t, "ratelimit: TokenBucket.Take with n = 0; n must be at least 1", func() { b.Take(0) })
+	require.PanicsWithValue(t, "ratelimit: TokenBucket.SetRate with rate -2; the rate must be above 0", func() { b.SetRate(-2) })
+	require.PanicsWithValue(t, "ratelimit: TokenBucket.SetBurst with burst 0; the burst must be at least 1", func() { b.SetBurst(0) })
+	require.PanicsWithValue(t, "ratelimit: nil Context", func() {
+		_ = b.Wait(nil) //nolint:staticcheck // the misuse under test
+	})
+	require.True(t, b.Allow(), "a recovered misuse changed the bucket")
+}
+
+// TestHammerTokenBucket: waiters and Allow callers with random cancellation.
+// Afterwards nobody is left waiting, nothing was over-issued, and the bucket
+// refills.
+func TestHammerTokenBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rate, burst = 1000.0, 5
+		b := NewTokenBucket(rate, burst)
+		start := time.Now()
+		var granted atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 32 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 2))
+				for range hammerRounds(50) {
+					n := 1 + r.IntN(burst)
+					if r.IntN(4) == 0 {
+						if b.AllowN(n) {
+							granted.Add(int64(n))
+						}
+						time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+						continue
+					}
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(20))*time.Millisecond)
+					if err := b.WaitN(ctx, n); err == nil {
+						granted.Add(int64(n))
+					} else if !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("WaitN = %v", err)
+					}
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start).Seconds()
+		require.LessOrEqual(t, float64(granted.Load()), burst+rate*elapsed)
+		time.Sleep(time.Second)
+		require.True(t, b.AllowN(burst), "left with waiters or debt")
+	})
+}
