@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
+
+	"github.com/ctxsync/ctxsync/internal/clock"
 )
 
 // A Limiter decides whether events may happen now, or waits until they may.
@@ -82,22 +83,14 @@ func checkBurst(burst int, fn string) {
 	}
 }
 
-// epoch is the zero of the clock that every limiter of the package reads.
-// Sharing it lets Keyed read the clock once per call, for itself and for the
-// key's limiter.
-var epoch = time.Now()
-
-// nowNs reads the clock: nanoseconds since epoch.
-//
-// It reads time.Since of an epoch with a monotonic reading: the monotonic
-// clock alone, which costs less than half of time.Now's two readings. Inside
-// a testing/synctest bubble time.Since falls back to the bubble's virtual
-// clock, so limiters run on virtual time there (from far before epoch: the
-// bubble's clock starts in 2000).
-func nowNs() int64 { return int64(time.Since(epoch)) }
+// nowNs reads the clock shared by every limiter of the package: nanoseconds of
+// the monotonic clock, or of a synctest bubble's virtual clock (see
+// internal/clock). Sharing it lets Keyed read the clock once per call, for
+// itself and for the key's limiter.
+func nowNs() int64 { return clock.Now() }
 
 // atNs converts t to the clock's nanoseconds.
-func atNs(t time.Time) int64 { return int64(t.Sub(epoch)) }
+func atNs(t time.Time) int64 { return clock.At(t) }
 
 // nsLimiter is a limiter of this package, which can decide at a time its caller
 // read.
@@ -111,11 +104,3 @@ type nsLimiter interface {
 // Real state is never ahead of now by more than the time to refill; a
 // goroutine's reading of now is never older than this.
 const clockJump = int64(time.Hour)
-
-// durationCeil converts nanoseconds to a Duration, saturating.
-func durationCeil(ns float64) time.Duration {
-	if ns >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(math.Ceil(ns))
-}
