@@ -1,0 +1,548 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func hammerRounds(base int) int {
+	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
+		return base * v
+	}
+	return base
+}
+
+var errBoom = errors.New("boom")
+
+func fail(context.Context) error    { return errBoom }
+func succeed(context.Context) error { return nil }
+
+// transitions records OnStateChange calls.
+type transitions struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (tr *transitions) record(from, to State, _ Counts) {
+	tr.mu.Lock()
+	tr.got = append(tr.got, from.String()+">"+to.String())
+	tr.mu.Unlock()
+}
+
+func (tr *transitions) list() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]string(nil), tr.got...)
+}
+
+// TestClassicScenario: threshold 3, timeout 50ms. Three failures open it; the
+// fourth call is refused without being made; after the timeout one trial call
+// succeeds and closes it.
+func TestClassicScenario(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tr transitions
+		b := New(Settings{FailureThreshold: 3, OpenTimeout: 50 * time.Millisecond, OnStateChange: tr.record})
+		ctx := t.Context()
+		for range 3 {
+			require.Equal(t, errBoom, b.Execute(ctx, fail))
+		}
+		require.Equal(t, Open, b.State())
+
+		called := false
+		err := b.Execute(ctx, func(context.Context) error { called = true; return nil })
+		require.False(t, called, "a refused call was made")
+		require.True(t, errors.Is(err, ErrOpen))
+		var oe *OpenError
+		require.True(t, errors.As(err, &oe))
+		require.Equal(t, Open, oe.State)
+		require.Equal(t, 50*time.Millisecond, oe.RetryAfter)
+		require.Equal(t, int64(1), b.Counts().Rejected)
+
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, b.Execute(ctx, succeed))
+		require.Equal(t, Closed, b.State())
+		require.Equal(t, []string{"closed>open", "open>half-open", "half-open>closed"}, tr.list())
+	})
+}
+
+func TestHalfOpenFailureReopens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tr transitions
+		b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Second, OnStateChange: tr.record})
+		ctx := t.Context()
+		require.Error(t, b.Execute(ctx, fail))
+		time.Sleep(time.Second)
+		require.Equal(t, errBoom, b.Execute(ctx, fail), "the trial call runs")
+		require.Equal(t, Open, b.State())
+		require.True(t, errors.Is(b.Execute(ctx, succeed), ErrOpen))
+		require.Equal(t, []string{"closed>open", "open>half-open", "half-open>open"}, tr.list())
+	})
+}
+
+// TestHalfOpenProbeLimit: exactly HalfOpenMaxCalls trial calls get through at
+// once; the rest are refused at once.
+func TestHalfOpenProbeLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Second, HalfOpenMaxCalls: 3})
+		require.Error(t, b.Execute(t.Context(), fail))
+		time.Sleep(time.Second)
+
+		release := make(chan struct{})
+		var through, refused atomic.Int32
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				err := b.Execute(t.Context(), func(context.Context) error {
+					through.Add(1)
+					<-release
+					return nil
+				})
+				if err != nil {
+					var oe *OpenError
+					assert.True(t, errors.As(err, &oe))
+					assert.Equal(t, HalfOpen, oe.State)
+					refused.Add(1)
+				}
+			})
+		}
+		synctest.Wait()
+		require.Equal(t, int32(3), through.Load())
+		require.Equal(t, int32(17), refused.Load())
+		require.Equal(t, HalfOpen, b.State())
+		close(release)
+		wg.Wait()
+		require.Equal(t, Closed, b.State(), "3 successes close it (SuccessThreshold defaults to HalfOpenMaxCalls)")
+	})
+}
+
+func TestSuccessThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Second, SuccessThreshold: 3})
+		require.Error(t, b.Execute(t.Context(), fail))
+		time.Sleep(time.Second)
+		require.Equal(t, Open, b.State(), "open until a call finds its time up")
+		for i := range 3 {
+			require.NoError(t, b.Execute(t.Context(), succeed))
+			if i < 2 {
+				require.Equal(t, HalfOpen, b.State(), "after %d trial successes", i+1)
+			}
+		}
+		require.Equal(t, Closed, b.State())
+	})
+}
+
+// TestBackoff: a dependency that stays down is probed less and less often.
+func TestBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Settings{FailureThreshold: 1, OpenBackoff: ExponentialBackoff(time.Second, 8*time.Second)})
+		ctx := t.Context()
+		require.Error(t, b.Execute(ctx, fail))
+		var opens []time.Duration
+		for range 5 {
+			start := time.Now()
+			for {
+				err := b.Execute(ctx, fail)
+				if !errors.Is(err, ErrOpen) {
+					break // the trial call, which fails: open again
+				}
+				var oe *OpenError
+				require.True(t, errors.As(err, &oe))
+				time.Sleep(oe.RetryAfter)
+			}
+			opens = append(opens, time.Since(start))
+		}
+		require.Equal(t, []time.Duration{1, 2, 4, 8, 8}, scale(opens, time.Second))
+		require.Equal(t, 6, b.Metrics().Openings)
+
+		// A success closes it and forgets the openings.
+		time.Sleep(8 * time.Second)
+		require.NoError(t, b.Execute(ctx, succeed))
+		require.Equal(t, 0, b.Metrics().Openings)
+	})
+}
+
+func scale(ds []time.Duration, unit time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d / unit
+	}
+	return out
+}
+
+func TestJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := map[time.Duration]bool{}
+		for range 50 {
+			b := New(Settings{FailureThreshold: 1, OpenTimeout: 10 * time.Second, Jitter: 0.5})
+			require.Error(t, b.Execute(t.Context(), fail))
+			var oe *OpenError
+			require.True(t, errors.As(b.Execute(t.Context(), succeed), &oe))
+			require.GreaterOrEqual(t, oe.RetryAfter, 5*time.Second)
+			require.LessOrEqual(t, oe.RetryAfter, 15*time.Second)
+			seen[oe.RetryAfter] = true
+		}
+		require.Greater(t, len(seen), 10, "no spread")
+	})
+}
+
+func TestFailureRateCountWindow(t *testing.T) {
+	b := New(Settings{FailureRateThreshold: 50, WindowSize: 10, MinimumCalls: 6})
+	ctx := context.Background()
+	// With a rate rule and FailureThreshold 0, consecutive failures alone
+	// do not trip it.
+	for range 5 {
+		require.Error(t, b.Execute(ctx, fail))
+	}
+	require.Equal(t, Closed, b.State(), "below MinimumCalls")
+	require.NoError(t, b.Execute(ctx, succeed)) // 6 calls, 5 failed: 83%
+	require.Equal(t, Open, b.State())
+
+	b2 := New(Settings{FailureRateThreshold: 50, WindowSize: 10, MinimumCalls: 10})
+	for i := range 40 {
+		fn := succeed
+		if i%3 == 0 {
+			fn = fail
+		}
+		_ = b2.Execute(ctx, fn)
+	}
+	require.Equal(t, Closed, b2.State(), "a third failing stays under 50%")
+	m := b2.Metrics()
+	require.Equal(t, 10, m.WindowCalls)
+	require.InDelta(t, 30, m.FailureRate, 10)
+	require.Equal(t, float64(0), m.SlowCallRate)
+}
+
+func TestFailureRateTimeWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Settings{FailureRateThreshold: 50, WindowDuration: 10 * time.Second, MinimumCalls: 4})
+		ctx := t.Context()
+		for range 3 {
+			require.Error(t, b.Execute(ctx, fail))
+		}
+		time.Sleep(11 * time.Second) // those failures leave the window
+		for range 3 {
+			require.NoError(t, b.Execute(ctx, succeed))
+		}
+		require.Error(t, b.Execute(ctx, fail)) // 1 of 4 in the window
+		require.Equal(t, Closed, b.State())
+		require.Equal(t, 4, b.Metrics().WindowCalls)
+		for range 2 {
+			require.Error(t, b.Execute(ctx, fail))
+		}
+		require.Equal(t, Open, b.State(), "3 of 6")
+	})
+}
+
+func TestSlowCallRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Settings{SlowCallDuration: 100 * time.Millisecond, SlowCallRateThreshold: 50, WindowSize: 4, MinimumCalls: 4})
+		ctx := t.Context()
+		slowOK := func(context.Context) error { time.Sleep(200 * time.Millisecond); return nil }
+		require.NoError(t, b.Execute(ctx, succeed))
+		require.NoError(t, b.Execute(ctx, slowOK))
+		require.NoError(t, b.Execute(ctx, succeed))
+		require.Equal(t, int64(1), b.Counts().Slow)
+		require.NoError(t, b.Execute(ctx, slowOK)) // 2 of 4 slow
+		require.Equal(t, Open, b.State(), "slow successes still open it")
+	})
+}
+
+func TestOutcomes(t *testing.T) {
+	ctx := context.Background()
+	b := New(Settings{FailureThreshold: 2})
+	require.Error(t, b.Execute(ctx, fail))
+	// Canceled is ignored: it neither resets nor adds to the failures.
+	require.Equal(t, context.Canceled, b.Execute(ctx, func(context.Context) error { return context.Canceled }))
+	c := b.Counts()
+	require.Equal(t, Counts{Requests: 2, Failures: 1, Ignored: 1, ConsecutiveFailures: 1}, c)
+	require.Error(t, b.Execute(ctx, fail))
+	require.Equal(t, Open, b.State())
+
+	notFound := errors.New("not found")
+	b2 := New(Settings{
+		FailureThreshold: 1,
+		IsFailure:        func(err error) bool { return err != nil && !errors.Is(err, notFound) },
+	})
+	require.Equal(t, notFound, b2.Execute(ctx, func(context.Context) error { return notFound }))
+	require.Equal(t, Closed, b2.State(), "a not-found is an answer, not a failure")
+	require.Equal(t, int64(1), b2.Counts().Successes)
+	require.Equal(t, int64(1), b2.Counts().ConsecutiveSuccesses)
+}
+
+func TestPanicCountsAsFailure(t *testing.T) {
+	b := New(Settings{FailureThreshold: 2})
+	for range 2 {
+		require.PanicsWithValue(t, "kaboom", func() {
+			_ = b.Execute(context.Background(), func(context.Context) error { panic("kaboom") })
+		})
+	}
+	require.Equal(t, Open, b.State())
+	require.Equal(t, int64(2), b.Metrics().Total.Failures)
+}
+
+func TestDoneContext(t *testing.T) {
+	b := New(Settings{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	require.Equal(t, context.Canceled, b.Execute(ctx, func(context.Context) error { called = true; return nil }))
+	require.False(t, called)
+	_, err := b.Allow(ctx)
+	require.Equal(t, context.Canceled, err)
+	require.Equal(t, Counts{}, b.Counts(), "a done ctx counted")
+}
+
+// TestCallbackReentry: OnStateChange runs outside the lock, so a callback that
+// calls the breaker does not deadlock (gobreaker's does: its #37).
+func TestCallbackReentry(t *testing.T) {
+	var b *Breaker
+	var seen []string
+	b = New(Settings{FailureThreshold: 1, OnStateChange: func(from, to State, counts Counts) {
+		seen = append(seen, to.String()+":"+b.State().String())
+		_ = b.Counts()
+		_ = b.Metrics()
+		if to == Open {
+			b.Reset() // a change from inside a change: reported after it
+		}
+		_ = b.Execute(context.Background(), succeed)
+	}})
+	require.Error(t, b.Execute(context.Background(), fail))
+	// Each callback sees the breaker as its change left it; the Reset made
+	// inside the first is reported after it.
+	require.Equal(t, []string{"open:open", "closed:closed"}, seen)
+	require.Equal(t, Closed, b.State())
+}
+
+// TestCallbacksInOrder: from many goroutines, the changes reported form one
+// chain: each one starts where the last one ended.
+func TestCallbacksInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tr transitions
+		b := New(Settings{FailureThreshold: 2, OpenTimeout: 10 * time.Millisecond, OnStateChange: tr.record})
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 1))
+				for range hammerRounds(100) {
+					fn := succeed
+					if r.IntN(2) == 0 {
+						fn = fail
+					}
+					_ = b.Execute(t.Context(), fn)
+					time.Sleep(time.Duration(r.IntN(5)) * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		got := tr.list()
+		require.NotEmpty(t, got)
+		state := "closed"
+		for _, c := range got {
+			from, to, _ := cutArrow(c)
+			require.Equal(t, state, from, "a change reported out of order in %v", got)
+			state = to
+		}
+		require.Equal(t, b.State().String(), state)
+	})
+}
+
+func cutArrow(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == '>' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+func TestForceOpenResetDisable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Second})
+		b.ForceOpen()
+		require.Equal(t, Open, b.State())
+		time.Sleep(time.Hour)
+		require.True(t, errors.Is(b.Execute(ctx, succeed), ErrOpen), "a forced-open breaker let a call through")
+		b.Reset()
+		require.Equal(t, Closed, b.State())
+		require.Equal(t, Counts{}, b.Counts())
+
+		b.Disable()
+		for range 10 {
+			require.Equal(t, errBoom, b.Execute(ctx, fail), "a disabled breaker refused")
+		}
+		require.Equal(t, Closed, b.State())
+		m := b.Metrics()
+		require.True(t, m.Disabled)
+		require.Equal(t, int64(10), m.Counts.Failures, "a disabled breaker stopped counting")
+		b.Enable()
+		require.Error(t, b.Execute(ctx, fail))
+		require.Equal(t, Open, b.State())
+
+		b.Disable()
+		require.Equal(t, Closed, b.State(), "Disable closes it")
+		b.Reset()
+		require.False(t, b.Metrics().Disabled, "Reset enables it")
+	})
+}
+
+func TestAllowTwoStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Second})
+		done, err := b.Allow(t.Context())
+		require.NoError(t, err)
+		done(errBoom)
+		require.Equal(t, Open, b.State())
+		require.PanicsWithValue(t, "breaker: done called twice", func() { done(nil) })
+
+		done, err = b.Allow(t.Context())
+		require.Nil(t, done)
+		require.True(t, errors.Is(err, ErrOpen))
+
+		time.Sleep(time.Second)
+		done, err = b.Allow(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, HalfOpen, b.State())
+		_, err = b.Allow(t.Context())
+		require.True(t, errors.Is(err, ErrOpen), "a second trial call while the first is out")
+		done(nil)
+		require.Equal(t, Closed, b.State())
+	})
+}
+
+func TestDo(t *testing.T) {
+	b := New(Settings{FailureThreshold: 1})
+	v, err := Do(context.Background(), b, func(context.Context) (int, error) { return 42, nil })
+	require.NoError(t, err)
+	require.Equal(t, 42, v)
+	_, err = Do(context.Background(), b, func(context.Context) (string, error) { return "", errBoom })
+	require.Equal(t, errBoom, err)
+	_, err = Do(context.Background(), b, func(context.Context) (string, error) { return "unreached", nil })
+	require.True(t, errors.Is(err, ErrOpen))
+}
+
+func TestMetricsTotals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(Settings{Name: "db", FailureThreshold: 2, OpenTimeout: time.Second})
+		ctx := t.Context()
+		require.NoError(t, b.Execute(ctx, succeed))
+		require.Error(t, b.Execute(ctx, fail))
+		require.Error(t, b.Execute(ctx, fail))
+		require.True(t, errors.Is(b.Execute(ctx, succeed), ErrOpen))
+		m := b.Metrics()
+		require.Equal(t, "db", m.Name)
+		require.Equal(t, Open, m.State)
+		require.Equal(t, Counts{Rejected: 1}, m.Counts)
+		require.Equal(t, Counts{Requests: 3, Successes: 1, Failures: 2, Rejected: 1}, m.Total)
+		require.Equal(t, -1.0, m.FailureRate, "no rate rule")
+		require.Equal(t, 1, m.Openings)
+		require.Contains(t, b.Execute(ctx, succeed).Error(), "breaker: db circuit open")
+	})
+}
+
+func TestStateString(t *testing.T) {
+	require.Equal(t, "closed", Closed.String())
+	require.Equal(t, "open", Open.String())
+	require.Equal(t, "half-open", HalfOpen.String())
+	require.Equal(t, "State(7)", State(7).String())
+}
+
+func TestMisuse(t *testing.T) {
+	bad := []Settings{
+		{FailureRateThreshold: -1},
+		{FailureRateThreshold: 101},
+		{SlowCallRateThreshold: 50},
+		{SlowCallDuration: -time.Second},
+		{OpenTimeout: -1},
+		{WindowDuration: -1},
+		{WindowSize: -1},
+		{MinimumCalls: -1},
+		{HalfOpenMaxCalls: -1},
+		{SuccessThreshold: -1},
+		{Jitter: 1.5},
+	}
+	for _, s := range bad {
+		require.Panics(t, func() { New(s) }, "%+v", s)
+	}
+	require.PanicsWithValue(t, "breaker: bad Settings: SlowCallRateThreshold needs SlowCallDuration",
+		func() { New(Settings{SlowCallRateThreshold: 10}) })
+	require.Panics(t, func() { ExponentialBackoff(0, time.Second) })
+	require.Panics(t, func() { ExponentialBackoff(time.Second, time.Millisecond) })
+	b := New(Settings{})
+	require.PanicsWithValue(t, "breaker: Execute with nil func", func() { _ = b.Execute(context.Background(), nil) })
+	require.PanicsWithValue(t, "breaker: Do with nil func", func() {
+		_, _ = Do[int](context.Background(), b, nil)
+	})
+	require.PanicsWithValue(t, "breaker: nil Context", func() {
+		_ = b.Execute(nil, succeed) //nolint:staticcheck // the misuse under test
+	})
+}
+
+// TestHammer: concurrent calls with random outcomes, cancellations, slow calls
+// and manual control. Trial calls in flight never exceed HalfOpenMaxCalls, the
+// reported changes form one chain, and the breaker ends usable.
+func TestHammer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tr transitions
+		b := New(Settings{
+			FailureThreshold: 3, OpenTimeout: 20 * time.Millisecond, HalfOpenMaxCalls: 2,
+			OnStateChange: tr.record,
+		})
+		var trials, maxTrials atomic.Int32
+		var wg sync.WaitGroup
+		for g := range 24 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 2))
+				for range hammerRounds(100) {
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(10))*time.Millisecond)
+					switch r.IntN(20) {
+					case 0:
+						b.ForceOpen()
+					case 1:
+						b.Reset()
+					default:
+						_ = b.Execute(ctx, func(ctx context.Context) error {
+							if b.State() == HalfOpen {
+								n := trials.Add(1)
+								defer trials.Add(-1)
+								for m := maxTrials.Load(); n > m && !maxTrials.CompareAndSwap(m, n); m = maxTrials.Load() {
+								}
+							}
+							time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+							if r.IntN(3) == 0 {
+								return errBoom
+							}
+							return ctx.Err()
+						})
+					}
+					cancel()
+					time.Sleep(time.Duration(r.IntN(4)) * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		require.LessOrEqual(t, maxTrials.Load(), int32(2), "more trial calls than HalfOpenMaxCalls")
+		state := "closed"
+		for _, c := range tr.list() {
+			from, to, _ := cutArrow(c)
+			require.Equal(t, state, from)
+			state = to
+		}
+		b.Reset()
+		require.NoError(t, b.Execute(t.Context(), succeed))
+	})
+}

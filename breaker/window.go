@@ -1,0 +1,144 @@
+package breaker
+
+import "sync"
+
+// A window holds the outcomes the rate rules look at: the last size calls, or
+// the calls of the last duration in buckets. Ignored calls do not enter it.
+type window struct {
+	mu sync.Mutex // guards the fields below
+
+	// Count-based: a ring of the last len(ring) outcomes.
+	ring []outcomeBits
+	pos  int
+
+	// Time-based: buckets of bucketNs each, in a ring.
+	bucketNs int64
+	buckets  []bucket
+
+	calls, failures, slow int // totals in the window
+}
+
+type outcomeBits uint8
+
+const (
+	wasCall    outcomeBits = 1 << iota // the slot holds a call
+	wasFailure                         // it failed
+	wasSlow                            // it was slow
+)
+
+type bucket struct {
+	epoch                 int64 // which stretch of bucketNs it counts
+	calls, failures, slow int
+}
+
+func newWindow(s settings) *window {
+	if s.WindowDuration > 0 {
+		w := &window{bucketNs: max(1, int64(s.WindowDuration)/int64(s.WindowBuckets)), buckets: make([]bucket, s.WindowBuckets)}
+		w.resetLocked()
+		return w
+	}
+	return &window{ring: make([]outcomeBits, s.WindowSize)}
+}
+
+// add records an outcome at now and returns the totals of the window.
+func (w *window) add(now int64, failure, slow bool) (calls, failures, slows int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := wasCall
+	if failure {
+		b |= wasFailure
+	}
+	if slow {
+		b |= wasSlow
+	}
+	if w.ring != nil {
+		w.remove(w.ring[w.pos])
+		w.ring[w.pos] = b
+		w.pos = (w.pos + 1) % len(w.ring)
+	} else {
+		bk := w.bucketLocked(now)
+		bk.calls++
+		if failure {
+			bk.failures++
+		}
+		if slow {
+			bk.slow++
+		}
+	}
+	w.calls++
+	if failure {
+		w.failures++
+	}
+	if slow {
+		w.slow++
+	}
+	return w.calls, w.failures, w.slow
+}
+
+func (w *window) remove(b outcomeBits) {
+	if b&wasCall == 0 {
+		return
+	}
+	w.calls--
+	if b&wasFailure != 0 {
+		w.failures--
+	}
+	if b&wasSlow != 0 {
+		w.slow--
+	}
+}
+
+// bucketLocked returns the bucket of now, after emptying the buckets that
+// have left the window.
+func (w *window) bucketLocked(now int64) *bucket {
+	epoch := floorDiv(now, w.bucketNs)
+	n := int64(len(w.buckets))
+	for i := range w.buckets {
+		bk := &w.buckets[i]
+		if bk.epoch <= epoch-n || bk.epoch > epoch {
+			// Out of the window (or from another clock: see internal/clock).
+			w.calls -= bk.calls
+			w.failures -= bk.failures
+			w.slow -= bk.slow
+			*bk = bucket{epoch: epoch - n}
+		}
+	}
+	bk := &w.buckets[int(((epoch%n)+n)%n)]
+	if bk.epoch != epoch {
+		*bk = bucket{epoch: epoch}
+	}
+	return bk
+}
+
+// totals returns the totals of the window at now.
+func (w *window) totals(now int64) (calls, failures, slows int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buckets != nil {
+		w.bucketLocked(now)
+	}
+	return w.calls, w.failures, w.slow
+}
+
+func (w *window) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.resetLocked()
+}
+
+func (w *window) resetLocked() {
+	clear(w.ring)
+	w.pos = 0
+	for i := range w.buckets {
+		w.buckets[i] = bucket{epoch: -1 << 62}
+	}
+	w.calls, w.failures, w.slow = 0, 0, 0
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) {
+		q--
+	}
+	return q
+}
