@@ -43,11 +43,11 @@ func ExampleBreaker() {
 func ExampleNew() {
 	b := breaker.New(breaker.Settings{
 		Name:                  "payments",
-		FailureRateThreshold:  50,                     // half the calls failed,
-		SlowCallDuration:      2 * time.Second,        // or
-		SlowCallRateThreshold: 80,                     // most were slow,
-		WindowSize:            100,                    // among the last 100,
-		MinimumCalls:          20,                     // once there are 20,
+		FailureRateThreshold:  50,              // half the calls failed,
+		SlowCallDuration:      2 * time.Second, // or
+		SlowCallRateThreshold: 80,              // most were slow,
+		WindowSize:            100,             // among the last 100,
+		MinimumCalls:          20,              // once there are 20,
 		OpenBackoff:           breaker.ExponentialBackoff(5*time.Second, 5*time.Minute),
 		Jitter:                0.2,
 	})
