@@ -7,10 +7,15 @@ replace github.com/ctxsync/ctxsync => ../
 require github.com/ctxsync/ctxsync v0.0.0-00010101000000-000000000000
 
 require (
+	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/sethvargo/go-limiter v0.7.1
+	github.com/sony/gobreaker/v2 v2.4.0
 	go.uber.org/ratelimit v0.3.1
 	golang.org/x/sync v0.22.0
 	golang.org/x/time v0.15.0
 )
 
-require github.com/benbjohnson/clock v1.3.0 // indirect
+require (
+	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+)

@@ -44,13 +44,24 @@ func (s State) String() string {
 // an *OpenError.
 var ErrOpen = errors.New("breaker: circuit open")
 
-// An OpenError is returned for a call the breaker refused.
+// An OpenError is returned for a call the breaker refused. Every call refused
+// during one opening gets the same *OpenError: refusing allocates nothing.
 type OpenError struct {
 	Name  string // the breaker's Settings.Name
 	State State  // Open, or HalfOpen with every trial slot taken
-	// RetryAfter is how long until the breaker lets a trial call through:
-	// the rest of the open time, or 0 when half-open.
-	RetryAfter time.Duration
+	// Until is when the open time ends and the breaker lets a trial call
+	// through; zero when half-open.
+	Until time.Time
+}
+
+// RetryAfter returns how long until the breaker lets a trial call through:
+// the rest of the open time, or 0 once it is over or when half-open. It reads
+// the clock.
+func (e *OpenError) RetryAfter() time.Duration {
+	if e.Until.IsZero() {
+		return 0
+	}
+	return max(0, time.Until(e.Until))
 }
 
 func (e *OpenError) Error() string {
@@ -61,7 +72,7 @@ func (e *OpenError) Error() string {
 	if e.State == HalfOpen {
 		return "breaker:" + name + " circuit half-open, trial calls in flight"
 	}
-	return fmt.Sprintf("breaker:%s circuit open, retry after %v", name, e.RetryAfter.Round(time.Millisecond))
+	return fmt.Sprintf("breaker:%s circuit open, retry after %v", name, e.RetryAfter().Round(time.Millisecond))
 }
 
 // Is reports whether target is ErrOpen.
@@ -143,23 +154,39 @@ type Breaker struct {
 	openUntil atomic.Int64  // on clock: when Open ends
 	openFor   atomic.Int64  // the length of the current opening
 
-	// The counts of the current state. Counted without the lock; reset with
-	// it, at changes of state. A call from before a change can land in the
-	// counts after it: the counts are a good view, not a ledger.
+	// expired holds the generation of the last opening whose time is nearly
+	// up, set by its timer, so that a refusal before then need not read the
+	// clock.
+	expired atomic.Uint64
+	// openErr is the error of the current opening; halfOpenErr that of a
+	// half-open breaker with its trial slots taken.
+	openErr     atomic.Pointer[OpenError]
+	halfOpenErr *OpenError
+
+	consecFailures atomic.Int64 // read by every success, written by failures
+
+	// The counts of the current state, on cache lines of their own: written
+	// by every call, they must not share one with the state word that every
+	// call reads, or cores would steal the line from each other. Counted
+	// without the lock; reset with it, at changes of state. A call from
+	// before a change can land in the counts after it: the counts are a good
+	// view, not a ledger.
+	_                                            [64]byte
 	successes, failures, ignored, rejected, slow atomic.Int64
-	consecFailures                               atomic.Int64
 	successesAtFailure                           atomic.Int64 // successes at the last failure
+	_                                            [64]byte
 
 	window *window // nil without a rate rule
 
-	mu         sync.Mutex // guards the fields below, and changes of state
-	forced     bool       // opened by ForceOpen: stays open until Reset
-	openings   int        // consecutive openings
-	probes     int        // trial calls in flight
-	probeWins  int        // successful trial calls
-	total      Counts     // of the states before the current one
-	events     []event    // changes of state to report, oldest first
-	delivering bool       // a goroutine is calling OnStateChange
+	mu         sync.Mutex  // guards the fields below, and changes of state
+	timer      *time.Timer // marks the current opening expired
+	forced     bool        // opened by ForceOpen: stays open until Reset
+	openings   int         // consecutive openings
+	probes     int         // trial calls in flight
+	probeWins  int         // successful trial calls
+	total      Counts      // of the states before the current one
+	events     []event     // changes of state to report, oldest first
+	delivering bool        // a goroutine is calling OnStateChange
 }
 
 type event struct {
@@ -173,6 +200,7 @@ type event struct {
 // percentage outside 0 to 100, a slow-call rate without a slow-call duration).
 func New(s Settings) *Breaker {
 	b := &Breaker{s: s.normalize()}
+	b.halfOpenErr = &OpenError{Name: b.s.Name, State: HalfOpen}
 	b.fast = !b.s.rates && b.s.SlowCallDuration == 0
 	if b.s.rates {
 		b.window = newWindow(b.s)
@@ -281,14 +309,16 @@ func (b *Breaker) succeeded() {
 // time if slow calls are tracked.
 func (b *Breaker) admit(s uint64) (admitted uint64, start int64, err error) {
 	st := State(s & stateMask)
-	if s&disabledBit == 0 && st == Open {
-		// Refuse without the lock while the open time runs.
-		now := clock.Now()
-		until := b.openUntil.Load()
-		if now < until && until-now <= b.maxOpenNs() {
-			b.rejected.Add(1)
-			return 0, 0, &OpenError{Name: b.s.Name, State: Open, RetryAfter: time.Duration(until - now)}
+	if s&disabledBit == 0 && st == Open && b.expired.Load() != s>>stateBits {
+		// The open time runs: refuse without the lock and without the
+		// clock, which the opening's timer reads for us. Every refusalCheck
+		// refusals, read it anyway, in case that timer cannot fire (it
+		// belonged to a synctest bubble that has ended).
+		n := b.rejected.Add(1)
+		if n%refusalCheck != 0 || !b.openTimeUp() {
+			return 0, 0, b.openErr.Load()
 		}
+		b.rejected.Add(-1)
 	}
 	if s&disabledBit == 0 && st != Closed {
 		b.mu.Lock()
@@ -314,11 +344,9 @@ func (b *Breaker) admitLocked() (uint64, error) {
 	}
 	switch State(s & stateMask) {
 	case Open:
-		now := clock.Now()
-		until := b.openUntil.Load()
-		if b.forced || (now < until && until-now <= b.maxOpenNs()) {
+		if b.forced || !b.openTimeUp() {
 			b.rejected.Add(1)
-			return 0, &OpenError{Name: b.s.Name, State: Open, RetryAfter: time.Duration(max(0, until-now))}
+			return 0, b.openErr.Load()
 		}
 		b.setStateLocked(HalfOpen)
 		s = b.state.Load()
@@ -326,17 +354,24 @@ func (b *Breaker) admitLocked() (uint64, error) {
 	case HalfOpen:
 		if b.probes >= b.s.HalfOpenMaxCalls {
 			b.rejected.Add(1)
-			return 0, &OpenError{Name: b.s.Name, State: HalfOpen}
+			return 0, b.halfOpenErr
 		}
 		b.probes++
 	}
 	return s, nil
 }
 
-// maxOpenNs bounds how far in the future openUntil may be: beyond it, it was
-// set on another clock (see internal/clock) and has passed.
-func (b *Breaker) maxOpenNs() int64 {
-	return 2*int64(time.Hour) + int64(b.s.OpenTimeout) + b.openFor.Load()
+// refusalCheck is how often a refusal reads the clock, in case the timer of
+// the opening cannot fire.
+const refusalCheck = 64
+
+// openTimeUp reads the clock to tell whether the open time is up. An end
+// further in the future than any opening lasts was set on another clock (see
+// internal/clock), and counts as up.
+func (b *Breaker) openTimeUp() bool {
+	now := clock.Now()
+	until := b.openUntil.Load()
+	return now >= until || until-now > 2*int64(time.Hour)+b.openFor.Load()
 }
 
 // finish records the outcome of a call admitted in state word s. admitted
@@ -450,9 +485,19 @@ func (b *Breaker) tripLocked() {
 	if b.s.Jitter > 0 {
 		d = time.Duration(float64(d) * (1 + b.s.Jitter*(2*rand.Float64()-1)))
 	}
+	until := clock.Now() + int64(d)
 	b.openFor.Store(int64(d))
-	b.openUntil.Store(clock.Now() + int64(d))
+	b.openUntil.Store(until)
+	b.openErr.Store(&OpenError{Name: b.s.Name, State: Open, Until: clock.Time(until)})
 	b.setStateLocked(Open)
+	gen := b.state.Load() >> stateBits
+	// A runtime timer, not a goroutine, marks the opening as nearly over, a
+	// little before its end. Until it fires, refusals need no clock; after,
+	// they read it, so that the end is exact (and a call at the very end,
+	// on a synctest bubble's clock, is not refused for want of the timer's
+	// goroutine having run). The next call after the end moves the breaker
+	// to half-open.
+	b.timer = time.AfterFunc(d-min(d/10, 100*time.Millisecond), func() { b.expired.Store(gen) })
 }
 
 // setStateLocked moves to state to, starting a new generation of counts, and
@@ -470,6 +515,10 @@ func (b *Breaker) setStateLocked(to State) {
 	b.consecFailures.Store(0)
 	b.successesAtFailure.Store(0)
 	b.probes, b.probeWins = 0, 0
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
 	if b.window != nil && to == Closed {
 		b.window.reset()
 	}

@@ -69,7 +69,7 @@ func TestClassicScenario(t *testing.T) {
 		var oe *OpenError
 		require.True(t, errors.As(err, &oe))
 		require.Equal(t, Open, oe.State)
-		require.Equal(t, 50*time.Millisecond, oe.RetryAfter)
+		require.Equal(t, 50*time.Millisecond, oe.RetryAfter())
 		require.Equal(t, int64(1), b.Counts().Rejected)
 
 		time.Sleep(50 * time.Millisecond)
@@ -161,7 +161,7 @@ func TestBackoff(t *testing.T) {
 				}
 				var oe *OpenError
 				require.True(t, errors.As(err, &oe))
-				time.Sleep(oe.RetryAfter)
+				time.Sleep(oe.RetryAfter())
 			}
 			opens = append(opens, time.Since(start))
 		}
@@ -191,9 +191,9 @@ func TestJitter(t *testing.T) {
 			require.Error(t, b.Execute(t.Context(), fail))
 			var oe *OpenError
 			require.True(t, errors.As(b.Execute(t.Context(), succeed), &oe))
-			require.GreaterOrEqual(t, oe.RetryAfter, 5*time.Second)
-			require.LessOrEqual(t, oe.RetryAfter, 15*time.Second)
-			seen[oe.RetryAfter] = true
+			require.GreaterOrEqual(t, oe.RetryAfter(), 5*time.Second)
+			require.LessOrEqual(t, oe.RetryAfter(), 15*time.Second)
+			seen[oe.RetryAfter()] = true
 		}
 		require.Greater(t, len(seen), 10, "no spread")
 	})

@@ -24,3 +24,6 @@ func Now() int64 { return int64(time.Since(epoch)) }
 
 // At converts t to the clock's nanoseconds.
 func At(t time.Time) int64 { return int64(t.Sub(epoch)) }
+
+// Time converts nanoseconds of the clock to a time.Time.
+func Time(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
