@@ -235,7 +235,10 @@ func TestBarrierCancelDuringAction(t *testing.T) {
 		require.Equal(t, arrival{2, nil}, <-last)
 		require.False(t, b.Broken())
 
-		// The early one is index 0 of the next round.
+		// The early one, let through the gate, arrives first in the next
+		// round: index 0.
+		synctest.Wait()
+		require.Equal(t, 1, b.Waiting())
 		second := arriveAsync(t.Context(), b)
 		synctest.Wait()
 		i, err := b.Wait(t.Context())
