@@ -1,0 +1,127 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ctxsync/ctxsync/breaker"
+)
+
+// Config configures a Pool. New and MaxSize are required; every other field's
+// zero value means its documented default, or off.
+type Config[T any] struct {
+	// New makes a resource. Required. It runs in a goroutine of its own, with
+	// the values of the context of the Acquire that asked for it but not its
+	// cancellation: a caller that gives up returns at once, and the resource,
+	// once made, joins the pool (pgx learned this the hard way). Close cancels
+	// it.
+	New func(ctx context.Context) (T, error)
+
+	// Close closes a resource the pool is done with. Optional. Its error is
+	// counted in Stats.CloseErrors and otherwise dropped.
+	Close func(T) error
+
+	// HealthCheck reports whether an idle resource still works. Optional. It
+	// runs when Acquire takes an idle resource that has not been used for
+	// HealthCheckSkip, and in the background every HealthCheckPeriod. A
+	// resource that fails it is closed and the next one tried.
+	HealthCheck func(ctx context.Context, v T) error
+
+	// HealthCheckTimeout bounds each HealthCheck. 0 means 5 seconds.
+	HealthCheckTimeout time.Duration
+
+	// HealthCheckSkip spares a resource released this recently the check at
+	// Acquire, as HikariCP does: it has just been seen to work. 0 means 500
+	// milliseconds; a negative value checks every time.
+	HealthCheckSkip time.Duration
+
+	// MaxSize is the most resources the pool holds, idle and in use. Required,
+	// above 0.
+	MaxSize int
+
+	// MinIdle is the number of idle resources the pool keeps ready, making
+	// them in the background. 0 means none. At most MaxSize.
+	MinIdle int
+
+	// MaxIdleTime closes resources idle for longer. 0 means never.
+	MaxIdleTime time.Duration
+
+	// MaxLifetime closes resources older than it, when they are released or
+	// found idle, so that a fleet of connections renews itself (say, to follow
+	// a database failover). Each resource's lifetime is shortened by a random
+	// part of up to MaxLifetimeJitter of it, so that they do not all expire at
+	// once. 0 means forever.
+	MaxLifetime time.Duration
+
+	// MaxLifetimeJitter is that part, between 0 and 1. 0 means 0.1.
+	MaxLifetimeJitter float64
+
+	// HealthCheckPeriod is how often the pool checks its idle resources in
+	// the background: HealthCheck, MaxIdleTime, MaxLifetime and MinIdle. 0
+	// means one minute, when any of them is set.
+	HealthCheckPeriod time.Duration
+
+	// Breaker, if not nil, guards the making of resources: while it is open
+	// New is not called and Acquire fails with its *breaker.OpenError, so
+	// that a dead backend is not hammered by a storm of attempts.
+	Breaker *breaker.Breaker
+
+	// LeakThreshold, if above 0, reports through OnLeak a resource held for
+	// longer than it, with the stack of the goroutine that acquired it.
+	LeakThreshold time.Duration
+
+	// OnLeak receives the reports of LeakThreshold. Required with it. It runs
+	// in a goroutine of its own, without any lock of the pool held.
+	OnLeak func(Leak)
+}
+
+// A Leak reports a resource held for longer than Config.LeakThreshold.
+type Leak struct {
+	Acquired time.Time     // when it was acquired
+	Held     time.Duration // how long it had been held when reported
+	Stack    string        // where it was acquired
+}
+
+// errConfig is returned, wrapped, by New for a bad Config.
+var errConfig = errors.New("pool: bad Config")
+
+func (c *Config[T]) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errConfig}, args...)...)
+	}
+	switch {
+	case c.New == nil:
+		return bad("New is required")
+	case c.MaxSize < 1:
+		return bad("MaxSize is %d; it must be at least 1", c.MaxSize)
+	case c.MinIdle < 0 || c.MinIdle > c.MaxSize:
+		return bad("MinIdle is %d; it must be between 0 and MaxSize (%d)", c.MinIdle, c.MaxSize)
+	case c.HealthCheckTimeout < 0, c.MaxIdleTime < 0, c.MaxLifetime < 0, c.HealthCheckPeriod < 0, c.LeakThreshold < 0:
+		return bad("negative duration")
+	case c.MaxLifetimeJitter < 0 || c.MaxLifetimeJitter > 1:
+		return bad("MaxLifetimeJitter is %v; it must be between 0 and 1", c.MaxLifetimeJitter)
+	case c.LeakThreshold > 0 && c.OnLeak == nil:
+		return bad("LeakThreshold needs OnLeak")
+	}
+	if c.HealthCheckTimeout == 0 {
+		c.HealthCheckTimeout = 5 * time.Second
+	}
+	if c.HealthCheckSkip == 0 {
+		c.HealthCheckSkip = 500 * time.Millisecond
+	}
+	if c.MaxLifetimeJitter == 0 {
+		c.MaxLifetimeJitter = 0.1
+	}
+	if c.HealthCheckPeriod == 0 && c.background() {
+		c.HealthCheckPeriod = time.Minute
+	}
+	return nil
+}
+
+// background reports whether the pool needs its maintenance goroutine.
+func (c *Config[T]) background() bool {
+	return c.MinIdle > 0 || c.MaxIdleTime > 0 || c.MaxLifetime > 0 || c.HealthCheckPeriod > 0 ||
+		(c.HealthCheck != nil && c.HealthCheckPeriod > 0)
+}

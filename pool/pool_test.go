@@ -1,0 +1,612 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ctxsync/ctxsync/breaker"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func hammerRounds(base int) int {
+	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
+		return base * v
+	}
+	return base
+}
+
+// conn is a fake connection. The ledger checks that every conn made is closed
+// exactly once, and that no more than max are alive at once.
+type conn struct {
+	id      int
+	healthy atomic.Bool
+}
+
+type ledger struct {
+	mu      sync.Mutex
+	next    int
+	alive   map[int]bool
+	closed  map[int]int
+	maxLive int
+	fail    atomic.Bool // make New fail
+	block   chan struct{}
+	made    atomic.Int32
+}
+
+func newLedger() *ledger {
+	return &ledger{alive: map[int]bool{}, closed: map[int]int{}}
+}
+
+func (l *ledger) new(ctx context.Context) (*conn, error) {
+	if l.block != nil {
+		select {
+		case <-l.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if l.fail.Load() {
+		return nil, errors.New("backend down")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	l.alive[l.next] = true
+	l.maxLive = max(l.maxLive, len(l.alive))
+	l.made.Add(1)
+	c := &conn{id: l.next}
+	c.healthy.Store(true)
+	return c, nil
+}
+
+func (l *ledger) close(c *conn) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed[c.id]++
+	delete(l.alive, c.id)
+	return nil
+}
+
+// check verifies that every conn made was closed exactly once.
+func (l *ledger) check(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.Empty(t, l.alive, "conns left open")
+	for id := 1; id <= l.next; id++ {
+		require.Equal(t, 1, l.closed[id], "conn %d closed %d times", id, l.closed[id])
+	}
+}
+
+func (l *ledger) config(max int) Config[*conn] {
+	return Config[*conn]{New: l.new, Close: l.close, MaxSize: max}
+}
+
+func mustNew[T any](t *testing.T, cfg Config[T]) *Pool[T] {
+	t.Helper()
+	p, err := New(cfg)
+	require.NoError(t, err)
+	return p
+}
+
+func TestAcquireReleaseReuse(t *testing.T) {
+	l := newLedger()
+	p := mustNew(t, l.config(3))
+	ctx := context.Background()
+	a, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	b, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, a.Value().id, b.Value().id)
+	a.Release()
+	b.Release()
+	c, err := p.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, b.Value().id, c.Value().id, "not the warmest (last released)")
+	c.Release()
+	s := p.Stats()
+	require.Equal(t, 2, s.Idle)
+	require.Equal(t, 0, s.InUse)
+	require.Equal(t, 2, s.Total)
+	require.Equal(t, 3, s.Max)
+	require.Equal(t, int64(2), s.Created)
+	require.Equal(t, int64(3), s.AcquireCount)
+	require.NoError(t, p.Close(ctx))
+	l.check(t)
+}
+
+// TestFIFOWaiters: with the pool full, waiters get released resources in the
+// order they came.
+func TestFIFOWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		p := mustNew(t, l.config(1))
+		held, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		var order []string
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, name := range []string{"A", "B", "C"} {
+			wg.Go(func() {
+				r, err := p.Acquire(t.Context())
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				r.Release()
+			})
+			synctest.Wait()
+		}
+		_, ok := p.TryAcquire()
+		require.False(t, ok, "TryAcquire overtook the waiters")
+		held.Release()
+		wg.Wait()
+		require.Equal(t, []string{"A", "B", "C"}, order)
+		s := p.Stats()
+		require.Equal(t, int64(3), s.WaitCount)
+		require.Equal(t, int64(1), s.Created, "one conn served everyone")
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+func TestHealthCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		var checks atomic.Int32
+		cfg := l.config(2)
+		cfg.HealthCheck = func(_ context.Context, c *conn) error {
+			checks.Add(1)
+			if !c.healthy.Load() {
+				return errors.New("broken pipe")
+			}
+			return nil
+		}
+		p := mustNew(t, cfg)
+		ctx := t.Context()
+		r, err := p.Acquire(ctx)
+		require.NoError(t, err)
+		first := r.Value()
+		r.Release()
+
+		// Used a moment ago: no check.
+		r, err = p.Acquire(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int32(0), checks.Load())
+		r.Release()
+
+		// Idle for a while and broken: checked, closed, replaced.
+		first.healthy.Store(false)
+		time.Sleep(time.Second)
+		r, err = p.Acquire(ctx)
+		require.NoError(t, err)
+		require.NotEqual(t, first.id, r.Value().id)
+		require.Equal(t, int32(1), checks.Load())
+		require.Equal(t, int64(1), p.Stats().ClosedHealth)
+		r.Release()
+		require.NoError(t, p.Close(ctx))
+		l.check(t)
+	})
+}
+
+// TestHealthCheckCallerGivesUp: a check cut short by the caller's ctx is not
+// held against the resource.
+func TestHealthCheckCallerGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(1)
+		cfg.HealthCheck = func(ctx context.Context, _ *conn) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		p := mustNew(t, cfg)
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		r.Release()
+		time.Sleep(time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err = p.Acquire(ctx)
+		require.Equal(t, context.DeadlineExceeded, err)
+		s := p.Stats()
+		require.Equal(t, 1, s.Idle, "the resource was blamed for the caller's deadline")
+		require.Equal(t, int64(0), s.ClosedHealth)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+func TestIdleAndLifetimeEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(4)
+		cfg.MaxIdleTime = time.Minute
+		cfg.MaxLifetime = 10 * time.Minute
+		cfg.HealthCheckPeriod = 10 * time.Second
+		p := mustNew(t, cfg)
+		ctx := t.Context()
+		rs := make([]*Resource[*conn], 3)
+		for i := range rs {
+			r, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			rs[i] = r
+		}
+		for _, r := range rs {
+			r.Release()
+		}
+		require.Equal(t, 3, p.Stats().Idle)
+		time.Sleep(2 * time.Minute) // the sweep closes the idle ones
+		synctest.Wait()
+		s := p.Stats()
+		require.Equal(t, 0, s.Idle)
+		require.Equal(t, int64(3), s.ClosedIdle)
+
+		// Lifetime: a resource kept busy is still renewed after MaxLifetime.
+		r, err := p.Acquire(ctx)
+		require.NoError(t, err)
+		first := r.Value().id
+		for range 30 {
+			r.Release()
+			time.Sleep(30 * time.Second)
+			r, err = p.Acquire(ctx)
+			require.NoError(t, err)
+		}
+		require.NotEqual(t, first, r.Value().id, "not renewed after 15 minutes")
+		require.GreaterOrEqual(t, p.Stats().ClosedLifetime, int64(1))
+		r.Release()
+		require.NoError(t, p.Close(ctx))
+		l.check(t)
+	})
+}
+
+func TestMinIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(5)
+		cfg.MinIdle = 3
+		p := mustNew(t, cfg)
+		synctest.Wait()
+		require.Equal(t, 3, p.Stats().Idle, "not topped up at start")
+		a, _ := p.Acquire(t.Context())
+		b, _ := p.Acquire(t.Context())
+		synctest.Wait()
+		s := p.Stats()
+		require.Equal(t, 3, s.Idle, "not topped up after Acquire")
+		require.Equal(t, 5, s.Total)
+		c, _ := p.Acquire(t.Context())
+		synctest.Wait()
+		require.Equal(t, 2, p.Stats().Idle, "MaxSize caps the refill")
+		a.Release()
+		b.Release()
+		c.Release()
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+// TestBreakerStopsCreationStorm: with the backend down, the breaker opens after
+// a few failures and New is not called while it is open; it recovers.
+func TestBreakerStopsCreationStorm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		l.fail.Store(true)
+		var attempts atomic.Int32
+		cfg := l.config(4)
+		inner := cfg.New
+		cfg.New = func(ctx context.Context) (*conn, error) { attempts.Add(1); return inner(ctx) }
+		cfg.Breaker = breaker.New(breaker.Settings{FailureThreshold: 3, OpenTimeout: time.Second})
+		p := mustNew(t, cfg)
+		for range 3 {
+			_, err := p.Acquire(t.Context())
+			require.EqualError(t, err, "backend down")
+		}
+		for range 50 {
+			_, err := p.Acquire(t.Context())
+			require.True(t, errors.Is(err, breaker.ErrOpen), "Acquire = %v", err)
+		}
+		require.Equal(t, int32(3), attempts.Load(), "New called while the breaker was open")
+		require.Equal(t, int64(53), p.Stats().CreateFailures)
+
+		l.fail.Store(false)
+		time.Sleep(time.Second)
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err, "no recovery")
+		r.Release()
+		require.Equal(t, breaker.Closed, cfg.Breaker.State())
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+// TestCreationOutlivesCaller: a caller that gives up returns at once; the
+// resource made for it still joins the pool.
+func TestCreationOutlivesCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		l.block = make(chan struct{})
+		p := mustNew(t, l.config(2))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := p.Acquire(ctx)
+		require.Equal(t, context.DeadlineExceeded, err)
+		require.Equal(t, time.Second, time.Since(start), "the caller waited for New")
+		require.Equal(t, 1, p.Stats().Constructing)
+		close(l.block) // New finishes
+		synctest.Wait()
+		s := p.Stats()
+		require.Equal(t, 1, s.Idle, "the new resource was lost")
+		require.Equal(t, int64(1), s.CanceledAcquires)
+		r, ok := p.TryAcquire()
+		require.True(t, ok)
+		r.Release()
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+func TestGracefulClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		p := mustNew(t, l.config(2))
+		ctx := t.Context()
+		out, _ := p.Acquire(ctx)
+		idle, _ := p.Acquire(ctx)
+		idle.Release()
+		waiter := make(chan error, 1)
+		go func() {
+			r, err := p.Acquire(ctx) // the idle one
+			if err == nil {
+				_, err = p.Acquire(ctx) // the pool is full: it waits
+				r.Release()
+			}
+			waiter <- err
+		}()
+		synctest.Wait()
+		require.Equal(t, int64(1), p.Stats().WaitCount)
+
+		closed := make(chan error, 1)
+		go func() { closed <- p.Close(ctx) }()
+		require.Equal(t, ErrClosed, <-waiter, "a waiter not released by Close")
+		_, err := p.Acquire(ctx)
+		require.Equal(t, ErrClosed, err)
+		synctest.Wait()
+		require.Zero(t, len(closed), "Close returned with a resource out")
+
+		time.Sleep(time.Hour)
+		out.Release() // closed on return
+		require.NoError(t, <-closed)
+		require.NoError(t, p.Close(ctx), "a second Close")
+		require.Equal(t, int64(2), p.Stats().ClosedPool)
+		l.check(t)
+	})
+}
+
+func TestCloseTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		p := mustNew(t, l.config(2))
+		out, _ := p.Acquire(t.Context())
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		require.Equal(t, context.DeadlineExceeded, p.Close(ctx))
+		require.Equal(t, int64(1), p.Stats().ClosedPool)
+		out.Release() // closed already: nothing happens
+		out.Destroy()
+		l.check(t)
+	})
+}
+
+func TestLeakReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		leaks := make(chan Leak, 1)
+		cfg := l.config(1)
+		cfg.LeakThreshold = time.Minute
+		cfg.OnLeak = func(lk Leak) { leaks <- lk }
+		p := mustNew(t, cfg)
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		time.Sleep(30 * time.Second)
+		r.Release() // in time: no report
+		r, err = p.Acquire(t.Context())
+		require.NoError(t, err)
+		time.Sleep(2 * time.Minute)
+		lk := <-leaks
+		require.Equal(t, time.Minute, lk.Held)
+		require.Contains(t, lk.Stack, "TestLeakReport", "the acquirer's stack")
+		r.Release()
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+func TestReleaseTwicePanics(t *testing.T) {
+	l := newLedger()
+	p := mustNew(t, l.config(1))
+	r, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	r.Release()
+	require.PanicsWithValue(t, "pool: Release of a resource not acquired (released already?)", r.Release)
+	require.PanicsWithValue(t, "pool: Destroy of a resource not acquired (released already?)", r.Destroy)
+	r, _ = p.Acquire(context.Background()) // the pool still works
+	r.Destroy()
+	require.Equal(t, int64(1), p.Stats().ClosedDestroy)
+	require.NoError(t, p.Close(context.Background()))
+	l.check(t)
+}
+
+func TestTryAcquireAndWith(t *testing.T) {
+	l := newLedger()
+	p := mustNew(t, l.config(2))
+	_, ok := p.TryAcquire()
+	require.False(t, ok, "TryAcquire made a resource")
+	require.Equal(t, int32(0), l.made.Load())
+
+	var id int
+	require.NoError(t, p.With(context.Background(), func(c *conn) error { id = c.id; return nil }))
+	r, ok := p.TryAcquire()
+	require.True(t, ok)
+	require.Equal(t, id, r.Value().id)
+	r.Release()
+
+	boom := errors.New("boom")
+	require.Equal(t, boom, p.With(context.Background(), func(*conn) error { return boom }))
+	require.Equal(t, 1, p.Stats().Idle, "an error released the resource")
+	require.PanicsWithValue(t, "kaboom", func() {
+		_ = p.With(context.Background(), func(*conn) error { panic("kaboom") })
+	})
+	require.Equal(t, 0, p.Stats().Idle, "a panic destroys the resource")
+	require.NoError(t, p.Close(context.Background()))
+	l.check(t)
+}
+
+func TestDoneContext(t *testing.T) {
+	l := newLedger()
+	p := mustNew(t, l.config(1))
+	r, _ := p.Acquire(context.Background())
+	r.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.Acquire(ctx)
+	require.Equal(t, context.Canceled, err)
+	require.Equal(t, 1, p.Stats().Idle, "a failed Acquire took a resource")
+	require.Equal(t, context.Canceled, p.With(ctx, func(*conn) error { panic("called") }))
+	require.PanicsWithValue(t, "pool: nil Context", func() {
+		_, _ = p.Acquire(nil) //nolint:staticcheck // the misuse under test
+	})
+	require.NoError(t, p.Close(context.Background()))
+	l.check(t)
+}
+
+func TestBadConfig(t *testing.T) {
+	newFn := func(context.Context) (int, error) { return 0, nil }
+	for _, cfg := range []Config[int]{
+		{MaxSize: 1},
+		{New: newFn},
+		{New: newFn, MaxSize: -1},
+		{New: newFn, MaxSize: 2, MinIdle: 3},
+		{New: newFn, MaxSize: 2, MinIdle: -1},
+		{New: newFn, MaxSize: 2, MaxIdleTime: -time.Second},
+		{New: newFn, MaxSize: 2, MaxLifetime: -1},
+		{New: newFn, MaxSize: 2, HealthCheckTimeout: -1},
+		{New: newFn, MaxSize: 2, HealthCheckPeriod: -1},
+		{New: newFn, MaxSize: 2, MaxLifetimeJitter: 2},
+		{New: newFn, MaxSize: 2, LeakThreshold: time.Second},
+	} {
+		p, err := New(cfg)
+		require.Nil(t, p)
+		require.ErrorIs(t, err, errConfig, "%+v", cfg)
+		require.True(t, strings.HasPrefix(err.Error(), "pool: bad Config: "), err.Error())
+	}
+}
+
+// TestHandoffRacesCancel: a resource handed to a waiter as its ctx ends goes
+// to the next waiter or back to the pool; never lost.
+func TestHandoffRacesCancel(t *testing.T) {
+	l := newLedger()
+	p := mustNew(t, l.config(1))
+	for range hammerRounds(500) {
+		held, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		a := make(chan error, 1)
+		go func() {
+			r, err := p.Acquire(ctx)
+			if err == nil {
+				r.Release()
+			}
+			a <- err
+		}()
+		go cancel()
+		held.Release()
+		<-a
+		r, err := p.Acquire(context.Background())
+		require.NoError(t, err, "the resource was lost")
+		r.Release()
+		cancel()
+	}
+	require.Equal(t, int64(1), p.Stats().Created)
+	require.NoError(t, p.Close(context.Background()))
+	l.check(t)
+}
+
+// TestHammerPool: many goroutines, random cancellation, random failures of New
+// and of health checks, random Destroys. Never more than MaxSize alive, and
+// after Close every conn made has been closed exactly once.
+func TestHammerPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		const maxSize = 4
+		cfg := l.config(maxSize)
+		inner := cfg.New
+		var rmu sync.Mutex
+		r0 := rand.New(rand.NewPCG(7, 7))
+		cfg.New = func(ctx context.Context) (*conn, error) {
+			rmu.Lock()
+			failIt, pause := r0.IntN(5) == 0, time.Duration(r0.IntN(5))*time.Millisecond
+			rmu.Unlock()
+			time.Sleep(pause)
+			if failIt {
+				return nil, errors.New("flaky")
+			}
+			return inner(ctx)
+		}
+		cfg.HealthCheck = func(context.Context, *conn) error {
+			rmu.Lock()
+			defer rmu.Unlock()
+			if r0.IntN(10) == 0 {
+				return errors.New("stale")
+			}
+			return nil
+		}
+		cfg.HealthCheckSkip = -1
+		cfg.MaxLifetime = 50 * time.Millisecond
+		cfg.MinIdle = 1
+		cfg.HealthCheckPeriod = 20 * time.Millisecond
+		p := mustNew(t, cfg)
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 8))
+				for range hammerRounds(40) {
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(10))*time.Millisecond)
+					res, err := p.Acquire(ctx)
+					cancel()
+					if err != nil {
+						continue
+					}
+					time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+					if r.IntN(6) == 0 {
+						res.Destroy()
+					} else {
+						res.Release()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		s := p.Stats()
+		require.LessOrEqual(t, s.Total, maxSize)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+		require.LessOrEqual(t, l.maxLive, maxSize, "more than MaxSize alive")
+		require.Greater(t, l.made.Load(), int32(maxSize))
+	})
+}
