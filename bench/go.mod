@@ -8,6 +8,7 @@ require github.com/ctxsync/ctxsync v0.0.0-00010101000000-000000000000
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/jackc/puddle/v2 v2.2.3
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/sony/gobreaker/v2 v2.4.0
 	go.uber.org/ratelimit v0.3.1
