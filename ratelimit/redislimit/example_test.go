@@ -1,0 +1,92 @@
+package redislimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ctxsync/ctxsync/ratelimit"
+	"github.com/ctxsync/ctxsync/ratelimit/redislimit"
+)
+
+// Every instance of a service that makes such a Limiter, on the same Redis,
+// shares its limit: here 2 calls per second, bursts of 3, per API key.
+func ExampleLimiter() {
+	srv := miniredis.NewMiniRedis() // in a real service: your Redis
+	_ = srv.Start()
+	defer srv.Close()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	defer client.Close()
+
+	l, err := redislimit.New(redislimit.Config{Client: client, Rate: 2, Burst: 3})
+	if err != nil {
+		panic(err)
+	}
+	for i := range 4 {
+		d, err := l.Allow(context.Background(), "api-key-42")
+		fmt.Println(i, d.Allowed, d.Remaining, err)
+	}
+	// Output:
+	// 0 true 2 <nil>
+	// 1 true 1 <nil>
+	// 2 true 0 <nil>
+	// 3 false 0 <nil>
+}
+
+// When Redis does not answer in time, the Policy decides, and the error says
+// why.
+func ExampleNew() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // nothing listens
+	defer client.Close()
+	l, _ := redislimit.New(redislimit.Config{
+		Client:  client,
+		Rate:    100,
+		Burst:   10,
+		Timeout: 50 * time.Millisecond,
+		Policy:  redislimit.FailLocal, // an in-process bucket per key meanwhile
+	})
+	d, err := l.Allow(context.Background(), "k")
+	fmt.Println(d.Allowed, errors.Is(err, redislimit.ErrUnavailable))
+	// Output: true true
+}
+
+// A Handle, from For, limits one key; any code that takes a
+// ratelimit.Limiter accepts it.
+func ExampleHandle() {
+	srv := miniredis.NewMiniRedis()
+	_ = srv.Start()
+	defer srv.Close()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer client.Close()
+	l, _ := redislimit.New(redislimit.Config{Client: client, Rate: 1, Burst: 2})
+
+	var upstream ratelimit.Limiter = l.For("upstream-api")
+	fmt.Println(upstream.AllowN(2), upstream.AllowN(1))
+	// Output: true false
+}
+
+func ExamplePolicy() {
+	fmt.Println(redislimit.FailOpen, redislimit.FailClosed, redislimit.FailLocal)
+	// Output: fail-open fail-closed fail-local
+}
+
+// A Config for a limit that must never be exceeded, even while Redis is down.
+func ExampleConfig() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // nothing listens
+	defer client.Close()
+	l, _ := redislimit.New(redislimit.Config{
+		Client:  client,
+		Rate:    10,
+		Burst:   10,
+		Prefix:  "payments:",
+		Timeout: 20 * time.Millisecond,
+		Policy:  redislimit.FailClosed,
+	})
+	d, _ := l.Allow(context.Background(), "merchant-7")
+	fmt.Println(d.Allowed, l.Key("merchant-7"), l.Failures())
+	// Output: false payments:{merchant-7} 1
+}

@@ -1,0 +1,413 @@
+// Package redislimit is a rate limiter whose state lives in Redis, so that every
+// instance of a service shares one limit: a quota of calls to an upstream API,
+// say, whatever the number of machines making them.
+//
+// It is a token bucket, as ratelimit.TokenBucket: a GCRA in one Lua script,
+// one round trip per decision, on the Redis server's clock (TIME), so that the
+// clocks of the callers do not matter. The script is loaded once and run by
+// its SHA, and sent again if Redis has forgotten it. Each key's state expires
+// once its bucket would be full again, so idle keys cost nothing.
+//
+// Keys carry a hash tag ("prefix{key}"), so the limiter works on Redis Cluster;
+// it accepts any redis.UniversalClient (a single node, Sentinel, or Cluster).
+//
+// When Redis is unreachable or slow, each call gives up after Config.Timeout
+// and follows Config.Policy: allow (FailOpen), refuse (FailClosed), or fall
+// back to an in-process token bucket at a share of the rate (FailLocal). A
+// call never hangs past its context, and never panics on a Redis error.
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+// Policy is what a Limiter does when Redis fails to answer.
+type Policy int
+
+const (
+	// FailOpen allows the events: better to exceed the limit for a while
+	// than to stop the service.
+	FailOpen Policy = iota
+	// FailClosed refuses the events: the limit protects something that
+	// must not be overrun.
+	FailClosed
+	// FailLocal decides with an in-process token bucket per key, at
+	// Config.LocalShare of the rate and burst: each instance keeps to its
+	// share of the limit until Redis is back.
+	FailLocal
+)
+
+func (p Policy) String() string {
+	switch p {
+	case FailOpen:
+		return "fail-open"
+	case FailClosed:
+		return "fail-closed"
+	case FailLocal:
+		return "fail-local"
+	}
+	return "Policy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ErrUnavailable is matched (errors.Is) by the error a Limiter returns when
+// Redis failed and the decision came from its Policy. The error also wraps the
+// Redis client's error.
+var ErrUnavailable = errors.New("redislimit: redis unavailable")
+
+// Config configures a Limiter.
+type Config struct {
+	// Client is the Redis client. Required.
+	Client redis.UniversalClient
+
+	// Rate is the number of events per second allowed, for each key.
+	// Required, above 0.
+	Rate float64
+
+	// Burst is the most events allowed at once. Required, at least 1.
+	Burst int
+
+	// Prefix starts every key; the default is "ratelimit:".
+	Prefix string
+
+	// Timeout bounds each round trip to Redis. 0 means 100 milliseconds. It
+	// holds whatever the client's own timeouts; a client with
+	// Options.ContextTimeoutEnabled gives up at it too, and costs less.
+	Timeout time.Duration
+
+	// Policy is what to do when Redis fails to answer in time; the default
+	// is FailOpen.
+	Policy Policy
+
+	// LocalShare is the share of Rate and Burst that FailLocal's in-process
+	// bucket allows, between 0 and 1: with n instances, 1/n keeps the service
+	// to the limit. 0 means 1.
+	LocalShare float64
+
+	// OnError, if not nil, is told of every Redis failure, with the key.
+	OnError func(key string, err error)
+}
+
+// A Limiter limits events per key, with its state in Redis.
+//
+// Use New; the zero Limiter is not usable. A Limiter is safe for concurrent
+// use by multiple goroutines, and by many processes sharing one Redis.
+type Limiter struct {
+	client   redis.UniversalClient
+	burst    int
+	rate     float64
+	interval string  // microseconds per token, for the script
+	window   float64 // microseconds to refill from empty
+	prefix   string
+	timeout  time.Duration
+	policy   Policy
+	local    *ratelimit.Keyed[string, *ratelimit.TokenBucket]
+	onError  func(string, error)
+	failures atomic.Int64
+
+	// ctxTimeouts reports that the client honours context deadlines
+	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
+	// itself. Otherwise a call runs in a goroutine that we stop waiting for.
+	ctxTimeouts bool
+}
+
+// New returns a Limiter. It returns an error for a bad Config: a nil Client, a
+// Rate not above 0, a Burst below 1, a negative Timeout, a LocalShare outside
+// 0 to 1, or an unknown Policy.
+func New(cfg Config) (*Limiter, error) {
+	bad := func(format string, args ...any) (*Limiter, error) {
+		return nil, fmt.Errorf("redislimit: bad Config: "+format, args...)
+	}
+	switch {
+	case cfg.Client == nil:
+		return bad("Client is required")
+	case !(cfg.Rate > 0) || math.IsInf(cfg.Rate, 1):
+		return bad("Rate is %v; it must be above 0 and finite", cfg.Rate)
+	case cfg.Burst < 1:
+		return bad("Burst is %d; it must be at least 1", cfg.Burst)
+	case cfg.Timeout < 0:
+		return bad("Timeout is negative")
+	case cfg.LocalShare < 0 || cfg.LocalShare > 1 || math.IsNaN(cfg.LocalShare):
+		return bad("LocalShare is %v; it must be between 0 and 1", cfg.LocalShare)
+	case cfg.Policy < FailOpen || cfg.Policy > FailLocal:
+		return bad("unknown Policy %d", cfg.Policy)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "ratelimit:"
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 100 * time.Millisecond
+	}
+	if cfg.LocalShare == 0 {
+		cfg.LocalShare = 1
+	}
+	intervalUs := 1e6 / cfg.Rate
+	l := &Limiter{
+		client:   cfg.Client,
+		burst:    cfg.Burst,
+		rate:     cfg.Rate,
+		interval: strconv.FormatFloat(intervalUs, 'f', -1, 64),
+		window:   intervalUs * float64(cfg.Burst),
+		prefix:   cfg.Prefix,
+		timeout:  cfg.Timeout,
+		policy:   cfg.Policy,
+		onError:  cfg.OnError,
+
+		ctxTimeouts: honoursDeadlines(cfg.Client),
+	}
+	if cfg.Policy == FailLocal {
+		rate, burst := cfg.Rate*cfg.LocalShare, max(1, int(float64(cfg.Burst)*cfg.LocalShare))
+		l.local = ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
+			return ratelimit.NewTokenBucket(rate, burst)
+		}, ratelimit.KeyedOptions{})
+	}
+	return l, nil
+}
+
+// gcra is the script: a token bucket kept as the theoretical arrival time of
+// the next event, in microseconds of the server's clock.
+//
+// KEYS[1] holds the time; ARGV are the burst, the microseconds per token, and
+// the number of events n. It returns {allowed, remaining, retry after (µs),
+// reset after (µs)}. It sets the key only when it allows, with a time to live
+// of the reset: once the bucket would be full, the key is not needed.
+var gcra = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local burst = tonumber(ARGV[1])
+local interval = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tolerance = interval * burst
+local tat = tonumber(redis.call("GET", KEYS[1]))
+if not tat or tat < now then tat = now end
+local new_tat = tat + math.ceil(interval * n)
+local debt = tat - now
+local allowed = 0
+local retry = 0
+if new_tat - now <= tolerance then
+	allowed = 1
+	debt = new_tat - now
+	redis.call("SET", KEYS[1], string.format("%.0f", new_tat), "PX", math.max(1, math.ceil(debt / 1000)))
+else
+	retry = new_tat - tolerance - now
+end
+return {allowed, math.floor((tolerance - debt) / interval), retry, debt}
+`)
+
+// Key returns the Redis key of key.
+func (l *Limiter) Key(key string) string { return l.prefix + "{" + key + "}" }
+
+func checkKeyN(key string, n int, fn string) {
+	if key == "" {
+		panic("redislimit: " + fn + " with empty key")
+	}
+	if n < 1 {
+		panic(fmt.Sprintf("redislimit: %s with n = %d; n must be at least 1", fn, n))
+	}
+}
+
+// AllowN reports whether n events of key may happen now, and takes them if so,
+// with the details of the decision.
+//
+// If Redis fails to answer within the Timeout, the decision follows the
+// Policy and the error, which matches ErrUnavailable, says why: a caller may
+// act on the decision alone. If ctx ends first, AllowN returns ctx.Err() and
+// a zero Decision.
+//
+// AllowN panics if key is empty or n is below 1.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
+	checkKeyN(key, n, "AllowN")
+	if err := waitq.CtxErr(ctx, "redislimit"); err != nil {
+		return ratelimit.Decision{}, err
+	}
+	if n > l.burst {
+		return l.decision(false, 0, -1, 0), nil
+	}
+	res, err := l.run(ctx, key, n)
+	if err == nil && len(res) != 4 {
+		err = fmt.Errorf("unexpected script result %v", res)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ratelimit.Decision{}, ctx.Err()
+		}
+		return l.fail(key, n, err)
+	}
+	return l.decision(res[0] == 1, res[1], res[2], res[3]), nil
+}
+
+// run runs the script for key and n, for at most the Timeout.
+func (l *Limiter) run(ctx context.Context, key string, n int) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	if l.ctxTimeouts {
+		return gcra.Run(ctx, l.client, []string{l.Key(key)}, l.burst, l.interval, n).Int64Slice()
+	}
+	// The client would wait for its own read timeout (3 seconds by default)
+	// on a server that has stopped answering: wait for it in a goroutine, and
+	// stop waiting at our timeout. The goroutine ends with the client's.
+	type result struct {
+		res []int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := gcra.Run(ctx, l.client, []string{l.Key(key)}, l.burst, l.interval, n).Int64Slice()
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// honoursDeadlines reports whether c gives up when a context's deadline
+// passes.
+func honoursDeadlines(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+func (l *Limiter) decision(allowed bool, remaining, retryUs, resetUs int64) ratelimit.Decision {
+	d := ratelimit.Decision{
+		Allowed:    allowed,
+		Limit:      l.burst,
+		Window:     time.Duration(l.window * 1e3),
+		Remaining:  int(max(0, remaining)),
+		RetryAfter: time.Duration(retryUs) * time.Microsecond,
+		ResetAfter: time.Duration(resetUs) * time.Microsecond,
+	}
+	if retryUs < 0 {
+		d.RetryAfter = -1
+	}
+	return d
+}
+
+// fail decides by the Policy after Redis failed with err.
+func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error) {
+	l.failures.Add(1)
+	if l.onError != nil {
+		l.onError(key, err)
+	}
+	err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	switch l.policy {
+	case FailClosed:
+		return ratelimit.Decision{Allowed: false, Limit: l.burst, Remaining: 0, RetryAfter: l.timeout}, err
+	case FailLocal:
+		return l.local.Take(key, n), err
+	default:
+		return ratelimit.Decision{Allowed: true, Limit: l.burst, Remaining: -1}, err
+	}
+}
+
+// Allow is AllowN for one event.
+func (l *Limiter) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// Take is AllowN without a context (each round trip still ends after the
+// Timeout) and without the error, which OnError receives. It makes a Limiter
+// a ratelimit.KeyTaker, for ratelimit.Middleware.
+func (l *Limiter) Take(key string, n int) ratelimit.Decision {
+	d, _ := l.AllowN(context.Background(), key, n)
+	return d
+}
+
+// WaitN waits until n events of key may happen, then takes them.
+//
+// Waiters are not queued across instances: each asks again when the limiter
+// says the events will be there, so under contention a newcomer may be served
+// before an older waiter. It fails at once with ratelimit.ErrExceedsBurst if n
+// is above the burst, and with ratelimit.ErrWouldExceedDeadline once the
+// events cannot come before the deadline of ctx. Otherwise, on failure, it
+// returns ctx.Err(); while Redis is down it waits as the Policy says.
+//
+// WaitN panics if key is empty or n is below 1.
+func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
+	checkKeyN(key, n, "WaitN")
+	if n > l.burst {
+		return ratelimit.ErrExceedsBurst
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		d, err := l.AllowN(ctx, key, n)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.Allowed {
+			return nil
+		}
+		wait := max(d.RetryAfter, time.Millisecond)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return ratelimit.ErrWouldExceedDeadline
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Reset forgets the state of key: its bucket is full again.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	checkKeyN(key, 1, "Reset")
+	cctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	return l.client.Del(cctx, l.Key(key)).Err()
+}
+
+// Failures returns the number of round trips to Redis that failed.
+func (l *Limiter) Failures() int64 { return l.failures.Load() }
+
+// For returns a handle on one key: a ratelimit.Limiter and ratelimit.Taker,
+// to use wherever one is expected.
+func (l *Limiter) For(key string) *Handle {
+	checkKeyN(key, 1, "For")
+	return &Handle{l: l, key: key}
+}
+
+// A Handle limits one key of a Limiter. It satisfies ratelimit.Limiter and
+// ratelimit.Taker. Its AllowN and Take use no context beyond the Limiter's
+// Timeout; Redis errors go to Config.OnError.
+type Handle struct {
+	l   *Limiter
+	key string
+}
+
+// AllowN reports whether n events may happen now, and takes them if so.
+func (h *Handle) AllowN(n int) bool { return h.l.Take(h.key, n).Allowed }
+
+// Take is AllowN with the details of the decision.
+func (h *Handle) Take(n int) ratelimit.Decision { return h.l.Take(h.key, n) }
+
+// WaitN waits until n events may happen, as Limiter.WaitN does.
+func (h *Handle) WaitN(ctx context.Context, n int) error { return h.l.WaitN(ctx, h.key, n) }

@@ -1,0 +1,352 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+func newLimiter(t *testing.T, cfg Config) *Limiter {
+	t.Helper()
+	l, err := New(cfg)
+	require.NoError(t, err)
+	return l
+}
+
+// forEachBackend runs f against miniredis and, if there is one, a real server.
+func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) { f(t, b) })
+	}
+}
+
+func TestBurstThenRefuse(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := newLimiter(t, Config{Client: b.client(t), Rate: 10, Burst: 3, Prefix: b.prefix})
+		ctx := context.Background()
+		for i := range 3 {
+			d, err := l.Allow(ctx, "user")
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "event %d", i)
+			require.Equal(t, 2-i, d.Remaining)
+		}
+		d, err := l.Allow(ctx, "user")
+		require.NoError(t, err)
+		require.False(t, d.Allowed)
+		require.Equal(t, 3, d.Limit)
+		require.Equal(t, 300*time.Millisecond, d.Window)
+		require.InDelta(t, float64(100*time.Millisecond), float64(d.RetryAfter), float64(20*time.Millisecond))
+		require.InDelta(t, float64(300*time.Millisecond), float64(d.ResetAfter), float64(20*time.Millisecond))
+
+		d, err = l.Allow(ctx, "another user")
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "keys are independent")
+		d, _ = l.AllowN(ctx, "user", 4)
+		require.False(t, d.Allowed)
+		require.Equal(t, time.Duration(-1), d.RetryAfter, "more than the burst, ever")
+	})
+}
+
+// TestRefill drives miniredis's clock: the server's TIME decides, not ours.
+func TestRefill(t *testing.T) {
+	m := backends(t)[0]
+	l := newLimiter(t, Config{Client: m.client(t), Rate: 10, Burst: 2})
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 2 {
+		d, _ := l.Allow(ctx, "k")
+		require.True(t, d.Allowed)
+	}
+	d, _ := l.Allow(ctx, "k")
+	require.False(t, d.Allowed)
+	require.Equal(t, 100*time.Millisecond, d.RetryAfter)
+
+	m.mini.SetTime(now.Add(99 * time.Millisecond))
+	d, _ = l.Allow(ctx, "k")
+	require.False(t, d.Allowed)
+	require.Equal(t, time.Millisecond, d.RetryAfter)
+	m.mini.SetTime(now.Add(100 * time.Millisecond))
+	d, _ = l.Allow(ctx, "k")
+	require.True(t, d.Allowed)
+
+	// Over a long stretch, exactly the rate.
+	granted := 0
+	for ms := 101; ms <= 2_100; ms++ {
+		m.mini.SetTime(now.Add(time.Duration(ms) * time.Millisecond))
+		if d, _ := l.Allow(ctx, "k"); d.Allowed {
+			granted++
+		}
+	}
+	require.Equal(t, 20, granted)
+}
+
+// TestKeyTTL: a key lives as long as its bucket is not full, then vanishes.
+func TestKeyTTL(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 10, Prefix: b.prefix})
+		ctx := context.Background()
+		d, _ := l.AllowN(ctx, "ttl", 3)
+		require.True(t, d.Allowed)
+		key := l.Key("ttl")
+		require.Equal(t, b.prefix+"{ttl}", key, "the key carries a hash tag")
+		ttl, err := c.PTTL(ctx, key).Result()
+		require.NoError(t, err)
+		require.InDelta(t, float64(3*time.Second), float64(ttl), float64(100*time.Millisecond))
+		if b.mini != nil {
+			b.mini.FastForward(3 * time.Second)
+			n, _ := c.Exists(ctx, key).Result()
+			require.Zero(t, n, "the key outlived its bucket's refill")
+		}
+		require.NoError(t, l.Reset(ctx, "ttl"))
+		d, _ = l.AllowN(ctx, "ttl", 10)
+		require.True(t, d.Allowed, "Reset filled the bucket")
+	})
+}
+
+// TestScriptForgotten: after SCRIPT FLUSH the script is sent again.
+func TestScriptForgotten(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		l := newLimiter(t, Config{Client: c, Rate: 10, Burst: 5, Prefix: b.prefix})
+		ctx := context.Background()
+		_, err := l.Allow(ctx, "s")
+		require.NoError(t, err)
+		require.NoError(t, c.ScriptFlush(ctx).Err())
+		d, err := l.Allow(ctx, "s")
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		require.Zero(t, l.Failures())
+	})
+}
+
+func TestWaitN(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.mini != nil {
+			b.mini.SetTime(time.Time{}) // miniredis's TIME follows the real clock again
+		}
+		l := newLimiter(t, Config{Client: b.client(t), Rate: 200, Burst: 1, Prefix: b.prefix})
+		ctx := context.Background()
+		start := time.Now()
+		for range 5 {
+			require.NoError(t, l.WaitN(ctx, "w", 1))
+		}
+		require.GreaterOrEqual(t, time.Since(start), 15*time.Millisecond, "did not wait for the rate")
+		require.Equal(t, ratelimit.ErrExceedsBurst, l.WaitN(ctx, "w", 2))
+
+		short, cancel := context.WithTimeout(ctx, time.Millisecond)
+		defer cancel()
+		l2 := newLimiter(t, Config{Client: b.client(t), Rate: 1, Burst: 1, Prefix: b.prefix})
+		require.NoError(t, l2.WaitN(ctx, "slow", 1))
+		err := l2.WaitN(short, "slow", 1)
+		require.True(t, errors.Is(err, context.DeadlineExceeded), "WaitN = %v", err)
+
+		done, cancel2 := context.WithCancel(ctx)
+		cancel2()
+		require.Equal(t, context.Canceled, l2.WaitN(done, "slow", 1))
+		_, err = l2.Allow(done, "slow")
+		require.Equal(t, context.Canceled, err)
+	})
+}
+
+// deadServer returns the address of a server that accepts connections and
+// never answers: Redis gone slow.
+func deadServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().String()
+}
+
+// TestPolicies: Redis slow (accepting, never answering) or gone; every call
+// returns within its timeout and decides by the Policy.
+func TestPolicies(t *testing.T) {
+	for _, down := range []struct {
+		name string
+		addr func(t *testing.T) string
+	}{
+		{"slow", deadServer},
+		{"gone", func(t *testing.T) string { return "127.0.0.1:" + strconv.Itoa(freePort(t)) }},
+	} {
+		for _, tc := range []struct {
+			policy  Policy
+			allowed []bool
+		}{
+			{FailOpen, []bool{true, true, true}},
+			{FailClosed, []bool{false, false, false}},
+			{FailLocal, []bool{true, true, false}}, // half of a burst of 4
+		} {
+			t.Run(down.name+"/"+tc.policy.String(), func(t *testing.T) {
+				var reported atomic.Int32
+				l := newLimiter(t, Config{
+					Client: backend{addr: down.addr(t)}.client(t), Rate: 1, Burst: 4,
+					Timeout: 50 * time.Millisecond, Policy: tc.policy, LocalShare: 0.5,
+					OnError: func(key string, err error) { reported.Add(1) },
+				})
+				for i, want := range tc.allowed {
+					start := time.Now()
+					d, err := l.Allow(context.Background(), "k")
+					require.Less(t, time.Since(start), time.Second, "a call hung past its timeout")
+					require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
+					require.Equal(t, want, d.Allowed, "call %d", i)
+				}
+				require.Equal(t, int32(3), reported.Load())
+				require.Equal(t, int64(3), l.Failures())
+			})
+		}
+	}
+}
+
+// TestHandle: a key's handle is a ratelimit.Limiter, and the Limiter a
+// ratelimit.KeyTaker for the HTTP middleware.
+func TestHandle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		l := newLimiter(t, Config{Client: b.client(t), Rate: 1, Burst: 2, Prefix: b.prefix})
+		var h ratelimit.Limiter = l.For("api")
+		require.True(t, h.AllowN(2))
+		require.False(t, h.AllowN(1))
+		var _ ratelimit.Taker = l.For("api")
+
+		mw := ratelimit.Middleware(l, ratelimit.MiddlewareConfig{})(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+		codes := []int{}
+		for range 3 {
+			w := httptest.NewRecorder()
+			mw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+			codes = append(codes, w.Code)
+		}
+		require.Equal(t, []int{200, 200, 429}, codes)
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	c := backends(t)[0].client(t)
+	for _, cfg := range []Config{
+		{Rate: 1, Burst: 1},
+		{Client: c, Rate: 0, Burst: 1},
+		{Client: c, Rate: -1, Burst: 1},
+		{Client: c, Rate: 1, Burst: 0},
+		{Client: c, Rate: 1, Burst: 1, Timeout: -1},
+		{Client: c, Rate: 1, Burst: 1, LocalShare: 2},
+		{Client: c, Rate: 1, Burst: 1, Policy: 9},
+	} {
+		l, err := New(cfg)
+		require.Nil(t, l)
+		require.ErrorContains(t, err, "redislimit: bad Config: ")
+	}
+	l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1})
+	ctx := context.Background()
+	require.PanicsWithValue(t, "redislimit: AllowN with empty key", func() { _, _ = l.Allow(ctx, "") })
+	require.PanicsWithValue(t, "redislimit: AllowN with n = 0; n must be at least 1", func() { _, _ = l.AllowN(ctx, "k", 0) })
+	require.PanicsWithValue(t, "redislimit: WaitN with empty key", func() { _ = l.WaitN(ctx, "", 1) })
+	require.PanicsWithValue(t, "redislimit: For with empty key", func() { l.For("") })
+	require.PanicsWithValue(t, "redislimit: nil Context", func() {
+		_, _ = l.Allow(nil, "k") //nolint:staticcheck // the misuse under test
+	})
+}
+
+// TestSharedLimit: against a real server, 8 limiters with clients of their own
+// (as 8 machines would have) and 32 goroutines each hammer one key; together
+// they never get more than burst + rate × elapsed.
+func TestSharedLimit(t *testing.T) {
+	addr := requireRealRedis(t)
+	const rate, burst, instances, perInstance = 500.0, 50, 8, 32
+	b := backend{addr: addr}
+	prefix := "shared" + strconv.Itoa(int(prefixes.Add(1))) + ":"
+	var granted atomic.Int64
+	duration := 2 * time.Second
+	if testing.Short() {
+		duration = 500 * time.Millisecond
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range instances {
+		l := newLimiter(t, Config{Client: b.client(t), Rate: rate, Burst: burst, Prefix: prefix, Timeout: time.Second})
+		for range perInstance {
+			wg.Go(func() {
+				for time.Since(start) < duration {
+					if d, err := l.Allow(context.Background(), "hot"); err == nil && d.Allowed {
+						granted.Add(1)
+					} else if err != nil {
+						t.Errorf("Allow: %v", err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	bound := burst + rate*elapsed
+	require.LessOrEqual(t, float64(granted.Load()), bound, "over-issued across instances")
+	require.Greater(t, float64(granted.Load()), 0.8*rate*elapsed, "under-issued: the limiter is slower than its rate")
+}
+
+// TestRedisGoesAndComes: the server stops mid-run; calls follow the policy and
+// return within their timeout; it comes back; decisions resume.
+func TestRedisGoesAndComes(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("needs a redis-server of its own to stop and start")
+	}
+	port := freePort(t)
+	srv := startRedis(t, port)
+	l := newLimiter(t, Config{
+		Client: backend{addr: srv.addr}.client(t), Rate: 1000, Burst: 1000,
+		Timeout: 100 * time.Millisecond, Policy: FailClosed,
+	})
+	ctx := context.Background()
+	d, err := l.Allow(ctx, "k")
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+
+	srv.stop()
+	for range 5 {
+		start := time.Now()
+		d, err := l.Allow(ctx, "k")
+		require.Less(t, time.Since(start), time.Second, "a call hung while Redis was down")
+		require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
+		require.False(t, d.Allowed, "FailClosed allowed")
+	}
+
+	startRedis(t, port) // back, on the same address
+	require.Eventually(t, func() bool {
+		d, err := l.Allow(ctx, "k")
+		return err == nil && d.Allowed
+	}, 10*time.Second, 20*time.Millisecond, "decisions did not resume")
+	assert.GreaterOrEqual(t, l.Failures(), int64(5))
+}
