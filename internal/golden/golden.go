@@ -4,10 +4,13 @@
 package golden
 
 import (
+	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files with the output of the tests")
@@ -29,4 +32,16 @@ func Check(t *testing.T, name string, got []byte) {
 	if string(got) != string(want) {
 		t.Errorf("output differs from %s (run with -update to accept it)\n--- got:\n%s\n--- want:\n%s", path, got, want)
 	}
+}
+
+// Run runs an example's run function, inside a testing/synctest bubble so
+// that time is virtual and the output exact, and compares its output with
+// testdata/output.golden.
+func Run(t *testing.T, run func(io.Writer)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		run(&out)
+		Check(t, "output", out.Bytes())
+	})
 }

@@ -1,0 +1,60 @@
+// Command priority-dispatch hands tasks to two workers through a
+// PriorityQueue: urgent tasks first, and tasks of equal urgency in the order
+// they came, whatever order they were queued in.
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/examples/internal/timeline"
+)
+
+func main() { run(os.Stdout) }
+
+type task struct {
+	name string
+	prio int           // lower is more urgent
+	cost time.Duration // how long it takes
+}
+
+func run(w io.Writer) {
+	tl := timeline.New(w)
+	ctx := context.Background()
+	q := ctxsync.NewPriorityQueue[task](0) // unbounded
+
+	for _, t := range []task{
+		{"resize image 1", 2, 30 * time.Millisecond},
+		{"send receipt", 1, 20 * time.Millisecond},
+		{"resize image 2", 2, 30 * time.Millisecond},
+		{"page the on-call engineer", 0, 10 * time.Millisecond},
+		{"rebuild search index", 3, 50 * time.Millisecond},
+		{"send password reset", 1, 20 * time.Millisecond},
+	} {
+		_ = q.Put(ctx, t.prio, t)
+	}
+	tl.Printf("queued %d tasks", q.Len())
+	q.Close() // nothing more will come: the workers stop once it is drained
+
+	var wg sync.WaitGroup
+	for i := 1; i <= 2; i++ {
+		wg.Go(func() {
+			time.Sleep(time.Duration(5*(i-1)) * time.Millisecond)
+			for {
+				t, err := q.Get(ctx)
+				if errors.Is(err, ctxsync.ErrClosed) {
+					return
+				}
+				tl.Printf("worker %d starts %q (priority %d)", i, t.name, t.prio)
+				time.Sleep(t.cost)
+			}
+		})
+	}
+	wg.Wait()
+	tl.Printf("all tasks done")
+}

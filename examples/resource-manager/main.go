@@ -1,0 +1,175 @@
+// Command resource-manager manages several kinds of resources (a database, a
+// cache, a payment API) for a set of workers. Each kind has its own pool, with
+// its own limit on concurrent use, health checks, and a circuit breaker on the
+// making of new ones; the manager reports usage, waits and failures, and shuts
+// down gracefully, waiting for the resources in use to come back.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/examples/internal/timeline"
+	"github.com/ctxsync/ctxsync/pool"
+)
+
+func main() { run(os.Stdout) }
+
+// A resource is a client of some backend.
+type resource struct {
+	kind string
+	id   int
+}
+
+// kind describes a kind of resource.
+type kind struct {
+	name    string
+	maxSize int           // at most this many in use at once
+	dial    time.Duration // how long it takes to make one
+	downTil time.Duration // the backend refuses new connections until then
+}
+
+// manager holds a pool per kind.
+type manager struct {
+	tl       *timeline.Timeline
+	pools    map[string]*pool.Pool[*resource]
+	breakers map[string]*breaker.Breaker
+	failures map[string]int // guarded by mu: jobs that failed to get a resource
+	mu       sync.Mutex
+}
+
+func newManager(tl *timeline.Timeline, start time.Time, kinds []kind) *manager {
+	m := &manager{tl: tl, pools: map[string]*pool.Pool[*resource]{}, breakers: map[string]*breaker.Breaker{}, failures: map[string]int{}}
+	for _, k := range kinds {
+		b := breaker.New(breaker.Settings{
+			Name: k.name, FailureThreshold: 2, OpenTimeout: 200 * time.Millisecond,
+			OnStateChange: func(from, to breaker.State, _ breaker.Counts) {
+				tl.Printf("   %s breaker: %s -> %s", k.name, from, to)
+			},
+		})
+		made := 0
+		var madeMu sync.Mutex
+		p, err := pool.New(pool.Config[*resource]{
+			New: func(ctx context.Context) (*resource, error) {
+				time.Sleep(k.dial)
+				if time.Since(start) < k.downTil {
+					return nil, errors.New(k.name + " refuses connections")
+				}
+				madeMu.Lock()
+				made++
+				id := made
+				madeMu.Unlock()
+				return &resource{kind: k.name, id: id}, nil
+			},
+			Close:       func(*resource) error { return nil },
+			HealthCheck: func(context.Context, *resource) error { return nil },
+			MaxSize:     k.maxSize,
+			Breaker:     b,
+		})
+		if err != nil {
+			panic(err)
+		}
+		m.pools[k.name], m.breakers[k.name] = p, b
+	}
+	return m
+}
+
+// use runs fn with a resource of kind.
+func (m *manager) use(ctx context.Context, kindName string, fn func(*resource) error) error {
+	err := m.pools[kindName].With(ctx, fn)
+	if err != nil {
+		m.mu.Lock()
+		m.failures[kindName]++
+		m.mu.Unlock()
+	}
+	return err
+}
+
+// shutdown closes every pool, waiting for resources in use to come back until
+// ctx ends.
+func (m *manager) shutdown(ctx context.Context) {
+	var wg sync.WaitGroup
+	for name, p := range m.pools {
+		wg.Go(func() {
+			if err := p.Close(ctx); err != nil {
+				m.tl.Printf("   %s: %v", name, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (m *manager) report(w io.Writer) {
+	fmt.Fprintf(w, "%-9s %8s %8s %10s %9s %8s %8s\n", "kind", "acquires", "waited", "wait time", "failures", "created", "breaker")
+	names := make([]string, 0, len(m.pools))
+	for name := range m.pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s := m.pools[name].Stats()
+		fmt.Fprintf(w, "%-9s %8d %8d %10v %9d %8d %8s\n", name, s.AcquireCount, s.WaitCount,
+			s.WaitDuration, m.failures[name], s.Created, m.breakers[name].State())
+	}
+}
+
+func run(w io.Writer) {
+	tl := timeline.New(w)
+	start := time.Now()
+	m := newManager(tl, start, []kind{
+		{name: "database", maxSize: 2, dial: 20 * time.Millisecond},
+		{name: "cache", maxSize: 4, dial: 5 * time.Millisecond},
+		{name: "payments", maxSize: 1, dial: 30 * time.Millisecond, downTil: 250 * time.Millisecond},
+	})
+	ctx := context.Background()
+
+	// Four workers, each with its own mix of jobs: (kind, how long it holds
+	// the resource).
+	type job struct {
+		kind string
+		hold time.Duration
+	}
+	scripts := [][]job{
+		{{"database", 50 * time.Millisecond}, {"cache", 3 * time.Millisecond}, {"payments", 40 * time.Millisecond}, {"database", 600 * time.Millisecond}},
+		{{"database", 70 * time.Millisecond}, {"payments", 20 * time.Millisecond}, {"cache", 4 * time.Millisecond}},
+		{{"database", 90 * time.Millisecond}, {"cache", 7 * time.Millisecond}, {"payments", 25 * time.Millisecond}},
+		{{"cache", 6 * time.Millisecond}, {"payments", 35 * time.Millisecond}, {"database", 45 * time.Millisecond}},
+	}
+	var wg sync.WaitGroup
+	for i, script := range scripts {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i*13) * time.Millisecond)
+			for _, j := range script {
+				for attempt := 1; ; attempt++ {
+					err := m.use(ctx, j.kind, func(r *resource) error {
+						tl.Printf("worker %d uses %s %d", i+1, r.kind, r.id)
+						time.Sleep(j.hold)
+						return nil
+					})
+					if err == nil || errors.Is(err, pool.ErrClosed) || attempt == 3 {
+						if err != nil {
+							tl.Printf("worker %d gives up on %s: %v", i+1, j.kind, err)
+						}
+						break
+					}
+					tl.Printf("worker %d could not use %s: %v", i+1, j.kind, err)
+					time.Sleep(time.Duration(97+i*31) * time.Millisecond) // back off, try again
+				}
+			}
+		})
+	}
+
+	time.Sleep(700 * time.Millisecond)
+	tl.Printf("shutdown: refusing new work, waiting for resources in use")
+	m.shutdown(ctx)
+	tl.Printf("shutdown: every resource is back and closed")
+	wg.Wait()
+	m.report(w)
+}

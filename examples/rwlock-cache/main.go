@@ -1,0 +1,64 @@
+// Command rwlock-cache is a read-mostly cache guarded by an RWLock: readers
+// share it, and an occasional writer that rebuilds it has it to itself. The
+// writer waits for the reader inside to finish; a reader that comes while the
+// writer waits or writes waits its turn, so the writer is never starved.
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/examples/internal/timeline"
+)
+
+func main() { run(os.Stdout) }
+
+// cache maps keys to values; mu guards it.
+type cache struct {
+	mu      ctxsync.RWLock // the zero value is ready to use
+	version int
+}
+
+func run(w io.Writer) {
+	tl := timeline.New(w)
+	ctx := context.Background()
+	c := &cache{version: 1}
+
+	var wg sync.WaitGroup
+	for i, offset := range []time.Duration{0, 15 * time.Millisecond} {
+		wg.Go(func() {
+			time.Sleep(offset)
+			for range 5 {
+				asked := time.Now()
+				if err := c.mu.RLock(ctx); err != nil {
+					return
+				}
+				if waited := time.Since(asked); waited > 0 {
+					tl.Printf("reader %d reads version %d (it waited %v for the writer)", i+1, c.version, waited)
+				} else {
+					tl.Printf("reader %d reads version %d", i+1, c.version)
+				}
+				time.Sleep(10 * time.Millisecond) // reading
+				c.mu.RUnlock()
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	wg.Go(func() {
+		time.Sleep(95 * time.Millisecond)
+		tl.Printf("writer: the source changed; it waits for the reader inside")
+		if err := c.mu.Lock(ctx); err != nil {
+			return
+		}
+		tl.Printf("writer rebuilds the cache")
+		time.Sleep(12 * time.Millisecond)
+		c.version++
+		tl.Printf("writer is done: version %d", c.version)
+		c.mu.Unlock()
+	})
+	wg.Wait()
+}
