@@ -27,7 +27,7 @@ func run(w io.Writer) {
 	for i, cost := range []time.Duration{30 * time.Millisecond, 45 * time.Millisecond, 70 * time.Millisecond} {
 		wg.Go(func() {
 			time.Sleep(time.Duration(i) * time.Millisecond) // start a little apart
-			for job := range jobs.All(ctx) {                 // until closed and drained
+			for job := range jobs.All(ctx) {                // until closed and drained
 				tl.Printf("consumer %d processes %s", i+1, job)
 				time.Sleep(cost)
 				jobs.TaskDone()
