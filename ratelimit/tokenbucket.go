@@ -35,13 +35,18 @@ import (
 type TokenBucket struct {
 	_ nocopy.NoCopy
 
-	// state is tat<<2 | tbQueued | tbBusy, where tat is the theoretical
-	// arrival time, in nanoseconds of the package's clock (see nowNs). The bucket is full when tat is at
-	// or before now, and empty when tat is burstNs after now. With a flag
-	// set, only the holder of w's lock changes it.
-	state  atomic.Int64
+	// params is read by every call and written only by SetRate and
+	// SetBurst. It sits apart from state, with w's padding between them,
+	// so that a grant on one core does not evict it from another's cache.
 	params atomic.Pointer[bucketParams]
 	w      waiters
+
+	// state is tat<<2 | tbQueued | tbBusy, where tat is the theoretical
+	// arrival time, in nanoseconds of the package's clock (see nowNs). The
+	// bucket is full when tat is at or before now, and empty when tat is
+	// burstNs after now. With a flag set, only the holder of w's lock
+	// changes it.
+	state atomic.Int64
 }
 
 const (
