@@ -180,10 +180,10 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 				p.stats.WaitCount++ // full: only a release can serve it
 			}
 		}
-		start := clock.Now()
 		w := p.q.Push(handoff[T]{})
 		p.fillLocked(ctx)
 		p.q.Unlock()
+		start := clock.Now() // off the lock: it costs more than the queueing
 
 		h, ok := p.q.Wait(ctx, w)
 		p.waitNs.Add(clock.Now() - start)
