@@ -29,9 +29,10 @@ type Event struct {
 
 	set atomic.Bool // the flag, for IsSet and the fast path of Wait
 
-	// holders counts goroutines in Wait that hold the current channel. It is
-	// incremented with mu held and decremented without it, so a stale read
-	// under mu can only overstate it.
+	// holders counts goroutines in Wait that hold the current channel. It
+	// rises from zero only with mu held; above zero it rises and falls
+	// without the lock (see join). A stale read under mu that finds it zero
+	// is exact: nobody can join without mu until it is above zero again.
 	holders atomic.Int32
 
 	mu sync.Mutex
@@ -123,10 +124,7 @@ func (e *Event) Wait(ctx context.Context) error {
 	if e.set.Load() {
 		return nil
 	}
-	e.mu.Lock()
-	ch := e.chLocked()
-	e.holders.Add(1)
-	e.mu.Unlock()
+	ch := e.join()
 	defer e.holders.Add(-1)
 
 	done := ctx.Done()
@@ -140,6 +138,33 @@ func (e *Event) Wait(ctx context.Context) error {
 	case <-done:
 		return ctx.Err()
 	}
+}
+
+// join counts the caller among the holders and returns the current channel.
+//
+// While anyone holds the channel it cannot be replaced (see chLocked), and Set
+// closes it, so a caller that joins while another holds it needs no lock: it
+// counts itself only if the count is already above zero. The count rises
+// from zero only with mu held, after chLocked, so the channel loaded then is
+// the one that the holders share. If a Set and a Clear have since dropped it,
+// the caller takes the lock like the first holder.
+func (e *Event) join() chan struct{} {
+	for h := e.holders.Load(); h > 0; h = e.holders.Load() {
+		if e.holders.CompareAndSwap(h, h+1) {
+			if ch := e.loadCh(); ch != nil {
+				return ch
+			}
+			e.mu.Lock()
+			ch := e.chLocked()
+			e.mu.Unlock()
+			return ch
+		}
+	}
+	e.mu.Lock()
+	ch := e.chLocked()
+	e.holders.Add(1)
+	e.mu.Unlock()
+	return ch
 }
 
 // Done returns a channel that is closed when the flag is raised, for use in a

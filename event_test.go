@@ -2,9 +2,11 @@ package ctxsync_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -211,4 +213,76 @@ func TestHammerEvent(t *testing.T) {
 	e.Set()
 	require.NoError(t, <-woke)
 	require.True(t, isClosed(done))
+}
+
+// TestEventNoLostWakeup runs rounds in which waiters that cannot time out
+// block on one Event while it is re-armed and raised, with goroutines joining
+// and leaving it on short contexts all the while. A lost wake-up hangs a round.
+func TestEventNoLostWakeup(t *testing.T) {
+	for _, waiters := range []int{1, 2, 16} {
+		t.Run(fmt.Sprintf("waiters=%d", waiters), func(t *testing.T) {
+			testEventNoLostWakeup(t, waiters)
+		})
+	}
+}
+
+func testEventNoLostWakeup(t *testing.T, waiters int) {
+	rounds := hammerRounds(2000)
+	var evs [2]ctxsync.Event
+	evs[1].Set()
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	for g := range 4 {
+		churn.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := endingCtx(r)
+				_ = evs[r.IntN(2)].Wait(ctx)
+				cancel()
+			}
+		})
+	}
+	var acks, wg sync.WaitGroup
+	var done atomic.Bool
+	for range waiters {
+		wg.Go(func() {
+			for round := 0; ; round++ {
+				if err := evs[round%2].Wait(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+				if done.Load() {
+					return
+				}
+				acks.Done()
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		round := 0
+		for ; round < rounds; round++ {
+			acks.Add(waiters)
+			evs[(round+1)%2].Clear()
+			evs[round%2].Set()
+			acks.Wait()
+		}
+		done.Store(true)
+		evs[(round+1)%2].Clear()
+		evs[round%2].Set()
+		wg.Wait()
+	}()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a round never ended: a waiter missed its Set")
+	}
+	close(stop)
+	churn.Wait()
 }
