@@ -6,9 +6,10 @@
 //	go run ./cmd/report                      # run the benchmarks, then report
 //	go run ./cmd/report -in results.txt      # report on a saved run
 //
-// A ratio is ctxsync's time over the peer's, the median of -count runs each:
-// below 1, ctxsync is faster. Both ran in the same `go test` run, so the ratio
-// holds on a noisy machine where absolute times drift.
+// A ratio is ctxsync's time over the peer's, the median of -count rounds
+// each: below 1, ctxsync is faster. Each round is one `go test` run of every
+// benchmark, so within a round ctxsync and the peer run moments apart, and the
+// ratio holds on a noisy machine where absolute times drift.
 package main
 
 import (
@@ -38,7 +39,7 @@ func main() {
 		in        = flag.String("in", "", "read benchmark output from this file instead of running the benchmarks")
 		raw       = flag.String("raw", "results.txt", "where to save the raw benchmark output (for benchstat)")
 		bench     = flag.String("bench", ".", "the benchmarks to run (go test -bench)")
-		count     = flag.Int("count", 5, "runs of each benchmark (go test -count)")
+		count     = flag.Int("count", 5, "rounds: runs of every benchmark, each round one go test run")
 		benchtime = flag.String("benchtime", "500ms", "time of each run (go test -benchtime)")
 		md        = flag.String("md", "RESULTS.md", "the table to write")
 		svg       = flag.String("svg", "results.svg", "the chart to write")
@@ -70,15 +71,21 @@ func main() {
 	fmt.Printf("report: %d comparisons written to %s and %s\n", len(rows), *md, *svg)
 }
 
+// runBenchmarks runs the benchmarks count times over, one `go test -count 1`
+// run each time, rather than one run with -count: so every round measures
+// ctxsync and its peers within moments of each other, and a burst of load
+// on a shared machine spoils one round of both, not several runs of one.
 func runBenchmarks(bench string, count int, benchtime, raw string) ([]byte, error) {
-	args := []string{"test", "-run", "^$", "-bench", bench, "-count", strconv.Itoa(count), "-benchtime", benchtime, "."}
-	fmt.Fprintln(os.Stderr, "report: go", strings.Join(args, " "))
-	cmd := exec.Command("go", args...)
+	args := []string{"test", "-run", "^$", "-bench", bench, "-count", "1", "-benchtime", benchtime, "."}
 	var buf bytes.Buffer
-	cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("report: the benchmarks failed: %w", err)
+	for round := 1; round <= count; round++ {
+		fmt.Fprintf(os.Stderr, "report: round %d of %d: go %s\n", round, count, strings.Join(args, " "))
+		cmd := exec.Command("go", args...)
+		cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("report: the benchmarks failed: %w", err)
+		}
 	}
 	if raw != "" {
 		if err := os.WriteFile(raw, buf.Bytes(), 0o644); err != nil {
@@ -220,9 +227,11 @@ func (res *results) markdown(rows []row) string {
 	fmt.Fprintf(&b, "Written by `go run ./cmd/report` on %s: %s, %s/%s, GOMAXPROCS %s, %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), cmp.Or(res.cpu, "unknown CPU"), runtime.GOOS, runtime.GOARCH,
 		cmp.Or(res.procs, "?"), runtime.Version())
-	fmt.Fprintf(&b, "Each time is the median of the runs of one `go test -bench` run, ctxsync and the\n")
-	fmt.Fprintf(&b, "peer side by side. The ratio is ctxsync's time over the peer's: below 1, ctxsync is\n")
-	fmt.Fprintf(&b, "faster. Absolute times drift on a shared machine; the ratios hold.\n\n")
+	fmt.Fprintf(&b, "Each time is the median over rounds, each round one `go test -bench` run of every\n")
+	fmt.Fprintf(&b, "benchmark, so that ctxsync and the peer run side by side. The ratio is ctxsync's\n")
+	fmt.Fprintf(&b, "time over the peer's: below 1, ctxsync is faster. Absolute times drift on a shared\n")
+	fmt.Fprintf(&b, "machine; the ratios hold better, but rows of goroutines parked on one another\n")
+	fmt.Fprintf(&b, "(Contended, producers/consumers) swing from round to round.\n\n")
 	fmt.Fprintf(&b, "| operation | peer | ctxsync | peer | ratio | allocs/op (ctxsync / peer) |\n")
 	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
