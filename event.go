@@ -149,20 +149,21 @@ func (e *Event) Wait(ctx context.Context) error {
 // the one that the holders share. If a Set and a Clear have since dropped it,
 // the caller takes the lock like the first holder.
 func (e *Event) join() chan struct{} {
+	joined := false
 	for h := e.holders.Load(); h > 0; h = e.holders.Load() {
 		if e.holders.CompareAndSwap(h, h+1) {
 			if ch := e.loadCh(); ch != nil {
 				return ch
 			}
-			e.mu.Lock()
-			ch := e.chLocked()
-			e.mu.Unlock()
-			return ch
+			joined = true
+			break
 		}
 	}
 	e.mu.Lock()
 	ch := e.chLocked()
-	e.holders.Add(1)
+	if !joined {
+		e.holders.Add(1)
+	}
 	e.mu.Unlock()
 	return ch
 }
