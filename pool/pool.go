@@ -72,7 +72,12 @@ type Pool[T any] struct {
 	wg     sync.WaitGroup // the pool's goroutines
 	kick   chan struct{}  // wakes the maintainer early
 
-	waitNs atomic.Int64 // Stats.WaitDuration
+	// waitNs is Stats.WaitDuration. Every Acquire that waited adds to it
+	// without the lock, so it has a cache line of its own: beside q's lock,
+	// which the same goroutines contend for, each add would steal that too.
+	_      [64]byte
+	waitNs atomic.Int64
+	_      [56]byte
 
 	// q holds the Acquires that wait; its lock guards the fields below.
 	q       waitq.Queue[handoff[T]]
