@@ -171,10 +171,13 @@ type Breaker struct {
 	// without the lock; reset with it, at changes of state. A call from
 	// before a change can land in the counts after it: the counts are a good
 	// view, not a ledger.
-	_                                            [64]byte
-	successes, failures, ignored, rejected, slow atomic.Int64
-	successesAtFailure                           atomic.Int64 // successes at the last failure
-	_                                            [64]byte
+	_                                 [64]byte
+	failures, ignored, rejected, slow atomic.Int64
+	successesAtFailure                atomic.Int64 // successes at the last failure
+	_                                 [64]byte
+	// successes is striped: in a closed breaker every call adds to it, from
+	// every core at once.
+	successes stripedCount
 
 	window *window // nil without a rate rule
 
