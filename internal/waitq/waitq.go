@@ -175,9 +175,9 @@ func (l *List[T]) Grant(m *Mutex, w *Waiter[T], v T) {
 //
 // A waiter that was alone in the list first yields its processor a few times,
 // looking for its grant in between, before it parks: with one waiter, the
-// goroutine that will grant is usually running or runnable, often right now on
-// this very processor, and a yield lets it finish and hand over for less than
-// a park in a select and a wake-up cost. Behind other waiters the grant is a
+// goroutine that will grant is usually running or runnable, often on this very
+// processor, and yielding lets it finish and hand over more cheaply than a
+// park in a select and a wake-up would. Behind other waiters the grant is a
 // long way off, and yielding would only churn the run queues.
 func (l *List[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
 	if w.alone {
