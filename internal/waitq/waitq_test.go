@@ -207,3 +207,39 @@ func TestAcrossBubbles(t *testing.T) {
 	})
 	inBubble(t)
 }
+
+// TestAloneWaiter: the first waiter of an empty list polls for its grant
+// before it parks; those behind it do not. Either way the grant arrives, and
+// a waiter alone whose ctx ends is told so.
+func TestAloneWaiter(t *testing.T) {
+	var o owner
+	a, b := o.push(1), o.push(2)
+	require.True(t, a.alone)
+	require.False(t, b.alone, "b queued behind a")
+	o.open(0)
+	o.open(0)
+	for _, w := range []*Waiter[int]{a, b} {
+		_, ok := o.q.Wait(context.Background(), w)
+		require.True(t, ok)
+	}
+
+	// A grant that lands while the alone waiter yields, or after it parks.
+	for i := range 200 {
+		w := o.push(i)
+		go o.open(1)
+		v, ok := o.q.Wait(context.Background(), w)
+		require.True(t, ok)
+		require.Equal(t, i+1, v)
+	}
+
+	// An alone waiter whose ctx has ended still reports it, after its yields.
+	w := o.push(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, ok := o.q.Wait(ctx, w)
+	require.False(t, ok)
+	o.q.Lock()
+	_, granted, _ := o.q.Cancel(w)
+	o.q.Unlock()
+	require.False(t, granted)
+}
