@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 type arrival struct {
@@ -276,7 +278,7 @@ func TestHammerBarrier(t *testing.T) {
 	})
 	var lastWins atomic.Int64
 	var wg sync.WaitGroup
-	rounds := hammerRounds(200)
+	rounds := testutil.HammerRounds(200)
 	for p := range parties {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(p), 10))

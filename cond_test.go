@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // waitAsync locks c, waits once with ctx, records the result, and unlocks.
@@ -167,7 +169,7 @@ func TestConditionSharedLock(t *testing.T) {
 // a notification that reaches a waiter as its ctx ends must not vanish. Either
 // the waiter takes it (returns nil) or the next waiter wakes.
 func TestConditionNotifyRacesCancel(t *testing.T) {
-	for range hammerRounds(1000) {
+	for range testutil.HammerRounds(1000) {
 		c := ctxsync.NewCondition(nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		queued := make(chan struct{}, 2)
@@ -205,7 +207,7 @@ func TestConditionNotifyRacesCancel(t *testing.T) {
 // Every item produced is consumed exactly once.
 func TestConditionBoundedBuffer(t *testing.T) {
 	const capacity, producers, consumers = 3, 4, 4
-	perProducer := hammerRounds(300)
+	perProducer := testutil.HammerRounds(300)
 	l := ctxsync.NewLock()
 	notEmpty, notFull := ctxsync.NewCondition(l), ctxsync.NewCondition(l)
 	var buf []int // guarded by l
@@ -288,7 +290,7 @@ func TestConditionMisuse(t *testing.T) {
 func TestHammerCondition(t *testing.T) {
 	c := ctxsync.NewCondition(nil)
 	var wg sync.WaitGroup
-	rounds := hammerRounds(300)
+	rounds := testutil.HammerRounds(300)
 	for g := range 32 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 9))

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // isClosed reports whether ch is closed, without blocking.
@@ -130,7 +132,7 @@ func TestEventDeadline(t *testing.T) {
 // TestEventCancelRacesSet: whatever the waiter that gives up returns, the
 // others always wake.
 func TestEventCancelRacesSet(t *testing.T) {
-	for range hammerRounds(1000) {
+	for range testutil.HammerRounds(1000) {
 		var e ctxsync.Event
 		ctx, cancel := context.WithCancel(context.Background())
 		errA := make(chan error, 1)
@@ -179,7 +181,7 @@ func TestEventMisuse(t *testing.T) {
 func TestHammerEvent(t *testing.T) {
 	var e ctxsync.Event
 	var wg sync.WaitGroup
-	rounds := hammerRounds(300)
+	rounds := testutil.HammerRounds(300)
 	for g := range 32 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 6))
@@ -227,7 +229,7 @@ func TestEventNoLostWakeup(t *testing.T) {
 }
 
 func testEventNoLostWakeup(t *testing.T, waiters int) {
-	rounds := hammerRounds(2000)
+	rounds := testutil.HammerRounds(2000)
 	var evs [2]ctxsync.Event
 	evs[1].Set()
 	stop := make(chan struct{})

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func TestLockZeroValue(t *testing.T) {
@@ -121,7 +123,7 @@ func TestLockDeadlineWhileQueued(t *testing.T) {
 // Unlock handing it the lock, many times: whichever wins, the lock is never lost
 // and the waiter behind gets it.
 func TestLockCancelRacesUnlock(t *testing.T) {
-	for range hammerRounds(2000) {
+	for range testutil.HammerRounds(2000) {
 		var l ctxsync.Lock
 		require.NoError(t, l.Lock(context.Background()))
 
@@ -189,7 +191,7 @@ func TestHammerLock(t *testing.T) {
 		wins    atomic.Int64
 		wg      sync.WaitGroup
 	)
-	rounds := hammerRounds(200)
+	rounds := testutil.HammerRounds(200)
 	for g := range 64 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 1))

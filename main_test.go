@@ -3,31 +3,15 @@ package ctxsync_test
 import (
 	"context"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hammerRounds scales the hammer tests: CTXSYNC_HAMMER=10 runs ten times as
-// many rounds. The default keeps the whole suite short under -race.
-func hammerRounds(base int) int {
-	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
-		return base * v
-	}
-	return base
-}
-
-// cancelled returns a context that is already cancelled.
-func cancelled() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
 
 // expired returns a context whose deadline has already passed.
 func expired(t *testing.T) context.Context {
@@ -74,7 +58,7 @@ func doneCtxCases(t *testing.T) []struct {
 		ctx  context.Context
 		want error
 	}{
-		{"canceled", cancelled(), context.Canceled},
+		{"canceled", testutil.Cancelled(), context.Canceled},
 		{"deadline", expired(t), context.DeadlineExceeded},
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // intQueue is what Queue and PriorityQueue share, for tests that run on both.
@@ -207,7 +209,7 @@ func TestQueueContextEndsWhileWaiting(t *testing.T) {
 // goes to the next consumer, or back to the front, ahead of later items.
 func TestQueueHandBack(t *testing.T) {
 	forEachQueue(t, func(t *testing.T, newQ func(int) intQueue) {
-		for range hammerRounds(1000) {
+		for range testutil.HammerRounds(1000) {
 			q := newQ(0)
 			ctx, cancel := context.WithCancel(context.Background())
 			g := getAsync(ctx, q)
@@ -239,7 +241,7 @@ func TestQueueHandBack(t *testing.T) {
 func TestQueueManyProducersConsumers(t *testing.T) {
 	forEachQueue(t, func(t *testing.T, newQ func(int) intQueue) {
 		const producers, consumers = 6, 6
-		per := hammerRounds(300)
+		per := testutil.HammerRounds(300)
 		q := newQ(4)
 		var received sync.Map
 		var count atomic.Int64
@@ -331,7 +333,7 @@ func TestQueueJoin(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		require.Equal(t, context.DeadlineExceeded, q.Join(ctx))
-		require.Equal(t, context.Canceled, q.Join(cancelled()))
+		require.Equal(t, context.Canceled, q.Join(testutil.Cancelled()))
 	})
 }
 
@@ -416,7 +418,7 @@ func TestPriorityQueueRandomOrder(t *testing.T) {
 // up goes back ahead of its equals put after it, and behind anything of lower
 // priority value.
 func TestPriorityQueueHandBackKeepsPlace(t *testing.T) {
-	for range hammerRounds(500) {
+	for range testutil.HammerRounds(500) {
 		q := ctxsync.NewPriorityQueue[string](0)
 		ctx, cancel := context.WithCancel(context.Background())
 		res := make(chan error, 1)
@@ -458,7 +460,7 @@ func TestHammerQueue(t *testing.T) {
 		q := newQ(3)
 		var puts, gets atomic.Int64
 		var wg sync.WaitGroup
-		rounds := hammerRounds(200)
+		rounds := testutil.HammerRounds(200)
 		for g := range 32 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 14))

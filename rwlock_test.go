@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // lockAsync calls rw.Lock (writer) or rw.RLock (reader) in a goroutine.
@@ -164,7 +166,7 @@ func TestRWLockContextEndsWhileQueued(t *testing.T) {
 // lost, for readers and writers.
 func TestRWLockCancelRacesUnlock(t *testing.T) {
 	for _, writer := range []bool{false, true} {
-		for range hammerRounds(500) {
+		for range testutil.HammerRounds(500) {
 			var rw ctxsync.RWLock
 			require.NoError(t, rw.Lock(context.Background()))
 			ctx, cancel := context.WithCancel(context.Background())
@@ -221,7 +223,7 @@ func TestRWLockReadersCannotStarveWriter(t *testing.T) {
 			}
 		})
 	}
-	for range hammerRounds(20) {
+	for range testutil.HammerRounds(20) {
 		// The deadline bounds a failure; success takes microseconds.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		require.NoError(t, rw.Lock(ctx), "a writer starved by readers")
@@ -276,7 +278,7 @@ func TestHammerRWLock(t *testing.T) {
 		shared           int // written by writers only: the race detector checks the lock
 		wg               sync.WaitGroup
 	)
-	rounds := hammerRounds(200)
+	rounds := testutil.HammerRounds(200)
 	for g := range 48 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 11))

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // sem is what Semaphore and BoundedSemaphore share, so that one set of tests
@@ -188,7 +190,7 @@ func TestSemaphoreLastWaiterLeaves(t *testing.T) {
 func TestSemaphoreCancelRacesRelease(t *testing.T) {
 	for _, k := range semaphoreKinds {
 		t.Run(k.name, func(t *testing.T) {
-			for range hammerRounds(1000) {
+			for range testutil.HammerRounds(1000) {
 				s := k.new(1)
 				require.NoError(t, s.Acquire(context.Background()))
 				ctx, cancel := context.WithCancel(context.Background())
@@ -243,7 +245,7 @@ func TestBoundedSemaphoreOverRelease(t *testing.T) {
 // TestBoundedSemaphorePassOnRespectsBound: a permit that a cancelled waiter
 // passes back must not trip the bound.
 func TestBoundedSemaphorePassOnRespectsBound(t *testing.T) {
-	for range hammerRounds(500) {
+	for range testutil.HammerRounds(500) {
 		b := ctxsync.NewBoundedSemaphore(1)
 		require.NoError(t, b.Acquire(context.Background()))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -279,7 +281,7 @@ func TestHammerSemaphore(t *testing.T) {
 			s := k.new(capacity)
 			var inside atomic.Int32
 			var wg sync.WaitGroup
-			rounds := hammerRounds(200)
+			rounds := testutil.HammerRounds(200)
 			for g := range 64 {
 				wg.Go(func() {
 					r := rand.New(rand.NewPCG(uint64(g), 2))

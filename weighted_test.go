@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // acquireAsync starts Acquire(ctx, n) in a goroutine and returns the channel
@@ -163,7 +165,7 @@ func TestWeightedContextEndsWhileQueued(t *testing.T) {
 }
 
 func TestWeightedCancelRacesRelease(t *testing.T) {
-	for range hammerRounds(1000) {
+	for range testutil.HammerRounds(1000) {
 		w := ctxsync.NewWeighted(4)
 		require.NoError(t, w.Acquire(context.Background(), 4))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -245,7 +247,7 @@ func TestWeightedMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of negative weight", func() { w.TryAcquire(-1) })
 	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of more than its capacity", func() { _ = w.Acquire(bg, 5) })
 	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of more than its capacity", func() { w.TryAcquire(5) })
-	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of more than its capacity", func() { _ = w.Acquire(cancelled(), 5) },
+	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of more than its capacity", func() { _ = w.Acquire(testutil.Cancelled(), 5) },
 		"misuse panics even with a done ctx")
 	require.PanicsWithValue(t, "ctxsync: Weighted.Release of negative weight", func() { w.Release(-1) })
 	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(1) })
@@ -284,7 +286,7 @@ func TestHammerWeighted(t *testing.T) {
 	w := ctxsync.NewWeighted(capacity)
 	var held atomic.Int64
 	var wg sync.WaitGroup
-	rounds := hammerRounds(200)
+	rounds := testutil.HammerRounds(200)
 	for g := range 64 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 3))
@@ -325,7 +327,7 @@ func TestHammerWeightedResize(t *testing.T) {
 	w := ctxsync.NewWeighted(capacity)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	rounds := hammerRounds(100)
+	rounds := testutil.HammerRounds(100)
 	wg.Go(func() {
 		r := rand.New(rand.NewPCG(99, 4))
 		for {

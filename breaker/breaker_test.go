@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,16 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func hammerRounds(base int) int {
-	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
-		return base * v
-	}
-	return base
-}
 
 var errBoom = errors.New("boom")
 
@@ -337,7 +330,7 @@ func TestCallbacksInOrder(t *testing.T) {
 		for g := range 16 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 1))
-				for range hammerRounds(100) {
+				for range testutil.HammerRounds(100) {
 					fn := succeed
 					if r.IntN(2) == 0 {
 						fn = fail
@@ -507,7 +500,7 @@ func TestHammer(t *testing.T) {
 		for g := range 24 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 2))
-				for range hammerRounds(100) {
+				for range testutil.HammerRounds(100) {
 					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(10))*time.Millisecond)
 					switch r.IntN(20) {
 					case 0:

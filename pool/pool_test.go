@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,16 +16,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ctxsync/ctxsync/breaker"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func hammerRounds(base int) int {
-	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
-		return base * v
-	}
-	return base
-}
 
 // conn is a fake connection. The ledger checks that every conn made is closed
 // exactly once, and that no more than max are alive at once.
@@ -522,7 +515,7 @@ func TestBadConfig(t *testing.T) {
 func TestHandoffRacesCancel(t *testing.T) {
 	l := newLedger()
 	p := mustNew(t, l.config(1))
-	for range hammerRounds(500) {
+	for range testutil.HammerRounds(500) {
 		held, err := p.Acquire(context.Background())
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -585,7 +578,7 @@ func TestHammerPool(t *testing.T) {
 		for g := range 16 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 8))
-				for range hammerRounds(40) {
+				for range testutil.HammerRounds(40) {
 					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(10))*time.Millisecond)
 					res, err := p.Acquire(ctx)
 					cancel()

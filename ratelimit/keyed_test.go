@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func newBuckets(rate float64, burst int, opts KeyedOptions) *Keyed[string, *TokenBucket] {
@@ -110,7 +112,7 @@ func TestHammerKeyed(t *testing.T) {
 	for g := range 16 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 5))
-			for range hammerRounds(2000) {
+			for range testutil.HammerRounds(2000) {
 				i := r.IntN(len(counts))
 				if k.Allow(strconv.Itoa(i)) {
 					counts[i].Add(1)

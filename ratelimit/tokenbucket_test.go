@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,23 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hammerRounds scales the hammer tests with CTXSYNC_HAMMER.
-func hammerRounds(base int) int {
-	if v, err := strconv.Atoi(os.Getenv("CTXSYNC_HAMMER")); err == nil && v > 0 {
-		return base * v
-	}
-	return base
-}
-
-func cancelled() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
 
 // TestTokenBucketBurstThenRate: rate 10/s, burst 5, 20 waiters in a row: the
 // first 5 at once, then one every 100ms, the last at 1.5s, in order.
@@ -98,7 +84,7 @@ func TestTokenBucketNoOverIssue(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			for range hammerRounds(20_000) {
+			for range testutil.HammerRounds(20_000) {
 				if b.Allow() {
 					granted.Add(1)
 				}
@@ -193,7 +179,7 @@ func TestTokenBucketWaitErrors(t *testing.T) {
 		require.Equal(t, ErrExceedsBurst, b.WaitN(t.Context(), 4))
 
 		// Done already: fails even with tokens, and takes none.
-		require.Equal(t, context.Canceled, b.Wait(cancelled()))
+		require.Equal(t, context.Canceled, b.Wait(testutil.Cancelled()))
 		require.Equal(t, 3.0, b.Tokens())
 
 		require.True(t, b.AllowN(3))
@@ -343,7 +329,7 @@ func TestHammerTokenBucket(t *testing.T) {
 		for g := range 32 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 2))
-				for range hammerRounds(50) {
+				for range testutil.HammerRounds(50) {
 					n := 1 + r.IntN(burst)
 					if r.IntN(4) == 0 {
 						if b.AllowN(n) {

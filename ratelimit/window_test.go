@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // windowed is what the two sliding windows share.
@@ -56,7 +58,7 @@ func TestSlidingWindowExact(t *testing.T) {
 		for g := range 16 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 3))
-				for range hammerRounds(100) {
+				for range testutil.HammerRounds(100) {
 					time.Sleep(time.Duration(r.IntN(300)) * time.Millisecond)
 					if n := 1 + r.IntN(3); s.AllowN(n) {
 						mu.Lock()
@@ -124,7 +126,7 @@ func TestWindowWaitErrors(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := k.new(2, time.Second)
 				require.Equal(t, ErrExceedsBurst, w.WaitN(t.Context(), 3))
-				require.Equal(t, context.Canceled, w.Wait(cancelled()))
+				require.Equal(t, context.Canceled, w.Wait(testutil.Cancelled()))
 				require.True(t, w.AllowN(2), "a failed Wait took something")
 				ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 				defer cancel()
@@ -233,7 +235,7 @@ func TestHammerWindows(t *testing.T) {
 				for g := range 24 {
 					wg.Go(func() {
 						r := rand.New(rand.NewPCG(uint64(g), 4))
-						for range hammerRounds(50) {
+						for range testutil.HammerRounds(50) {
 							n := 1 + r.IntN(limit)
 							ok := false
 							var pause time.Duration
