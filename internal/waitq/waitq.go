@@ -21,7 +21,7 @@
 // a bubbled goroutine blocked on a channel made outside it is not durably blocked
 // (virtual time would stall). So a node, and its channel, is only reused while
 // the List is busy: when nobody is queued and every granted waiter has finished
-// with its node, the free list is dropped and the next waiter makes a fresh node
+// with its node, the free nodes are dropped and the next waiter makes a fresh node
 // in its own bubble (or outside any). Under steady contention the same nodes
 // circulate and a wait allocates nothing.
 package waitq
@@ -69,7 +69,7 @@ type wakeLink struct {
 
 // A Waiter is one goroutine's place in a List.
 type Waiter[T any] struct {
-	next, prev *Waiter[T] // guarded by the Mutex: links in the list or the free list
+	next, prev *Waiter[T] // guarded by the Mutex: links in the list
 	wake       wakeLink
 
 	queued bool // guarded by the Mutex: in the list, not yet granted or removed
@@ -96,19 +96,13 @@ type List[T any] struct {
 	head, tail *Waiter[T] // the waiters, oldest first
 	len        int
 
-	free, freeTail *Waiter[T] // nodes to reuse, oldest grant first
-
-	// busy counts granted nodes whose goroutine has not finished with them yet.
-	// It is decremented without the lock, by the waiting goroutine, so it sits
-	// on a cache line of its own: sharing one with the lock and the owner's
-	// state would make every wake-up steal that line from the goroutines
-	// contending for them.
-	_    [cacheLine]byte
-	busy atomic.Int32
-	_    [cacheLine - 4]byte
+	// free holds the nodes granted or removed since the list was last quiet,
+	// oldest first, for reuse: a ring of pointers, so that recycling a node
+	// touches neither it nor its neighbours (they were last written by other
+	// goroutines, likely on other processors, and the lock is held).
+	free            []*Waiter[T] // len is a power of two, or 0
+	freeHead, nfree int
 }
-
-const cacheLine = 64
 
 // A Queue is a Mutex with one List: the common case. The zero value is an
 // unlocked, empty queue ready to use.
@@ -158,7 +152,6 @@ func (l *List[T]) Grant(m *Mutex, w *Waiter[T], v T) {
 	}
 	l.unlink(w)
 	w.Val = v
-	l.busy.Add(1)
 	l.recycle(w)
 	if m.wakesTail == nil {
 		m.wakes = &w.wake
@@ -234,7 +227,6 @@ func (l *List[T]) finish(w *Waiter[T]) T {
 	var zero T
 	w.Val = zero // drop references held by the payload
 	w.idle.Store(true)
-	l.busy.Add(-1)
 	return v
 }
 
@@ -254,41 +246,50 @@ func (l *List[T]) unlink(w *Waiter[T]) {
 	l.len--
 }
 
-// recycle appends w to the free list. Its goroutine may still be using it; node
-// skips it until it is idle.
+// recycle appends w to the free ring. Its goroutine may still be using it;
+// node skips it until it is idle.
 func (l *List[T]) recycle(w *Waiter[T]) {
-	if l.freeTail == nil {
-		l.free = w
-	} else {
-		l.freeTail.next = w
+	if l.nfree == len(l.free) {
+		l.growFree()
 	}
-	l.freeTail = w
+	l.free[(l.freeHead+l.nfree)&(len(l.free)-1)] = w
+	l.nfree++
+}
+
+func (l *List[T]) growFree() {
+	free := make([]*Waiter[T], max(4, 2*len(l.free)))
+	for i := range l.nfree {
+		free[i] = l.free[(l.freeHead+i)&(len(l.free)-1)]
+	}
+	l.free, l.freeHead = free, 0
+}
+
+// popFree takes the oldest node off the free ring; l.nfree > 0.
+func (l *List[T]) popFree() *Waiter[T] {
+	w := l.free[l.freeHead]
+	l.free[l.freeHead] = nil
+	l.freeHead = (l.freeHead + 1) & (len(l.free) - 1)
+	l.nfree--
+	return w
 }
 
 // node returns a node to queue: a recycled idle one when the list is busy, a new
 // one otherwise.
 func (l *List[T]) node() *Waiter[T] {
-	if l.len == 0 && l.busy.Load() == 0 {
-		// Quiet: every goroutine that waited here before has left. Drop the free
-		// list, so that a channel made in one synctest bubble is never used by a
-		// goroutine of another (see the package comment). It also returns the
-		// memory of an idle primitive to the garbage collector.
-		l.free, l.freeTail = nil, nil
+	if l.len == 0 && l.quiet() {
+		// Every goroutine that waited here before has left. Forget the free
+		// nodes, so that a channel made in one synctest bubble is never used
+		// by a goroutine of another (see the package comment). It also lets
+		// the garbage collector have the nodes of an idle primitive.
+		clear(l.free)
+		l.freeHead, l.nfree = 0, 0
 		return newWaiter[T]()
 	}
 	// The oldest grant is the most likely to be finished. If it is not (its
 	// goroutine has not run yet), rotate it to the back and try the next once,
 	// so that one slow goroutine cannot make every later wait allocate.
-	for range 2 {
-		w := l.free
-		if w == nil {
-			break
-		}
-		l.free = w.next
-		w.next = nil
-		if l.free == nil {
-			l.freeTail = nil
-		}
+	for range min(2, l.nfree) {
+		w := l.popFree()
 		if w.idle.Load() {
 			w.idle.Store(false)
 			return w
@@ -296,6 +297,19 @@ func (l *List[T]) node() *Waiter[T] {
 		l.recycle(w)
 	}
 	return newWaiter[T]()
+}
+
+// quiet reports whether every node on the free ring is idle: no goroutine that
+// was granted is still to receive its grant. With nobody queued either, no
+// goroutine uses a node of this list. It looks at the newest grants first, as
+// the likeliest to be unfinished.
+func (l *List[T]) quiet() bool {
+	for i := l.nfree - 1; i >= 0; i-- {
+		if !l.free[(l.freeHead+i)&(len(l.free)-1)].idle.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 func newWaiter[T any]() *Waiter[T] {

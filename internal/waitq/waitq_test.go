@@ -243,3 +243,45 @@ func TestAloneWaiter(t *testing.T) {
 	o.q.Unlock()
 	require.False(t, granted)
 }
+
+// TestNodeReuseMany: nodes of many waiters granted at once go round the free
+// ring, beyond its first size; a node whose goroutine has not received its
+// grant keeps the list from being taken for quiet.
+func TestNodeReuseMany(t *testing.T) {
+	var o owner
+	const n = 10
+	ws := make([]*Waiter[int], n)
+	for i := range ws {
+		ws[i] = o.push(i)
+	}
+	for range n {
+		o.open(0)
+	}
+	for _, w := range ws[:n-1] {
+		_, ok := o.q.Wait(context.Background(), w)
+		require.True(t, ok)
+	}
+	// The last grant is not received yet: the list is not quiet, and the
+	// finished nodes are reused, oldest first.
+	again := o.push(0)
+	require.Same(t, ws[0], again)
+	o.open(0)
+	_, ok := o.q.Wait(context.Background(), again)
+	require.True(t, ok)
+	next := o.push(0)
+	require.Same(t, ws[1], next, "reuse follows grant order")
+	o.open(0)
+	_, ok = o.q.Wait(context.Background(), next)
+	require.True(t, ok)
+
+	// Every grant received: quiet, so a fresh node.
+	_, ok = o.q.Wait(context.Background(), ws[n-1])
+	require.True(t, ok)
+	fresh := o.push(0)
+	for _, w := range ws {
+		require.NotSame(t, w, fresh)
+	}
+	o.open(0)
+	_, ok = o.q.Wait(context.Background(), fresh)
+	require.True(t, ok)
+}
