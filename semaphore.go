@@ -3,6 +3,7 @@ package ctxsync
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/nocopy"
@@ -31,10 +32,13 @@ var ErrReleasedTooManyTimes = errors.New("ctxsync: BoundedSemaphore released too
 type Semaphore struct {
 	_ nocopy.NoCopy
 
-	// state is the number of free permits, or semWaiters when none is free and
-	// goroutines are queued. A free permit and a queued waiter never coexist:
-	// Release hands a permit straight to the waiter. From 0 or above the state
-	// changes by CAS; at semWaiters, only with q locked.
+	// state is the number of free permits, with semWaiters (the sign bit)
+	// set while goroutines are queued. The bit is set and cleared only with
+	// q locked, and it is set exactly when q is not empty. Acquire's fast path
+	// takes a permit by CAS only from a positive state, so it never overtakes
+	// a queued waiter; Release adds a permit with one atomic Add whatever the
+	// state, and if the bit was set it locks q and moves a permit from the
+	// count to the oldest waiter (see handOff).
 	state atomic.Int64
 
 	bounded bool  // Release panics at bound: BoundedSemaphore
@@ -43,7 +47,7 @@ type Semaphore struct {
 	q waitq.Queue[struct{}] // the waiters; its lock also guards the slow paths
 }
 
-const semWaiters = -1
+const semWaiters = math.MinInt64
 
 // NewSemaphore returns a Semaphore with n free permits.
 //
@@ -79,15 +83,17 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 	for {
 		c := s.state.Load()
 		if c > 0 {
+			// Free, and nobody queued: the bit is clear.
 			if s.state.CompareAndSwap(c, c-1) {
 				s.q.Unlock()
 				return nil
 			}
 			continue
 		}
-		// Mark the queue before joining it, so that a concurrent Release fails
-		// its CAS and comes to the queue for us.
-		if c == semWaiters || s.state.CompareAndSwap(0, semWaiters) {
+		// Set the bit before queueing, so that a concurrent Release sees it
+		// and comes to the queue for us. If it is set already, others are
+		// queued, and a permit in the count is on its way to the oldest.
+		if c < 0 || s.state.CompareAndSwap(0, semWaiters) {
 			break
 		}
 	}
@@ -104,7 +110,9 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 		// of the error, holds nothing.
 		s.releaseLocked()
 	} else if s.q.Len() == 0 {
-		s.state.Store(0) // the last waiter left; no permit is free
+		// The last waiter left: clear the bit, keeping any permits that
+		// releases added meanwhile, which are free now.
+		s.clearWaiters()
 	}
 	s.q.Unlock()
 	return ctx.Err()
@@ -125,21 +133,55 @@ func (s *Semaphore) TryAcquire() bool {
 }
 
 // Release gives a permit back. If goroutines are waiting, the oldest one takes
-// it. A Release without a matching Acquire raises the count.
+// it. A Release without a matching Acquire raises the count; Release panics if
+// that would carry the count past math.MaxInt64.
 func (s *Semaphore) Release() {
-	if c := s.state.Load(); c >= 0 && s.state.CompareAndSwap(c, c+1) {
-		return
+	if s.state.Add(1) < 0 {
+		s.handOff()
 	}
-	s.releaseSlow()
 }
 
-func (s *Semaphore) releaseSlow() {
+// handOff moves a permit that Release added to the count, while the waiters
+// bit was set, to the oldest waiter.
+//
+// While the bit is set the count only holds such permits, each with its
+// handOff to come: the bit is set from a count of 0, and nothing else adds to
+// the count or takes from it until the bit is cleared, which frees what the
+// count holds. So handOff takes one only if the count is above 0; if it is 0,
+// the caller's permit was freed that way (and the bit set again since), or
+// taken by an earlier handOff that served a waiter with it.
+func (s *Semaphore) handOff() {
+	s.q.Lock()
+	c := s.state.Load()
+	switch {
+	case c >= 0:
+		// The waiters left before we locked: the permit is free.
+	case s.q.Len() == 0:
+		// The bit is set only while someone waits: this Release carried the
+		// count past its maximum into the sign bit.
+		s.state.Add(-1)
+		s.q.Unlock()
+		panic("ctxsync: Semaphore.Release overflows the count")
+	case c != semWaiters:
+		s.state.Add(-1)
+		s.releaseLocked()
+	}
+	s.q.Unlock()
+}
+
+// clearWaiters clears the waiters bit, which is set, keeping the count:
+// adding the sign bit to itself carries it out. s.q must be locked.
+func (s *Semaphore) clearWaiters() { s.state.Add(semWaiters) }
+
+// releaseBounded is Release for a BoundedSemaphore, which must check the
+// bound before it adds a permit, so it cannot use Release's blind Add.
+func (s *Semaphore) releaseBounded() {
 	for {
 		c := s.state.Load()
-		if c == semWaiters {
-			break
+		if c < 0 {
+			break // waiters: the permit goes to the oldest
 		}
-		if s.bounded && c >= s.bound {
+		if c >= s.bound {
 			panic(ErrReleasedTooManyTimes)
 		}
 		if s.state.CompareAndSwap(c, c+1) {
@@ -151,19 +193,20 @@ func (s *Semaphore) releaseSlow() {
 	s.q.Unlock()
 }
 
-// releaseLocked gives a permit to the oldest waiter, or back to the count.
-// s.q must be locked.
+// releaseLocked gives a permit, which is in no count, to the oldest waiter, or
+// to the count if nobody waits. s.q must be locked.
 func (s *Semaphore) releaseLocked() {
+	if w := s.q.Front(); w != nil {
+		s.q.Grant(w, struct{}{})
+		if s.q.Len() == 0 {
+			s.clearWaiters() // the last waiter is served
+		}
+		return
+	}
+	// Nobody is queued, so the bit is clear, and stays so while we hold the
+	// lock: only fast-path Acquires and Releases change the state.
 	for {
 		c := s.state.Load()
-		if c == semWaiters {
-			if s.q.Len() == 1 {
-				s.state.Store(0) // the last waiter takes it
-			}
-			s.q.Grant(s.q.Front(), struct{}{})
-			return
-		}
-		// The last waiter gave up after our fast path looked.
 		if s.bounded && c >= s.bound {
 			s.q.Unlock()
 			panic(ErrReleasedTooManyTimes)
@@ -235,7 +278,7 @@ func (b *BoundedSemaphore) Release() {
 	if !b.s.bounded {
 		panic(ErrReleasedTooManyTimes) // the zero value: bound 0
 	}
-	b.s.releaseSlow() // the bound check lives there
+	b.s.releaseBounded()
 }
 
 // Available returns the number of free permits at the moment of the call.
