@@ -29,7 +29,7 @@ import (
 type Queue[T any] struct {
 	_ nocopy.NoCopy
 	queueCore[T]
-	ring *ring[T]
+	ring ring[T] // the store: queueCore.items points here
 
 	// guarded by mu
 	done    uint64               // TaskDone calls
@@ -41,8 +41,9 @@ type Queue[T any] struct {
 //
 // NewQueue panics if capacity is negative.
 func NewQueue[T any](capacity int) *Queue[T] {
-	r := new(ring[T])
-	return &Queue[T]{queueCore: newQueueCore[T](capacity, r, "NewQueue"), ring: r}
+	q := new(Queue[T])
+	q.queueCore = newQueueCore[T](capacity, &q.ring, "NewQueue")
+	return q
 }
 
 // Put adds v at the back of the queue, waiting while the queue is full, after
@@ -150,7 +151,8 @@ func (q *Queue[T]) All(ctx context.Context) iter.Seq[T] {
 	}
 }
 
-// ring is a growable circular buffer: the store of a Queue.
+// ring is a growable circular buffer: the store of a Queue. Its length is 0
+// or a power of two, so that a mask wraps an index around.
 type ring[T any] struct {
 	buf        []T
 	head, size int
@@ -162,7 +164,7 @@ func (r *ring[T]) push(v T) {
 	if r.size == len(r.buf) {
 		r.grow()
 	}
-	r.buf[(r.head+r.size)%len(r.buf)] = v
+	r.buf[(r.head+r.size)&(len(r.buf)-1)] = v
 	r.size++
 }
 
@@ -170,7 +172,7 @@ func (r *ring[T]) unpop(v T) {
 	if r.size == len(r.buf) {
 		r.grow()
 	}
-	r.head = (r.head - 1 + len(r.buf)) % len(r.buf)
+	r.head = (r.head - 1) & (len(r.buf) - 1)
 	r.buf[r.head] = v
 	r.size++
 }
@@ -179,19 +181,15 @@ func (r *ring[T]) pop() T {
 	var zero T
 	v := r.buf[r.head]
 	r.buf[r.head] = zero // drop the reference for the garbage collector
-	r.head = (r.head + 1) % len(r.buf)
+	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.size--
 	return v
 }
 
 func (r *ring[T]) grow() {
-	n := 2 * len(r.buf)
-	if n == 0 {
-		n = 8
-	}
-	buf := make([]T, n)
+	buf := make([]T, max(8, 2*len(r.buf)))
 	for i := range r.size {
-		buf[i] = r.buf[(r.head+i)%len(r.buf)]
+		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
 	}
 	r.buf, r.head = buf, 0
 }
