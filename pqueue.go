@@ -28,7 +28,8 @@ import (
 // In the terminology of the Go memory model, a Put is synchronized before the
 // Get that returns its item.
 type PriorityQueue[T any] struct {
-	_ nocopy.NoCopy
+	_    nocopy.NoCopy
+	heap pheap[T] // the store: queueCore.items points here, beside the lock
 	queueCore[pqItem[T]]
 }
 
@@ -43,7 +44,9 @@ type pqItem[T any] struct {
 //
 // NewPriorityQueue panics if capacity is negative.
 func NewPriorityQueue[T any](capacity int) *PriorityQueue[T] {
-	return &PriorityQueue[T]{queueCore: newQueueCore[pqItem[T]](capacity, new(pheap[T]), "NewPriorityQueue")}
+	q := new(PriorityQueue[T])
+	q.queueCore = newQueueCore[pqItem[T]](capacity, &q.heap, "NewPriorityQueue")
+	return q
 }
 
 // Put adds v with the given priority (lower comes out first), waiting while the

@@ -27,9 +27,9 @@ import (
 // Get that returns its item, and a TaskDone is synchronized before the return
 // of any Join that it unblocks.
 type Queue[T any] struct {
-	_ nocopy.NoCopy
+	_    nocopy.NoCopy
+	ring ring[T] // the store: queueCore.items points here, beside the lock
 	queueCore[T]
-	ring ring[T] // the store: queueCore.items points here
 
 	// guarded by mu
 	done    uint64               // TaskDone calls

@@ -28,14 +28,13 @@ type store[I any] interface {
 // by a getter whose ctx ended goes back to the front even when the store is
 // full, and may leave it one over capacity for a moment.
 type queueCore[I any] struct {
-	capacity int // 0: unbounded
-
-	mu       waitq.Mutex              // guards the fields below
+	mu       waitq.Mutex // guards the fields below
+	items    store[I]
+	capacity int // 0: unbounded; never changes
+	closed   bool
+	accepted uint64                   // items ever accepted
 	getters  waitq.List[getResult[I]] // waiting for an item
 	putters  waitq.List[putResult[I]] // waiting for room; their value is their item
-	items    store[I]
-	closed   bool
-	accepted uint64 // items ever accepted
 }
 
 type getResult[I any] struct {
