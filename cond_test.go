@@ -289,28 +289,43 @@ func TestConditionMisuse(t *testing.T) {
 
 func TestHammerCondition(t *testing.T) {
 	c := ctxsync.NewCondition(nil)
+	var holders atomic.Int32 // goroutines that hold the Lock, by their own count
+	enter := func() {
+		if n := holders.Add(1); n != 1 {
+			t.Errorf("%d goroutines hold the Lock", n)
+		}
+	}
 	var wg sync.WaitGroup
 	rounds := testutil.HammerRounds(300)
 	for g := range 32 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 9))
 			for range rounds {
-				switch r.IntN(4) {
+				switch r.IntN(5) {
 				case 0:
 					c.Notify(r.IntN(3))
 				case 1:
 					c.NotifyAll()
+				case 2:
+					// Notify holding the Lock: the waiters get it after
+					// this Unlock.
+					_ = c.Lock(context.Background())
+					enter()
+					c.Notify(1 + r.IntN(2))
+					holders.Add(-1)
+					c.Unlock()
 				default:
 					ctx, cancel := endingCtx(r)
 					_ = c.Lock(context.Background())
+					enter()
+					holders.Add(-1)
 					err := c.Wait(ctx)
-					if !c.Locked() {
-						t.Error("Wait returned without the Lock")
-					}
-					c.Unlock()
+					enter()
 					if err != nil && err != ctx.Err() {
 						t.Errorf("Wait = %v", err)
 					}
+					holders.Add(-1)
+					c.Unlock()
 					cancel()
 				}
 			}
@@ -318,6 +333,48 @@ func TestHammerCondition(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, 0, c.Waiting())
-	require.False(t, c.Lock(context.Background()) != nil)
+	require.False(t, c.Locked())
+	require.NoError(t, c.Lock(context.Background()))
 	c.Unlock()
+}
+
+// TestConditionNotifyHoldingLock: a waiter notified while the Lock is held
+// takes the Lock after those already queued for it, and returns holding it.
+func TestConditionNotifyHoldingLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := ctxsync.NewCondition(nil)
+		var order []string
+		waited := make(chan error, 1)
+		go func() {
+			require.NoError(t, c.Lock(t.Context()))
+			err := c.Wait(t.Context())
+			order = append(order, "waiter")
+			waited <- err
+			c.Unlock()
+		}()
+		synctest.Wait()
+		require.Equal(t, 1, c.Waiting())
+
+		require.NoError(t, c.Lock(t.Context()))
+		locker := make(chan struct{})
+		go func() {
+			require.NoError(t, c.Lock(t.Context()))
+			order = append(order, "locker")
+			c.Unlock()
+			close(locker)
+		}()
+		synctest.Wait() // the locker queues for the Lock first
+
+		c.Notify(1)
+		require.Equal(t, 0, c.Waiting())
+		synctest.Wait()
+		require.Empty(t, waited, "the waiter returned without the Lock")
+
+		c.Unlock()
+		<-locker
+		require.NoError(t, <-waited)
+		synctest.Wait()
+		require.Equal(t, []string{"locker", "waiter"}, order)
+		require.False(t, c.Locked())
+	})
 }
