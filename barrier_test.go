@@ -261,7 +261,8 @@ func TestBarrierMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ctxsync: Wait on a Barrier not made by NewBarrier", func() { _, _ = zero.Wait(context.Background()) })
 	b := ctxsync.NewBarrier(2, nil)
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-		_, _ = b.Wait(nil) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_, _ = b.Wait(nil)
 	})
 	require.Equal(t, 0, b.Waiting())
 }

@@ -281,7 +281,8 @@ func TestConditionMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ctxsync: Unlock of unlocked Lock", c.Unlock)
 	require.NoError(t, c.Lock(bg))
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-		_ = c.Wait(nil) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = c.Wait(nil)
 	})
 	require.False(t, c.TryLock(), "a misuse released the Lock")
 	c.Unlock()

@@ -174,7 +174,8 @@ func TestEventAcrossBubbles(t *testing.T) {
 func TestEventMisuse(t *testing.T) {
 	var e ctxsync.Event
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-		_ = e.Wait(nil) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = e.Wait(nil)
 	})
 }
 

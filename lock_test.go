@@ -179,7 +179,8 @@ func TestLockMisuse(t *testing.T) {
 	l.Unlock()
 	require.PanicsWithValue(t, "ctxsync: Unlock of unlocked Lock", l.Unlock, "double Unlock")
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-		_ = l.Lock(nil) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = l.Lock(nil)
 	})
 }
 

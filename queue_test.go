@@ -294,10 +294,12 @@ func TestQueueMisuse(t *testing.T) {
 	forEachQueue(t, func(t *testing.T, newQ func(int) intQueue) {
 		q := newQ(0)
 		require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-			_ = q.Put(nil, 1) //nolint:staticcheck // the misuse under test
+			//lint:ignore SA1012 a nil Context is the misuse under test
+			_ = q.Put(nil, 1)
 		})
 		require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-			_, _ = q.Get(nil) //nolint:staticcheck // the misuse under test
+			//lint:ignore SA1012 a nil Context is the misuse under test
+			_, _ = q.Get(nil)
 		})
 		require.Equal(t, 0, q.Len())
 	})

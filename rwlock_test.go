@@ -245,10 +245,12 @@ func TestRWLockMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ctxsync: RUnlock of RWLock not locked for reading", rw.RUnlock, "RUnlock of a write lock")
 	rw.Unlock()
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-		_ = rw.RLock(nil) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = rw.RLock(nil)
 	})
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-		_ = rw.Lock(nil) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = rw.Lock(nil)
 	})
 	require.True(t, rw.TryLock(), "a recovered misuse left the lock unusable")
 	rw.Unlock()

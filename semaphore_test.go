@@ -268,7 +268,8 @@ func TestSemaphoreMisuse(t *testing.T) {
 	for _, k := range semaphoreKinds {
 		s := k.new(1)
 		require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-			_ = s.Acquire(nil) //nolint:staticcheck // the misuse under test
+			//lint:ignore SA1012 a nil Context is the misuse under test
+			_ = s.Acquire(nil)
 		}, k.name)
 		require.Equal(t, 1, s.Available())
 	}

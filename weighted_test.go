@@ -254,7 +254,8 @@ func TestWeightedMisuse(t *testing.T) {
 	require.NoError(t, w.Acquire(bg, 2))
 	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(3) })
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
-		_ = w.Acquire(nil, 1) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = w.Acquire(nil, 1)
 	})
 	require.PanicsWithValue(t, "ctxsync: Weighted.Resize with negative capacity", func() { w.Resize(-1) })
 	// Every recovered panic left w usable and unchanged.

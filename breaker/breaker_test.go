@@ -481,7 +481,8 @@ func TestMisuse(t *testing.T) {
 		_, _ = Do[int](context.Background(), b, nil)
 	})
 	require.PanicsWithValue(t, "breaker: nil Context", func() {
-		_ = b.Execute(nil, succeed) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = b.Execute(nil, succeed)
 	})
 }
 

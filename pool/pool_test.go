@@ -482,7 +482,8 @@ func TestDoneContext(t *testing.T) {
 	require.Equal(t, 1, p.Stats().Idle, "a failed Acquire took a resource")
 	require.Equal(t, context.Canceled, p.With(ctx, func(*conn) error { panic("called") }))
 	require.PanicsWithValue(t, "pool: nil Context", func() {
-		_, _ = p.Acquire(nil) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_, _ = p.Acquire(nil)
 	})
 	require.NoError(t, p.Close(context.Background()))
 	l.check(t)

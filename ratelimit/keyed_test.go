@@ -99,7 +99,8 @@ func TestKeyedMisuse(t *testing.T) {
 	k := newBuckets(1, 1, KeyedOptions{})
 	require.PanicsWithValue(t, "ratelimit: Keyed.AllowN with n = 0; n must be at least 1", func() { k.AllowN("a", 0) })
 	require.PanicsWithValue(t, "ratelimit: nil Context", func() {
-		_ = k.WaitN(nil, "a", 1) //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_ = k.WaitN(nil, "a", 1)
 	})
 }
 

@@ -133,6 +133,7 @@ func (b *TokenBucket) take(n int, now int64, d *Decision) bool {
 		s := b.state.Load()
 		if s&tbBusy != 0 {
 			b.w.q.Lock() // the setter holds it: wait for it
+			//lint:ignore SA2001 locking is the wait: the setter holds the lock while the busy bit is set
 			b.w.q.Unlock()
 			continue
 		}
@@ -280,9 +281,7 @@ func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
 // bucketWaitable is a TokenBucket seen by its waiters.
 type bucketWaitable TokenBucket
 
-func (b *bucketWaitable) maxLocked() int       { return b.params.Load().burst }
-func (b *bucketWaitable) now() int64           { return nowNs() }
-func (b *bucketWaitable) at(t time.Time) int64 { return atNs(t) }
+func (b *bucketWaitable) maxLocked() int { return b.params.Load().burst }
 
 func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 	tb := (*TokenBucket)(b)

@@ -276,7 +276,8 @@ func TestBadInput(t *testing.T) {
 	require.PanicsWithValue(t, "redislimit: WaitN with empty key", func() { _ = l.WaitN(ctx, "", 1) })
 	require.PanicsWithValue(t, "redislimit: For with empty key", func() { l.For("") })
 	require.PanicsWithValue(t, "redislimit: nil Context", func() {
-		_, _ = l.Allow(nil, "k") //nolint:staticcheck // the misuse under test
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_, _ = l.Allow(nil, "k")
 	})
 }
 
