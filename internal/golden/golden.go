@@ -1,6 +1,12 @@
 // Package golden compares the output of the example programs with the files
 // under their testdata directories. Run their tests with -update to rewrite the
 // files after an intended change, then read the diff.
+//
+// Lines stamped with the same instant by examples/internal/timeline may come
+// in any order: in a testing/synctest bubble, goroutines that wake at one
+// instant run in an order the scheduler picks, and the story is the same
+// either way. The comparison sorts each run of such lines; everything else
+// must match exactly.
 package golden
 
 import (
@@ -9,6 +15,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 )
@@ -29,7 +38,7 @@ func Check(t *testing.T, name string, got []byte) {
 	if err != nil {
 		t.Fatalf("%v (run the test with -update to create it)", err)
 	}
-	if string(got) != string(want) {
+	if canonical(string(got)) != canonical(string(want)) {
 		t.Errorf("output differs from %s (run with -update to accept it)\n--- got:\n%s\n--- want:\n%s", path, got, want)
 	}
 }
@@ -44,4 +53,22 @@ func Run(t *testing.T, run func(io.Writer)) {
 		run(&out)
 		Check(t, "output", out.Bytes())
 	})
+}
+
+// stamp matches the stamp that examples/internal/timeline puts on a line.
+var stamp = regexp.MustCompile(`^\[\s*-?\d+ms\] `)
+
+// canonical sorts each run of consecutive lines that bear the same stamp.
+func canonical(out string) string {
+	lines := strings.Split(out, "\n")
+	for i := 0; i < len(lines); {
+		st := stamp.FindString(lines[i])
+		j := i + 1
+		for st != "" && j < len(lines) && stamp.FindString(lines[j]) == st {
+			j++
+		}
+		slices.Sort(lines[i:j])
+		i = j
+	}
+	return strings.Join(lines, "\n")
 }
