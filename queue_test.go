@@ -236,6 +236,46 @@ func TestQueueHandBack(t *testing.T) {
 	})
 }
 
+// TestQueueHandOnToNextConsumer: an item handed to a consumer that gives up
+// at that moment goes to the consumer queued behind it, ahead of later items.
+func TestQueueHandOnToNextConsumer(t *testing.T) {
+	forEachQueue(t, func(t *testing.T, newQ func(int) intQueue) {
+		passedOn := 0
+		for range testutil.HammerRounds(300) {
+			synctest.Test(t, func(t *testing.T) {
+				q := newQ(0)
+				ctx, cancel := context.WithCancel(t.Context())
+				a := getAsync(ctx, q)
+				synctest.Wait()
+				b := getAsync(t.Context(), q) // queued behind a
+				synctest.Wait()
+
+				cancel() // a wakes to its ctx, its item, or both at once
+				require.NoError(t, q.Put(t.Context(), 1))
+				gotA := <-a
+				if gotA.err == nil {
+					require.Equal(t, 1, gotA.v)
+				} else {
+					passedOn++
+					require.Equal(t, context.Canceled, gotA.err)
+					require.Equal(t, gotItem{v: 1}, <-b, "the item a gave up did not go to b")
+					b = nil
+				}
+				require.NoError(t, q.Put(t.Context(), 2))
+				if b != nil {
+					require.Equal(t, gotItem{v: 2}, <-b)
+				} else {
+					v, ok := q.TryGet()
+					require.True(t, ok)
+					require.Equal(t, 2, v)
+				}
+				require.Zero(t, q.Len())
+			})
+		}
+		t.Logf("%d rounds passed the item on", passedOn)
+	})
+}
+
 // TestQueueManyProducersConsumers: with random cancellation on both sides,
 // every item put is received exactly once.
 func TestQueueManyProducersConsumers(t *testing.T) {
