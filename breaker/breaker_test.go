@@ -289,8 +289,7 @@ func TestPanicCountsAsFailure(t *testing.T) {
 
 func TestDoneContext(t *testing.T) {
 	b := New(Settings{})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	ctx := testutil.Cancelled()
 	called := false
 	require.Equal(t, context.Canceled, b.Execute(ctx, func(context.Context) error { called = true; return nil }))
 	require.False(t, called)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -78,14 +80,18 @@ func TestGrantWait(t *testing.T) {
 	require.Equal(t, 0, o.len())
 }
 
+// waitEnded waits for w with a ctx that has ended, which must report so.
+func waitEnded(t *testing.T, o *owner, w *Waiter[int]) {
+	t.Helper()
+	_, ok := o.q.Wait(testutil.Cancelled(), w)
+	require.False(t, ok, "Wait with an ended ctx reported a grant")
+}
+
 func TestCancel(t *testing.T) {
 	t.Run("queued", func(t *testing.T) {
 		var o owner
 		a, b := o.push(1), o.push(2)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		_, ok := o.q.Wait(ctx, b)
-		require.False(t, ok)
+		waitEnded(t, &o, b)
 		o.q.Lock()
 		_, granted, front := o.q.Cancel(b)
 		require.False(t, granted)
@@ -234,10 +240,7 @@ func TestAloneWaiter(t *testing.T) {
 
 	// An alone waiter whose ctx has ended still reports it, after its yields.
 	w := o.push(0)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, ok := o.q.Wait(ctx, w)
-	require.False(t, ok)
+	waitEnded(t, &o, w)
 	o.q.Lock()
 	_, granted, _ := o.q.Cancel(w)
 	o.q.Unlock()
