@@ -23,12 +23,14 @@ type KeyedOptions struct {
 
 	// MaxKeys caps the number of keys; 0 means 100 000. When a new key would
 	// exceed it, the least recently used of a sample of keys is evicted even
-	// if it is not idle, so that rotating keys cannot exhaust memory.
+	// if it is not idle, so that rotating keys cannot exhaust memory. The cap
+	// is split between the shards, each of which evicts on its own, so a new
+	// key may evict one of its shard while other shards have room.
 	MaxKeys int
 }
 
 const (
-	keyedShards     = 64 // a power of two
+	keyedShards     = 64 // the most shards; a power of two
 	keyedSample     = 8  // keys looked at per eviction
 	defaultKeyedTTL = 10 * time.Minute
 	defaultMaxKeys  = 100_000
@@ -47,7 +49,7 @@ type Keyed[K comparable, L Limiter] struct {
 	_        nocopy.NoCopy
 	newLimit func(K) L
 	ttl      int64
-	perShard int // the cap of each shard
+	mask     uint64 // the number of shards in use, minus one
 	seed     maphash.Seed
 	shards   [keyedShards]keyedShard[K, L]
 }
@@ -55,6 +57,7 @@ type Keyed[K comparable, L Limiter] struct {
 type keyedShard[K comparable, L Limiter] struct {
 	mu      sync.RWMutex
 	entries map[K]*keyedEntry[L] // guarded by mu
+	max     int                  // the shard's part of MaxKeys, at least 1
 	_       [64]byte             // keep shards on separate cache lines
 }
 
@@ -89,14 +92,25 @@ func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedOptio
 	if opts.MaxKeys == 0 {
 		opts.MaxKeys = defaultMaxKeys
 	}
+	// Fewer keys than shards get fewer shards, so that each may hold one
+	// key and the shards' caps still add up to MaxKeys.
+	n := keyedShards
+	for n > opts.MaxKeys {
+		n /= 2
+	}
 	k := &Keyed[K, L]{
 		newLimit: newLimiter,
 		ttl:      int64(opts.TTL),
-		perShard: max(1, opts.MaxKeys/keyedShards),
+		mask:     uint64(n - 1),
 		seed:     maphash.MakeSeed(),
 	}
-	for i := range k.shards {
-		k.shards[i].entries = make(map[K]*keyedEntry[L])
+	for i := range n {
+		s := &k.shards[i]
+		s.entries = make(map[K]*keyedEntry[L])
+		s.max = opts.MaxKeys / n
+		if i < opts.MaxKeys%n {
+			s.max++
+		}
 	}
 	return k
 }
@@ -112,7 +126,7 @@ func (k *Keyed[K, L]) Get(key K) L {
 // clock read per call in all.
 func (k *Keyed[K, L]) entry(key K) (*keyedEntry[L], int64) {
 	now := nowNs()
-	s := &k.shards[maphash.Comparable(k.seed, key)&(keyedShards-1)]
+	s := &k.shards[maphash.Comparable(k.seed, key)&k.mask]
 	s.mu.RLock()
 	e := s.entries[key]
 	s.mu.RUnlock()
@@ -163,7 +177,7 @@ func (k *Keyed[K, L]) evictLocked(s *keyedShard[K, L], now int64) {
 			lru, oldest, found = key, used, true
 		}
 	}
-	if len(s.entries) >= k.perShard && found {
+	if len(s.entries) >= s.max && found {
 		delete(s.entries, lru)
 	}
 }
@@ -204,7 +218,7 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 // Len returns the number of keys held at the moment of the call.
 func (k *Keyed[K, L]) Len() int {
 	n := 0
-	for i := range k.shards {
+	for i := range k.mask + 1 {
 		s := &k.shards[i]
 		s.mu.RLock()
 		n += len(s.entries)

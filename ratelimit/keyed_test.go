@@ -67,14 +67,22 @@ func TestKeyedEvictsIdleKeys(t *testing.T) {
 	})
 }
 
-// TestKeyedCap: rotating keys cannot grow it past MaxKeys.
+// TestKeyedCap: rotating keys fill it up to MaxKeys and never past it, also
+// when MaxKeys is below the number of shards or not a multiple of it.
 func TestKeyedCap(t *testing.T) {
-	k := newBuckets(1, 1, KeyedOptions{MaxKeys: 640})
-	for i := range 100_000 {
-		k.Allow(strconv.Itoa(i))
+	for _, max := range []int{1, 2, 10, 63, 64, 100, 640, 1000} {
+		t.Run(strconv.Itoa(max), func(t *testing.T) {
+			k := newBuckets(1, 1, KeyedOptions{MaxKeys: max})
+			for i := range 50_000 {
+				k.Allow(strconv.Itoa(i))
+				if i%1000 == 0 {
+					require.LessOrEqual(t, k.Len(), max)
+				}
+			}
+			// Every shard is full by now, and the shards' caps add up.
+			require.Equal(t, max, k.Len())
+		})
 	}
-	require.LessOrEqual(t, k.Len(), 640)
-	require.Greater(t, k.Len(), 100)
 }
 
 func TestKeyedNotTaker(t *testing.T) {
