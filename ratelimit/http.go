@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -42,7 +43,10 @@ type MiddlewareConfig struct {
 	// saw. 0 means 1. Ignored for other headers.
 	TrustedHops int
 
-	// Cost returns how many events a request counts for; the default is 1.
+	// Cost returns how many events a request counts for; the default is 1. A
+	// request that costs 0 passes without being counted, and its response
+	// carries no rate-limit headers. A negative cost is a bug: the
+	// middleware panics.
 	Cost func(r *http.Request) int
 
 	// Policy names the limit in the RateLimit and RateLimit-Policy headers;
@@ -88,6 +92,13 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 			n := 1
 			if cfg.Cost != nil {
 				n = cfg.Cost(r)
+				if n <= 0 {
+					if n < 0 {
+						panic(fmt.Sprintf("ratelimit: Middleware's Cost returned %d; it must be at least 0", n))
+					}
+					next.ServeHTTP(w, r) // free: nothing to take
+					return
+				}
 			}
 			d := limiter.Take(cfg.Key(r), n)
 			writeHeaders(w.Header(), policy, d)

@@ -235,6 +235,10 @@ func TestMiddlewareOptions(t *testing.T) {
 	require.Equal(t, int32(1), limited.Load())
 	w = req(6)
 	require.Empty(t, w.Header().Get("Retry-After"), "a request above the limit can never pass")
+	w = req(0)
+	require.Equal(t, http.StatusOK, w.Code, "a request that costs nothing passes")
+	require.Empty(t, w.Header().Get("RateLimit"))
+	require.InDelta(t, 2, k.Get("k1").Tokens(), 0.01, "and takes nothing")
 
 	g := Middleware(Global(NewTokenBucket(1e-3, 1)), MiddlewareConfig{})(okHandler)
 	require.Equal(t, http.StatusOK, get(t, g, "192.0.2.1:1", nil).Code)
@@ -243,6 +247,10 @@ func TestMiddlewareOptions(t *testing.T) {
 	require.PanicsWithValue(t, "ratelimit: Middleware with nil limiter", func() { Middleware(nil, MiddlewareConfig{}) })
 	require.PanicsWithValue(t, "ratelimit: Middleware with negative TrustedHops", func() {
 		Middleware(k, MiddlewareConfig{TrustedHops: -1})
+	})
+	negative := Middleware(k, MiddlewareConfig{Cost: func(*http.Request) int { return -1 }})(okHandler)
+	require.PanicsWithValue(t, "ratelimit: Middleware's Cost returned -1; it must be at least 0", func() {
+		get(t, negative, "192.0.2.1:1", nil)
 	})
 }
 
