@@ -273,6 +273,12 @@ func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
 	}
 	p.q.Lock()
 	p.stats.AcquireCount--
+	if r.state == stateClosed {
+		// Close gave up waiting for the resources out, r among them, and
+		// closed it: the caller finds the pool closed when it looks again.
+		p.q.Unlock()
+		return true
+	}
 	p.closeLocked(r, reason)
 	p.fillLocked(p.ctx)
 	p.q.Unlock()
@@ -308,12 +314,19 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		return true, nil
 	}
 	err := p.healthCheck(ctx, r)
-	if err == nil {
+	p.q.Lock()
+	switch {
+	case r.state == stateClosed:
+		// Close gave up waiting for the resources out, r among them, and
+		// closed it while it was checked.
+		p.stats.AcquireCount--
+		p.q.Unlock()
+		return false, ErrClosed
+	case err == nil:
+		p.q.Unlock()
 		return true, nil
-	}
-	if ctx.Err() != nil {
+	case ctx.Err() != nil:
 		// The caller gave up, not the resource.
-		p.q.Lock()
 		p.stats.AcquireCount--
 		p.stats.CanceledAcquires++
 		closeIt := p.releaseLocked(r)
@@ -323,7 +336,6 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		}
 		return false, ctx.Err()
 	}
-	p.q.Lock()
 	p.stats.AcquireCount--
 	p.closeLocked(r, &p.stats.ClosedHealth)
 	p.fillLocked(p.ctx)
@@ -428,7 +440,7 @@ func (r *Resource[T]) endUseLocked(fn string) bool {
 	return true
 }
 
-// releaseLocked hands r, acquired, to the oldest waiter or to the idle
+// releaseLocked hands r, acquired or checked, to the oldest waiter or to the idle
 // resources. If the pool is closed, it takes r out instead and returns true:
 // the caller must close its value once unlocked. p.q must be locked.
 func (p *Pool[T]) releaseLocked(r *Resource[T]) (closeIt bool) {
@@ -438,6 +450,7 @@ func (p *Pool[T]) releaseLocked(r *Resource[T]) (closeIt bool) {
 	}
 	if w := p.q.Front(); w != nil {
 		p.stats.AcquireCount++
+		r.state = stateInUse // from a background check, it was stateChecked
 		p.q.Grant(w, handoff[T]{r: r})
 		return false
 	}
@@ -696,8 +709,10 @@ func (p *Pool[T]) sweep() {
 			expired = append(expired, r)
 		case p.cfg.HealthCheck != nil && now-r.lastUsed >= int64(p.cfg.HealthCheckSkip):
 			// Out of the pool for its check, counted as in use so that
-			// MaxSize and Close account for it.
-			r.state = stateInUse
+			// MaxSize and Close account for it. Close does not take it
+			// from us, even when it gives up waiting: the check's end
+			// hands it back, and it is closed then.
+			r.state = stateChecked
 			p.inUse++
 			check = append(check, r)
 		default:

@@ -603,3 +603,180 @@ func TestHammerPool(t *testing.T) {
 		require.Greater(t, l.made.Load(), int32(maxSize))
 	})
 }
+
+// TestCloseTimeoutDuringHealthCheck: a resource that Close gives up waiting
+// for, and closes, while its health check still runs is closed once, whether
+// the check was an Acquire's or the background sweep's, and whatever it says.
+func TestCloseTimeoutDuringHealthCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sweep   bool // the background sweep checks it, not an Acquire
+		healthy bool
+	}{
+		{"acquire/healthy", false, true},
+		{"acquire/broken", false, false},
+		{"sweep/healthy", true, true},
+		{"sweep/broken", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLedger()
+				cfg := l.config(1)
+				checking, finish := make(chan struct{}), make(chan struct{})
+				cfg.HealthCheck = func(context.Context, *conn) error {
+					close(checking)
+					<-finish // a check that ignores its ctx
+					if !tc.healthy {
+						return errors.New("broken pipe")
+					}
+					return nil
+				}
+				if tc.sweep {
+					cfg.HealthCheckPeriod = time.Minute
+				}
+				p := mustNew(t, cfg)
+				r, err := p.Acquire(t.Context())
+				require.NoError(t, err)
+				r.Release()
+
+				acquired := make(chan error, 1)
+				if tc.sweep {
+					time.Sleep(time.Minute) // the sweep takes it for a check
+				} else {
+					time.Sleep(time.Second) // idle long enough to be checked
+					go func() {
+						r, err := p.Acquire(t.Context())
+						if err == nil {
+							r.Release() // closed by Close already: does nothing
+						}
+						acquired <- err
+					}()
+				}
+				<-checking
+
+				closed := make(chan error, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+					defer cancel()
+					closed <- p.Close(ctx)
+				}()
+				time.Sleep(2 * time.Second) // Close gives up and closes what is out
+				synctest.Wait()
+				close(finish)
+				require.Equal(t, context.DeadlineExceeded, <-closed)
+				if !tc.sweep {
+					require.ErrorIs(t, <-acquired, ErrClosed, "handed a closed resource")
+				}
+				synctest.Wait()
+				l.check(t)
+				s := p.Stats()
+				require.Zero(t, s.InUse)
+				require.Zero(t, s.Total)
+			})
+		})
+	}
+}
+
+// TestSweepHandsCheckedToWaiter: a resource that passes the background check
+// while an Acquire waits goes to that Acquire, acquired like any other.
+func TestSweepHandsCheckedToWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(1)
+		checking, finish := make(chan struct{}), make(chan struct{})
+		var checks atomic.Int32
+		cfg.HealthCheck = func(context.Context, *conn) error {
+			if checks.Add(1) == 1 {
+				close(checking)
+				<-finish
+			}
+			return nil
+		}
+		cfg.HealthCheckPeriod = time.Minute
+		p := mustNew(t, cfg)
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		r.Release()
+		time.Sleep(time.Minute)
+		<-checking // the sweep has the only resource
+
+		got := make(chan *Resource[*conn])
+		go func() {
+			r, err := p.Acquire(t.Context())
+			assert.NoError(t, err)
+			got <- r
+		}()
+		synctest.Wait() // the Acquire waits: the pool is full
+		require.Equal(t, 1, p.Stats().InUse)
+		close(finish)
+		r = <-got
+		require.Equal(t, 1, r.Value().id)
+		r.Release()
+		require.Equal(t, 1, p.Stats().Idle)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+// TestHammerPoolCloseMidway: Close gives up waiting while goroutines still
+// acquire, release and destroy, and health checks that ignore their ctx are
+// under way, in Acquires and in the background. Every resource is still
+// closed exactly once, and nothing is left.
+func TestHammerPoolCloseMidway(t *testing.T) {
+	for seed := range uint64(testutil.HammerRounds(20)) {
+		synctest.Test(t, func(t *testing.T) {
+			l := newLedger()
+			cfg := l.config(4) // more than the goroutines: resources go idle, and are checked
+			var rmu sync.Mutex
+			r0 := rand.New(rand.NewPCG(seed, 9))
+			cfg.HealthCheck = func(context.Context, *conn) error {
+				rmu.Lock()
+				pause, fail := time.Duration(r0.IntN(4))*time.Millisecond, r0.IntN(4) == 0
+				rmu.Unlock()
+				time.Sleep(pause)
+				if fail {
+					return errors.New("stale")
+				}
+				return nil
+			}
+			cfg.HealthCheckSkip = -1
+			cfg.HealthCheckPeriod = 3 * time.Millisecond
+			cfg.MinIdle = 1
+			p := mustNew(t, cfg)
+			var wg sync.WaitGroup
+			for g := range 3 {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(seed, uint64(g)))
+					for range 30 {
+						time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+						ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(6))*time.Millisecond)
+						res, err := p.Acquire(ctx)
+						cancel()
+						if err != nil {
+							continue
+						}
+						time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+						if r.IntN(5) == 0 {
+							res.Destroy()
+						} else {
+							res.Release()
+						}
+					}
+				})
+			}
+			time.Sleep(time.Duration(5+seed%10) * time.Millisecond)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Duration(seed%3)*time.Millisecond)
+			err := p.Close(ctx)
+			cancel()
+			if err != nil {
+				require.Equal(t, context.DeadlineExceeded, err)
+			}
+			wg.Wait()
+			synctest.Wait()
+			l.check(t)
+			s := p.Stats()
+			require.Zero(t, s.Total, "%+v", s)
+			require.Zero(t, s.InUse)
+		})
+	}
+}
