@@ -359,9 +359,18 @@ func (p *Pool[T]) acquired(r *Resource[T]) {
 	stack := pcs[:runtime.Callers(3, pcs[:])]
 	at := clock.Now()
 	onLeak, threshold := p.cfg.OnLeak, p.cfg.LeakThreshold
-	r.leak = time.AfterFunc(threshold, func() {
+	leak := time.AfterFunc(threshold, func() {
 		onLeak(Leak{Acquired: clock.Time(at), Held: time.Duration(clock.Now() - at), Stack: formatStack(stack)})
 	})
+	// Under the lock: a Close that gives up waiting may be closing r, and
+	// stopping its report, right now.
+	p.q.Lock()
+	if r.state == stateInUse {
+		r.leak = leak
+	} else {
+		leak.Stop() // closed by Close already
+	}
+	p.q.Unlock()
 }
 
 func formatStack(pcs []uintptr) string {
@@ -653,9 +662,10 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 	var err error
 	if w != nil {
 		if _, ok := p.closers.Wait(ctx, w); !ok {
-			err = ctx.Err()
 			p.q.Lock()
-			p.closers.Cancel(w)
+			if _, drained, _ := p.closers.Cancel(w); !drained {
+				err = ctx.Err()
+			}
 			var out []*Resource[T]
 			for r := range p.live {
 				if r.state == stateInUse {

@@ -742,6 +742,8 @@ func TestHammerPoolCloseMidway(t *testing.T) {
 			cfg.HealthCheckSkip = -1
 			cfg.HealthCheckPeriod = 3 * time.Millisecond
 			cfg.MinIdle = 1
+			cfg.LeakThreshold = 2 * time.Millisecond
+			cfg.OnLeak = func(Leak) {}
 			p := mustNew(t, cfg)
 			var wg sync.WaitGroup
 			for g := range 3 {
