@@ -28,7 +28,8 @@ func (g global) Take(_ string, n int) Decision { return g.t.Take(n) }
 // MiddlewareConfig tunes Middleware. The zero value means the defaults.
 type MiddlewareConfig struct {
 	// Key returns the key a request is limited under. The default is the
-	// client's IP address: see TrustedProxyHeader.
+	// client's IP address, or for IPv6 its /64: see TrustedProxyHeader and
+	// IPv6Prefix.
 	Key func(r *http.Request) string
 
 	// TrustedProxyHeader names a header that the default Key reads the
@@ -42,6 +43,13 @@ type MiddlewareConfig struct {
 	// X-Forwarded-For; the client's address is the one the farthest of them
 	// saw. 0 means 1. Ignored for other headers.
 	TrustedHops int
+
+	// IPv6Prefix is how many leading bits of a client's IPv6 address the
+	// default Key keeps: 0 means 64. A subscriber commonly holds a whole /64
+	// and can rotate through its addresses at will, so keying each address
+	// on its own would let one client multiply its limit. 128 keys every
+	// address on its own. IPv4 addresses are always keyed whole.
+	IPv6Prefix int
 
 	// Cost returns how many events a request counts for; the default is 1. A
 	// request that costs 0 passes without being counted, and its response
@@ -75,8 +83,15 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 	if cfg.TrustedHops < 0 {
 		panic("ratelimit: Middleware with negative TrustedHops")
 	}
+	if cfg.IPv6Prefix < 0 || cfg.IPv6Prefix > 128 {
+		panic(fmt.Sprintf("ratelimit: Middleware with IPv6Prefix %d; it must be between 0 and 128", cfg.IPv6Prefix))
+	}
 	if cfg.Key == nil {
-		cfg.Key = func(r *http.Request) string { return clientIP(r, cfg.TrustedProxyHeader, max(1, cfg.TrustedHops)) }
+		hops, bits := max(1, cfg.TrustedHops), cfg.IPv6Prefix
+		if bits == 0 {
+			bits = 64
+		}
+		cfg.Key = func(r *http.Request) string { return clientKey(r, cfg.TrustedProxyHeader, hops, bits) }
 	}
 	if cfg.Policy == "" {
 		cfg.Policy = "default"
@@ -136,9 +151,25 @@ func seconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
 
-// clientIP returns the address of the client of r: from header if it is set
-// and holds one, else the peer of the connection.
-func clientIP(r *http.Request, header string, hops int) string {
+// clientKey returns the key of the client of r: its address, from header if
+// it is set and holds one, else the peer of the connection; for an IPv6
+// address, its prefix of v6bits bits.
+func clientKey(r *http.Request, header string, hops, v6bits int) string {
+	a, raw := clientAddr(r, header, hops)
+	switch {
+	case !a.IsValid():
+		return raw // not an address: the peer as the server saw it
+	case a.Is6() && v6bits < 128:
+		p, _ := a.Prefix(v6bits) // cannot fail: 0 < v6bits < 128 for IPv6
+		return p.String()
+	}
+	return a.String()
+}
+
+// clientAddr returns the address of the client of r: from header if it is set
+// and holds one, else the peer of the connection. If the peer's is not an
+// address either, it returns the zero Addr and the peer's as it is.
+func clientAddr(r *http.Request, header string, hops int) (netip.Addr, string) {
 	if header != "" {
 		if v := r.Header.Values(header); len(v) > 0 {
 			list := strings.Split(strings.Join(v, ","), ",")
@@ -150,7 +181,7 @@ func clientIP(r *http.Request, header string, hops int) string {
 			}
 			if i >= 0 && i < len(list) {
 				if a, err := netip.ParseAddr(strings.TrimSpace(list[i])); err == nil {
-					return a.Unmap().String()
+					return a.Unmap().WithZone(""), ""
 				}
 			}
 		}
@@ -160,7 +191,7 @@ func clientIP(r *http.Request, header string, hops int) string {
 		host = r.RemoteAddr
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
-		return a.Unmap().String()
+		return a.Unmap().WithZone(""), ""
 	}
-	return host
+	return netip.Addr{}, host
 }

@@ -208,6 +208,42 @@ func TestMiddlewareProxyHeader(t *testing.T) {
 	require.Equal(t, http.StatusOK, get(t, realIP, "10.0.0.1:1", map[string]string{"X-Real-IP": "nonsense"}).Code)
 }
 
+// TestMiddlewareIPv6Prefix: by default an IPv6 client is keyed by its /64,
+// which it can rotate through at will; IPv6Prefix changes the length.
+func TestMiddlewareIPv6Prefix(t *testing.T) {
+	const ok, limited = http.StatusOK, http.StatusTooManyRequests
+	for _, tc := range []struct {
+		prefix int
+		peers  []string // one request each, in order
+		want   []int
+	}{
+		{0, []string{"[2001:db8:1:2::1]:1", "[2001:db8:1:2::ffff]:1", "[2001:db8:1:3::1]:1"}, []int{ok, limited, ok}},
+		{48, []string{"[2001:db8:1:2::1]:1", "[2001:db8:1:3::1]:1", "[2001:db8:2::1]:1"}, []int{ok, limited, ok}},
+		{128, []string{"[2001:db8:1:2::1]:1", "[2001:db8:1:2::2]:1", "[2001:db8:1:2::1]:1"}, []int{ok, ok, limited}},
+		// Link-local zones do not make new keys.
+		{0, []string{"[fe80::1%eth0]:1", "[fe80::2%eth1]:1"}, []int{ok, limited}},
+		// IPv4, also mapped into IPv6, is keyed whole.
+		{0, []string{"192.0.2.1:1", "[::ffff:192.0.2.1]:2", "192.0.2.2:1"}, []int{ok, limited, ok}},
+		// A peer that is not an address is keyed as it is.
+		{0, []string{"pipe", "pipe", "@"}, []int{ok, limited, ok}},
+	} {
+		h := Middleware(newBuckets(1e-3, 1, KeyedOptions{}), MiddlewareConfig{IPv6Prefix: tc.prefix})(okHandler)
+		for i, peer := range tc.peers {
+			require.Equal(t, tc.want[i], get(t, h, peer, nil).Code, "prefix %d, request %d from %s", tc.prefix, i, peer)
+		}
+	}
+	// The prefix applies to an address read from a trusted header too.
+	h := Middleware(newBuckets(1e-3, 1, KeyedOptions{}), MiddlewareConfig{TrustedProxyHeader: "X-Real-IP"})(okHandler)
+	require.Equal(t, ok, get(t, h, "10.0.0.1:1", map[string]string{"X-Real-IP": "2001:db8::1"}).Code)
+	require.Equal(t, limited, get(t, h, "10.0.0.1:1", map[string]string{"X-Real-IP": "2001:db8::2"}).Code)
+
+	for _, bad := range []int{-1, 129} {
+		require.PanicsWithValue(t, fmt.Sprintf("ratelimit: Middleware with IPv6Prefix %d; it must be between 0 and 128", bad), func() {
+			Middleware(Global(NewTokenBucket(1, 1)), MiddlewareConfig{IPv6Prefix: bad})
+		})
+	}
+}
+
 func TestMiddlewareOptions(t *testing.T) {
 	var limited atomic.Int32
 	k := newBuckets(1e-3, 5, KeyedOptions{})
