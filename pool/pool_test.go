@@ -579,18 +579,7 @@ func TestHammerPool(t *testing.T) {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 8))
 				for range testutil.HammerRounds(40) {
-					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(10))*time.Millisecond)
-					res, err := p.Acquire(ctx)
-					cancel()
-					if err != nil {
-						continue
-					}
-					time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
-					if r.IntN(6) == 0 {
-						res.Destroy()
-					} else {
-						res.Release()
-					}
+					churn(t, p, r, 10, 6)
 				}
 			})
 		}
@@ -602,6 +591,24 @@ func TestHammerPool(t *testing.T) {
 		require.LessOrEqual(t, l.maxLive, maxSize, "more than MaxSize alive")
 		require.Greater(t, l.made.Load(), int32(maxSize))
 	})
+}
+
+// churn is one turn of a hammer test's goroutine: Acquire with a timeout of
+// up to maxWaitMs milliseconds, hold the resource for up to 2, then destroy it
+// one time in destroyEvery and release it otherwise.
+func churn(t *testing.T, p *Pool[*conn], r *rand.Rand, maxWaitMs, destroyEvery int) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(maxWaitMs))*time.Millisecond)
+	res, err := p.Acquire(ctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+	if r.IntN(destroyEvery) == 0 {
+		res.Destroy()
+	} else {
+		res.Release()
+	}
 }
 
 // TestCloseTimeoutDuringHealthCheck: a resource that Close gives up waiting
@@ -751,18 +758,7 @@ func TestHammerPoolCloseMidway(t *testing.T) {
 					r := rand.New(rand.NewPCG(seed, uint64(g)))
 					for range 30 {
 						time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
-						ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(6))*time.Millisecond)
-						res, err := p.Acquire(ctx)
-						cancel()
-						if err != nil {
-							continue
-						}
-						time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
-						if r.IntN(5) == 0 {
-							res.Destroy()
-						} else {
-							res.Release()
-						}
+						churn(t, p, r, 6, 5)
 					}
 				})
 			}
