@@ -13,7 +13,9 @@ import (
 // A PriorityQueue has a capacity: Put waits while it holds that many items
 // (backpressure), and TryPut fails. A capacity of 0 means unbounded. Get waits
 // while it is empty. Producers and consumers that wait are served first in,
-// first out: priority orders the items, not the goroutines.
+// first out: priority orders the items, not the goroutines. Memory follows the
+// number of items held: it grows with a burst and is given back as the queue
+// drains.
 //
 // Close stops new items: Put then fails with ErrClosed, while Get drains the
 // items left, in priority order, then fails with ErrClosed too.
@@ -138,6 +140,11 @@ func (h *pheap[T]) pop() pqItem[T] {
 	h.items = h.items[:n]
 	if n > 0 {
 		h.down(0)
+	}
+	if c := cap(h.items); c > storeMinShrink && n <= c/4 {
+		// A quarter full: halve it, so that a burst does not pin its
+		// memory for the life of the queue.
+		h.items = append(make([]pqItem[T], 0, c/2), h.items...)
 	}
 	return top
 }

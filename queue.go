@@ -15,7 +15,8 @@ import (
 // A Queue has a capacity: Put waits while the queue holds that many items
 // (backpressure), and TryPut fails. A capacity of 0 means unbounded. Get waits
 // while the queue is empty. Producers and consumers that wait are served first
-// in, first out.
+// in, first out. Memory follows the number of items held: it grows with a
+// burst and is given back as the queue drains.
 //
 // Close stops new items: Put then fails with ErrClosed, while Get drains the
 // items left, then fails with ErrClosed too.
@@ -152,7 +153,9 @@ func (q *Queue[T]) All(ctx context.Context) iter.Seq[T] {
 }
 
 // ring is a growable circular buffer: the store of a Queue. Its length is 0
-// or a power of two, so that a mask wraps an index around.
+// or a power of two, so that a mask wraps an index around. It shrinks by half
+// when a pop leaves it a quarter full, down to storeMinShrink, so that a
+// burst does not pin its memory for the life of the queue.
 type ring[T any] struct {
 	buf        []T
 	head, size int
@@ -183,11 +186,17 @@ func (r *ring[T]) pop() T {
 	r.buf[r.head] = zero // drop the reference for the garbage collector
 	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.size--
+	if len(r.buf) > storeMinShrink && r.size <= len(r.buf)/4 {
+		r.resize(len(r.buf) / 2)
+	}
 	return v
 }
 
-func (r *ring[T]) grow() {
-	buf := make([]T, max(8, 2*len(r.buf)))
+func (r *ring[T]) grow() { r.resize(max(8, 2*len(r.buf))) }
+
+// resize moves the items to a new buffer of length n, a power of two.
+func (r *ring[T]) resize(n int) {
+	buf := make([]T, n)
 	for i := range r.size {
 		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
 	}

@@ -1,6 +1,7 @@
 package ctxsync
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,51 @@ func TestRingWraps(t *testing.T) {
 	for i := range full {
 		require.Equal(t, i, r.pop())
 	}
+}
+
+// TestStoresShrink: after a burst, the ring and the heap give their memory
+// back as they drain, and keep their order while they do.
+func TestStoresShrink(t *testing.T) {
+	var r ring[int]
+	var model []int
+	r.push(-1)
+	r.pop() // the head is off zero when the burst comes
+	for i := range 10_000 {
+		r.push(i)
+		model = append(model, i)
+	}
+	peak := len(r.buf)
+	for step := 0; len(model) > 0; step++ {
+		switch step % 10 {
+		case 3: // now and then a push: the shrunk ring still wraps and grows
+			r.push(-step)
+			model = append(model, -step)
+		case 7: // and an unpop
+			r.unpop(r.pop())
+		default:
+			require.Equal(t, model[0], r.pop())
+			model = model[1:]
+		}
+		require.Equal(t, len(model), r.len())
+		if len(r.buf) > storeMinShrink {
+			require.Greater(t, r.len(), len(r.buf)/4-1, "a quarter full and not shrunk")
+		}
+	}
+	require.Equal(t, storeMinShrink, len(r.buf), "from %d", peak)
+
+	var h pheap[int]
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range 10_000 {
+		h.push(pqItem[int]{prio: rnd.IntN(100), v: i})
+	}
+	prev := pqItem[int]{prio: -1}
+	for h.len() > 0 {
+		it := h.pop()
+		require.True(t, less(&prev, &it), "%+v came out after %+v", it, prev)
+		prev = it
+		if cap(h.items) > storeMinShrink {
+			require.Greater(t, h.len(), cap(h.items)/4, "a quarter full and not shrunk")
+		}
+	}
+	require.LessOrEqual(t, cap(h.items), storeMinShrink)
 }

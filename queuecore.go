@@ -12,7 +12,10 @@ import (
 var ErrClosed = errors.New("ctxsync: queue closed")
 
 // store holds the items of a queue: a FIFO ring for Queue, a heap for
-// PriorityQueue.
+// PriorityQueue. Both shrink when a pop leaves them a quarter full, but not
+// below storeMinShrink items.
+const storeMinShrink = 64
+
 type store[I any] interface {
 	len() int
 	push(it I)  // a new item, in its order
