@@ -25,7 +25,7 @@ type KeyedOptions struct {
 	// exceed it, the least recently used of a sample of keys is evicted even
 	// if it is not idle, so that rotating keys cannot exhaust memory. The cap
 	// is split between the shards, each of which evicts on its own, so a new
-	// key may evict one of its shard while other shards have room.
+	// key may evict another of its shard while other shards have room.
 	MaxKeys int
 }
 
