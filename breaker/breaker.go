@@ -27,6 +27,7 @@ const (
 	HalfOpen
 )
 
+// String returns "closed", "open" or "half-open".
 func (s State) String() string {
 	switch s {
 	case Closed:
@@ -64,6 +65,8 @@ func (e *OpenError) RetryAfter() time.Duration {
 	return max(0, time.Until(e.Until))
 }
 
+// Error says that the call was refused, and for an open breaker, for how long
+// it will refuse calls.
 func (e *OpenError) Error() string {
 	name := ""
 	if e.Name != "" {

@@ -48,6 +48,7 @@ const (
 	FailLocal
 )
 
+// String returns "fail-open", "fail-closed" or "fail-local".
 func (p Policy) String() string {
 	switch p {
 	case FailOpen:
