@@ -2,6 +2,7 @@ package ctxsync_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -532,5 +533,82 @@ func TestHammerQueue(t *testing.T) {
 		}
 		wg.Wait()
 		require.Equal(t, puts.Load()-gets.Load(), int64(q.Len()), "items lost or made up")
+	})
+}
+
+// TestHammerQueueItems follows every item: each one a Put or TryPut accepted
+// comes out exactly once, through a Get, a TryGet or the final drain, and no
+// other. Unbounded and bounded, and closed midway while goroutines still put
+// and get, after which Puts fail and the Gets drain what is left.
+func TestHammerQueueItems(t *testing.T) {
+	forEachQueue(t, func(t *testing.T, newQ func(int) intQueue) {
+		for _, capacity := range []int{0, 3} {
+			for _, closeMidway := range []bool{false, true} {
+				q := newQ(capacity)
+				var mu sync.Mutex
+				accepted, taken := map[int]bool{}, map[int]int{}
+				var closed atomic.Int64 // calls that found the queue closed
+				var wg sync.WaitGroup
+				rounds := testutil.HammerRounds(1000)
+				for g := range 16 {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(uint64(g), 15))
+						for i := range rounds {
+							if closeMidway && g == 0 && i == rounds/2 {
+								q.Close()
+							}
+							v := g*rounds + i
+							ctx, cancel := endingCtx(r)
+							var err error
+							ok, put := false, false
+							switch r.IntN(4) {
+							case 0:
+								ok, put = q.TryPut(v), true
+							case 1:
+								err, put = q.Put(ctx, v), true
+								ok = err == nil
+							case 2:
+								v, ok = q.TryGet()
+							default:
+								v, err = q.Get(ctx)
+								ok = err == nil
+							}
+							cancel()
+							if errors.Is(err, ctxsync.ErrClosed) {
+								closed.Add(1)
+							}
+							if !ok {
+								continue
+							}
+							mu.Lock()
+							if put {
+								accepted[v] = true
+							} else {
+								taken[v]++
+							}
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				q.Close()
+				for {
+					v, err := q.Get(context.Background())
+					if err != nil {
+						require.ErrorIs(t, err, ctxsync.ErrClosed)
+						break
+					}
+					taken[v]++
+				}
+				require.Zero(t, q.Len())
+				for v := range accepted {
+					require.Equal(t, 1, taken[v], "item %d came out %d times", v, taken[v])
+				}
+				require.Len(t, taken, len(accepted), "items came out that were never put")
+				if closeMidway {
+					require.Positive(t, closed.Load(), "no Get or Put saw the queue closed")
+				}
+			}
+		}
 	})
 }
