@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -538,6 +539,43 @@ func TestHandoffRacesCancel(t *testing.T) {
 	require.Equal(t, int64(1), p.Stats().Created)
 	require.NoError(t, p.Close(context.Background()))
 	l.check(t)
+}
+
+// TestHandoffAsCtxEnds makes that race happen for sure: on one processor,
+// in a synctest bubble, the waiter's ctx ends and the resource is handed to
+// it before it runs again. It must pass the resource to the Acquire behind it.
+func TestHandoffAsCtxEnds(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		p := mustNew(t, l.config(1))
+		held, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		first, second := make(chan error, 1), make(chan *Resource[*conn], 1)
+		go func() {
+			_, err := p.Acquire(ctx)
+			first <- err
+		}()
+		synctest.Wait()
+		go func() {
+			r, err := p.Acquire(t.Context())
+			assert.NoError(t, err)
+			second <- r
+		}()
+		synctest.Wait()
+		cancel()
+		held.Release() // to the first waiter, whose ctx has just ended
+		require.Equal(t, context.Canceled, <-first)
+		r := <-second // a lost resource would leave it waiting: the bubble's deadlock
+		require.Equal(t, held.Value(), r.Value())
+		r.Release()
+		s := p.Stats()
+		require.Equal(t, int64(1), s.CanceledAcquires)
+		require.Equal(t, 1, s.Idle)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
 }
 
 // TestHammerPool: many goroutines, random cancellation, random failures of New
