@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -286,6 +287,33 @@ func TestTokenBucketSetBurstWhileWaiting(t *testing.T) {
 // TestTokenBucketAcrossClocks: a bucket used outside a synctest bubble, then
 // inside one, whose clock starts in 2000, starts full there rather than wait
 // for the bubble's clock to catch up with the real one.
+// TestTokenBucketPromotedAsCtxEnds: the waiter next in line is made head at
+// the moment its ctx ends. On one processor, in a bubble, its ctx is cancelled
+// and the head leaves (a smaller burst refuses it) before it runs again; it
+// must hand the role on, or the waiter behind it would wait forever.
+func TestTokenBucketPromotedAsCtxEnds(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(1, 3)
+		require.True(t, b.AllowN(3)) // empty: every WaitN queues
+		ctx, cancel := context.WithCancel(t.Context())
+		head, next, last := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+		go func() { head <- b.WaitN(t.Context(), 3) }()
+		synctest.Wait()
+		go func() { next <- b.WaitN(ctx, 1) }()
+		synctest.Wait()
+		go func() { last <- b.WaitN(t.Context(), 1) }()
+		synctest.Wait()
+		start := time.Now()
+		cancel()
+		b.SetBurst(2) // the head now asks for more than the burst: it leaves
+		require.ErrorIs(t, <-head, ErrExceedsBurst)
+		require.Equal(t, context.Canceled, <-next)
+		require.NoError(t, <-last, "the head's role was passed on")
+		require.Equal(t, time.Second, time.Since(start), "one token, at the rate")
+	})
+}
+
 func TestTokenBucketAcrossClocks(t *testing.T) {
 	b := NewTokenBucket(1, 2)
 	require.True(t, b.AllowN(2))
