@@ -244,6 +244,49 @@ func TestTokenBucketFIFO(t *testing.T) {
 	})
 }
 
+// TestAllowRefusesWhileWaitersQueue: once a WaitN queues, Allow and Take
+// refuse even what they could take, so that no newcomer overtakes it, and the
+// waiter gets its events on time.
+func TestAllowRefusesWhileWaitersQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		new    func() Taker
+		fill   func(l Taker) // leaves no room, then room for one event at 1.5s
+		n      int           // what the waiter asks for
+		served time.Duration // when it gets it
+	}{
+		{"TokenBucket", func() Taker { return NewTokenBucket(1, 2) }, func(l Taker) {
+			require.True(t, l.Take(2).Allowed)
+		}, 2, 2 * time.Second},
+		{"SlidingWindow", func() Taker { return NewSlidingWindow(2, 1200*time.Millisecond) }, func(l Taker) {
+			require.True(t, l.Take(1).Allowed) // leaves the window at 1.2s
+			time.Sleep(time.Second)
+			require.True(t, l.Take(1).Allowed) // at 1s: the waiter gets both at 2.2s
+		}, 2, 2200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := tc.new()
+				start := time.Now()
+				tc.fill(l)
+				served := make(chan time.Duration, 1)
+				go func() {
+					assert.NoError(t, l.(Limiter).WaitN(t.Context(), tc.n))
+					served <- time.Since(start)
+				}()
+				synctest.Wait()
+				time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
+				// There is room for one event now, but the waiter came first.
+				d := l.Take(1)
+				require.False(t, d.Allowed, "a newcomer overtook a waiter")
+				require.False(t, l.(Limiter).AllowN(1))
+				require.Positive(t, d.RetryAfter)
+				require.Equal(t, tc.served, <-served)
+			})
+		})
+	}
+}
+
 // TestTokenBucketSetRateWhileWaiting: waiters are served at the new rate, from
 // the tokens already there.
 func TestTokenBucketSetRateWhileWaiting(t *testing.T) {

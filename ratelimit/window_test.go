@@ -274,3 +274,17 @@ func TestHammerWindows(t *testing.T) {
 		})
 	}
 }
+
+// TestSlidingWindowStaleTime: a caller that read the clock before another
+// took the lock decides with its older time, but its events are dated no
+// earlier than the newest: dated in the past, they would leave the window too
+// soon, and let more than limit events into one window.
+func TestSlidingWindowStaleTime(t *testing.T) {
+	s := NewSlidingWindow(2, 10)
+	require.True(t, s.allowAt(1, 100))
+	require.True(t, s.allowAt(1, 91), "a caller that read the clock at 91")
+	// Both happened at 100 or later: no room until 110.
+	require.False(t, s.allowAt(1, 102))
+	require.False(t, s.allowAt(2, 109))
+	require.True(t, s.allowAt(2, 110))
+}
