@@ -269,6 +269,40 @@ func TestIdleAndLifetimeEviction(t *testing.T) {
 	})
 }
 
+// TestLifetimeJitter: resources made together do not all expire together:
+// each lives between (1-MaxLifetimeJitter) and 1 times MaxLifetime.
+func TestLifetimeJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		const n = 20
+		cfg := l.config(n)
+		cfg.MaxLifetime = 10 * time.Second
+		cfg.MaxLifetimeJitter = 0.5
+		cfg.HealthCheckPeriod = 100 * time.Millisecond // the sweep closes expired idle ones
+		p := mustNew(t, cfg)
+		rs := make([]*Resource[*conn], n)
+		for i := range rs {
+			r, err := p.Acquire(t.Context())
+			require.NoError(t, err)
+			rs[i] = r
+		}
+		for _, r := range rs {
+			r.Release()
+		}
+		time.Sleep(4900 * time.Millisecond)
+		require.Zero(t, p.Stats().ClosedLifetime, "expired before (1-jitter)·MaxLifetime")
+		time.Sleep(4900 * time.Millisecond)
+		// Twenty lifetimes spread over 5s to 10s: that none ended by 9.8s
+		// has odds of 0.04^20.
+		closed := p.Stats().ClosedLifetime
+		require.Positive(t, closed, "all expire at MaxLifetime: no jitter")
+		time.Sleep(300 * time.Millisecond)
+		require.Equal(t, int64(n), p.Stats().ClosedLifetime)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
 func TestMinIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLedger()
