@@ -72,6 +72,31 @@ func TestClassicScenario(t *testing.T) {
 	})
 }
 
+// TestSuccessBreaksTheRun: the failures that open the breaker must be
+// consecutive; a success in between starts the count again, through Execute
+// and through Allow's done alike.
+func TestSuccessBreaksTheRun(t *testing.T) {
+	b := New(Settings{FailureThreshold: 3})
+	ctx := context.Background()
+	for range 5 {
+		require.Equal(t, errBoom, b.Execute(ctx, fail))
+		require.Equal(t, errBoom, b.Execute(ctx, fail))
+		require.NoError(t, b.Execute(ctx, succeed))
+		done, err := b.Allow(ctx)
+		require.NoError(t, err)
+		done(errBoom)
+		done, err = b.Allow(ctx)
+		require.NoError(t, err)
+		done(nil)
+	}
+	require.Equal(t, Closed, b.State(), "opened on failures that were not consecutive")
+	require.Equal(t, int64(0), b.Counts().ConsecutiveFailures)
+	for range 3 {
+		require.Equal(t, errBoom, b.Execute(ctx, fail))
+	}
+	require.Equal(t, Open, b.State())
+}
+
 func TestHalfOpenFailureReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var tr transitions
