@@ -55,12 +55,13 @@ func TestKeyedEvictsIdleKeys(t *testing.T) {
 		}
 		require.LessOrEqual(t, k.Len()-2000, 5, "idle keys were not evicted")
 
-		// A key in use is never evicted for age, however many keys churn.
-		for range 10 {
+		// A key in use is never evicted for age, however many keys churn:
+		// new keys every round, so that insertions keep sampling the shards.
+		for round := range 10 {
 			require.True(t, k.Allow("active"))
 			time.Sleep(30 * time.Second) // less than the TTL, then more in all
 			for i := range 200 {
-				k.Allow(fmt.Sprint("churn-", i))
+				k.Allow(fmt.Sprint("churn-", round, "-", i))
 			}
 		}
 		require.Equal(t, 1, made["active"], "an active key was evicted")
