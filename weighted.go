@@ -159,11 +159,17 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 	case granted && v != tooLarge:
 		// The units arrived as ctx ended: give them back, waking whoever fits.
 		w.releaseLocked(n)
+	case granted:
+		// A Resize refused us as ctx ended, and settled the queue and the
+		// waiters bit as it took us out: there is nothing to give back. The
+		// bit may be clear already, and the fast paths running again.
 	case front:
 		// The head of the queue gave up. Those behind it were waiting for it,
 		// not for units: wake the ones that fit now (x/sync's golang/go#37852).
 		w.notifyLocked()
 	case w.q.Len() == 0:
+		// The last waiter left. The bit was set while we were queued, so no
+		// fast path moves the state until it is cleared.
 		w.state.Store(w.state.Load() &^ weightedWaiters)
 	}
 	w.q.Unlock()
