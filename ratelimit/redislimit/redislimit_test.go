@@ -154,6 +154,12 @@ func TestWaitN(t *testing.T) {
 		err := l2.WaitN(short, "slow", 1)
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "WaitN = %v", err)
 
+		// A deadline before the next event fails at once, without sleeping
+		// until it (which would end in DeadlineExceeded).
+		soon, cancel3 := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel3()
+		require.Equal(t, ratelimit.ErrWouldExceedDeadline, l2.WaitN(soon, "slow", 1))
+
 		done, cancel2 := context.WithCancel(ctx)
 		cancel2()
 		require.Equal(t, context.Canceled, l2.WaitN(done, "slow", 1))
