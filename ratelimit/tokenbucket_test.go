@@ -192,6 +192,31 @@ func TestTokenBucketWaitErrors(t *testing.T) {
 		require.Equal(t, ErrWouldExceedDeadline, err)
 		require.True(t, errors.Is(err, context.DeadlineExceeded))
 		require.Zero(t, time.Since(start), "slept before giving up")
+
+		// Behind another waiter too: the tokens it waits for count, and the
+		// answers come at once, without queueing.
+		head := make(chan error, 1)
+		go func() { head <- b.WaitN(t.Context(), 2) }() // served at 2s
+		synctest.Wait()
+		ctx2, cancel2 := context.WithTimeout(t.Context(), 2500*time.Millisecond)
+		defer cancel2()
+		require.Equal(t, ErrWouldExceedDeadline, b.WaitN(ctx2, 1), "1 token after the head's 2 needs 3s")
+		require.Equal(t, ErrExceedsBurst, b.WaitN(t.Context(), 4))
+		require.Zero(t, time.Since(start), "queued before giving up")
+
+		require.NoError(t, <-head)
+		require.Equal(t, 2*time.Second, time.Since(start))
+
+		// The head looks again when the rate changes: a deadline it could
+		// meet at the old rate fails at once when it no longer can.
+		ctx3, cancel3 := context.WithTimeout(t.Context(), 2500*time.Millisecond)
+		defer cancel3()
+		waiter := make(chan error, 1)
+		go func() { waiter <- b.WaitN(ctx3, 2) }() // empty: 2s at rate 1, in time
+		synctest.Wait()
+		b.SetRate(0.5) // now 4s
+		require.Equal(t, ErrWouldExceedDeadline, <-waiter)
+		require.Equal(t, 2*time.Second, time.Since(start), "slept before giving up")
 	})
 }
 
