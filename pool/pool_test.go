@@ -199,6 +199,63 @@ func TestHealthCheck(t *testing.T) {
 	})
 }
 
+// TestHealthCheckTimeout: a check that hangs is cut at HealthCheckTimeout and
+// counts against the resource, which is replaced.
+func TestHealthCheckTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(1)
+		cfg.HealthCheckTimeout = 2 * time.Second
+		var hung atomic.Bool
+		cfg.HealthCheck = func(ctx context.Context, _ *conn) error {
+			if !hung.Swap(true) {
+				<-ctx.Done() // the first check hangs
+				return ctx.Err()
+			}
+			return nil
+		}
+		p := mustNew(t, cfg)
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		first := r.Value().id
+		r.Release()
+		time.Sleep(time.Minute)
+		start := time.Now()
+		r, err = p.Acquire(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 2*time.Second, time.Since(start))
+		require.NotEqual(t, first, r.Value().id, "kept the resource whose check hung")
+		require.Equal(t, int64(1), p.Stats().ClosedHealth)
+		r.Release()
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+// TestCloseCancelsCreation: Close cancels the calls to New under way, which
+// honour their ctx, and does not return before they have.
+func TestCloseCancelsCreation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		l.block = make(chan struct{}) // New waits for this, or for its ctx
+		p := mustNew(t, l.config(1))
+		acquired := make(chan error, 1)
+		go func() {
+			_, err := p.Acquire(t.Context())
+			acquired <- err
+		}()
+		synctest.Wait()
+		require.Equal(t, 1, p.Stats().Constructing)
+		require.NoError(t, p.Close(t.Context()))
+		require.ErrorIs(t, <-acquired, ErrClosed)
+		s := p.Stats()
+		require.Zero(t, s.Constructing)
+		require.Equal(t, int64(1), s.CreateFailures)
+		require.Zero(t, l.made.Load())
+		l.check(t)
+	})
+}
+
 // TestHealthCheckCallerGivesUp: a check cut short by the caller's ctx is not
 // held against the resource.
 func TestHealthCheckCallerGivesUp(t *testing.T) {
