@@ -349,7 +349,18 @@ func TestCallbackReentry(t *testing.T) {
 func TestCallbacksInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var tr transitions
-		b := New(Settings{FailureThreshold: 2, OpenTimeout: 10 * time.Millisecond, OnStateChange: tr.record})
+		var inside atomic.Int32
+		slowRecord := func(from, to State, c Counts) {
+			// Slow, so that changes pile up behind it: they must wait,
+			// not be reported beside it.
+			if inside.Add(1) != 1 {
+				t.Error("OnStateChange called again before it returned")
+			}
+			time.Sleep(time.Millisecond)
+			tr.record(from, to, c)
+			inside.Add(-1)
+		}
+		b := New(Settings{FailureThreshold: 2, OpenTimeout: 10 * time.Millisecond, OnStateChange: slowRecord})
 		var wg sync.WaitGroup
 		for g := range 16 {
 			wg.Go(func() {
@@ -374,6 +385,27 @@ func TestCallbacksInOrder(t *testing.T) {
 			state = to
 		}
 		require.Equal(t, b.State().String(), state)
+	})
+}
+
+// TestOpenedOnAnotherClock: a breaker opened outside a synctest bubble is
+// used inside one, whose clock reads years earlier. Its open time must not
+// look decades long: the next calls find it over (within the calls that
+// refuse without reading the clock), and a trial closes it.
+func TestOpenedOnAnotherClock(t *testing.T) {
+	b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Minute})
+	require.Equal(t, errBoom, b.Execute(context.Background(), fail))
+	require.Equal(t, Open, b.State())
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		for range 2 * refusalCheck {
+			if err = b.Execute(t.Context(), succeed); err == nil {
+				break
+			}
+			require.ErrorIs(t, err, ErrOpen)
+		}
+		require.NoError(t, err, "still open after %d calls", 2*refusalCheck)
+		require.Equal(t, Closed, b.State())
 	})
 }
 
