@@ -291,6 +291,27 @@ func TestMiddlewareOptions(t *testing.T) {
 	})
 }
 
+// unknownRemaining is a KeyTaker that knows its limit but not what remains.
+type unknownRemaining struct{}
+
+func (unknownRemaining) Take(string, int) Decision {
+	return Decision{Allowed: true, Limit: 5, Remaining: -1, ResetAfter: time.Second}
+}
+
+// TestMiddlewareUnknownRemaining: a limiter that cannot say what remains gets
+// the headers it can fill, and none that would claim 0 or -1 remain.
+func TestMiddlewareUnknownRemaining(t *testing.T) {
+	h := Middleware(unknownRemaining{}, MiddlewareConfig{})(okHandler)
+	w := get(t, h, "192.0.2.1:1", nil)
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Equal(t, "5", w.Header().Get("X-RateLimit-Limit"))
+	require.Equal(t, "1", w.Header().Get("X-RateLimit-Reset"))
+	require.NotEmpty(t, w.Header().Get("RateLimit-Policy"))
+	for _, name := range []string{"X-RateLimit-Remaining", "RateLimit"} {
+		require.Empty(t, w.Header().Values(name), "%s set", name)
+	}
+}
+
 func repeat(s string, n int) string {
 	out := ""
 	for range n {
