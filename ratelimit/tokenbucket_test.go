@@ -382,15 +382,29 @@ func TestTokenBucketPromotedAsCtxEnds(t *testing.T) {
 	})
 }
 
-func TestTokenBucketAcrossClocks(t *testing.T) {
-	b := NewTokenBucket(1, 2)
-	require.True(t, b.AllowN(2))
-	synctest.Test(t, func(t *testing.T) {
-		require.True(t, b.AllowN(2), "state from the real clock left the bucket empty")
-		require.False(t, b.Allow())
-		time.Sleep(time.Second)
-		require.True(t, b.Allow())
-	})
+// TestAcrossClocks: a limiter used on the real clock, then in a synctest
+// bubble, whose clock reads years earlier: its state looks to be in the
+// future, and is forgotten rather than refusing for years.
+func TestAcrossClocks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		l      interface{ AllowN(int) bool }
+		refill time.Duration // until one more event is allowed
+	}{
+		{"TokenBucket", NewTokenBucket(1, 2), time.Second},
+		{"SlidingWindow", NewSlidingWindow(2, time.Minute), time.Minute},
+		{"SlidingWindowCounter", NewSlidingWindowCounter(2, time.Minute), 2 * time.Minute}, // its estimate weighs the window before
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.True(t, tc.l.AllowN(2))
+			synctest.Test(t, func(t *testing.T) {
+				require.True(t, tc.l.AllowN(2), "state from the real clock left it full")
+				require.False(t, tc.l.AllowN(1))
+				time.Sleep(tc.refill)
+				require.True(t, tc.l.AllowN(1))
+			})
+		})
+	}
 }
 
 func TestTokenBucketMisuse(t *testing.T) {

@@ -288,17 +288,3 @@ func TestSlidingWindowStaleTime(t *testing.T) {
 	require.False(t, s.allowAt(2, 109))
 	require.True(t, s.allowAt(2, 110))
 }
-
-// TestSlidingWindowAcrossClocks: grants recorded on the real clock, then a
-// synctest bubble's, which reads years earlier: the old grants look to be in
-// the future, and are forgotten rather than blocking the window for years.
-func TestSlidingWindowAcrossClocks(t *testing.T) {
-	s := NewSlidingWindow(2, time.Minute)
-	require.True(t, s.AllowN(2))
-	synctest.Test(t, func(t *testing.T) {
-		require.True(t, s.AllowN(2), "grants from the real clock left the window full")
-		require.False(t, s.Allow())
-		time.Sleep(time.Minute)
-		require.True(t, s.Allow())
-	})
-}
