@@ -2,13 +2,14 @@ package ctxsync_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // A grantRace is the race the rules care most about, set up to happen for
@@ -21,13 +22,14 @@ type grantRace struct {
 	grant  func()                          // hands first what it waits for
 }
 
-// runGrantRace runs the race on one processor, inside a synctest bubble: it
-// starts first, then second, lets each block, then ends first's ctx and calls
-// grant with no chance for first to run in between. It returns their errors.
+// runGrantRace runs the race on one processor (testutil.OneProcessor), inside
+// a synctest bubble: it starts first, then second, lets each block, then ends
+// first's ctx and calls grant with no chance for first to run in between. It
+// returns their errors.
 // If a grant is lost, second waits forever and the bubble reports a deadlock.
 func runGrantRace(t *testing.T, setup func(t *testing.T) grantRace) (errFirst, errSecond error) {
 	t.Helper()
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	testutil.OneProcessor(t)
 	synctest.Test(t, func(t *testing.T) {
 		r := setup(t)
 		ctx, cancel := context.WithCancel(t.Context())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -636,7 +635,7 @@ func TestHandoffRacesCancel(t *testing.T) {
 // in a synctest bubble, the waiter's ctx ends and the resource is handed to
 // it before it runs again. It must pass the resource to the Acquire behind it.
 func TestHandoffAsCtxEnds(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	testutil.OneProcessor(t)
 	synctest.Test(t, func(t *testing.T) {
 		l := newLedger()
 		p := mustNew(t, l.config(1))

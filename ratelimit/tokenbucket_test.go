@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -360,7 +359,7 @@ func TestTokenBucketSetBurstWhileWaiting(t *testing.T) {
 // and the head leaves (a smaller burst refuses it) before it runs again; it
 // must hand the role on, or the waiter behind it would wait forever.
 func TestTokenBucketPromotedAsCtxEnds(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	testutil.OneProcessor(t)
 	synctest.Test(t, func(t *testing.T) {
 		b := NewTokenBucket(1, 3)
 		require.True(t, b.AllowN(3)) // empty: every WaitN queues
