@@ -81,17 +81,9 @@ type redisDecider struct {
 }
 
 var redisDeciders = []redisDecider{
-	{"ctxsync", func(b *testing.B, c *redis.Client) func(context.Context, string) {
-		l, err := redislimit.New(redislimit.Config{Client: c, Rate: 1e6, Burst: 1e6, Timeout: time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return func(ctx context.Context, key string) {
-			if _, err := l.Allow(ctx, key); err != nil {
-				panic(err)
-			}
-		}
-	}},
+	{"ctxsync", ctxsyncDecider(0)},
+	// Each call in a round trip of its own, as without pipelining.
+	{"ctxsync-unpipelined", ctxsyncDecider(-1)},
 	{"redis_rate", func(b *testing.B, c *redis.Client) func(context.Context, string) {
 		l := redis_rate.NewLimiter(c)
 		limit := redis_rate.Limit{Rate: 1e6, Burst: 1e6, Period: time.Second}
@@ -101,6 +93,21 @@ var redisDeciders = []redisDecider{
 			}
 		}
 	}},
+}
+
+func ctxsyncDecider(maxRoundTrips int) func(*testing.B, *redis.Client) func(context.Context, string) {
+	return func(b *testing.B, c *redis.Client) func(context.Context, string) {
+		l, err := redislimit.New(redislimit.Config{Client: c, Rate: 1e6, Burst: 1e6, Timeout: time.Second,
+			MaxRoundTrips: maxRoundTrips})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(ctx context.Context, key string) {
+			if _, err := l.Allow(ctx, key); err != nil {
+				panic(err)
+			}
+		}
+	}
 }
 
 // warmUp opens the client's connections before the timer starts, by making

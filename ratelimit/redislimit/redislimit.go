@@ -3,10 +3,15 @@
 // say, whatever the number of machines making them.
 //
 // It is a token bucket, as ratelimit.TokenBucket: a GCRA in one Lua script,
-// one round trip per decision, on the Redis server's clock (TIME), so that the
-// clocks of the callers do not matter. The script is loaded once and run by
-// its SHA, and sent again if Redis has forgotten it. Each key's state expires
-// once its bucket would be full again, so idle keys cost nothing.
+// on the Redis server's clock (TIME), so that the clocks of the callers do not
+// matter. The script is loaded once and run by its SHA, and sent again if Redis
+// has forgotten it. Each key's state expires once its bucket would be full
+// again, so idle keys cost nothing.
+//
+// A decision takes one round trip. Under load, decisions share them: a
+// Limiter keeps a few round trips under way (Config.MaxRoundTrips), and the
+// calls that come meanwhile go together in one pipeline, so that the server
+// and the client spend a system call on many decisions rather than on each.
 //
 // Keys carry a hash tag ("prefix{key}"), so the limiter works on Redis Cluster;
 // it accepts any redis.UniversalClient (a single node, Sentinel, or Cluster).
@@ -81,8 +86,9 @@ type Config struct {
 	// Prefix starts every key; the default is "ratelimit:".
 	Prefix string
 
-	// Timeout bounds each round trip to Redis. 0 means 100 milliseconds. It
-	// holds whatever the client's own timeouts; a client with
+	// Timeout bounds each call's wait for Redis, the wait for a round trip
+	// (see MaxRoundTrips) included. 0 means 100 milliseconds. It holds
+	// whatever the client's own timeouts; a client with
 	// Options.ContextTimeoutEnabled gives up at it too, and costs less.
 	Timeout time.Duration
 
@@ -95,6 +101,16 @@ type Config struct {
 	// to the limit. 0 means 1.
 	LocalShare float64
 
+	// MaxRoundTrips bounds the round trips to Redis that the Limiter has
+	// under way at once. A call made while that many are under way waits,
+	// and as soon as one ends, the calls waiting go together in a pipeline:
+	// under load, one round trip carries many decisions, which spares the
+	// server and the client a system call for each. The Timeout bounds each
+	// call's wait, queue included. 0 means 4; -1 means no bound: each call
+	// makes its own round trip at once, on a connection of its own (and
+	// waits for one if the client's pool has none free).
+	MaxRoundTrips int
+
 	// OnError, if not nil, is told of every Redis failure, with the key.
 	OnError func(key string, err error)
 }
@@ -104,17 +120,19 @@ type Config struct {
 // Use New; the zero Limiter is not usable. A Limiter is safe for concurrent
 // use by multiple goroutines, and by many processes sharing one Redis.
 type Limiter struct {
-	client   redis.UniversalClient
-	burst    int
-	rate     float64
-	interval string  // microseconds per token, for the script
-	window   float64 // microseconds to refill from empty
-	prefix   string
-	timeout  time.Duration
-	policy   Policy
-	local    *ratelimit.Keyed[string, *ratelimit.TokenBucket]
-	onError  func(string, error)
-	failures atomic.Int64
+	client    redis.UniversalClient
+	burst     int
+	rate      float64
+	interval  float64 // microseconds per token
+	tolerance float64 // microseconds to refill from empty: interval × burst
+	tolArg    string  // tolerance, for the script
+	prefix    string
+	timeout   time.Duration
+	policy    Policy
+	local     *ratelimit.Keyed[string, *ratelimit.TokenBucket]
+	onError   func(string, error)
+	failures  atomic.Int64
+	batch     batcher
 
 	// ctxTimeouts reports that the client honours context deadlines
 	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
@@ -124,7 +142,7 @@ type Limiter struct {
 
 // New returns a Limiter. It returns an error for a bad Config: a nil Client, a
 // Rate not above 0, a Burst below 1, a negative Timeout, a LocalShare outside
-// 0 to 1, or an unknown Policy.
+// 0 to 1, an unknown Policy, or a MaxRoundTrips below -1.
 func New(cfg Config) (*Limiter, error) {
 	bad := func(format string, args ...any) (*Limiter, error) {
 		return nil, fmt.Errorf("redislimit: bad Config: "+format, args...)
@@ -142,6 +160,8 @@ func New(cfg Config) (*Limiter, error) {
 		return bad("LocalShare is %v; it must be between 0 and 1", cfg.LocalShare)
 	case cfg.Policy < FailOpen || cfg.Policy > FailLocal:
 		return bad("unknown Policy %d", cfg.Policy)
+	case cfg.MaxRoundTrips < -1:
+		return bad("MaxRoundTrips is %d; it must be at least 1, or 0 or -1", cfg.MaxRoundTrips)
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "ratelimit:"
@@ -152,19 +172,27 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.LocalShare == 0 {
 		cfg.LocalShare = 1
 	}
-	intervalUs := 1e6 / cfg.Rate
+	if cfg.MaxRoundTrips == 0 {
+		cfg.MaxRoundTrips = 4
+	}
+	interval := 1e6 / cfg.Rate
+	tolerance := interval * float64(cfg.Burst)
 	l := &Limiter{
-		client:   cfg.Client,
-		burst:    cfg.Burst,
-		rate:     cfg.Rate,
-		interval: strconv.FormatFloat(intervalUs, 'f', -1, 64),
-		window:   intervalUs * float64(cfg.Burst),
-		prefix:   cfg.Prefix,
-		timeout:  cfg.Timeout,
-		policy:   cfg.Policy,
-		onError:  cfg.OnError,
+		client:    cfg.Client,
+		burst:     cfg.Burst,
+		rate:      cfg.Rate,
+		interval:  interval,
+		tolerance: tolerance,
+		tolArg:    strconv.FormatFloat(tolerance, 'f', -1, 64),
+		prefix:    cfg.Prefix,
+		timeout:   cfg.Timeout,
+		policy:    cfg.Policy,
+		onError:   cfg.OnError,
 
 		ctxTimeouts: honoursDeadlines(cfg.Client),
+	}
+	if cfg.MaxRoundTrips > 0 {
+		l.batch.max = cfg.MaxRoundTrips
 	}
 	if cfg.Policy == FailLocal {
 		rate, burst := cfg.Rate*cfg.LocalShare, max(1, int(float64(cfg.Burst)*cfg.LocalShare))
@@ -178,32 +206,26 @@ func New(cfg Config) (*Limiter, error) {
 // gcra is the script: a token bucket kept as the theoretical arrival time of
 // the next event, in microseconds of the server's clock.
 //
-// KEYS[1] holds the time; ARGV are the burst, the microseconds per token, and
-// the number of events n. It returns {allowed, remaining, retry after (µs),
-// reset after (µs)}. It sets the key only when it allows, with a time to live
-// of the reset: once the bucket would be full, the key is not needed.
+// KEYS[1] holds the time; ARGV are the tolerance (the burst's worth of
+// microseconds) and the increment (n events' worth, a whole number). The
+// script returns one integer, the least it can send: the debt after the grant
+// (at least 1) if it allows, or minus one minus the debt if it refuses, and
+// the caller works out the rest of the decision. It sets the key only when it
+// allows, with a time to live of the debt: once the bucket is full again, the
+// key is not needed.
+//
+// Every number is a whole number of microseconds below 2^53, exact in Lua's
+// doubles; string.format writes the time without an exponent.
 var gcra = redis.NewScript(`
 if redis.replicate_commands then redis.replicate_commands() end
-local burst = tonumber(ARGV[1])
-local interval = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
 local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local tolerance = interval * burst
+local now = t[1] * 1000000 + t[2]
 local tat = tonumber(redis.call("GET", KEYS[1]))
 if not tat or tat < now then tat = now end
-local new_tat = tat + math.ceil(interval * n)
-local debt = tat - now
-local allowed = 0
-local retry = 0
-if new_tat - now <= tolerance then
-	allowed = 1
-	debt = new_tat - now
-	redis.call("SET", KEYS[1], string.format("%.0f", new_tat), "PX", math.max(1, math.ceil(debt / 1000)))
-else
-	retry = new_tat - tolerance - now
-end
-return {allowed, math.floor((tolerance - debt) / interval), retry, debt}
+local new_tat = tat + ARGV[2]
+if new_tat - now > tonumber(ARGV[1]) then return now - tat - 1 end
+redis.call("SET", KEYS[1], string.format("%.0f", new_tat), "PX", math.ceil((new_tat - now) / 1000))
+return new_tat - now
 `)
 
 // Key returns the Redis key of key.
@@ -235,43 +257,57 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Deci
 	if n > l.burst {
 		return l.decision(false, 0, -1, 0), nil
 	}
-	res, err := l.run(ctx, key, n)
-	if err == nil && len(res) != 4 {
-		err = fmt.Errorf("unexpected script result %v", res)
-	}
+	v, err := l.run(ctx, key, n)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ratelimit.Decision{}, ctx.Err()
 		}
 		return l.fail(key, n, err)
 	}
-	return l.decision(res[0] == 1, res[1], res[2], res[3]), nil
+	return l.decode(v, n), nil
 }
 
-// run runs the script for key and n, for at most the Timeout.
-func (l *Limiter) run(ctx context.Context, key string, n int) ([]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
+// increment is what n events add to the time the script keeps.
+func (l *Limiter) increment(n int) int64 { return int64(math.Ceil(l.interval * float64(n))) }
+
+// decode makes a Decision of what the script returned for n events.
+func (l *Limiter) decode(v int64, n int) ratelimit.Decision {
+	if v >= 0 {
+		return l.decision(true, l.remaining(v), 0, v)
+	}
+	debt := -v - 1
+	retry := int64(float64(debt+l.increment(n)) - l.tolerance)
+	return l.decision(false, l.remaining(debt), retry, debt)
+}
+
+// remaining is the number of events the bucket holds with debt microseconds
+// owed.
+func (l *Limiter) remaining(debt int64) int64 {
+	return int64(math.Floor((l.tolerance - float64(debt)) / l.interval))
+}
+
+// runOne runs the script for key and n, until ctx ends.
+func (l *Limiter) runOne(ctx context.Context, key string, n int) (int64, error) {
 	if l.ctxTimeouts {
-		return gcra.Run(ctx, l.client, []string{l.Key(key)}, l.burst, l.interval, n).Int64Slice()
+		return gcra.Run(ctx, l.client, []string{l.Key(key)}, l.tolArg, l.increment(n)).Int64()
 	}
 	// The client would wait for its own read timeout (3 seconds by default)
 	// on a server that has stopped answering: wait for it in a goroutine, and
 	// stop waiting at our timeout. The goroutine ends with the client's.
 	type result struct {
-		res []int64
+		res int64
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := gcra.Run(ctx, l.client, []string{l.Key(key)}, l.burst, l.interval, n).Int64Slice()
+		res, err := gcra.Run(ctx, l.client, []string{l.Key(key)}, l.tolArg, l.increment(n)).Int64()
 		done <- result{res, err}
 	}()
 	select {
 	case r := <-done:
 		return r.res, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
@@ -291,7 +327,7 @@ func (l *Limiter) decision(allowed bool, remaining, retryUs, resetUs int64) rate
 	d := ratelimit.Decision{
 		Allowed:    allowed,
 		Limit:      l.burst,
-		Window:     time.Duration(l.window * 1e3),
+		Window:     time.Duration(l.tolerance * 1e3),
 		Remaining:  int(max(0, remaining)),
 		RetryAfter: time.Duration(retryUs) * time.Microsecond,
 		ResetAfter: time.Duration(resetUs) * time.Microsecond,

@@ -270,6 +270,7 @@ func TestBadInput(t *testing.T) {
 		{Client: c, Rate: 1, Burst: 1, Timeout: -1},
 		{Client: c, Rate: 1, Burst: 1, LocalShare: 2},
 		{Client: c, Rate: 1, Burst: 1, Policy: 9},
+		{Client: c, Rate: 1, Burst: 1, MaxRoundTrips: -2},
 	} {
 		l, err := New(cfg)
 		require.Nil(t, l)
@@ -302,8 +303,11 @@ func TestSharedLimit(t *testing.T) {
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range instances {
-		l := newLimiter(t, Config{Client: b.client(t), Rate: rate, Burst: burst, Prefix: prefix, Timeout: time.Second})
+	for i := range instances {
+		// Half the instances pipeline their calls, half send each alone.
+		roundTrips := []int{0, -1}[i%2]
+		l := newLimiter(t, Config{Client: b.client(t), Rate: rate, Burst: burst, Prefix: prefix,
+			Timeout: time.Second, MaxRoundTrips: roundTrips})
 		for range perInstance {
 			wg.Go(func() {
 				for time.Since(start) < duration {
