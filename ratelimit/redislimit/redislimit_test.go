@@ -353,11 +353,34 @@ func TestRedisGoesAndComes(t *testing.T) {
 		require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
 		require.False(t, d.Allowed, "FailClosed allowed")
 	}
+	// Many at once, so that calls queue and go in pipelines.
+	together := func(check func(d ratelimit.Decision, err error, took time.Duration)) {
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for range 3 {
+					start := time.Now()
+					d, err := l.Allow(ctx, "k")
+					check(d, err, time.Since(start))
+				}
+			})
+		}
+		wg.Wait()
+	}
+	together(func(d ratelimit.Decision, err error, took time.Duration) {
+		assert.Less(t, took, time.Second, "a call hung while Redis was down")
+		assert.ErrorIs(t, err, ErrUnavailable)
+		assert.False(t, d.Allowed, "FailClosed allowed")
+	})
 
 	startRedis(t, port) // back, on the same address
 	require.Eventually(t, func() bool {
 		d, err := l.Allow(ctx, "k")
 		return err == nil && d.Allowed
 	}, 10*time.Second, 20*time.Millisecond, "decisions did not resume")
-	assert.GreaterOrEqual(t, l.Failures(), int64(5))
+	assert.GreaterOrEqual(t, l.Failures(), int64(5+16*3))
+	together(func(d ratelimit.Decision, err error, _ time.Duration) {
+		assert.NoError(t, err)
+		assert.True(t, d.Allowed)
+	})
 }
