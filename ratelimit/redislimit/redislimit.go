@@ -109,6 +109,10 @@ type Config struct {
 	// call's wait, queue included. 0 means 4; -1 means no bound: each call
 	// makes its own round trip at once, on a connection of its own (and
 	// waits for one if the client's pool has none free).
+	//
+	// A pipeline serves many calls, so it carries none of their contexts:
+	// client hooks see it without their values (a tracing span, say). Set
+	// -1 if every command must carry its caller's context.
 	MaxRoundTrips int
 
 	// OnError, if not nil, is told of every Redis failure, with the key.
