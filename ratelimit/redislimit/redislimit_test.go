@@ -57,6 +57,15 @@ func TestBurstThenRefuse(t *testing.T) {
 		d, _ = l.AllowN(ctx, "user", 4)
 		require.False(t, d.Allowed)
 		require.Equal(t, time.Duration(-1), d.RetryAfter, "more than the burst, ever")
+
+		// A refusal tells what is left, and how long until there is enough.
+		_, _ = l.Allow(ctx, "partial")
+		d, err = l.AllowN(ctx, "partial", 3)
+		require.NoError(t, err)
+		require.False(t, d.Allowed)
+		require.Equal(t, 2, d.Remaining)
+		require.InDelta(t, float64(100*time.Millisecond), float64(d.RetryAfter), float64(20*time.Millisecond))
+		require.InDelta(t, float64(100*time.Millisecond), float64(d.ResetAfter), float64(20*time.Millisecond))
 	})
 }
 
