@@ -3,6 +3,7 @@ package ctxsync
 import (
 	"context"
 	"iter"
+	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -15,7 +16,8 @@ import (
 // A Queue has a capacity: Put waits while the queue holds that many items
 // (backpressure), and TryPut fails. A capacity of 0 means unbounded. Get waits
 // while the queue is empty. Producers and consumers that wait are served first
-// in, first out. Memory follows the number of items held: it grows with a
+// in, first out. Producers and consumers take locks of their own, so that a Put
+// and a Get run at the same time, as on a channel. Memory follows the number of items held: it grows with a
 // burst and is given back as the queue drains.
 //
 // Close stops new items: Put then fails with ErrClosed, while Get drains the
@@ -28,11 +30,41 @@ import (
 // Get that returns its item, and a TaskDone is synchronized before the return
 // of any Join that it unblocks.
 type Queue[T any] struct {
-	_    nocopy.NoCopy
-	ring ring[T] // the store: queueCore.items points here, beside the lock
-	queueCore[T]
+	_ nocopy.NoCopy
 
-	// guarded by mu
+	// Producers and consumers have a lock each, so that a Put and a Get run
+	// at once, as they do on a channel. Items pass through the ring, whose
+	// count both sides read and write atomically; the ring's slots between
+	// its head and its tail belong to the side that holds their index.
+	//
+	// A Get that finds the ring empty waits among the getters, and a Put
+	// that finds it full among the putters. The side that makes the count
+	// leave 0 serves the getters (settle) if it sees any, and the side that
+	// makes it leave capacity serves the putters. A newcomer queues behind
+	// waiters of its kind even when the count would let it through: a serve
+	// is on its way. A waiter publishes itself (nGetters, nPutters) before it
+	// looks at the count once more, and the other side changes the count
+	// before it looks for waiters, so one of the two always sees the other.
+	//
+	// Lock order: putMu before takeMu. The ring's buffer is replaced only
+	// with both held.
+
+	capacity int64 // 0: unbounded; never changes
+	closed   bool  // written with both locks held
+	ring     ring[T]
+
+	putMu    waitq.Mutex              // guards putters, ring.tail
+	putters  waitq.List[putResult[T]] // waiting for room; their value is their item
+	nPutters atomic.Int32             // putters.Len(), for the other side
+	accepted atomic.Uint64            // items ever accepted; written with putMu held
+	_        [64]byte                 // each side on cache lines of its own
+
+	takeMu   waitq.Mutex              // guards getters, ring.head
+	getters  waitq.List[getResult[T]] // waiting for an item
+	nGetters atomic.Int32             // getters.Len(), for the other side
+	_        [64]byte
+
+	joinMu  waitq.Mutex          // guards done, joiners
 	done    uint64               // TaskDone calls
 	joiners waitq.List[struct{}] // Join calls waiting for done == accepted
 }
@@ -42,9 +74,10 @@ type Queue[T any] struct {
 //
 // NewQueue panics if capacity is negative.
 func NewQueue[T any](capacity int) *Queue[T] {
-	q := new(Queue[T])
-	q.queueCore = newQueueCore[T](capacity, &q.ring, "NewQueue")
-	return q
+	if capacity < 0 {
+		panic("ctxsync: NewQueue with negative capacity")
+	}
+	return &Queue[T]{capacity: int64(capacity)}
 }
 
 // Put adds v at the back of the queue, waiting while the queue is full, after
@@ -55,11 +88,57 @@ func NewQueue[T any](capacity int) *Queue[T] {
 // done fails even when there is room. If room comes at the same moment that ctx
 // ends, the item may be taken; Put then returns nil, never losing or
 // duplicating it.
-func (q *Queue[T]) Put(ctx context.Context, v T) error { return q.put(ctx, v) }
+func (q *Queue[T]) Put(ctx context.Context, v T) error {
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	q.putMu.Lock()
+	if q.closed {
+		q.putMu.Unlock()
+		return ErrClosed
+	}
+	if q.putters.Len() == 0 && !q.full() {
+		c := q.pushLocked(v)
+		q.putMu.Unlock()
+		q.settle(q.fills(c), false)
+		return nil
+	}
+	w := q.putters.Push(putResult[T]{it: v})
+	q.nPutters.Add(1)
+	filled := q.servePuttersLocked() // room came as we queued: a Get may have missed us
+	q.putMu.Unlock()
+	q.settle(filled, false)
+
+	if r, ok := q.putters.Wait(ctx, w); ok {
+		return r.err
+	}
+	q.putMu.Lock()
+	r, granted, _ := q.putters.Cancel(w)
+	if !granted {
+		q.nPutters.Add(-1)
+	}
+	q.putMu.Unlock()
+	if granted {
+		// The item was accepted (or the queue closed) as ctx ended. An
+		// accepted item may already be in a consumer's hands: keep the put.
+		return r.err
+	}
+	return ctx.Err()
+}
 
 // TryPut adds v if there is room and no producer is waiting, and reports
 // whether it did. It never waits. It fails on a closed queue.
-func (q *Queue[T]) TryPut(v T) bool { return q.tryPut(v) }
+func (q *Queue[T]) TryPut(v T) bool {
+	q.putMu.Lock()
+	if q.closed || q.putters.Len() > 0 || q.full() {
+		q.putMu.Unlock()
+		return false
+	}
+	c := q.pushLocked(v)
+	q.putMu.Unlock()
+	q.settle(q.fills(c), false)
+	return true
+}
 
 // Get removes and returns the item at the front of the queue, waiting while
 // the queue is empty, after the consumers already waiting, until an item comes
@@ -69,34 +148,191 @@ func (q *Queue[T]) TryPut(v T) bool { return q.tryPut(v) }
 // empty. A ctx that is already done fails even when items wait. An item that
 // reaches a consumer as its ctx ends is not lost: it goes to the next
 // consumer, or back to the front of the queue.
-func (q *Queue[T]) Get(ctx context.Context) (T, error) { return q.get(ctx) }
+func (q *Queue[T]) Get(ctx context.Context) (T, error) {
+	var zero T
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return zero, err
+	}
+	q.takeMu.Lock()
+	if q.getters.Len() == 0 && q.ring.len() > 0 {
+		v, c := q.popLocked()
+		q.takeMu.Unlock()
+		q.settle(false, q.makesRoom(c))
+		return v, nil
+	}
+	if q.closed && q.ring.len() == 0 {
+		q.takeMu.Unlock()
+		return zero, ErrClosed
+	}
+	w := q.getters.Push(getResult[T]{})
+	q.nGetters.Add(1)
+	madeRoom := q.serveGettersLocked() // an item came as we queued: a Put may have missed us
+	q.takeMu.Unlock()
+	q.settle(false, madeRoom)
+
+	if r, ok := q.getters.Wait(ctx, w); ok {
+		return r.it, r.err
+	}
+	// Both locks: handing the item back may grow the ring.
+	q.putMu.Lock()
+	q.takeMu.Lock()
+	r, granted, _ := q.getters.Cancel(w)
+	if !granted {
+		q.nGetters.Add(-1)
+	} else if r.err == nil {
+		// An item reached us as ctx ended. Hand it to the next consumer,
+		// or put it back where it was, at the front: it must not be lost,
+		// nor overtaken by items that came after it.
+		if next := q.getters.Front(); next != nil {
+			q.getters.Grant(&q.takeMu, next, r)
+			q.nGetters.Add(-1)
+		} else {
+			q.ring.unpop(r.it)
+		}
+	}
+	q.takeMu.Unlock()
+	q.putMu.Unlock()
+	return zero, ctx.Err()
+}
 
 // TryGet removes and returns the item at the front of the queue if there is
 // one. It never waits.
-func (q *Queue[T]) TryGet() (T, bool) { return q.tryGet() }
+func (q *Queue[T]) TryGet() (T, bool) {
+	q.takeMu.Lock()
+	if q.getters.Len() > 0 || q.ring.len() == 0 {
+		q.takeMu.Unlock()
+		var zero T
+		return zero, false
+	}
+	v, c := q.popLocked()
+	q.takeMu.Unlock()
+	q.settle(false, q.makesRoom(c))
+	return v, true
+}
 
 // Len returns the number of items in the queue at the moment of the call.
-func (q *Queue[T]) Len() int { return q.len() }
+func (q *Queue[T]) Len() int { return int(q.ring.len()) }
 
 // Close closes the queue: Put and TryPut fail from now on, producers waiting
 // are released with ErrClosed, and Get returns the items left, then ErrClosed.
 // Closing a closed queue does nothing.
-func (q *Queue[T]) Close() { q.close() }
+func (q *Queue[T]) Close() {
+	q.putMu.Lock()
+	q.takeMu.Lock()
+	if !q.closed {
+		q.closed = true
+		for w := q.putters.Front(); w != nil; w = q.putters.Front() {
+			q.putters.Grant(&q.putMu, w, putResult[T]{err: ErrClosed})
+			q.nPutters.Add(-1)
+		}
+		// Consumers waiting get the items on their way to them, if any, and
+		// then there is nothing left for them.
+		q.serveGettersLocked()
+		for w := q.getters.Front(); w != nil; w = q.getters.Front() {
+			q.getters.Grant(&q.takeMu, w, getResult[T]{err: ErrClosed})
+			q.nGetters.Add(-1)
+		}
+	}
+	q.takeMu.Unlock()
+	q.putMu.Unlock()
+}
+
+// fills reports whether a push that left c items put the first item in an
+// empty ring while getters wait: they need serving.
+func (q *Queue[T]) fills(c int64) bool { return c == 1 && q.nGetters.Load() > 0 }
+
+// makesRoom reports whether a pop that left c items made room in a full ring
+// while putters wait: they need serving.
+func (q *Queue[T]) makesRoom(c int64) bool { return c == q.capacity-1 && q.nPutters.Load() > 0 }
+
+// full reports whether a new item must wait.
+func (q *Queue[T]) full() bool { return q.capacity > 0 && q.ring.len() >= q.capacity }
+
+// pushLocked adds v at the back of the ring and returns the new count.
+// q.putMu must be held.
+func (q *Queue[T]) pushLocked(v T) int64 {
+	if q.ring.full() {
+		q.takeMu.Lock()
+		q.ring.grow()
+		q.takeMu.Unlock()
+	}
+	q.accepted.Add(1)
+	return q.ring.push(v)
+}
+
+// popLocked removes the item at the front of the ring, which is not empty,
+// and returns it with the new count. q.takeMu must be held.
+func (q *Queue[T]) popLocked() (T, int64) {
+	v, c := q.ring.pop()
+	if q.ring.shrinkable(c) && q.putMu.TryLock() {
+		// Both locks, in the wrong order: TryLock cannot deadlock.
+		q.ring.shrink()
+		q.putMu.Unlock()
+	}
+	return v, c
+}
+
+// settle serves the getters if an item came into an empty ring, and the
+// putters if room came in a full one, and so on while a serve calls for the
+// other: with capacity 1, letting a putter in fills an empty ring. No lock
+// may be held.
+func (q *Queue[T]) settle(getters, putters bool) {
+	for getters || putters {
+		if getters {
+			getters = false
+			q.takeMu.Lock()
+			putters = q.serveGettersLocked() || putters
+			q.takeMu.Unlock()
+		}
+		if putters {
+			putters = false
+			q.putMu.Lock()
+			getters = q.servePuttersLocked() || getters
+			q.putMu.Unlock()
+		}
+	}
+}
+
+// serveGettersLocked hands items to the waiting getters, oldest first, while
+// there are items, and reports whether that made room in a full ring.
+// q.takeMu must be held.
+func (q *Queue[T]) serveGettersLocked() (madeRoom bool) {
+	for w := q.getters.Front(); w != nil && q.ring.len() > 0; w = q.getters.Front() {
+		v, c := q.popLocked()
+		madeRoom = madeRoom || q.makesRoom(c)
+		q.getters.Grant(&q.takeMu, w, getResult[T]{it: v})
+		q.nGetters.Add(-1)
+	}
+	return madeRoom
+}
+
+// servePuttersLocked lets the waiting putters in, oldest first, while there is
+// room, and reports whether that put an item in an empty ring. q.putMu must
+// be held.
+func (q *Queue[T]) servePuttersLocked() (filled bool) {
+	for w := q.putters.Front(); w != nil && !q.full(); w = q.putters.Front() {
+		filled = q.fills(q.pushLocked(w.Val.it)) || filled
+		q.putters.Grant(&q.putMu, w, putResult[T]{})
+		q.nPutters.Add(-1)
+	}
+	return filled
+}
 
 // TaskDone tells the queue that an item taken with Get has been processed.
 // When every item ever put is done, Join returns.
 //
 // TaskDone panics if called more times than items were put.
 func (q *Queue[T]) TaskDone() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.done == q.accepted {
+	q.joinMu.Lock()
+	defer q.joinMu.Unlock()
+	accepted := q.accepted.Load()
+	if q.done == accepted {
 		panic("ctxsync: Queue.TaskDone called more times than items were put")
 	}
 	q.done++
-	if q.done == q.accepted {
+	if q.done == accepted {
 		for w := q.joiners.Front(); w != nil; w = q.joiners.Front() {
-			q.joiners.Grant(&q.mu, w, struct{}{})
+			q.joiners.Grant(&q.joinMu, w, struct{}{})
 		}
 	}
 }
@@ -110,19 +346,19 @@ func (q *Queue[T]) Join(ctx context.Context) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
-	q.mu.Lock()
-	if q.done == q.accepted {
-		q.mu.Unlock()
+	q.joinMu.Lock()
+	if q.done == q.accepted.Load() {
+		q.joinMu.Unlock()
 		return nil
 	}
 	w := q.joiners.Push(struct{}{})
-	q.mu.Unlock()
+	q.joinMu.Unlock()
 	if _, ok := q.joiners.Wait(ctx, w); ok {
 		return nil
 	}
-	q.mu.Lock()
+	q.joinMu.Lock()
 	_, granted, _ := q.joiners.Cancel(w)
-	q.mu.Unlock()
+	q.joinMu.Unlock()
 	if granted {
 		return nil // everything finished as ctx ended
 	}
@@ -156,49 +392,72 @@ func (q *Queue[T]) All(ctx context.Context) iter.Seq[T] {
 // or a power of two, so that a mask wraps an index around. It shrinks by half
 // when a pop leaves it a quarter full, down to storeMinShrink, so that a
 // burst does not pin its memory for the life of the queue.
+// ring is the Queue's store: a FIFO ring buffer whose length is a power of two
+// (or 0). Producers own tail and consumers head, each under its own lock; n,
+// the count, is how they tell each other: a slot is written before n counts
+// it, and emptied before n lets it go.
 type ring[T any] struct {
-	buf        []T
-	head, size int
+	buf  []T
+	_    [64]byte // the indexes and the count on cache lines of their own
+	head int      // the front item's slot; consumers' side
+	_    [64]byte
+	tail int // the next item's slot; producers' side
+	_    [64]byte
+	n    atomic.Int64
+	_    [64]byte
 }
 
-func (r *ring[T]) len() int { return r.size }
+func (r *ring[T]) len() int64 { return r.n.Load() }
 
-func (r *ring[T]) push(v T) {
-	if r.size == len(r.buf) {
+// full reports whether a push must grow the ring first.
+func (r *ring[T]) full() bool { return r.n.Load() == int64(len(r.buf)) }
+
+// push adds v at the back and returns the new count. The ring must not be
+// full, unless the caller holds both sides.
+func (r *ring[T]) push(v T) int64 {
+	if r.full() {
 		r.grow()
 	}
-	r.buf[(r.head+r.size)&(len(r.buf)-1)] = v
-	r.size++
+	r.buf[r.tail] = v
+	r.tail = (r.tail + 1) & (len(r.buf) - 1)
+	return r.n.Add(1)
 }
 
-func (r *ring[T]) unpop(v T) {
-	if r.size == len(r.buf) {
-		r.grow()
-	}
-	r.head = (r.head - 1) & (len(r.buf) - 1)
-	r.buf[r.head] = v
-	r.size++
-}
-
-func (r *ring[T]) pop() T {
+// pop removes the front item, and returns it with the new count. The ring
+// must not be empty.
+func (r *ring[T]) pop() (T, int64) {
 	var zero T
 	v := r.buf[r.head]
 	r.buf[r.head] = zero // drop the reference for the garbage collector
 	r.head = (r.head + 1) & (len(r.buf) - 1)
-	r.size--
-	if len(r.buf) > storeMinShrink && r.size <= len(r.buf)/4 {
-		r.resize(len(r.buf) / 2)
-	}
-	return v
+	return v, r.n.Add(-1)
 }
 
-func (r *ring[T]) grow() { r.resize(max(8, 2*len(r.buf))) }
+// unpop puts v back at the front. The caller holds both sides.
+func (r *ring[T]) unpop(v T) {
+	if r.full() {
+		r.grow()
+	}
+	r.head = (r.head - 1) & (len(r.buf) - 1)
+	r.buf[r.head] = v
+	r.n.Add(1)
+}
 
-// resize moves the items to a new buffer of length n, a power of two.
-func (r *ring[T]) resize(n int) {
-	buf := make([]T, n)
-	for i := range r.size {
+// shrinkable reports whether the ring, holding n items, is a quarter full or
+// less, and larger than storeMinShrink: then shrink halves it.
+func (r *ring[T]) shrinkable(n int64) bool {
+	return len(r.buf) > storeMinShrink && n <= int64(len(r.buf)/4)
+}
+
+// grow and shrink resize the ring. The caller holds both sides.
+func (r *ring[T]) grow()   { r.resize(max(8, 2*len(r.buf))) }
+func (r *ring[T]) shrink() { r.resize(len(r.buf) / 2) }
+
+func (r *ring[T]) resize(size int) {
+	n := int(r.n.Load())
+	buf := make([]T, size)
+	for i := range n {
 		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
 	}
-	r.buf, r.head = buf, 0
+	r.buf, r.head, r.tail = buf, 0, n&(size-1)
 }

@@ -15,7 +15,7 @@ func TestRingWraps(t *testing.T) {
 	next := 0
 	check := func() {
 		t.Helper()
-		require.Equal(t, len(model), r.len())
+		require.EqualValues(t, len(model), r.len())
 		require.Zero(t, len(r.buf)&(len(r.buf)-1), "length %d is not a power of two", len(r.buf))
 	}
 	for round := range 200 {
@@ -26,12 +26,12 @@ func TestRingWraps(t *testing.T) {
 			next++
 		case 4, 5:
 			if len(model) > 0 {
-				require.Equal(t, model[0], r.pop())
+				require.Equal(t, model[0], popped(&r))
 				model = model[1:]
 			}
 		case 6: // take one and hand it back: it keeps its place
 			if len(model) > 0 {
-				v := r.pop()
+				v, _ := r.pop()
 				r.unpop(v)
 			} else {
 				r.unpop(-1)
@@ -41,23 +41,35 @@ func TestRingWraps(t *testing.T) {
 		check()
 	}
 	for len(model) > 0 {
-		require.Equal(t, model[0], r.pop())
+		require.Equal(t, model[0], popped(&r))
 		model = model[1:]
 	}
 	check()
 	r.unpop(42) // into an empty ring, head anywhere
-	require.Equal(t, 42, r.pop())
+	require.Equal(t, 42, popped(&r))
 
 	// An unpop into a full ring grows it, and the item still comes out first.
-	for r.len() < len(r.buf) {
-		r.push(r.len())
+	for !r.full() {
+		r.push(int(r.len()))
 	}
-	full := r.len()
+	full := int(r.len())
 	r.unpop(-1)
-	require.Equal(t, -1, r.pop())
+	require.Equal(t, -1, popped(&r))
 	for i := range full {
-		require.Equal(t, i, r.pop())
+		require.Equal(t, i, popped(&r))
 	}
+}
+
+// popped pops r, as a Queue would, shrinking it when it may.
+func popped(r *ring[int]) int {
+	v, n := r.pop()
+	if n != r.len() {
+		panic("pop returned the wrong count")
+	}
+	if r.shrinkable(n) {
+		r.shrink()
+	}
+	return v
 }
 
 // TestStoresShrink: after a burst, the ring and the heap give their memory
@@ -66,7 +78,7 @@ func TestStoresShrink(t *testing.T) {
 	var r ring[int]
 	var model []int
 	r.push(-1)
-	r.pop() // the head is off zero when the burst comes
+	popped(&r) // the head is off zero when the burst comes
 	for i := range 10_000 {
 		r.push(i)
 		model = append(model, i)
@@ -78,14 +90,14 @@ func TestStoresShrink(t *testing.T) {
 			r.push(-step)
 			model = append(model, -step)
 		case 7: // and an unpop
-			r.unpop(r.pop())
+			r.unpop(popped(&r))
 		default:
-			require.Equal(t, model[0], r.pop())
+			require.Equal(t, model[0], popped(&r))
 			model = model[1:]
 		}
-		require.Equal(t, len(model), r.len())
+		require.EqualValues(t, len(model), r.len())
 		if len(r.buf) > storeMinShrink {
-			require.Greater(t, r.len(), len(r.buf)/4-1, "a quarter full and not shrunk")
+			require.Greater(t, int(r.len()), len(r.buf)/4-1, "a quarter full and not shrunk")
 		}
 	}
 	require.Equal(t, storeMinShrink, len(r.buf), "from %d", peak)

@@ -498,13 +498,49 @@ func TestPriorityQueueHandBackKeepsPlace(t *testing.T) {
 	}
 }
 
+// TestQueueNoLostWakeups: producers and consumers that never give up pass
+// every item, at capacities where the queue is often full, empty, or both at
+// once (capacity 1). A wake-up lost between the two sides leaves them all
+// blocked, which the synctest bubble reports as a deadlock.
+func TestQueueNoLostWakeups(t *testing.T) {
+	forEachQueue(t, func(t *testing.T, newQ func(int) intQueue) {
+		for _, capacity := range []int{0, 1, 2, 64} {
+			synctest.Test(t, func(t *testing.T) {
+				q := newQ(capacity)
+				const sides = 4
+				per := testutil.HammerRounds(2000)
+				ctx := context.Background()
+				var sum atomic.Int64
+				var wg sync.WaitGroup
+				for range sides {
+					wg.Go(func() {
+						for i := range per {
+							assert.NoError(t, q.Put(ctx, i))
+						}
+					})
+					wg.Go(func() {
+						for range per {
+							v, err := q.Get(ctx)
+							assert.NoError(t, err)
+							sum.Add(int64(v))
+						}
+					})
+				}
+				wg.Wait()
+				require.EqualValues(t, sides*per*(per-1)/2, sum.Load(), "capacity %d", capacity)
+				require.Zero(t, q.Len())
+			})
+		}
+	})
+}
+
 // TestHammerQueue follows every item: each one a Put or TryPut accepted
 // comes out exactly once, through a Get, a TryGet or the final drain, and no
 // other. Unbounded and bounded, and closed midway while goroutines still put
 // and get, after which Puts fail and the Gets drain what is left.
 func TestHammerQueue(t *testing.T) {
 	forEachQueue(t, func(t *testing.T, newQ func(int) intQueue) {
-		for _, capacity := range []int{0, 3} {
+		for _, capacity := range []int{0, 1, 3} {
 			for _, closeMidway := range []bool{false, true} {
 				q := newQ(capacity)
 				var mu sync.Mutex

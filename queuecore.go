@@ -11,11 +11,11 @@ import (
 // Get once they are closed and drained.
 var ErrClosed = errors.New("ctxsync: queue closed")
 
-// store holds the items of a queue: a FIFO ring for Queue, a heap for
-// PriorityQueue. Both shrink when a pop leaves them a quarter full, but not
-// below storeMinShrink items.
+// A queue's store (PriorityQueue's heap, Queue's ring) shrinks when a pop
+// leaves it a quarter full, but not below storeMinShrink items.
 const storeMinShrink = 64
 
+// store holds the items of a queueCore.
 type store[I any] interface {
 	len() int
 	push(it I)  // a new item, in its order
@@ -23,8 +23,9 @@ type store[I any] interface {
 	pop() I     // the next item; len() > 0
 }
 
-// queueCore is what Queue and PriorityQueue share: a store, a capacity, and
-// getters and putters that wait in FIFO order for items and for room.
+// queueCore is PriorityQueue's engine: a store, a capacity, and getters and
+// putters that wait in FIFO order for items and for room, all under one lock.
+// (Queue, whose order needs no heap, gives each side a lock of its own.)
 //
 // Getters wait only while the store is empty, and putters only while it is
 // full, so the two never wait at once, with one exception: an item handed back

@@ -43,6 +43,9 @@ type Mutex struct {
 // Lock locks m, and with it the state of the primitive that owns it.
 func (m *Mutex) Lock() { m.mu.Lock() }
 
+// TryLock locks m if it is unlocked, and reports whether it did.
+func (m *Mutex) TryLock() bool { return m.mu.TryLock() }
+
 // Unlock unlocks m, then wakes the waiters granted while it was locked, oldest
 // grant first.
 func (m *Mutex) Unlock() {
