@@ -17,8 +17,8 @@ import (
 // (backpressure), and TryPut fails. A capacity of 0 means unbounded. Get waits
 // while the queue is empty. Producers and consumers that wait are served first
 // in, first out. Producers and consumers take locks of their own, so that a Put
-// and a Get run at the same time, as on a channel. Memory follows the number of items held: it grows with a
-// burst and is given back as the queue drains.
+// and a Get run at the same time. Memory follows the number of items held: it
+// grows with a burst and is given back as the queue drains.
 //
 // Close stops new items: Put then fails with ErrClosed, while Get drains the
 // items left, then fails with ErrClosed too.
@@ -34,39 +34,41 @@ type Queue[T any] struct {
 
 	// Producers and consumers have a lock each, so that a Put and a Get run
 	// at once, as they do on a channel. Items pass through the ring, whose
-	// count both sides read and write atomically; the ring's slots between
-	// its head and its tail belong to the side that holds their index.
+	// tail the producers' side moves and whose head the consumers' side
+	// moves (see ring).
 	//
 	// A Get that finds the ring empty waits among the getters, and a Put
-	// that finds it full among the putters. The side that makes the count
-	// leave 0 serves the getters (settle) if it sees any, and the side that
-	// makes it leave capacity serves the putters. A newcomer queues behind
-	// waiters of its kind even when the count would let it through: a serve
-	// is on its way. A waiter publishes itself (nGetters, nPutters) before it
-	// looks at the count once more, and the other side changes the count
-	// before it looks for waiters, so one of the two always sees the other.
+	// that finds it full among the putters. A side that moves its end of the
+	// ring then serves the other side's waiters (settle), if it sees any. A
+	// newcomer queues behind waiters of its kind even when the ring would let
+	// it through: a serve is on its way. A waiter publishes itself (nGetters,
+	// nPutters) before it looks at the ring once more, and the other side
+	// moves its end before it looks for waiters, so one of the two always
+	// sees the other.
 	//
 	// Lock order: putMu before takeMu. The ring's buffer is replaced only
 	// with both held.
 
-	capacity int64 // 0: unbounded; never changes
-	closed   bool  // written with both locks held
-	ring     ring[T]
+	// Read by both sides, and seldom written.
+	capacity int64        // 0: unbounded; never changes
+	closed   bool         // written with both locks held
+	nPutters atomic.Int32 // putters.Len(), for the consumers
+	nGetters atomic.Int32 // getters.Len(), for the producers
+	_        [64]byte     // each side on cache lines of its own
 
-	putMu    waitq.Mutex              // guards putters, ring.tail
-	putters  waitq.List[putResult[T]] // waiting for room; their value is their item
-	nPutters atomic.Int32             // putters.Len(), for the other side
-	accepted atomic.Uint64            // items ever accepted; written with putMu held
-	_        [64]byte                 // each side on cache lines of its own
+	putMu   waitq.Mutex              // guards putters and the ring's tail
+	putters waitq.List[putResult[T]] // waiting for room; their value is their item
+	_       [64]byte
 
-	takeMu   waitq.Mutex              // guards getters, ring.head
-	getters  waitq.List[getResult[T]] // waiting for an item
-	nGetters atomic.Int32             // getters.Len(), for the other side
-	_        [64]byte
+	takeMu  waitq.Mutex              // guards getters and the ring's head
+	getters waitq.List[getResult[T]] // waiting for an item
+	_       [64]byte
+
+	ring ring[T]
 
 	joinMu  waitq.Mutex          // guards done, joiners
 	done    uint64               // TaskDone calls
-	joiners waitq.List[struct{}] // Join calls waiting for done == accepted
+	joiners waitq.List[struct{}] // Join calls waiting for done == ring.tail, the items put
 }
 
 // NewQueue returns an empty Queue that holds at most capacity items, or any
@@ -98,9 +100,9 @@ func (q *Queue[T]) Put(ctx context.Context, v T) error {
 		return ErrClosed
 	}
 	if q.putters.Len() == 0 && !q.full() {
-		c := q.pushLocked(v)
+		q.pushLocked(v)
 		q.putMu.Unlock()
-		q.settle(q.fills(c), false)
+		q.settle(q.gettersWait(), false)
 		return nil
 	}
 	w := q.putters.Push(putResult[T]{it: v})
@@ -134,9 +136,9 @@ func (q *Queue[T]) TryPut(v T) bool {
 		q.putMu.Unlock()
 		return false
 	}
-	c := q.pushLocked(v)
+	q.pushLocked(v)
 	q.putMu.Unlock()
-	q.settle(q.fills(c), false)
+	q.settle(q.gettersWait(), false)
 	return true
 }
 
@@ -154,13 +156,13 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 		return zero, err
 	}
 	q.takeMu.Lock()
-	if q.getters.Len() == 0 && q.ring.len() > 0 {
-		v, c := q.popLocked()
+	if q.getters.Len() == 0 && q.ring.hasItem() {
+		v := q.popLocked()
 		q.takeMu.Unlock()
-		q.settle(false, q.makesRoom(c))
+		q.settle(false, q.puttersWait())
 		return v, nil
 	}
-	if q.closed && q.ring.len() == 0 {
+	if q.closed && !q.ring.hasItem() {
 		q.takeMu.Unlock()
 		return zero, ErrClosed
 	}
@@ -199,14 +201,14 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 // one. It never waits.
 func (q *Queue[T]) TryGet() (T, bool) {
 	q.takeMu.Lock()
-	if q.getters.Len() > 0 || q.ring.len() == 0 {
+	if q.getters.Len() > 0 || !q.ring.hasItem() {
 		q.takeMu.Unlock()
 		var zero T
 		return zero, false
 	}
-	v, c := q.popLocked()
+	v := q.popLocked()
 	q.takeMu.Unlock()
-	q.settle(false, q.makesRoom(c))
+	q.settle(false, q.puttersWait())
 	return v, true
 }
 
@@ -237,39 +239,35 @@ func (q *Queue[T]) Close() {
 	q.putMu.Unlock()
 }
 
-// fills reports whether a push that left c items put the first item in an
-// empty ring while getters wait: they need serving.
-func (q *Queue[T]) fills(c int64) bool { return c == 1 && q.nGetters.Load() > 0 }
+// gettersWait reports whether getters wait, to be served after a push.
+func (q *Queue[T]) gettersWait() bool { return q.nGetters.Load() > 0 }
 
-// makesRoom reports whether a pop that left c items made room in a full ring
-// while putters wait: they need serving.
-func (q *Queue[T]) makesRoom(c int64) bool { return c == q.capacity-1 && q.nPutters.Load() > 0 }
+// puttersWait reports whether putters wait, to be served after a pop.
+func (q *Queue[T]) puttersWait() bool { return q.nPutters.Load() > 0 }
 
-// full reports whether a new item must wait.
-func (q *Queue[T]) full() bool { return q.capacity > 0 && q.ring.len() >= q.capacity }
+// full reports whether a new item must wait. q.putMu must be held.
+func (q *Queue[T]) full() bool { return q.capacity > 0 && q.ring.holdsAtLeast(q.capacity) }
 
-// pushLocked adds v at the back of the ring and returns the new count.
-// q.putMu must be held.
-func (q *Queue[T]) pushLocked(v T) int64 {
+// pushLocked adds v at the back of the ring. q.putMu must be held.
+func (q *Queue[T]) pushLocked(v T) {
 	if q.ring.full() {
 		q.takeMu.Lock()
 		q.ring.grow()
 		q.takeMu.Unlock()
 	}
-	q.accepted.Add(1)
-	return q.ring.push(v)
+	q.ring.push(v)
 }
 
-// popLocked removes the item at the front of the ring, which is not empty,
-// and returns it with the new count. q.takeMu must be held.
-func (q *Queue[T]) popLocked() (T, int64) {
+// popLocked removes the item at the front of the ring, which is there (see
+// ring.hasItem), and returns it. q.takeMu must be held.
+func (q *Queue[T]) popLocked() T {
 	v, c := q.ring.pop()
 	if q.ring.shrinkable(c) && q.putMu.TryLock() {
 		// Both locks, in the wrong order: TryLock cannot deadlock.
 		q.ring.shrink()
 		q.putMu.Unlock()
 	}
-	return v, c
+	return v
 }
 
 // settle serves the getters if an item came into an empty ring, and the
@@ -294,28 +292,30 @@ func (q *Queue[T]) settle(getters, putters bool) {
 }
 
 // serveGettersLocked hands items to the waiting getters, oldest first, while
-// there are items, and reports whether that made room in a full ring.
+// there are items, and reports whether putters wait for the room that made.
 // q.takeMu must be held.
 func (q *Queue[T]) serveGettersLocked() (madeRoom bool) {
-	for w := q.getters.Front(); w != nil && q.ring.len() > 0; w = q.getters.Front() {
-		v, c := q.popLocked()
-		madeRoom = madeRoom || q.makesRoom(c)
-		q.getters.Grant(&q.takeMu, w, getResult[T]{it: v})
+	served := false
+	for w := q.getters.Front(); w != nil && q.ring.hasItem(); w = q.getters.Front() {
+		q.getters.Grant(&q.takeMu, w, getResult[T]{it: q.popLocked()})
 		q.nGetters.Add(-1)
+		served = true
 	}
-	return madeRoom
+	return served && q.puttersWait()
 }
 
 // servePuttersLocked lets the waiting putters in, oldest first, while there is
-// room, and reports whether that put an item in an empty ring. q.putMu must
-// be held.
+// room, and reports whether getters wait for the items that added. q.putMu
+// must be held.
 func (q *Queue[T]) servePuttersLocked() (filled bool) {
+	served := false
 	for w := q.putters.Front(); w != nil && !q.full(); w = q.putters.Front() {
-		filled = q.fills(q.pushLocked(w.Val.it)) || filled
+		q.pushLocked(w.Val.it)
 		q.putters.Grant(&q.putMu, w, putResult[T]{})
 		q.nPutters.Add(-1)
+		served = true
 	}
-	return filled
+	return served && q.gettersWait()
 }
 
 // TaskDone tells the queue that an item taken with Get has been processed.
@@ -325,7 +325,7 @@ func (q *Queue[T]) servePuttersLocked() (filled bool) {
 func (q *Queue[T]) TaskDone() {
 	q.joinMu.Lock()
 	defer q.joinMu.Unlock()
-	accepted := q.accepted.Load()
+	accepted := q.ring.tail.Load()
 	if q.done == accepted {
 		panic("ctxsync: Queue.TaskDone called more times than items were put")
 	}
@@ -347,7 +347,7 @@ func (q *Queue[T]) Join(ctx context.Context) error {
 		return err
 	}
 	q.joinMu.Lock()
-	if q.done == q.accepted.Load() {
+	if q.done == q.ring.tail.Load() {
 		q.joinMu.Unlock()
 		return nil
 	}
@@ -388,49 +388,91 @@ func (q *Queue[T]) All(ctx context.Context) iter.Seq[T] {
 	}
 }
 
-// ring is a growable circular buffer: the store of a Queue. Its length is 0
-// or a power of two, so that a mask wraps an index around. It shrinks by half
-// when a pop leaves it a quarter full, down to storeMinShrink, so that a
-// burst does not pin its memory for the life of the queue.
 // ring is the Queue's store: a FIFO ring buffer whose length is a power of two
-// (or 0). Producers own tail and consumers head, each under its own lock; n,
-// the count, is how they tell each other: a slot is written before n counts
-// it, and emptied before n lets it go.
+// (or 0). It shrinks by half when a pop leaves it a quarter full, down to
+// storeMinShrink, so that a burst does not pin its memory for the life of the
+// queue.
+//
+// Producers own tail and consumers head, each under its own lock. Both count
+// from the first item ever pushed, so that an item's slot is its number masked
+// by the length, and they tell each side what the other did: a slot is
+// written before tail counts it, and emptied before head lets it go. Each side
+// keeps the last value it saw of the other's counter, and reads the counter
+// itself only when that value says the ring is empty (or full): while items
+// flow, neither side touches the other's cache line.
 type ring[T any] struct {
-	buf  []T
-	_    [64]byte // the indexes and the count on cache lines of their own
-	head int      // the front item's slot; consumers' side
-	_    [64]byte
-	tail int // the next item's slot; producers' side
-	_    [64]byte
-	n    atomic.Int64
-	_    [64]byte
+	buf []T // replaced only with both sides held
+	_   [64]byte
+
+	head     atomic.Uint64 // items ever popped, less those put back; consumers'
+	tailSeen uint64        // a value tail had, which head never passes; consumers'
+	_        [64]byte
+
+	tail     atomic.Uint64 // items ever pushed; producers'
+	headSeen uint64        // a value head had, at or behind it; producers'
+	_        [64]byte
 }
 
-func (r *ring[T]) len() int64 { return r.n.Load() }
+// len returns the number of items at the moment of the call. Either side may
+// call it, or neither.
+func (r *ring[T]) len() int64 {
+	for {
+		// The count when tail was read: head was the same before and after.
+		h := r.head.Load()
+		t := r.tail.Load()
+		if r.head.Load() == h {
+			return int64(t - h)
+		}
+	}
+}
 
-// full reports whether a push must grow the ring first.
-func (r *ring[T]) full() bool { return r.n.Load() == int64(len(r.buf)) }
+// hasItem reports whether the ring holds an item for the consumers' side to
+// pop.
+func (r *ring[T]) hasItem() bool {
+	h := r.head.Load()
+	if h < r.tailSeen {
+		return true
+	}
+	r.tailSeen = r.tail.Load()
+	return h < r.tailSeen
+}
 
-// push adds v at the back and returns the new count. The ring must not be
-// full, unless the caller holds both sides.
-func (r *ring[T]) push(v T) int64 {
+// holdsAtLeast reports whether the ring holds limit items or more, as the
+// producers' side sees it: exactly, when it does.
+func (r *ring[T]) holdsAtLeast(limit int64) bool {
+	t := r.tail.Load()
+	if int64(t-r.headSeen) < limit {
+		return false
+	}
+	r.headSeen = r.head.Load()
+	return int64(t-r.headSeen) >= limit
+}
+
+// full reports whether a push must grow the ring first. Producers' side.
+func (r *ring[T]) full() bool { return r.holdsAtLeast(int64(len(r.buf))) }
+
+// push adds v at the back. The caller is the producers' side; if the ring is
+// full, it must hold both sides.
+func (r *ring[T]) push(v T) {
 	if r.full() {
 		r.grow()
 	}
-	r.buf[r.tail] = v
-	r.tail = (r.tail + 1) & (len(r.buf) - 1)
-	return r.n.Add(1)
+	t := r.tail.Load()
+	r.buf[t&uint64(len(r.buf)-1)] = v
+	r.tail.Store(t + 1)
 }
 
-// pop removes the front item, and returns it with the new count. The ring
-// must not be empty.
+// pop removes the front item, which is there (see hasItem), and returns it
+// with a count of the items left, which may fall short of the truth. The
+// caller is the consumers' side.
 func (r *ring[T]) pop() (T, int64) {
 	var zero T
-	v := r.buf[r.head]
-	r.buf[r.head] = zero // drop the reference for the garbage collector
-	r.head = (r.head + 1) & (len(r.buf) - 1)
-	return v, r.n.Add(-1)
+	h := r.head.Load()
+	i := h & uint64(len(r.buf)-1)
+	v := r.buf[i]
+	r.buf[i] = zero // drop the reference for the garbage collector
+	r.head.Store(h + 1)
+	return v, int64(r.tailSeen - h - 1)
 }
 
 // unpop puts v back at the front. The caller holds both sides.
@@ -438,26 +480,32 @@ func (r *ring[T]) unpop(v T) {
 	if r.full() {
 		r.grow()
 	}
-	r.head = (r.head - 1) & (len(r.buf) - 1)
-	r.buf[r.head] = v
-	r.n.Add(1)
+	h := r.head.Load() - 1
+	r.buf[h&uint64(len(r.buf)-1)] = v
+	r.head.Store(h)
+	r.headSeen = h // it must not be ahead of head
 }
 
-// shrinkable reports whether the ring, holding n items, is a quarter full or
-// less, and larger than storeMinShrink: then shrink halves it.
+// shrinkable reports whether the ring, holding about n items, may be a quarter
+// full or less, and is larger than storeMinShrink: then shrink may halve it.
 func (r *ring[T]) shrinkable(n int64) bool {
 	return len(r.buf) > storeMinShrink && n <= int64(len(r.buf)/4)
 }
 
-// grow and shrink resize the ring. The caller holds both sides.
-func (r *ring[T]) grow()   { r.resize(max(8, 2*len(r.buf))) }
-func (r *ring[T]) shrink() { r.resize(len(r.buf) / 2) }
+// grow and shrink resize the ring. The caller holds both sides. Shrink does
+// nothing unless the ring is a quarter full or less.
+func (r *ring[T]) grow() { r.resize(max(8, 2*len(r.buf))) }
+func (r *ring[T]) shrink() {
+	if r.shrinkable(r.len()) {
+		r.resize(len(r.buf) / 2)
+	}
+}
 
 func (r *ring[T]) resize(size int) {
-	n := int(r.n.Load())
 	buf := make([]T, size)
-	for i := range n {
-		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+	h, t := r.head.Load(), r.tail.Load()
+	for i := h; i != t; i++ {
+		buf[i&uint64(size-1)] = r.buf[i&uint64(len(r.buf)-1)]
 	}
-	r.buf, r.head, r.tail = buf, 0, n&(size-1)
+	r.buf = buf
 }
