@@ -134,12 +134,11 @@ func (h *pheap[T]) insert(it pqItem[T]) {
 
 func (h *pheap[T]) pop() pqItem[T] {
 	n := len(h.items) - 1
-	top := h.items[0]
-	h.items[0] = h.items[n]
+	top, last := h.items[0], h.items[n]
 	h.items[n] = pqItem[T]{} // drop the reference for the garbage collector
 	h.items = h.items[:n]
 	if n > 0 {
-		h.down(0)
+		h.refill(last)
 	}
 	if c := cap(h.items); c > storeMinShrink && n <= c/4 {
 		// A quarter full: halve it, so that a burst does not pin its
@@ -149,31 +148,41 @@ func (h *pheap[T]) pop() pqItem[T] {
 	return top
 }
 
-func (h *pheap[T]) up(i int) {
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !less(&h.items[i], &h.items[parent]) {
-			return
+// refill fills the hole that pop left at the root with it, the item that
+// was last. It walks the hole down to a leaf, along the lesser child, and
+// then lets it rise from there: the last item almost always belongs near the
+// bottom, so this takes about half the comparisons of sifting it down from
+// the root, which must look at both children at every level.
+func (h *pheap[T]) refill(it pqItem[T]) {
+	items := h.items
+	n := len(items)
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
 		}
-		h.items[i], h.items[parent] = h.items[parent], h.items[i]
-		i = parent
+		if c+1 < n && less(&items[c+1], &items[c]) {
+			c++
+		}
+		items[i] = items[c]
+		i = c
 	}
+	items[i] = it
+	h.up(i)
 }
 
-func (h *pheap[T]) down(i int) {
-	n := len(h.items)
-	for {
-		least := i
-		if l := 2*i + 1; l < n && less(&h.items[l], &h.items[least]) {
-			least = l
+// up lets the item at i rise to its place.
+func (h *pheap[T]) up(i int) {
+	items := h.items
+	it := items[i]
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !less(&it, &items[parent]) {
+			break
 		}
-		if r := 2*i + 2; r < n && less(&h.items[r], &h.items[least]) {
-			least = r
-		}
-		if least == i {
-			return
-		}
-		h.items[i], h.items[least] = h.items[least], h.items[i]
-		i = least
+		items[i] = items[parent]
+		i = parent
 	}
+	items[i] = it
 }

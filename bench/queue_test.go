@@ -127,10 +127,13 @@ func (q ctxsyncPQ) get(ctx context.Context) int {
 }
 
 // heapPQ is what a user writes without ctxsync: container/heap behind a mutex,
-// with a sync.Cond for consumers to wait on. It cannot honour a ctx.
+// with a sync.Cond for consumers to wait on, and one for producers when it is
+// bounded. It cannot honour a ctx.
 type heapPQ struct {
 	mu       sync.Mutex
 	nonEmpty sync.Cond
+	nonFull  sync.Cond
+	capacity int // 0: unbounded
 	h        intHeap
 	seq      int
 }
@@ -151,14 +154,18 @@ func (h *intHeap) Pop() any {
 	return it
 }
 
-func newHeapPQ() *heapPQ {
-	q := &heapPQ{}
+func newHeapPQ(capacity int) *heapPQ {
+	q := &heapPQ{capacity: capacity}
 	q.nonEmpty.L = &q.mu
+	q.nonFull.L = &q.mu
 	return q
 }
 
 func (q *heapPQ) put(_ context.Context, prio, v int) {
 	q.mu.Lock()
+	for q.capacity > 0 && len(q.h) >= q.capacity {
+		q.nonFull.Wait()
+	}
 	q.seq++
 	heap.Push(&q.h, heapItem{prio, q.seq, v})
 	q.nonEmpty.Signal()
@@ -171,24 +178,29 @@ func (q *heapPQ) get(context.Context) int {
 		q.nonEmpty.Wait()
 	}
 	it := heap.Pop(&q.h).(heapItem)
+	if q.capacity > 0 {
+		q.nonFull.Signal()
+	}
 	q.mu.Unlock()
 	return it.v
 }
 
-// BenchmarkPriorityQueue: Put then Get with random priorities on a queue
-// holding 1000 items; and 4 producers with 4 consumers.
+// BenchmarkPriorityQueue: Put then Get with random priorities on an unbounded
+// queue holding 1000 items; and 4 producers handing items to 4 consumers
+// through a queue of 64. (Unbounded, the second would measure how far the
+// producers run ahead: the heap would grow with b.N.)
 func BenchmarkPriorityQueue(b *testing.B) {
 	impls := []struct {
 		name string
-		new  func() prioQueue
+		new  func(capacity int) prioQueue
 	}{
-		{"ctxsync", func() prioQueue { return ctxsyncPQ{ctxsync.NewPriorityQueue[int](0)} }},
-		{"container-heap+cond", func() prioQueue { return newHeapPQ() }},
+		{"ctxsync", func(capacity int) prioQueue { return ctxsyncPQ{ctxsync.NewPriorityQueue[int](capacity)} }},
+		{"container-heap+cond", func(capacity int) prioQueue { return newHeapPQ(capacity) }},
 	}
 	for _, impl := range impls {
 		b.Run("items=1000/impl="+impl.name, func(b *testing.B) {
 			b.ReportAllocs()
-			q := impl.new()
+			q := impl.new(0)
 			ctx := benchCtx(b)
 			r := rand.New(rand.NewPCG(1, 2))
 			for i := range 1000 {
@@ -203,8 +215,7 @@ func BenchmarkPriorityQueue(b *testing.B) {
 	}
 	for _, impl := range impls {
 		b.Run("producers=4/consumers=4/impl="+impl.name, func(b *testing.B) {
-			q := impl.new()
-			producersConsumers(b, prioFIFO{q}, 4, 4)
+			producersConsumers(b, prioFIFO{impl.new(64)}, 4, 4)
 		})
 	}
 }
