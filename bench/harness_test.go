@@ -55,8 +55,12 @@ func must(err error) {
 	}
 }
 
-// sink keeps results alive.
-var sink any
+// sink keeps results alive; sinkInt keeps ints alive without boxing them,
+// which would allocate in the timed loop.
+var (
+	sink    any
+	sinkInt int
+)
 
 // spinYield gives other goroutines a chance to run while a benchmark's driver
 // waits for them to reach a state.

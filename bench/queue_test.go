@@ -67,7 +67,7 @@ func BenchmarkQueue(b *testing.B) {
 			ctx := benchCtx(b)
 			for i := 0; b.Loop(); i++ {
 				q.put(ctx, i)
-				sink = q.get(ctx)
+				sinkInt = q.get(ctx)
 			}
 		})
 	}
@@ -209,7 +209,7 @@ func BenchmarkPriorityQueue(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				q.put(ctx, r.IntN(100), i)
-				sink = q.get(ctx)
+				sinkInt = q.get(ctx)
 			}
 		})
 	}
