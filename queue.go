@@ -451,12 +451,9 @@ func (r *ring[T]) holdsAtLeast(limit int64) bool {
 // full reports whether a push must grow the ring first. Producers' side.
 func (r *ring[T]) full() bool { return r.holdsAtLeast(int64(len(r.buf))) }
 
-// push adds v at the back. The caller is the producers' side; if the ring is
-// full, it must hold both sides.
+// push adds v at the back. The caller is the producers' side, and the ring
+// must not be full: grow it first, with both sides held.
 func (r *ring[T]) push(v T) {
-	if r.full() {
-		r.grow()
-	}
 	t := r.tail.Load()
 	r.buf[t&uint64(len(r.buf)-1)] = v
 	r.tail.Store(t + 1)

@@ -21,7 +21,7 @@ func TestRingWraps(t *testing.T) {
 	for round := range 200 {
 		switch round % 7 {
 		case 0, 1, 2, 3: // more pushes than pops: the ring grows now and then
-			r.push(next)
+			pushed(&r, next)
 			model = append(model, next)
 			next++
 		case 4, 5:
@@ -51,7 +51,7 @@ func TestRingWraps(t *testing.T) {
 
 	// An unpop into a full ring grows it, and the item still comes out first.
 	for !r.full() {
-		r.push(int(r.len()))
+		pushed(&r, int(r.len()))
 	}
 	full := int(r.len())
 	r.unpop(-1)
@@ -59,6 +59,14 @@ func TestRingWraps(t *testing.T) {
 	for i := range full {
 		require.Equal(t, i, popped(&r))
 	}
+}
+
+// pushed pushes v on r, as a Queue would, growing it when it must.
+func pushed(r *ring[int], v int) {
+	if r.full() {
+		r.grow()
+	}
+	r.push(v)
 }
 
 // popped pops r, as a Queue would, shrinking it when it may.
@@ -81,17 +89,17 @@ func popped(r *ring[int]) int {
 func TestStoresShrink(t *testing.T) {
 	var r ring[int]
 	var model []int
-	r.push(-1)
+	pushed(&r, -1)
 	popped(&r) // the head is off zero when the burst comes
 	for i := range 10_000 {
-		r.push(i)
+		pushed(&r, i)
 		model = append(model, i)
 	}
 	peak := len(r.buf)
 	for step := 0; len(model) > 0; step++ {
 		switch step % 10 {
 		case 3: // now and then a push: the shrunk ring still wraps and grows
-			r.push(-step)
+			pushed(&r, -step)
 			model = append(model, -step)
 		case 7: // and an unpop
 			r.unpop(popped(&r))
