@@ -20,8 +20,10 @@ const (
 	weightedResizing             // Resize is at work
 	weightedShift    = iota
 
-	// MaxWeightedCapacity is the largest capacity a Weighted accepts.
-	MaxWeightedCapacity = 1<<(63-weightedShift) - 1
+	// MaxWeightedCapacity is the largest capacity a Weighted accepts. It
+	// leaves a bit of headroom in the state, so that a Release, which adds
+	// before it checks, cannot carry a full count into the sign bit.
+	MaxWeightedCapacity = 1<<(62-weightedShift) - 1
 )
 
 // A Weighted is a semaphore of capacity units, of which each Acquire takes n.
@@ -43,9 +45,13 @@ type Weighted struct {
 	_ nocopy.NoCopy
 
 	// state is the free units << weightedShift | the flag bits. The free units
-	// go negative after a Resize below what is held. With both flags clear the
-	// state changes by CAS alone; with either set, only with q locked. The
-	// waiters bit is set exactly when q is not empty.
+	// go negative after a Resize below what is held. Acquires take units by
+	// CAS, and only with both flags clear or with q locked; Release adds its
+	// units with one atomic Add whatever the flags, and if it finds one set it
+	// locks q to wake the waiters that now fit. Everything else that changes
+	// the state holds the lock and changes it by CAS or Add, never by Store,
+	// so as not to lose a Release. The waiters bit is set exactly when q is
+	// not empty.
 	state atomic.Int64
 
 	// capacity changes only with q locked and the resizing bit set, so a fast
@@ -94,15 +100,13 @@ func checkCapacity(capacity int64, fn string) {
 // instead refused with ErrExceedsCapacity, at once or when a shrink leaves it
 // too large while it waits.
 func (w *Weighted) Acquire(ctx context.Context, n int64) error {
-	if err := w.checkRequest(n); err != nil {
-		return err
-	}
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
-		return err
-	}
-	if s := w.state.Load(); s&(weightedWaiters|weightedResizing) == 0 && s>>weightedShift >= n &&
-		w.state.CompareAndSwap(s, s-n<<weightedShift) {
-		return nil
+	// The fast path leaves the capacity alone: the free units never exceed
+	// it, so a request that they cover is a valid one.
+	if n >= 0 && ctx != nil && ctx.Err() == nil {
+		if s := w.state.Load(); s&(weightedWaiters|weightedResizing) == 0 && s>>weightedShift >= n &&
+			w.state.CompareAndSwap(s, s-n<<weightedShift) {
+			return nil
+		}
 	}
 	return w.acquireSlow(ctx, n)
 }
@@ -123,6 +127,12 @@ func (w *Weighted) checkRequest(n int64) error {
 }
 
 func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
+	if err := w.checkRequest(n); err != nil {
+		return err
+	}
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
 	w.q.Lock()
 	if n > w.capacity.Load() { // a Resize shrank it since checkRequest looked
 		w.q.Unlock()
@@ -168,9 +178,8 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		// not for units: wake the ones that fit now (x/sync's golang/go#37852).
 		w.notifyLocked()
 	case w.q.Len() == 0:
-		// The last waiter left. The bit was set while we were queued, so no
-		// fast path moves the state until it is cleared.
-		w.state.Store(w.state.Load() &^ weightedWaiters)
+		// The last waiter left: the bit, set while we were queued, goes.
+		w.state.Add(-weightedWaiters)
 	}
 	w.q.Unlock()
 	return ctx.Err()
@@ -205,30 +214,59 @@ func (w *Weighted) TryAcquire(n int64) bool {
 //
 // Release panics if n is negative or more than is held.
 func (w *Weighted) Release(n int64) {
-	if s := w.state.Load(); s&(weightedWaiters|weightedResizing) == 0 && n >= 0 &&
-		n <= w.capacity.Load()-s>>weightedShift && w.state.CompareAndSwap(s, s+n<<weightedShift) {
-		return
-	}
-	w.releaseSlow(n)
-}
-
-func (w *Weighted) releaseSlow(n int64) {
-	if n < 0 {
-		panic("ctxsync: Weighted.Release of negative weight")
-	}
-	for {
-		s := w.state.Load()
-		if s&(weightedWaiters|weightedResizing) != 0 {
-			break
-		}
-		if held := w.capacity.Load() - s>>weightedShift; n > held {
-			// Perhaps a bug, perhaps a Resize between our two loads:
-			// releaseLocked decides with the capacity stable.
-			break
-		}
-		if w.state.CompareAndSwap(s, s+n<<weightedShift) {
+	c := w.capacity.Load()
+	var s int64
+	if uint64(n) <= uint64(c) {
+		// Add first and check after: the free units can exceed the capacity
+		// only if more was released than held.
+		s = w.state.Add(n << weightedShift)
+		if s&(weightedWaiters|weightedResizing) == 0 && s>>weightedShift <= c {
 			return
 		}
+	}
+	w.releaseSlow(n, s, c)
+}
+
+// releaseSlow finishes a Release of n units, c being the capacity it read.
+// If 0 <= n <= c, Release has added them to the state and s is the state right
+// after: releaseSlow undoes the Add and panics if they were more than held, and
+// otherwise wakes the waiters that now fit. Any other n is checked here, with
+// the capacity stable.
+func (w *Weighted) releaseSlow(n, s, c int64) {
+	if uint64(n) > uint64(c) {
+		w.releaseChecked(n) // negative, or above the capacity: a bug, or a shrink
+		return
+	}
+	w.q.Lock()
+	over := false
+	if !w.resized.Load() {
+		// The capacity is still the one the Weighted was made with (Resize
+		// marks it before it changes the capacity), so s tells exactly.
+		over = s>>weightedShift > c
+	} else {
+		// A Resize may have moved the capacity between our load and our Add.
+		// With the lock held it cannot move now, and releases never raise the
+		// free units above the capacity: if they are above it, units were
+		// released that nobody held. This misses an over-release whose units
+		// a concurrent Acquire took before we locked, but never blames a
+		// correct Release.
+		over = w.state.Load()>>weightedShift > w.capacity.Load()
+	}
+	if over {
+		w.state.Add(-n << weightedShift)
+		w.panicOverRelease()
+	}
+	if w.state.Load()&weightedWaiters != 0 {
+		w.notifyLocked()
+	}
+	w.q.Unlock()
+}
+
+// releaseChecked is Release for an n that may be invalid: it checks n against
+// what is held with the capacity stable.
+func (w *Weighted) releaseChecked(n int64) {
+	if n < 0 {
+		panic("ctxsync: Weighted.Release of negative weight")
 	}
 	w.q.Lock()
 	w.releaseLocked(n)
@@ -249,23 +287,18 @@ func (w *Weighted) releaseLocked(n int64) {
 		if n > c-s>>weightedShift {
 			w.panicOverRelease()
 		}
-		if s&weightedWaiters == 0 {
-			// Nobody is queued, and without the lock nobody can queue; but fast
-			// paths still move the state.
-			if w.state.CompareAndSwap(s, s+n<<weightedShift) {
-				return
+		if w.state.CompareAndSwap(s, s+n<<weightedShift) {
+			if s&weightedWaiters != 0 {
+				w.notifyLocked()
 			}
-			continue
+			return
 		}
-		w.state.Store(s + n<<weightedShift)
-		w.notifyLocked()
-		return
 	}
 }
 
 // notifyLocked grants units to waiters from the head of the queue while the
 // head fits, then clears the waiters bit if the queue is empty. w.q must be
-// locked and the state must not be movable by fast paths (a flag is set).
+// locked and a flag set, so that no fast-path Acquire takes units meanwhile.
 func (w *Weighted) notifyLocked() {
 	for {
 		node := w.q.Front()
@@ -280,11 +313,24 @@ func (w *Weighted) notifyLocked() {
 			// forever under a steady stream of small ones.
 			break
 		}
-		w.state.Store(s - n<<weightedShift)
+		// Concurrent Releases may add units, but with a flag set nothing
+		// else moves the state without the lock: the units are still free.
+		w.state.Add(-n << weightedShift)
 		w.q.Grant(node, n)
 	}
 	if w.q.Len() == 0 {
-		w.state.Store(w.state.Load() &^ weightedWaiters)
+		w.clearWaitersLocked()
+	}
+}
+
+// clearWaitersLocked clears the waiters bit if it is set. w.q must be locked
+// and empty.
+func (w *Weighted) clearWaitersLocked() {
+	for {
+		s := w.state.Load()
+		if s&weightedWaiters == 0 || w.state.CompareAndSwap(s, s&^weightedWaiters) {
+			return
+		}
 	}
 }
 
@@ -309,8 +355,7 @@ func (w *Weighted) Resize(capacity int64) {
 		}
 	}
 	old := w.capacity.Swap(capacity)
-	// Keep the resizing bit: the fast paths must stay away until the end.
-	w.state.Store((s | weightedResizing) + (capacity-old)<<weightedShift)
+	w.state.Add((capacity - old) << weightedShift)
 	if capacity < old {
 		for node := w.q.Front(); node != nil; {
 			next := w.q.Next(node)
@@ -321,7 +366,7 @@ func (w *Weighted) Resize(capacity int64) {
 		}
 	}
 	w.notifyLocked()
-	w.state.Store(w.state.Load() &^ weightedResizing)
+	w.state.Add(-weightedResizing)
 }
 
 // Capacity returns the current capacity.

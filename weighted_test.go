@@ -185,6 +185,28 @@ func TestWeightedCancelRacesRelease(t *testing.T) {
 	}
 }
 
+// TestWeightedLastWaiterCancelRacesRelease: the last waiter clears the waiters
+// bit as it leaves, while a Release adds its units to the same state word;
+// neither may undo the other.
+func TestWeightedLastWaiterCancelRacesRelease(t *testing.T) {
+	for range testutil.HammerRounds(2000) {
+		w := ctxsync.NewWeighted(2)
+		require.NoError(t, w.Acquire(context.Background(), 2))
+		ctx, cancel := context.WithCancel(context.Background())
+		a := acquireAsync(ctx, w, 2)
+		for w.Waiting() == 0 {
+			runtime.Gosched()
+		}
+		go cancel()
+		w.Release(1) // not enough for the waiter, which can only give up
+		require.Equal(t, context.Canceled, <-a)
+		w.Release(1)
+		require.Equal(t, int64(2), w.Available(), "units lost or made up")
+		require.Equal(t, 0, w.Waiting())
+		require.True(t, w.TryAcquire(2), "the waiters bit outlived the last waiter")
+	}
+}
+
 func TestWeightedResizeGrowWakes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := ctxsync.NewWeighted(2)
