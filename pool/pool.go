@@ -102,7 +102,7 @@ type resState int
 const (
 	stateIdle    resState = iota // in the pool
 	stateInUse                   // acquired
-	stateChecked                 // out of the pool for a background health check
+	stateChecked                 // out of the pool for a health check, an Acquire's or the sweep's
 	stateClosed                  // closed; a late Release or Destroy is ignored
 )
 
@@ -313,16 +313,30 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	if p.cfg.HealthCheck == nil || (p.cfg.HealthCheckSkip > 0 && now-r.lastUsed < int64(p.cfg.HealthCheckSkip)) {
 		return true, nil
 	}
-	err := p.healthCheck(ctx, r)
+	// Mark r as under check, as the background sweep does, so that a Close
+	// that gives up waiting leaves it alone rather than close it under the
+	// check: the end of the check closes it instead.
 	p.q.Lock()
-	switch {
-	case r.state == stateClosed:
+	if r.state == stateClosed {
 		// Close gave up waiting for the resources out, r among them, and
-		// closed it while it was checked.
+		// closed it before the check began.
 		p.stats.AcquireCount--
 		p.q.Unlock()
 		return false, ErrClosed
+	}
+	r.state = stateChecked
+	p.q.Unlock()
+	err := p.healthCheck(ctx, r)
+	p.q.Lock()
+	switch {
+	case p.closed:
+		p.stats.AcquireCount--
+		p.closeLocked(r, &p.stats.ClosedPool)
+		p.q.Unlock()
+		p.closeValue(r)
+		return false, ErrClosed
 	case err == nil:
+		r.state = stateInUse
 		p.q.Unlock()
 		return true, nil
 	case ctx.Err() != nil:
@@ -630,7 +644,9 @@ func (p *Pool[T]) drainedLocked() {
 // then waits for the resources out to come back (each is closed as it is
 // released) and for calls to New under way, which it cancels, until ctx is
 // done; then it closes the resources still out, whose later Release or Destroy
-// does nothing, and returns ctx.Err(). It returns only when the pool's
+// does nothing, and returns ctx.Err(). A resource under a health check is
+// left to the check, whose end closes it: Config.Close never runs on a value
+// while Config.HealthCheck does. Close returns only when the pool's
 // goroutines have ended, so New should honour its context. Closing a closed
 // pool waits again, as the first Close does.
 func (p *Pool[T]) Close(ctx context.Context) error {

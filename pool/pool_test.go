@@ -739,9 +739,11 @@ func churn(t *testing.T, p *Pool[*conn], r *rand.Rand, maxWaitMs, destroyEvery i
 	}
 }
 
-// TestCloseTimeoutDuringHealthCheck: a resource that Close gives up waiting
-// for, and closes, while its health check still runs is closed once, whether
-// the check was an Acquire's or the background sweep's, and whatever it says.
+// TestCloseTimeoutDuringHealthCheck: a Close that gives up waiting leaves a
+// resource under a health check to the check, so that Config.Close never runs
+// on a value under Config.HealthCheck; the end of the check closes it, once,
+// whether the check was an Acquire's or the background sweep's, and whatever
+// it says.
 func TestCloseTimeoutDuringHealthCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -795,8 +797,11 @@ func TestCloseTimeoutDuringHealthCheck(t *testing.T) {
 					defer cancel()
 					closed <- p.Close(ctx)
 				}()
-				time.Sleep(2 * time.Second) // Close gives up and closes what is out
+				time.Sleep(2 * time.Second) // Close gives up
 				synctest.Wait()
+				l.mu.Lock()
+				require.Zero(t, l.closed[1], "closed under its health check")
+				l.mu.Unlock()
 				close(finish)
 				require.Equal(t, context.DeadlineExceeded, <-closed)
 				if !tc.sweep {
