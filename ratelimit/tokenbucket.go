@@ -243,8 +243,8 @@ func (b *TokenBucket) SetRate(rate float64) {
 }
 
 // SetBurst changes the burst. The tokens in the bucket stay, up to the new
-// burst. Goroutines waiting in WaitN for more than the new burst fail with
-// ErrExceedsBurst.
+// burst. Goroutines waiting in WaitN for more than the new burst fail at once
+// with ErrExceedsBurst; those behind them move up.
 //
 // SetBurst panics if burst is below 1, or if refilling would take over four
 // years.
@@ -275,6 +275,7 @@ func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
 	b.params.Store(p)
 	tat := now + p.burstNs - int64(tokens*float64(p.tokenNs))
 	b.state.Store(tat<<tbShift | s&tbQueued)
+	b.w.refuseOversizeLocked(p.burst)
 	b.w.kickLocked()
 }
 

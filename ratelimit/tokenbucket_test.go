@@ -351,6 +351,63 @@ func TestTokenBucketSetBurstWhileWaiting(t *testing.T) {
 	})
 }
 
+// TestTokenBucketSetBurstTurnsAwayQueued: a waiter behind the head that asks
+// for more than the new burst fails at once, not when its turn comes, and
+// those behind it move up.
+func TestTokenBucketSetBurstTurnsAwayQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(1, 3)
+		require.True(t, b.AllowN(3))
+		head, big, last := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+		go func() { head <- b.WaitN(t.Context(), 1) }()
+		synctest.Wait()
+		go func() { big <- b.WaitN(t.Context(), 3) }()
+		synctest.Wait()
+		go func() { last <- b.WaitN(t.Context(), 1) }()
+		synctest.Wait()
+		start := time.Now()
+		b.SetBurst(2)
+		require.Equal(t, ErrExceedsBurst, <-big)
+		require.Zero(t, time.Since(start), "turned away at once")
+		require.NoError(t, <-head)
+		require.NoError(t, <-last)
+		require.Equal(t, 2*time.Second, time.Since(start), "a token each, at the rate")
+	})
+}
+
+// TestTokenBucketTurnedAwayAsCtxEnds: a queued waiter turned away by SetBurst
+// at the moment its ctx ends fails either way, and leaves the queue's
+// accounting right: in particular it does not act as the head, which it never
+// was. Its select picks at random between the two, so the test repeats.
+func TestTokenBucketTurnedAwayAsCtxEnds(t *testing.T) {
+	testutil.OneProcessor(t)
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			b := NewTokenBucket(1, 3)
+			require.True(t, b.AllowN(3))
+			ctx, cancel := context.WithCancel(t.Context())
+			head, big, last := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+			go func() { head <- b.WaitN(t.Context(), 1) }()
+			synctest.Wait()
+			go func() { big <- b.WaitN(ctx, 3) }()
+			synctest.Wait()
+			go func() { last <- b.WaitN(t.Context(), 1) }()
+			synctest.Wait()
+			start := time.Now()
+			cancel()
+			b.SetBurst(2)
+			err := <-big
+			require.True(t, err == context.Canceled || err == ErrExceedsBurst, "WaitN = %v", err)
+			require.NoError(t, <-head)
+			require.NoError(t, <-last)
+			require.Equal(t, 2*time.Second, time.Since(start), "a token each, in turn")
+			b.w.q.Lock()
+			require.Zero(t, b.w.queued)
+			b.w.q.Unlock()
+		})
+	}
+}
+
 // TestTokenBucketAcrossClocks: a bucket used outside a synctest bubble, then
 // inside one, whose clock starts in 2000, starts full there rather than wait
 // for the bubble's clock to catch up with the real one.
@@ -461,6 +518,57 @@ func TestHammerTokenBucket(t *testing.T) {
 		wg.Wait()
 		elapsed := time.Since(start).Seconds()
 		require.LessOrEqual(t, float64(granted.Load()), burst+rate*elapsed)
+		time.Sleep(time.Second)
+		require.True(t, b.AllowN(burst), "left with waiters or debt")
+	})
+}
+
+// TestHammerTokenBucketSetBurst: waiters with random cancellation while the
+// burst moves up and down, turning away queued waiters. Afterwards the
+// queue's accounting is back at zero and the bucket refills to its burst.
+func TestHammerTokenBucketSetBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const burst = 5
+		b := NewTokenBucket(1000, burst)
+		stop := make(chan struct{})
+		setter := make(chan struct{})
+		go func() {
+			defer close(setter)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					b.SetBurst(burst)
+					return
+				case <-time.After(3 * time.Millisecond):
+					b.SetBurst(2 + i%(burst-1))
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 5))
+				for range testutil.HammerRounds(50) {
+					// Deadlines on the setter's beat, so that some end as
+					// SetBurst turns their waiter away.
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(3*r.IntN(7))*time.Millisecond)
+					err := b.WaitN(ctx, 1+r.IntN(burst))
+					cancel()
+					if err != nil && !errors.Is(err, context.DeadlineExceeded) &&
+						!errors.Is(err, ErrExceedsBurst) && !errors.Is(err, ErrWouldExceedDeadline) {
+						t.Errorf("WaitN = %v", err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(stop)
+		<-setter
+		b.w.q.Lock()
+		queued, waiting := b.w.queued, b.w.q.Len()
+		b.w.q.Unlock()
+		require.Zero(t, queued, "events still counted as asked for")
+		require.Zero(t, waiting)
 		time.Sleep(time.Second)
 		require.True(t, b.AllowN(burst), "left with waiters or debt")
 	})

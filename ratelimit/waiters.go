@@ -32,9 +32,11 @@ type waitable interface {
 // (x/time/rate reserves, then refunds on cancellation as best it can:
 // golang/go#56924.)
 type waiters struct {
-	// q holds the waiters behind the head; a grant makes one the head. Its
-	// lock guards the fields below, and the slow paths of the limiter.
-	q waitq.Queue[struct{}]
+	// q holds the waiters behind the head, valued at the events they ask
+	// for. A grant of promoted makes one the head; a grant of oversize turns
+	// it away after SetBurst. Its lock guards the fields below, and the slow
+	// paths of the limiter.
+	q waitq.Queue[int]
 
 	head   bool          // a goroutine is the head
 	kick   chan struct{} // the head's: makes it look again (SetRate, SetBurst)
@@ -58,22 +60,33 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 		l.setQueuedLocked(true)
 		return w.headLocked(ctx, l, n)
 	}
-	node := w.q.Push(struct{}{})
+	node := w.q.Push(n)
 	w.q.Unlock()
-	if _, ok := w.q.Wait(ctx, node); ok {
+	if v, ok := w.q.Wait(ctx, node); ok {
+		if v == oversize {
+			return ErrExceedsBurst
+		}
 		w.q.Lock() // promoted: we are the head
 		return w.headLocked(ctx, l, n)
 	}
 	w.q.Lock()
-	if _, promoted, _ := w.q.Cancel(node); promoted {
+	switch v, granted, _ := w.q.Cancel(node); {
+	case !granted:
+		w.queued -= n
+	case v == promoted:
 		// Made head as ctx ended: pass the role on.
 		w.leaveLocked(l, n)
-	} else {
-		w.queued -= n
 	}
+	// Turned away as ctx ended: refuseOversizeLocked settled everything.
 	w.q.Unlock()
 	return ctx.Err()
 }
+
+// What a waiter behind the head is granted.
+const (
+	promoted = 0  // it is the head now
+	oversize = -1 // it asks for more than the burst now: ErrExceedsBurst
+)
 
 // headLocked is the wait of the head of the queue: take the events when the
 // limiter has them. w.q must be locked; headLocked unlocks it.
@@ -130,11 +143,26 @@ func (w *waiters) leaveLocked(l waitable, n int) {
 	w.queued -= n
 	w.kick = nil
 	if next := w.q.Front(); next != nil {
-		w.q.Grant(next, struct{}{}) // head stays true: the next one is it
+		w.q.Grant(next, promoted) // head stays true: the next one is it
 		return
 	}
 	w.head = false
 	l.setQueuedLocked(false)
+}
+
+// refuseOversizeLocked turns away, with ErrExceedsBurst, the waiters behind
+// the head that ask for more than max events, after SetBurst lowered it to
+// that: they would otherwise find out only when their turn came. The head
+// finds out when kicked. w.q must be locked.
+func (w *waiters) refuseOversizeLocked(max int) {
+	for node := w.q.Front(); node != nil; {
+		next := w.q.Next(node)
+		if n := node.Val; n > max {
+			w.queued -= n
+			w.q.Grant(node, oversize)
+		}
+		node = next
+	}
 }
 
 // kickLocked makes the head look again, after a change of rate or burst. w.q
