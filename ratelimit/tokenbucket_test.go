@@ -351,6 +351,20 @@ func TestTokenBucketSetBurstWhileWaiting(t *testing.T) {
 	})
 }
 
+// queueThree queues three WaitN calls on the empty b, in order, each alone
+// in the bubble until it waits: the head for nHead tokens, then one for nMid
+// under ctx, then one for a single token.
+func queueThree(t *testing.T, ctx context.Context, b *TokenBucket, nHead, nMid int) (head, mid, last chan error) {
+	head, mid, last = make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	go func() { head <- b.WaitN(t.Context(), nHead) }()
+	synctest.Wait()
+	go func() { mid <- b.WaitN(ctx, nMid) }()
+	synctest.Wait()
+	go func() { last <- b.WaitN(t.Context(), 1) }()
+	synctest.Wait()
+	return head, mid, last
+}
+
 // TestTokenBucketSetBurstTurnsAwayQueued: a waiter behind the head that asks
 // for more than the new burst fails at once, not when its turn comes, and
 // those behind it move up.
@@ -358,13 +372,7 @@ func TestTokenBucketSetBurstTurnsAwayQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := NewTokenBucket(1, 3)
 		require.True(t, b.AllowN(3))
-		head, big, last := make(chan error, 1), make(chan error, 1), make(chan error, 1)
-		go func() { head <- b.WaitN(t.Context(), 1) }()
-		synctest.Wait()
-		go func() { big <- b.WaitN(t.Context(), 3) }()
-		synctest.Wait()
-		go func() { last <- b.WaitN(t.Context(), 1) }()
-		synctest.Wait()
+		head, big, last := queueThree(t, t.Context(), b, 1, 3)
 		start := time.Now()
 		b.SetBurst(2)
 		require.Equal(t, ErrExceedsBurst, <-big)
@@ -386,13 +394,7 @@ func TestTokenBucketTurnedAwayAsCtxEnds(t *testing.T) {
 			b := NewTokenBucket(1, 3)
 			require.True(t, b.AllowN(3))
 			ctx, cancel := context.WithCancel(t.Context())
-			head, big, last := make(chan error, 1), make(chan error, 1), make(chan error, 1)
-			go func() { head <- b.WaitN(t.Context(), 1) }()
-			synctest.Wait()
-			go func() { big <- b.WaitN(ctx, 3) }()
-			synctest.Wait()
-			go func() { last <- b.WaitN(t.Context(), 1) }()
-			synctest.Wait()
+			head, big, last := queueThree(t, ctx, b, 1, 3)
 			start := time.Now()
 			cancel()
 			b.SetBurst(2)
@@ -408,9 +410,6 @@ func TestTokenBucketTurnedAwayAsCtxEnds(t *testing.T) {
 	}
 }
 
-// TestTokenBucketAcrossClocks: a bucket used outside a synctest bubble, then
-// inside one, whose clock starts in 2000, starts full there rather than wait
-// for the bubble's clock to catch up with the real one.
 // TestTokenBucketPromotedAsCtxEnds: the waiter next in line is made head at
 // the moment its ctx ends. On one processor, in a bubble, its ctx is cancelled
 // and the head leaves (a smaller burst refuses it) before it runs again; it
@@ -421,13 +420,7 @@ func TestTokenBucketPromotedAsCtxEnds(t *testing.T) {
 		b := NewTokenBucket(1, 3)
 		require.True(t, b.AllowN(3)) // empty: every WaitN queues
 		ctx, cancel := context.WithCancel(t.Context())
-		head, next, last := make(chan error, 1), make(chan error, 1), make(chan error, 1)
-		go func() { head <- b.WaitN(t.Context(), 3) }()
-		synctest.Wait()
-		go func() { next <- b.WaitN(ctx, 1) }()
-		synctest.Wait()
-		go func() { last <- b.WaitN(t.Context(), 1) }()
-		synctest.Wait()
+		head, next, last := queueThree(t, ctx, b, 3, 1)
 		start := time.Now()
 		cancel()
 		b.SetBurst(2) // the head now asks for more than the burst: it leaves
