@@ -248,8 +248,8 @@ func (w *Weighted) releaseSlow(n, s, c int64) {
 		// With the lock held it cannot move now, and releases never raise the
 		// free units above the capacity: if they are above it, units were
 		// released that nobody held. This misses an over-release whose units
-		// a concurrent Acquire took before we locked, but never blames a
-		// correct Release.
+		// a concurrent Acquire took before we locked, but never panics when
+		// nothing was over-released.
 		over = w.state.Load()>>weightedShift > w.capacity.Load()
 	}
 	if over {
