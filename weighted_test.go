@@ -2,6 +2,7 @@ package ctxsync_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -164,11 +165,19 @@ func TestWeightedContextEndsWhileQueued(t *testing.T) {
 	})
 }
 
+// fullWeighted returns a Weighted of capacity whose units are all held, and a
+// ctx for a waiter to give up with.
+func fullWeighted(t *testing.T, capacity int64) (*ctxsync.Weighted, context.Context, context.CancelFunc) {
+	t.Helper()
+	w := ctxsync.NewWeighted(capacity)
+	require.NoError(t, w.Acquire(context.Background(), capacity))
+	ctx, cancel := context.WithCancel(context.Background())
+	return w, ctx, cancel
+}
+
 func TestWeightedCancelRacesRelease(t *testing.T) {
 	for range testutil.HammerRounds(1000) {
-		w := ctxsync.NewWeighted(4)
-		require.NoError(t, w.Acquire(context.Background(), 4))
-		ctx, cancel := context.WithCancel(context.Background())
+		w, ctx, cancel := fullWeighted(t, 4)
 		a := acquireAsync(ctx, w, 3)
 		b := acquireAsync(context.Background(), w, 1)
 		runtime.Gosched()
@@ -190,9 +199,7 @@ func TestWeightedCancelRacesRelease(t *testing.T) {
 // neither may undo the other.
 func TestWeightedLastWaiterCancelRacesRelease(t *testing.T) {
 	for range testutil.HammerRounds(2000) {
-		w := ctxsync.NewWeighted(2)
-		require.NoError(t, w.Acquire(context.Background(), 2))
-		ctx, cancel := context.WithCancel(context.Background())
+		w, ctx, cancel := fullWeighted(t, 2)
 		a := acquireAsync(ctx, w, 2)
 		for w.Waiting() == 0 {
 			runtime.Gosched()
@@ -275,6 +282,11 @@ func TestWeightedMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(1) })
 	require.NoError(t, w.Acquire(bg, 2))
 	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(3) })
+	// Weights past the capacity, up to ones that would overflow the count.
+	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(5) })
+	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(ctxsync.MaxWeightedCapacity) })
+	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(math.MaxInt64) })
+	require.PanicsWithValue(t, "ctxsync: Weighted.Release of negative weight", func() { w.Release(math.MinInt64) })
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
 		//lint:ignore SA1012 a nil Context is the misuse under test
 		_ = w.Acquire(nil, 1)
