@@ -2,6 +2,7 @@ package ctxsync_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 
@@ -50,6 +51,55 @@ func runGrantRace(t *testing.T, setup func(t *testing.T) grantRace) (errFirst, e
 	return errFirst, errSecond
 }
 
+// A cancelRace is the same race left to chance: first's ctx is cancelled from
+// another goroutine while grant runs, on every processor, round after round,
+// so that every interleaving turns up, the grant beating the cancellation and
+// the other way round. Whoever got through gives back what it took, and check
+// then finds nothing lost or made up.
+type cancelRace struct {
+	grantRace
+	releaseFirst, releaseSecond func() // give back what first and second took
+	check                       func(t *testing.T)
+}
+
+// runCancelRaces runs the race rounds times, each on what setup returns:
+// first and second queued, most often in that order. first may fail only with
+// context.Canceled; second, whose ctx never ends, must get through.
+func runCancelRaces(t *testing.T, rounds int, setup func(t *testing.T) cancelRace) {
+	t.Helper()
+	for range testutil.HammerRounds(rounds) {
+		r := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		first, second := make(chan error, 1), make(chan error, 1)
+		go func() { first <- r.first(ctx) }()
+		go func() { second <- r.second(context.Background()) }()
+		runtime.Gosched()
+
+		go cancel()
+		r.grant()
+		// They get through in turn, or at once, or first gives up; each
+		// that got through gives back once, which may be what the other
+		// waits for.
+		for range 2 {
+			select {
+			case err := <-first:
+				if err == nil {
+					r.releaseFirst()
+				} else {
+					require.Equal(t, context.Canceled, err)
+				}
+				first = nil
+			case err := <-second:
+				require.NoError(t, err)
+				r.releaseSecond()
+				second = nil
+			}
+		}
+		r.check(t)
+		cancel()
+	}
+}
+
 func TestGrantRaceLock(t *testing.T) {
 	var l ctxsync.Lock
 	errA, errB := runGrantRace(t, func(t *testing.T) grantRace {
@@ -82,12 +132,9 @@ func TestGrantRaceSemaphore(t *testing.T) {
 
 func TestGrantRaceWeighted(t *testing.T) {
 	w := ctxsync.NewWeighted(3)
-	acquire := func(n int64) func(context.Context) error {
-		return func(ctx context.Context) error { return w.Acquire(ctx, n) }
-	}
 	errA, errB := runGrantRace(t, func(t *testing.T) grantRace {
 		require.NoError(t, w.Acquire(t.Context(), 3))
-		return grantRace{first: acquire(2), second: acquire(3), grant: func() { w.Release(3) }}
+		return grantRace{first: acquireOf(w, 2), second: acquireOf(w, 3), grant: func() { w.Release(3) }}
 	})
 	require.Equal(t, context.Canceled, errA)
 	require.NoError(t, errB, "the units were passed on")

@@ -119,45 +119,22 @@ func TestLockDeadlineWhileQueued(t *testing.T) {
 	})
 }
 
-// TestLockCancelRacesUnlock runs the race between a waiter's ctx ending and
-// Unlock handing it the lock, many times: whichever wins, the lock is never lost
-// and the waiter behind gets it.
+// TestLockCancelRacesUnlock: whichever wins between a waiter's ctx ending and
+// Unlock handing it the lock, the lock is never lost and the waiter behind
+// gets it.
 func TestLockCancelRacesUnlock(t *testing.T) {
-	for range testutil.HammerRounds(2000) {
+	runCancelRaces(t, 2000, func(t *testing.T) cancelRace {
 		var l ctxsync.Lock
 		require.NoError(t, l.Lock(context.Background()))
-
-		ctx, cancel := context.WithCancel(context.Background())
-		errA := make(chan error, 1)
-		go func() { errA <- l.Lock(ctx) }()
-		errB := make(chan error, 1)
-		go func() { errB <- l.Lock(context.Background()) }()
-		runtime.Gosched()
-
-		go cancel()
-		l.Unlock()
-
-		// A and B hold the lock in turn, or A gave up: each that got it
-		// releases it once.
-		for range 2 {
-			select {
-			case err := <-errA:
-				if err == nil {
-					l.Unlock()
-				} else {
-					require.Equal(t, context.Canceled, err)
-				}
-				errA = nil
-			case err := <-errB:
-				require.NoError(t, err)
+		return cancelRace{
+			grantRace:    grantRace{first: l.Lock, second: l.Lock, grant: l.Unlock},
+			releaseFirst: l.Unlock, releaseSecond: l.Unlock,
+			check: func(t *testing.T) {
+				require.True(t, l.TryLock(), "the lock was lost")
 				l.Unlock()
-				errB = nil
-			}
+			},
 		}
-		require.True(t, l.TryLock(), "the lock was lost")
-		l.Unlock()
-		cancel()
-	}
+	})
 }
 
 func TestLockUnlockFromOtherGoroutine(t *testing.T) {

@@ -166,39 +166,22 @@ func TestRWLockContextEndsWhileQueued(t *testing.T) {
 // lost, for readers and writers.
 func TestRWLockCancelRacesUnlock(t *testing.T) {
 	for _, writer := range []bool{false, true} {
-		for range testutil.HammerRounds(500) {
+		runCancelRaces(t, 500, func(t *testing.T) cancelRace {
 			var rw ctxsync.RWLock
 			require.NoError(t, rw.Lock(context.Background()))
-			ctx, cancel := context.WithCancel(context.Background())
-			a := lockAsync(ctx, &rw, writer)
-			b := lockAsync(context.Background(), &rw, true)
-			runtime.Gosched()
-			go cancel()
-			rw.Unlock()
-			unlock := func() {
-				if writer {
-					rw.Unlock()
-				} else {
-					rw.RUnlock()
-				}
+			first, releaseFirst := rw.RLock, rw.RUnlock
+			if writer {
+				first, releaseFirst = rw.Lock, rw.Unlock
 			}
-			for range 2 {
-				select {
-				case err := <-a:
-					if err == nil {
-						unlock()
-					}
-					a = nil
-				case err := <-b:
-					require.NoError(t, err)
+			return cancelRace{
+				grantRace:    grantRace{first: first, second: rw.Lock, grant: rw.Unlock},
+				releaseFirst: releaseFirst, releaseSecond: rw.Unlock,
+				check: func(t *testing.T) {
+					require.True(t, rw.TryLock(), "the lock was lost")
 					rw.Unlock()
-					b = nil
-				}
+				},
 			}
-			require.True(t, rw.TryLock(), "the lock was lost")
-			rw.Unlock()
-			cancel()
-		}
+		})
 	}
 }
 

@@ -190,35 +190,18 @@ func TestSemaphoreLastWaiterLeaves(t *testing.T) {
 func TestSemaphoreCancelRacesRelease(t *testing.T) {
 	for _, k := range semaphoreKinds {
 		t.Run(k.name, func(t *testing.T) {
-			for range testutil.HammerRounds(1000) {
+			runCancelRaces(t, 1000, func(t *testing.T) cancelRace {
 				s := k.new(1)
 				require.NoError(t, s.Acquire(context.Background()))
-				ctx, cancel := context.WithCancel(context.Background())
-				errA := make(chan error, 1)
-				go func() { errA <- s.Acquire(ctx) }()
-				errB := make(chan error, 1)
-				go func() { errB <- s.Acquire(context.Background()) }()
-				runtime.Gosched()
-
-				go cancel()
-				s.Release()
-				for range 2 {
-					select {
-					case err := <-errA:
-						if err == nil {
-							s.Release()
-						}
-						errA = nil
-					case err := <-errB:
-						require.NoError(t, err)
-						s.Release()
-						errB = nil
-					}
+				return cancelRace{
+					grantRace:    grantRace{first: s.Acquire, second: s.Acquire, grant: s.Release},
+					releaseFirst: s.Release, releaseSecond: s.Release,
+					check: func(t *testing.T) {
+						require.Equal(t, 1, s.Available(), "a permit was lost or made up")
+						require.Equal(t, 0, s.Waiting())
+					},
 				}
-				require.Equal(t, 1, s.Available(), "a permit was lost or made up")
-				require.Equal(t, 0, s.Waiting())
-				cancel()
-			}
+			})
 		})
 	}
 }

@@ -25,6 +25,11 @@ func acquireAsync(ctx context.Context, w *ctxsync.Weighted, n int64) <-chan erro
 	return ch
 }
 
+// acquireOf returns Acquire of n units of w, as a func of the ctx alone.
+func acquireOf(w *ctxsync.Weighted, n int64) func(context.Context) error {
+	return func(ctx context.Context) error { return w.Acquire(ctx, n) }
+}
+
 // pending reports whether a result has arrived; call it after synctest.Wait.
 func pending(ch <-chan error) bool { return len(ch) == 0 }
 
@@ -165,33 +170,20 @@ func TestWeightedContextEndsWhileQueued(t *testing.T) {
 	})
 }
 
-// fullWeighted returns a Weighted of capacity whose units are all held, and a
-// ctx for a waiter to give up with.
-func fullWeighted(t *testing.T, capacity int64) (*ctxsync.Weighted, context.Context, context.CancelFunc) {
-	t.Helper()
-	w := ctxsync.NewWeighted(capacity)
-	require.NoError(t, w.Acquire(context.Background(), capacity))
-	ctx, cancel := context.WithCancel(context.Background())
-	return w, ctx, cancel
-}
-
 func TestWeightedCancelRacesRelease(t *testing.T) {
-	for range testutil.HammerRounds(1000) {
-		w, ctx, cancel := fullWeighted(t, 4)
-		a := acquireAsync(ctx, w, 3)
-		b := acquireAsync(context.Background(), w, 1)
-		runtime.Gosched()
-		go cancel()
-		w.Release(4)
-		if err := <-a; err == nil {
-			w.Release(3)
+	runCancelRaces(t, 1000, func(t *testing.T) cancelRace {
+		w := ctxsync.NewWeighted(4)
+		require.NoError(t, w.Acquire(context.Background(), 4))
+		return cancelRace{
+			grantRace:     grantRace{first: acquireOf(w, 3), second: acquireOf(w, 1), grant: func() { w.Release(4) }},
+			releaseFirst:  func() { w.Release(3) },
+			releaseSecond: func() { w.Release(1) },
+			check: func(t *testing.T) {
+				require.Equal(t, int64(4), w.Available(), "units lost or made up")
+				require.Equal(t, 0, w.Waiting())
+			},
 		}
-		require.NoError(t, <-b)
-		w.Release(1)
-		require.Equal(t, int64(4), w.Available(), "units lost or made up")
-		require.Equal(t, 0, w.Waiting())
-		cancel()
-	}
+	})
 }
 
 // TestWeightedLastWaiterCancelRacesRelease: the last waiter clears the waiters
@@ -199,7 +191,9 @@ func TestWeightedCancelRacesRelease(t *testing.T) {
 // neither may undo the other.
 func TestWeightedLastWaiterCancelRacesRelease(t *testing.T) {
 	for range testutil.HammerRounds(2000) {
-		w, ctx, cancel := fullWeighted(t, 2)
+		w := ctxsync.NewWeighted(2)
+		require.NoError(t, w.Acquire(context.Background(), 2))
+		ctx, cancel := context.WithCancel(context.Background())
 		a := acquireAsync(ctx, w, 2)
 		for w.Waiting() == 0 {
 			runtime.Gosched()
