@@ -175,7 +175,7 @@ func TestHammerLock(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(g), 1))
 			for range rounds {
 				ctx, cancel := randomCtx(r)
-				if err := l.Lock(ctx); err == nil {
+				if err := tryOrWait(ctx, r, l.TryLock, l.Lock); err == nil {
 					if n := inside.Add(1); n != 1 {
 						t.Errorf("%d goroutines inside the Lock", n)
 					}

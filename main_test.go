@@ -47,6 +47,19 @@ func endingCtx(r *rand.Rand) (context.Context, context.CancelFunc) {
 	return ctx, func() { t.Stop(); cancel() }
 }
 
+// tryOrWait is how a hammer test's goroutine takes what it needs: one time in
+// eight with try, as a caller that cannot wait would, and otherwise with wait.
+// A failed try reads as context.Canceled.
+func tryOrWait(ctx context.Context, r *rand.Rand, try func() bool, wait func(context.Context) error) error {
+	if r.IntN(8) != 0 {
+		return wait(ctx)
+	}
+	if !try() {
+		return context.Canceled
+	}
+	return nil
+}
+
 // doneCtxCases are the ways a context can already be over.
 func doneCtxCases(t *testing.T) []struct {
 	name string

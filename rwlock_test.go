@@ -270,15 +270,7 @@ func TestHammerRWLock(t *testing.T) {
 			for range rounds {
 				ctx, cancel := randomCtx(r)
 				if r.IntN(4) == 0 {
-					var err error
-					if r.IntN(8) == 0 {
-						if !rw.TryLock() {
-							err = context.Canceled
-						}
-					} else {
-						err = rw.Lock(ctx)
-					}
-					if err == nil {
+					if tryOrWait(ctx, r, rw.TryLock, rw.Lock) == nil {
 						if w := writers.Add(1); w != 1 || readers.Load() != 0 {
 							t.Errorf("a writer with %d writers and %d readers inside", w, readers.Load())
 						}
@@ -288,15 +280,7 @@ func TestHammerRWLock(t *testing.T) {
 						rw.Unlock()
 					}
 				} else {
-					var err error
-					if r.IntN(8) == 0 {
-						if !rw.TryRLock() {
-							err = context.Canceled
-						}
-					} else {
-						err = rw.RLock(ctx)
-					}
-					if err == nil {
+					if tryOrWait(ctx, r, rw.TryRLock, rw.RLock) == nil {
 						readers.Add(1)
 						if writers.Load() != 0 {
 							t.Error("a reader with a writer inside")

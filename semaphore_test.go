@@ -271,15 +271,7 @@ func TestHammerSemaphore(t *testing.T) {
 					r := rand.New(rand.NewPCG(uint64(g), 2))
 					for range rounds {
 						ctx, cancel := randomCtx(r)
-						var err error
-						if r.IntN(8) == 0 {
-							if !s.TryAcquire() {
-								err = context.Canceled
-							}
-						} else {
-							err = s.Acquire(ctx)
-						}
-						if err == nil {
+						if tryOrWait(ctx, r, s.TryAcquire, s.Acquire) == nil {
 							if n := inside.Add(1); n > capacity {
 								t.Errorf("%d holders of %d permits", n, capacity)
 							}

@@ -322,15 +322,8 @@ func TestHammerWeighted(t *testing.T) {
 			for range rounds {
 				n := int64(r.IntN(capacity + 1))
 				ctx, cancel := randomCtx(r)
-				var err error
-				if r.IntN(8) == 0 {
-					if !w.TryAcquire(n) {
-						err = context.Canceled
-					}
-				} else {
-					err = w.Acquire(ctx, n)
-				}
-				if err == nil {
+				try := func() bool { return w.TryAcquire(n) }
+				if tryOrWait(ctx, r, try, acquireOf(w, n)) == nil {
 					if h := held.Add(n); h > capacity {
 						t.Errorf("%d units held of %d", h, capacity)
 					}
