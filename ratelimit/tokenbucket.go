@@ -200,9 +200,10 @@ func (b *TokenBucket) Wait(ctx context.Context) error { return b.WaitN(ctx, 1) }
 //
 // It fails at once with ErrExceedsBurst if n is above the burst, and with
 // ErrWouldExceedDeadline if the tokens cannot come before the deadline of
-// ctx. Otherwise, on failure, it returns ctx.Err() and takes nothing; a ctx
-// that is already done fails even when tokens are available. A waiter that
-// gives up reserved nothing, so nothing is lost: the next waiter moves up.
+// ctx; a SetRate or SetBurst while it waits checks both again. Otherwise, on
+// failure, it returns ctx.Err() and takes nothing; a ctx that is already done
+// fails even when tokens are available. A waiter that gives up reserved
+// nothing, so nothing is lost: the next waiter moves up.
 //
 // WaitN panics if n is below 1.
 func (b *TokenBucket) WaitN(ctx context.Context, n int) error {
@@ -234,7 +235,9 @@ func (b *TokenBucket) Rate() float64 { return b.params.Load().rate }
 func (b *TokenBucket) Burst() int { return b.params.Load().burst }
 
 // SetRate changes the rate. The tokens in the bucket stay; goroutines waiting
-// in WaitN are served at the new rate.
+// in WaitN are served at the new rate, and those whose ctx deadline it puts out
+// of reach fail at once with ErrWouldExceedDeadline, as they would have on
+// entry; those behind them move up.
 //
 // SetRate panics if rate is not above 0, or if refilling would take over four
 // years.
@@ -244,7 +247,8 @@ func (b *TokenBucket) SetRate(rate float64) {
 
 // SetBurst changes the burst. The tokens in the bucket stay, up to the new
 // burst. Goroutines waiting in WaitN for more than the new burst fail at once
-// with ErrExceedsBurst; those behind them move up.
+// with ErrExceedsBurst, and those whose ctx deadline a smaller burst puts out
+// of reach with ErrWouldExceedDeadline; those behind them move up.
 //
 // SetBurst panics if burst is below 1, or if refilling would take over four
 // years.
@@ -275,7 +279,7 @@ func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
 	b.params.Store(p)
 	tat := now + p.burstNs - int64(tokens*float64(p.tokenNs))
 	b.state.Store(tat<<tbShift | s&tbQueued)
-	b.w.refuseOversizeLocked(p.burst)
+	b.w.refuseLocked((*bucketWaitable)(b), now)
 	b.w.kickLocked()
 }
 

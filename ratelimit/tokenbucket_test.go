@@ -383,6 +383,37 @@ func TestTokenBucketSetBurstTurnsAwayQueued(t *testing.T) {
 	})
 }
 
+// TestTokenBucketSetRateTurnsAwayLate: a waiter behind the head whose
+// deadline a lower rate puts out of reach fails at once with
+// ErrWouldExceedDeadline, as it would have on entry, rather than wait for its
+// deadline; those behind it move up. One whose deadline can still be met
+// stays.
+func TestTokenBucketSetRateTurnsAwayLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(10, 1)
+		require.True(t, b.Allow())
+		// At 10 a second, the second token is due in 200ms; at 1 a second,
+		// after the head's, in 2s.
+		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+		defer cancel()
+		head, late, last := queueThree(t, ctx, b, 1, 1)
+		roomy, cancelRoomy := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancelRoomy()
+		fits := make(chan error, 1)
+		go func() { fits <- b.WaitN(roomy, 1) }()
+		synctest.Wait()
+
+		start := time.Now()
+		b.SetRate(1)
+		require.Equal(t, ErrWouldExceedDeadline, <-late)
+		require.Zero(t, time.Since(start), "turned away at once")
+		require.NoError(t, <-head)
+		require.NoError(t, <-last)
+		require.NoError(t, <-fits, "its deadline can still be met")
+		require.Equal(t, 3*time.Second, time.Since(start), "a token each, at the new rate")
+	})
+}
+
 // TestTokenBucketTurnedAwayAsCtxEnds: a queued waiter turned away by SetBurst
 // at the moment its ctx ends fails either way, and leaves the queue's
 // accounting right: in particular it does not act as the head, which it never
@@ -516,10 +547,11 @@ func TestHammerTokenBucket(t *testing.T) {
 	})
 }
 
-// TestHammerTokenBucketSetBurst: waiters with random cancellation while the
-// burst moves up and down, turning away queued waiters. Afterwards the
-// queue's accounting is back at zero and the bucket refills to its burst.
-func TestHammerTokenBucketSetBurst(t *testing.T) {
+// TestHammerTokenBucketSet: waiters with random cancellation and deadlines
+// while the burst and the rate move up and down, turning away queued waiters.
+// Afterwards the queue's accounting is back at zero and the bucket refills to
+// its burst.
+func TestHammerTokenBucketSet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const burst = 5
 		b := NewTokenBucket(1000, burst)
@@ -531,9 +563,14 @@ func TestHammerTokenBucketSetBurst(t *testing.T) {
 				select {
 				case <-stop:
 					b.SetBurst(burst)
+					b.SetRate(1000)
 					return
 				case <-time.After(3 * time.Millisecond):
-					b.SetBurst(2 + i%(burst-1))
+					if i%2 == 0 {
+						b.SetBurst(2 + i%(burst-1))
+					} else {
+						b.SetRate(float64(250 * (1 + i%5)))
+					}
 				}
 			}
 		}()
@@ -543,7 +580,7 @@ func TestHammerTokenBucketSetBurst(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(g), 5))
 				for range testutil.HammerRounds(50) {
 					// Deadlines on the setter's beat, so that some end as
-					// SetBurst turns their waiter away.
+					// a setter turns their waiter away.
 					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(3*r.IntN(7))*time.Millisecond)
 					err := b.WaitN(ctx, 1+r.IntN(burst))
 					cancel()

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -32,11 +33,11 @@ type waitable interface {
 // (x/time/rate reserves, then refunds on cancellation as best it can:
 // golang/go#56924.)
 type waiters struct {
-	// q holds the waiters behind the head, valued at the events they ask
-	// for. A grant of promoted makes one the head; a grant of oversize turns
-	// it away after SetBurst. Its lock guards the fields below, and the slow
-	// paths of the limiter.
-	q waitq.Queue[int]
+	// q holds the waiters behind the head, valued at what they ask for. A
+	// grant makes one the head, or, with an error in turn.refused, turns it
+	// away (see refuseLocked). Its lock guards the fields below, and the
+	// slow paths of the limiter.
+	q waitq.Queue[turn]
 
 	head   bool          // a goroutine is the head
 	kick   chan struct{} // the head's: makes it look again (SetRate, SetBurst)
@@ -50,7 +51,11 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 		w.q.Unlock()
 		return ErrExceedsBurst
 	}
-	if dl, ok := ctx.Deadline(); ok && l.earliestLocked(w.queued, n, nowNs()) > atNs(dl) {
+	deadline := int64(math.MaxInt64)
+	if dl, ok := ctx.Deadline(); ok {
+		deadline = atNs(dl)
+	}
+	if l.earliestLocked(w.queued, n, nowNs()) > deadline {
 		w.q.Unlock()
 		return ErrWouldExceedDeadline
 	}
@@ -60,11 +65,11 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 		l.setQueuedLocked(true)
 		return w.headLocked(ctx, l, n)
 	}
-	node := w.q.Push(n)
+	node := w.q.Push(turn{n: n, deadline: deadline})
 	w.q.Unlock()
 	if v, ok := w.q.Wait(ctx, node); ok {
-		if v == oversize {
-			return ErrExceedsBurst
+		if v.refused != nil {
+			return v.refused
 		}
 		w.q.Lock() // promoted: we are the head
 		return w.headLocked(ctx, l, n)
@@ -73,20 +78,25 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 	switch v, granted, _ := w.q.Cancel(node); {
 	case !granted:
 		w.queued -= n
-	case v == promoted:
+	case v.refused == nil:
 		// Made head as ctx ended: pass the role on.
 		w.leaveLocked(l, n)
 	}
-	// Turned away as ctx ended: refuseOversizeLocked settled everything.
+	// Turned away as ctx ended: refuseLocked settled everything.
 	w.q.Unlock()
 	return ctx.Err()
 }
 
-// What a waiter behind the head is granted.
-const (
-	promoted = 0  // it is the head now
-	oversize = -1 // it asks for more than the burst now: ErrExceedsBurst
-)
+// A turn is what a waiter behind the head asks for and, once it is granted,
+// the answer.
+type turn struct {
+	n        int   // events asked for
+	deadline int64 // of the waiter's ctx, on the limiter's clock; math.MaxInt64 for none
+
+	// refused is set by a grant that turns the waiter away, to the error
+	// its WaitN returns; a grant without it makes the waiter the head.
+	refused error
+}
 
 // headLocked is the wait of the head of the queue: take the events when the
 // limiter has them. w.q must be locked; headLocked unlocks it.
@@ -143,23 +153,41 @@ func (w *waiters) leaveLocked(l waitable, n int) {
 	w.queued -= n
 	w.kick = nil
 	if next := w.q.Front(); next != nil {
-		w.q.Grant(next, promoted) // head stays true: the next one is it
+		w.q.Grant(next, turn{}) // head stays true: the next one is it
 		return
 	}
 	w.head = false
 	l.setQueuedLocked(false)
 }
 
-// refuseOversizeLocked turns away, with ErrExceedsBurst, the waiters behind
-// the head that ask for more than max events, after SetBurst lowered it to
-// that: they would otherwise find out only when their turn came. The head
+// refuseLocked turns away the waiters behind the head that l, changed by
+// SetRate or SetBurst, can no longer serve as WaitN promised on entry: those
+// that ask for more than l can ever allow (ErrExceedsBurst), and those whose
+// deadline now comes before the earliest moment their turn could
+// (ErrWouldExceedDeadline). They would otherwise find out only when their
+// turn came, or their deadline passed; those behind them move up. The head
 // finds out when kicked. w.q must be locked.
-func (w *waiters) refuseOversizeLocked(max int) {
+func (w *waiters) refuseLocked(l waitable, now int64) {
+	// The events asked for ahead of the first waiter: the head's.
+	ahead := w.queued
+	for node := w.q.Front(); node != nil; node = w.q.Next(node) {
+		ahead -= node.Val.n
+	}
+	most := l.maxLocked()
 	for node := w.q.Front(); node != nil; {
 		next := w.q.Next(node)
-		if n := node.Val; n > max {
-			w.queued -= n
-			w.q.Grant(node, oversize)
+		var refused error
+		switch t := node.Val; {
+		case t.n > most:
+			refused = ErrExceedsBurst
+		case l.earliestLocked(ahead, t.n, now) > t.deadline:
+			refused = ErrWouldExceedDeadline
+		default:
+			ahead += t.n
+		}
+		if refused != nil {
+			w.queued -= node.Val.n
+			w.q.Grant(node, turn{refused: refused})
 		}
 		node = next
 	}
