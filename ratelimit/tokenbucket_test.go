@@ -353,64 +353,82 @@ func TestTokenBucketSetBurstWhileWaiting(t *testing.T) {
 
 // queueThree queues three WaitN calls on the empty b, in order, each alone
 // in the bubble until it waits: the head for nHead tokens, then one for nMid
-// under ctx, then one for a single token.
+// under ctx, then one for a single token, with a deadline a minute off.
 func queueThree(t *testing.T, ctx context.Context, b *TokenBucket, nHead, nMid int) (head, mid, last chan error) {
 	head, mid, last = make(chan error, 1), make(chan error, 1), make(chan error, 1)
 	go func() { head <- b.WaitN(t.Context(), nHead) }()
 	synctest.Wait()
 	go func() { mid <- b.WaitN(ctx, nMid) }()
 	synctest.Wait()
-	go func() { last <- b.WaitN(t.Context(), 1) }()
+	roomy, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	go func() { last <- b.WaitN(roomy, 1) }()
 	synctest.Wait()
 	return head, mid, last
 }
 
-// TestTokenBucketSetBurstTurnsAwayQueued: a waiter behind the head that asks
-// for more than the new burst fails at once, not when its turn comes, and
-// those behind it move up.
-func TestTokenBucketSetBurstTurnsAwayQueued(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := NewTokenBucket(1, 3)
-		require.True(t, b.AllowN(3))
-		head, big, last := queueThree(t, t.Context(), b, 1, 3)
-		start := time.Now()
-		b.SetBurst(2)
-		require.Equal(t, ErrExceedsBurst, <-big)
-		require.Zero(t, time.Since(start), "turned away at once")
-		require.NoError(t, <-head)
-		require.NoError(t, <-last)
-		require.Equal(t, 2*time.Second, time.Since(start), "a token each, at the rate")
-	})
+// TestTokenBucketSetTurnsAwayQueued: a waiter behind the head that a setter
+// leaves unservable, as WaitN judges on entry, fails at once rather than when
+// its turn comes or its deadline passes, and the one behind it moves up:
+// asking for more than the new burst, or with a deadline that the new rate
+// puts out of reach. The last waiter's deadline can still be met: it stays.
+func TestTokenBucketSetTurnsAwayQueued(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		rate        float64
+		burst, nMid int
+		midDeadline time.Duration // 0 for none
+		set         func(b *TokenBucket)
+		want        error
+	}{
+		{"SetBurst below its ask", 1, 3, 3, 0, func(b *TokenBucket) { b.SetBurst(2) }, ErrExceedsBurst},
+		// At 10 a second its token is due in 200ms; at 1 a second, after
+		// the head's, in 2s.
+		{"SetRate past its deadline", 10, 1, 1, 1500 * time.Millisecond, func(b *TokenBucket) { b.SetRate(1) }, ErrWouldExceedDeadline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := NewTokenBucket(tc.rate, tc.burst)
+				require.True(t, b.AllowN(tc.burst))
+				ctx := t.Context()
+				if tc.midDeadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.midDeadline)
+					defer cancel()
+				}
+				head, mid, last := queueThree(t, ctx, b, 1, tc.nMid)
+				start := time.Now()
+				tc.set(b)
+				require.Equal(t, tc.want, <-mid)
+				require.Zero(t, time.Since(start), "turned away at once")
+				require.NoError(t, <-head)
+				require.NoError(t, <-last)
+				require.Equal(t, 2*time.Second, time.Since(start), "a token each, at 1 a second")
+			})
+		})
+	}
 }
 
-// TestTokenBucketSetRateTurnsAwayLate: a waiter behind the head whose
-// deadline a lower rate puts out of reach fails at once with
-// ErrWouldExceedDeadline, as it would have on entry, rather than wait for its
-// deadline; those behind it move up. One whose deadline can still be met
-// stays.
-func TestTokenBucketSetRateTurnsAwayLate(t *testing.T) {
+// TestTokenBucketSetRateCountsThoseAhead: the deadline a setter checks a
+// waiter against is that of its turn, after every waiter it keeps ahead.
+func TestTokenBucketSetRateCountsThoseAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := NewTokenBucket(10, 1)
 		require.True(t, b.Allow())
-		// At 10 a second, the second token is due in 200ms; at 1 a second,
-		// after the head's, in 2s.
-		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+		head, mid, last := queueThree(t, t.Context(), b, 1, 1)
+		ctx, cancel := context.WithTimeout(t.Context(), 3500*time.Millisecond)
 		defer cancel()
-		head, late, last := queueThree(t, ctx, b, 1, 1)
-		roomy, cancelRoomy := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancelRoomy()
-		fits := make(chan error, 1)
-		go func() { fits <- b.WaitN(roomy, 1) }()
+		fourth := make(chan error, 1)
+		go func() { fourth <- b.WaitN(ctx, 1) }()
 		synctest.Wait()
-
 		start := time.Now()
-		b.SetRate(1)
-		require.Equal(t, ErrWouldExceedDeadline, <-late)
+		b.SetRate(1) // its token, after three, is due in 4s
+		require.Equal(t, ErrWouldExceedDeadline, <-fourth)
 		require.Zero(t, time.Since(start), "turned away at once")
-		require.NoError(t, <-head)
-		require.NoError(t, <-last)
-		require.NoError(t, <-fits, "its deadline can still be met")
-		require.Equal(t, 3*time.Second, time.Since(start), "a token each, at the new rate")
+		for _, ch := range []chan error{head, mid, last} {
+			require.NoError(t, <-ch)
+		}
+		require.Equal(t, 3*time.Second, time.Since(start))
 	})
 }
 
