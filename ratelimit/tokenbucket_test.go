@@ -432,6 +432,28 @@ func TestTokenBucketSetRateCountsThoseAhead(t *testing.T) {
 	})
 }
 
+// TestTokenBucketDeadlineCheckSaturates: with a rate so slow that the waiters
+// ahead need centuries, the deadline check does not overflow into a time
+// that looks to have passed already.
+func TestTokenBucketDeadlineCheckSaturates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const year = 365 * 24 * time.Hour
+		b := NewTokenBucket(1/(3*year).Seconds(), 1) // a token every 3 years
+		require.True(t, b.Allow())
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for range 150 {
+			wg.Go(func() { assert.Equal(t, context.Canceled, b.WaitN(ctx, 1)) })
+		}
+		synctest.Wait()
+		hour, cancelHour := context.WithTimeout(t.Context(), time.Hour)
+		defer cancelHour()
+		require.Equal(t, ErrWouldExceedDeadline, b.WaitN(hour, 1))
+		cancel()
+		wg.Wait()
+	})
+}
+
 // TestTokenBucketTurnedAwayAsCtxEnds: a queued waiter turned away by SetBurst
 // at the moment its ctx ends fails either way, and leaves the queue's
 // accounting right: in particular it does not act as the head, which it never
