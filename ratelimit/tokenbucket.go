@@ -306,19 +306,18 @@ func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 func (b *bucketWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	tb := (*TokenBucket)(b)
 	p := b.params.Load()
-	k := int64(ahead + n)
-	if p.tokenNs > 0 && k > farNs/p.tokenNs {
-		// Over a century of tokens (a rate near the slowest allowed, and
-		// many waiters): later than any deadline, and more than the sum
-		// below could hold.
+	base, k := tb.base(b.state.Load(), now, p), int64(ahead+n)
+	room := int64(math.MaxInt64)
+	if base > 0 {
+		room -= base
+	}
+	if p.tokenNs > 0 && k > room/p.tokenNs {
+		// Centuries of tokens (a rate near the slowest allowed, and many
+		// waiters): later than any deadline, and more than an int64 holds.
 		return math.MaxInt64
 	}
-	return tb.base(b.state.Load(), now, p) + k*p.tokenNs - p.burstNs
+	return base + k*p.tokenNs - p.burstNs
 }
-
-// farNs bounds the tokens' time that earliestLocked adds up: 2^62 ns, some
-// 146 years, which leaves room in an int64 for any reading of the clock.
-const farNs = 1 << 62
 
 func (b *bucketWaitable) setQueuedLocked(queued bool) {
 	for {
