@@ -17,7 +17,9 @@
 // reserves events ahead of time, so a waiter whose context ends has nothing to
 // give back, and the next one moves up. A wait that cannot end before the
 // context's deadline fails at once with ErrWouldExceedDeadline. A wait for more
-// than the limiter can ever allow fails at once with ErrExceedsBurst.
+// than the limiter can ever allow fails at once with ErrExceedsBurst. Both are
+// checked again for the waiters queued when a TokenBucket's rate or burst
+// changes.
 //
 // The limiters read the monotonic clock, and inside a testing/synctest bubble
 // the bubble's virtual clock, so code that uses them can be tested without
