@@ -57,10 +57,13 @@
 // # Costs
 //
 // The uncontended paths are a single atomic operation plus a check of
-// ctx.Err(), with no allocation. A goroutine that must wait reuses a waiter
-// node of the primitive, so steady contention allocates nothing either. First
-// in, first out hands each permit straight to the oldest waiter, which must be
-// scheduled before it is used: under heavy contention that costs throughput
-// compared with sync.Mutex, which lets newcomers barge in. That is the price of
-// the guarantee that no waiter starves.
+// ctx.Err(), with no allocation. A goroutine that finds the lock or the
+// permits taken yields its processor once and looks again before it queues:
+// when holds are short, the holder usually releases meanwhile, and no queue
+// forms. A goroutine that must wait reuses a waiter node of the primitive, so
+// steady contention allocates nothing either. First in, first out hands each
+// permit straight to the oldest waiter, which must be scheduled before it is
+// used: while goroutines are queued, that costs throughput compared with
+// sync.Mutex, which lets newcomers barge in. That is the price of the
+// guarantee that no waiter starves.
 package ctxsync

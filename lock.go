@@ -64,6 +64,9 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 func (l *Lock) lockSlow(ctx context.Context) error {
+	if waitq.Pause(); l.TryLock() {
+		return nil
+	}
 	l.q.Lock()
 	for {
 		s := l.state.Load()

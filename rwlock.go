@@ -138,6 +138,9 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 	if rw.state.CompareAndSwap(0, rwWriter) {
 		return nil
 	}
+	if waitq.Pause(); rw.TryLock() {
+		return nil
+	}
 	rw.q.Lock()
 	return rw.queueLocked(ctx, true)
 }

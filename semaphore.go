@@ -79,6 +79,9 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 }
 
 func (s *Semaphore) acquireSlow(ctx context.Context) error {
+	if waitq.Pause(); s.TryAcquire() {
+		return nil
+	}
 	s.q.Lock()
 	for {
 		c := s.state.Load()

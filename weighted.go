@@ -133,6 +133,9 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	if waitq.Pause(); w.TryAcquire(n) {
+		return nil
+	}
 	w.q.Lock()
 	if n > w.capacity.Load() { // a Resize shrank it since checkRequest looked
 		w.q.Unlock()

@@ -164,6 +164,20 @@ func (l *List[T]) Grant(m *Mutex, w *Waiter[T], v T) {
 	m.wakesTail = &w.wake
 }
 
+// Pause yields the processor once. A goroutine that finds what it wants taken
+// (the lock, a permit) calls it before it queues, then looks again with a
+// TryX, which never overtakes a queued waiter.
+//
+// When holds are short the holder is usually running or runnable, and the
+// yield lets it release. Without the pause, queues that form under short holds
+// never drain: each release hands over to the oldest waiter, which must be
+// woken, and the releaser, back for more, must queue and park behind the
+// others, so every hand-over costs a park and a wake-up (hundreds of
+// nanoseconds) where a free permit costs tens. With it, a goroutine back for
+// more yields instead of queueing, the queued waiters are served, and the
+// queue empties. When holds are long, it costs one yield per wait.
+func Pause() { runtime.Gosched() }
+
 // Wait blocks until w is granted or ctx is done. The Mutex must NOT be held. On
 // a grant it returns the granted value and true, and w is no longer the
 // caller's to touch. When ctx ends first it returns false and the caller must
