@@ -159,7 +159,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 	if err := waitq.CtxErr(ctx, "pool"); err != nil {
 		return nil, err
 	}
-	waited := false
+	waited, paused := false, false
 	for {
 		p.q.Lock()
 		if p.closed {
@@ -178,12 +178,21 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 			}
 			continue // r was bad, and is closed: look again
 		}
+		full := p.totalLocked() >= p.cfg.MaxSize // only a release can serve us
 		if !waited {
 			waited = true
 			p.stats.EmptyAcquires++
-			if p.totalLocked() >= p.cfg.MaxSize {
-				p.stats.WaitCount++ // full: only a release can serve it
+			if full {
+				p.stats.WaitCount++
 			}
+		}
+		if full && !paused {
+			// Let a holder that is about to release do so, and look again,
+			// before queueing (see waitq.Pause).
+			paused = true
+			p.q.Unlock()
+			waitq.Pause()
+			continue
 		}
 		w := p.q.Push(handoff[T]{})
 		p.fillLocked(ctx)
