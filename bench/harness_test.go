@@ -65,3 +65,15 @@ var (
 // spinYield gives other goroutines a chance to run while a benchmark's driver
 // waits for them to reach a state.
 func spinYield() { runtime.Gosched() }
+
+// busyWork spends CPU in proportion to n, without touching shared memory, as
+// the work a caller does while it holds a lock or a permit.
+func busyWork(n int) {
+	x := 0
+	for i := range n {
+		x += i * i
+	}
+	if x == -1 { // never: keeps the loop from being optimized away, race-free
+		sinkInt = x
+	}
+}
