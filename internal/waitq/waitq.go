@@ -9,7 +9,8 @@
 // only way to unlock, no exit can forget it. A waiter whose ctx ends locks
 // again and calls Cancel, which tells it whether it was still queued (it is
 // removed) or whether a grant beat the cancellation (the grant is consumed and
-// the primitive passes it on). Either way nothing is lost.
+// the primitive passes it on). Either way nothing is lost. Before it queues for
+// a lock or a permit, a goroutine pauses once and looks again (see Pause).
 //
 // A primitive with two kinds of waiters, such as a bounded queue's getters
 // and putters, keeps a second List under the same Mutex.
