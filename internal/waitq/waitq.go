@@ -54,9 +54,11 @@ func (m *Mutex) Unlock() {
 	m.wakes, m.wakesTail = nil, nil
 	m.mu.Unlock()
 	for w != nil {
-		next := w.next // read before the send: after it the node may be reused
+		next := w.next // read before the wake: after it the node may be reused
 		w.next = nil
-		w.ready <- struct{}{} // never blocks: the buffer is empty until this send
+		if w.state.Swap(wakeGranted) == wakeBlocked {
+			w.ready <- struct{}{} // never blocks: the buffer is empty until this send
+		}
 		w = next
 	}
 }
@@ -66,10 +68,24 @@ func (m *Mutex) Unlock() {
 type wakeLink struct {
 	next *wakeLink // guarded by the Mutex: the next grant to send
 
-	// ready receives one value per grant. It is buffered so that a grant never
+	// state is where the waiter is (see the wake constants). A grant that
+	// finds it looking sets it and is done; only one that finds it blocked
+	// sends on ready.
+	state atomic.Uint32
+
+	// ready receives the grant of a waiter that blocks: one value, sent by the
+	// Unlock that follows the grant. It is buffered so that the send never
 	// blocks, whether or not the waiter has reached its select yet.
 	ready chan struct{}
 }
+
+// The states of a wakeLink.
+const (
+	wakeLooking uint32 = iota // queued; the waiter yields and looks, or has yet to wait
+	wakeGranted               // granted: set by the Unlock after the grant
+	wakeBlocked               // the waiter blocks on ready, or is about to
+	wakeIdle                  // the waiting goroutine is done with the node
+)
 
 // A Waiter is one goroutine's place in a List.
 type Waiter[T any] struct {
@@ -78,10 +94,6 @@ type Waiter[T any] struct {
 
 	queued bool // guarded by the Mutex: in the list, not yet granted or removed
 	alone  bool // set by Push for its caller's Wait: the list was empty before it
-
-	// idle is set by the waiting goroutine when it is done with the node, so that
-	// the node (its channel drained, its value read) may be handed to another.
-	idle atomic.Bool
 
 	// Val is the primitive's payload: a weight, an item, a reader/writer flag.
 	// It is written with the Mutex held; the waiter reads it after its grant,
@@ -194,12 +206,13 @@ func (l *List[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
 	if w.alone {
 		for range aloneYields {
 			runtime.Gosched()
-			select {
-			case <-w.wake.ready:
+			if w.wake.state.Load() == wakeGranted {
 				return l.finish(w), true
-			default:
 			}
 		}
+	}
+	if !w.wake.state.CompareAndSwap(wakeLooking, wakeBlocked) {
+		return l.finish(w), true // granted before we could block
 	}
 	done := ctx.Done()
 	if done == nil {
@@ -229,12 +242,13 @@ func (l *List[T]) Cancel(w *Waiter[T]) (v T, granted, front bool) {
 		l.unlink(w)
 		var zero T
 		w.Val = zero
-		w.idle.Store(true)
+		w.wake.state.Store(wakeIdle)
 		l.recycle(w)
 		return zero, false, front
 	}
-	// Granted: the granter sends as soon as it has unlocked, if it has not
-	// already; this receive waits at most for that.
+	// Granted: Wait marked w blocked before it returned false, so the granter
+	// sends as soon as it has unlocked, if it has not already; this receive
+	// waits at most for that.
 	<-w.wake.ready
 	return l.finish(w), true, false
 }
@@ -244,7 +258,7 @@ func (l *List[T]) finish(w *Waiter[T]) T {
 	v := w.Val
 	var zero T
 	w.Val = zero // drop references held by the payload
-	w.idle.Store(true)
+	w.wake.state.Store(wakeIdle)
 	return v
 }
 
@@ -308,8 +322,8 @@ func (l *List[T]) node() *Waiter[T] {
 	// so that one slow goroutine cannot make every later wait allocate.
 	for range min(2, l.nfree) {
 		w := l.popFree()
-		if w.idle.Load() {
-			w.idle.Store(false)
+		if w.wake.state.Load() == wakeIdle {
+			w.wake.state.Store(wakeLooking)
 			return w
 		}
 		l.recycle(w)
@@ -323,7 +337,7 @@ func (l *List[T]) node() *Waiter[T] {
 // the likeliest to be unfinished.
 func (l *List[T]) quiet() bool {
 	for i := l.nfree - 1; i >= 0; i-- {
-		if !l.free[(l.freeHead+i)&(len(l.free)-1)].idle.Load() {
+		if l.free[(l.freeHead+i)&(len(l.free)-1)].wake.state.Load() != wakeIdle {
 			return false
 		}
 	}

@@ -74,6 +74,7 @@ func TestGrantWait(t *testing.T) {
 	w := o.push(1)
 	o.open(10)
 	require.False(t, w.Queued())
+	require.Zero(t, len(w.wake.ready), "a grant to a waiter yet to block sent on its channel")
 	v, ok := o.q.Wait(context.Background(), w)
 	require.True(t, ok)
 	require.Equal(t, 11, v)
@@ -102,15 +103,17 @@ func TestCancel(t *testing.T) {
 		require.Equal(t, 0, o.q.Len())
 		o.q.Unlock()
 	})
-	t.Run("granted first", func(t *testing.T) {
+	t.Run("granted as ctx ended", func(t *testing.T) {
 		var o owner
 		w := o.push(1)
-		o.open(5) // the grant lands before the waiter notices its ctx
+		waitEnded(t, &o, w)
+		o.open(5) // the grant lands after Wait gave up, before Cancel
 		o.q.Lock()
 		v, granted, _ := o.q.Cancel(w)
 		o.q.Unlock()
 		require.True(t, granted, "Cancel lost a grant")
 		require.Equal(t, 6, v)
+		require.Zero(t, len(w.wake.ready), "the grant's send was not consumed")
 	})
 }
 
