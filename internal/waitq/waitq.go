@@ -5,12 +5,14 @@
 // (Push, locked), unlocks and blocks in Wait, which selects on the waiter's own
 // channel and on ctx.Done(). Whoever frees what the waiter asked for hands it
 // over with Grant (locked). The waiter is woken by the Unlock that ends that
-// critical section: the send never lengthens it, and since Mutex.Unlock is the
-// only way to unlock, no exit can forget it. A waiter whose ctx ends locks
-// again and calls Cancel, which tells it whether it was still queued (it is
-// removed) or whether a grant beat the cancellation (the grant is consumed and
-// the primitive passes it on). Either way nothing is lost. Before it queues for
-// a lock or a permit, a goroutine pauses once and looks again (see Pause).
+// critical section: the wake-up never lengthens it, and since Mutex.Unlock is
+// the only way to unlock, no exit can forget it. A waiter that has not blocked
+// yet (it is still yielding, see Wait) is told with a flag, which it reads
+// between yields; only one that blocked costs a send. A waiter whose ctx ends
+// locks again and calls Cancel, which tells it whether it was still queued (it
+// is removed) or whether a grant beat the cancellation (the grant is consumed
+// and the primitive passes it on). Either way nothing is lost. Before it queues
+// for a lock or a permit, a goroutine pauses once and looks again (see Pause).
 //
 // A primitive with two kinds of waiters, such as a bounded queue's getters
 // and putters, keeps a second List under the same Mutex.
@@ -159,7 +161,7 @@ func (l *List[T]) Push(v T) *Waiter[T] {
 
 // Grant removes w from the list and sets its value to v: the waiter now owns
 // whatever v stands for. It is woken by the Unlock of m that ends this critical
-// section, after the lock is released, so that the send (and the scheduler
+// section, after the lock is released, so that the wake-up (and the scheduler
 // work it triggers) does not lengthen the section. m must be the Mutex that
 // guards l, and held.
 func (l *List[T]) Grant(m *Mutex, w *Waiter[T], v T) {
@@ -200,8 +202,9 @@ func Pause() { runtime.Gosched() }
 // looking for its grant in between, before it parks: with one waiter, the
 // goroutine that will grant is usually running or runnable, often on this very
 // processor, and yielding lets it finish and hand over more cheaply than a
-// park in a select and a wake-up would. Behind other waiters the grant is a
-// long way off, and yielding would only churn the run queues.
+// park in a select and a wake-up would: the grant sets a flag in w, and
+// neither side touches the channel. Behind other waiters the grant is a long
+// way off, and yielding would only churn the run queues.
 func (l *List[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
 	if w.alone {
 		for range aloneYields {

@@ -250,6 +250,36 @@ func TestAloneWaiter(t *testing.T) {
 	require.False(t, granted)
 }
 
+// TestGrantRacesBlock: a grant that lands as its waiter marks itself blocked
+// reaches it either way, by the flag or by a send, and leaves the channel
+// empty for the node's next waiter.
+func TestGrantRacesBlock(t *testing.T) {
+	var o owner
+	keep := o.push(0) // those behind it are not alone: they block at once
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 2000 {
+		w := o.push(i)
+		go func() {
+			o.q.Lock()
+			o.q.Grant(w, w.Val+1)
+			o.q.Unlock()
+		}()
+		waitCtx := ctx
+		if i%2 == 0 {
+			waitCtx = context.Background() // the plain receive
+		}
+		v, ok := o.q.Wait(waitCtx, w)
+		require.True(t, ok)
+		require.Equal(t, i+1, v)
+		require.Zero(t, len(w.wake.ready))
+	}
+	require.Equal(t, 1, o.len())
+	o.open(0)
+	_, ok := o.q.Wait(context.Background(), keep)
+	require.True(t, ok)
+}
+
 // TestNodeReuseMany: nodes of many waiters granted at once go round the free
 // ring, beyond its first size; a node whose goroutine has not received its
 // grant keeps the list from being taken for quiet.
