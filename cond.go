@@ -109,7 +109,10 @@ func (c *Condition) Wait(ctx context.Context) error {
 
 // lockUncancelable locks l, waiting as long as it takes.
 func lockUncancelable(l *Lock) {
-	if err := l.Lock(context.Background()); err != nil {
+	if l.TryLock() {
+		return
+	}
+	if err := l.lockSlow(context.Background()); err != nil {
 		panic("ctxsync: bug: Lock with a context that never ends failed: " + err.Error())
 	}
 }
