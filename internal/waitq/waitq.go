@@ -4,15 +4,15 @@
 // state, and a List of waiters. A goroutine that must wait appends a Waiter
 // (Push, locked), unlocks and blocks in Wait, which selects on the waiter's own
 // channel and on ctx.Done(). Whoever frees what the waiter asked for hands it
-// over with Grant (locked). The waiter is woken by the Unlock that ends that
-// critical section: the wake-up never lengthens it, and since Mutex.Unlock is
-// the only way to unlock, no exit can forget it. A waiter that has not blocked
-// yet (it is still yielding, see Wait) is told with a flag, which it reads
-// between yields; only one that blocked costs a send. A waiter whose ctx ends
-// locks again and calls Cancel, which tells it whether it was still queued (it
-// is removed) or whether a grant beat the cancellation (the grant is consumed
-// and the primitive passes it on). Either way nothing is lost. Before it queues
-// for a lock or a permit, a goroutine pauses once and looks again (see Pause).
+// over with Grant (locked). A waiter that has not blocked yet (it is still
+// yielding, see Wait) is told by a flag, which it reads between yields. One
+// that blocked is woken by a send from the Unlock that ends the critical
+// section: the send never lengthens it, and since Mutex.Unlock is the only way
+// to unlock, no exit can forget it. A waiter whose ctx ends locks again and
+// calls Cancel, which tells it whether it was still queued (it is removed) or
+// whether a grant beat the cancellation (the grant is consumed and the
+// primitive passes it on). Either way nothing is lost. Before it queues for a
+// lock or a permit, a goroutine pauses once and looks again (see Pause).
 //
 // A primitive with two kinds of waiters, such as a bounded queue's getters
 // and putters, keeps a second List under the same Mutex.
@@ -36,8 +36,8 @@ import (
 	"sync/atomic"
 )
 
-// A Mutex is the lock of a primitive. Unlock wakes the waiters granted while it
-// was held, after releasing it.
+// A Mutex is the lock of a primitive. Unlock wakes the blocked waiters granted
+// while it was held, after releasing it.
 type Mutex struct {
 	mu               sync.Mutex
 	wakes, wakesTail *wakeLink // granted, to be woken by Unlock
@@ -49,18 +49,16 @@ func (m *Mutex) Lock() { m.mu.Lock() }
 // TryLock locks m if it is unlocked, and reports whether it did.
 func (m *Mutex) TryLock() bool { return m.mu.TryLock() }
 
-// Unlock unlocks m, then wakes the waiters granted while it was locked, oldest
-// grant first.
+// Unlock unlocks m, then wakes the blocked waiters granted while it was
+// locked, oldest grant first.
 func (m *Mutex) Unlock() {
 	w := m.wakes
 	m.wakes, m.wakesTail = nil, nil
 	m.mu.Unlock()
 	for w != nil {
-		next := w.next // read before the wake: after it the node may be reused
+		next := w.next // read before the send: after it the node may be reused
 		w.next = nil
-		if w.state.Swap(wakeGranted) == wakeBlocked {
-			w.ready <- struct{}{} // never blocks: the buffer is empty until this send
-		}
+		w.ready <- struct{}{} // never blocks: the buffer is empty until this send
 		w = next
 	}
 }
@@ -70,9 +68,10 @@ func (m *Mutex) Unlock() {
 type wakeLink struct {
 	next *wakeLink // guarded by the Mutex: the next grant to send
 
-	// state is where the waiter is (see the wake constants). A grant that
-	// finds it looking sets it and is done; only one that finds it blocked
-	// sends on ready.
+	// state is where the node is (see the wake constants). Grant sets it to
+	// granted, which a waiter that has not blocked reads and needs no more;
+	// only a waiter that marked itself blocked is sent a value on ready. The
+	// waiting goroutine sets it back to free when it is done with the node.
 	state atomic.Uint32
 
 	// ready receives the grant of a waiter that blocks: one value, sent by the
@@ -83,10 +82,9 @@ type wakeLink struct {
 
 // The states of a wakeLink.
 const (
-	wakeLooking uint32 = iota // queued; the waiter yields and looks, or has yet to wait
-	wakeGranted               // granted: set by the Unlock after the grant
-	wakeBlocked               // the waiter blocks on ready, or is about to
-	wakeIdle                  // the waiting goroutine is done with the node
+	wakeFree    uint32 = iota // not granted: queued and not blocked, or done with
+	wakeGranted               // granted, and its goroutine not done with it
+	wakeBlocked               // queued; the waiter blocks on ready, or is about to
 )
 
 // A Waiter is one goroutine's place in a List.
@@ -160,10 +158,11 @@ func (l *List[T]) Push(v T) *Waiter[T] {
 }
 
 // Grant removes w from the list and sets its value to v: the waiter now owns
-// whatever v stands for. It is woken by the Unlock of m that ends this critical
-// section, after the lock is released, so that the wake-up (and the scheduler
-// work it triggers) does not lengthen the section. m must be the Mutex that
-// guards l, and held.
+// whatever v stands for. A waiter that has not blocked sees the grant at once.
+// One that blocked is woken by the Unlock of m that ends this critical section,
+// after the lock is released, so that the send (and the scheduler work it
+// triggers) does not lengthen the section. m must be the Mutex that guards l,
+// and held.
 func (l *List[T]) Grant(m *Mutex, w *Waiter[T], v T) {
 	if !w.queued {
 		panic("ctxsync: bug: grant to a waiter that is not queued")
@@ -171,6 +170,9 @@ func (l *List[T]) Grant(m *Mutex, w *Waiter[T], v T) {
 	l.unlink(w)
 	w.Val = v
 	l.recycle(w)
+	if w.wake.state.Swap(wakeGranted) != wakeBlocked {
+		return // the waiter reads the flag: nothing to send
+	}
 	if m.wakesTail == nil {
 		m.wakes = &w.wake
 	} else {
@@ -214,7 +216,7 @@ func (l *List[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
 			}
 		}
 	}
-	if !w.wake.state.CompareAndSwap(wakeLooking, wakeBlocked) {
+	if !w.wake.state.CompareAndSwap(wakeFree, wakeBlocked) {
 		return l.finish(w), true // granted before we could block
 	}
 	done := ctx.Done()
@@ -245,7 +247,7 @@ func (l *List[T]) Cancel(w *Waiter[T]) (v T, granted, front bool) {
 		l.unlink(w)
 		var zero T
 		w.Val = zero
-		w.wake.state.Store(wakeIdle)
+		w.wake.state.Store(wakeFree)
 		l.recycle(w)
 		return zero, false, front
 	}
@@ -261,7 +263,7 @@ func (l *List[T]) finish(w *Waiter[T]) T {
 	v := w.Val
 	var zero T
 	w.Val = zero // drop references held by the payload
-	w.wake.state.Store(wakeIdle)
+	w.wake.state.Store(wakeFree)
 	return v
 }
 
@@ -325,8 +327,7 @@ func (l *List[T]) node() *Waiter[T] {
 	// so that one slow goroutine cannot make every later wait allocate.
 	for range min(2, l.nfree) {
 		w := l.popFree()
-		if w.wake.state.Load() == wakeIdle {
-			w.wake.state.Store(wakeLooking)
+		if w.wake.state.Load() == wakeFree {
 			return w
 		}
 		l.recycle(w)
@@ -340,7 +341,7 @@ func (l *List[T]) node() *Waiter[T] {
 // the likeliest to be unfinished.
 func (l *List[T]) quiet() bool {
 	for i := l.nfree - 1; i >= 0; i-- {
-		if l.free[(l.freeHead+i)&(len(l.free)-1)].wake.state.Load() != wakeIdle {
+		if l.free[(l.freeHead+i)&(len(l.free)-1)].wake.state.Load() != wakeFree {
 			return false
 		}
 	}
