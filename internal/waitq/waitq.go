@@ -82,7 +82,7 @@ type wakeLink struct {
 
 // The states of a wakeLink.
 const (
-	wakeFree    uint32 = iota // not granted: queued and not blocked, or done with
+	wakeFree    uint32 = iota // queued, neither granted nor blocked; or no longer in use
 	wakeGranted               // granted, and its goroutine not done with it
 	wakeBlocked               // queued; the waiter blocks on ready, or is about to
 )
@@ -97,7 +97,8 @@ type Waiter[T any] struct {
 
 	// Val is the primitive's payload: a weight, an item, a reader/writer flag.
 	// It is written with the Mutex held; the waiter reads it after its grant,
-	// which the channel orders after the write.
+	// which the state word (or, for a blocked waiter, the channel) orders
+	// after the write.
 	Val T
 }
 
