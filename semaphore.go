@@ -24,30 +24,38 @@ var ErrReleasedTooManyTimes = errors.New("ctxsync: BoundedSemaphore released too
 // concurrent use by multiple goroutines.
 //
 // Waiters are served first in, first out: Release hands its permit straight to
-// the oldest waiter, and neither Acquire nor TryAcquire can take a permit while
-// anyone is queued.
+// the oldest waiter, and neither Acquire nor TryAcquire takes a permit while a
+// queued goroutine is still without one.
 //
 // In the terminology of the Go memory model, a call to Release is synchronized
 // before the return of the Acquire or TryAcquire that takes its permit.
 type Semaphore struct {
 	_ nocopy.NoCopy
 
-	// state is the number of free permits, with semWaiters (the sign bit)
-	// set while goroutines are queued. The bit is set and cleared only with
-	// q locked, and it is set exactly when q is not empty. Acquire's fast path
-	// takes a permit by CAS only from a positive state, so it never overtakes
-	// a queued waiter; Release adds a permit with one atomic Add whatever the
-	// state, and if the bit was set it locks q and moves a permit from the
-	// count to the oldest waiter (see handOff).
+	// state is a ticket count. Positive, it is the number of free permits;
+	// negative, it is minus the number of goroutines counted as waiting to
+	// whom no Release has promised a permit yet. Acquire counts itself with
+	// one atomic Add of -1 and has a permit if the result is not negative;
+	// Release adds 1 the same way, and if the result is not positive it has
+	// promised its permit to a waiter and must deliver it (see deliverLocked).
+	// Neither fast path reads the state first: a lone atomic Add is cheaper
+	// than a load and a CAS.
 	state atomic.Int64
 
 	bounded bool  // Release panics at bound: BoundedSemaphore
 	bound   int64 // the initial count, when bounded
 
-	q waitq.Queue[struct{}] // the waiters; its lock also guards the slow paths
-}
+	// owed settles promised permits that cannot go to a queued waiter.
+	// Positive, it counts permits promised to goroutines that counted
+	// themselves waiting but have not queued yet: the first to lock q takes
+	// one instead of queueing. Negative, it counts promised permits still on
+	// their way (their Release has not locked q yet) whose waiter has left,
+	// having put a permit back in its place: they are dropped on arrival.
+	// owed is never positive while anyone is queued.
+	owed int64 // guarded by q's lock
 
-const semWaiters = math.MinInt64
+	q waitq.Queue[struct{}] // the waiters; its lock also guards owed
+}
 
 // NewSemaphore returns a Semaphore with n free permits.
 //
@@ -72,33 +80,35 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
-	if c := s.state.Load(); c > 0 && s.state.CompareAndSwap(c, c-1) {
+	if s.state.Add(-1) >= 0 {
 		return nil
 	}
 	return s.acquireSlow(ctx)
 }
 
+// acquireSlow finishes an Acquire whose Add found no free permit, and so
+// counted the caller as waiting.
 func (s *Semaphore) acquireSlow(ctx context.Context) error {
-	if waitq.Pause(); s.TryAcquire() {
-		return nil
+	if s.withdraw() {
+		// Out of the count, pause and look again before counting ourselves
+		// in for good (see waitq.Pause).
+		if waitq.Pause(); s.TryAcquire() {
+			return nil
+		}
+		s.q.Lock()
+		if s.state.Add(-1) >= 0 {
+			s.q.Unlock()
+			return nil
+		}
+	} else {
+		// A permit is promised to every goroutine counted, the caller
+		// included: it is owed to us, or will go to us once we queue.
+		s.q.Lock()
 	}
-	s.q.Lock()
-	for {
-		c := s.state.Load()
-		if c > 0 {
-			// Free, and nobody queued: the bit is clear.
-			if s.state.CompareAndSwap(c, c-1) {
-				s.q.Unlock()
-				return nil
-			}
-			continue
-		}
-		// Set the bit before queueing, so that a concurrent Release sees it
-		// and comes to the queue for us. If it is set already, others are
-		// queued, and a permit in the count is on its way to the oldest.
-		if c < 0 || s.state.CompareAndSwap(0, semWaiters) {
-			break
-		}
+	if s.owed > 0 {
+		s.owed-- // promised to a goroutine not yet queued: us
+		s.q.Unlock()
+		return nil
 	}
 	w := s.q.Push(struct{}{})
 	s.q.Unlock()
@@ -112,13 +122,30 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 		// A permit arrived as ctx ended: pass it on, so that the caller, told
 		// of the error, holds nothing.
 		s.releaseLocked()
-	} else if s.q.Len() == 0 {
-		// The last waiter left: clear the bit, keeping any permits that
-		// releases added meanwhile, which are free now.
-		s.clearWaiters()
+	} else if !s.withdraw() {
+		// Every goroutine counted, we included, has a permit promised and on
+		// its way, since none is owed while anyone queues. Ours will find
+		// us gone: have it dropped, and put a permit back in its place.
+		s.owed--
+		s.releaseLocked()
 	}
 	s.q.Unlock()
 	return ctx.Err()
+}
+
+// withdraw takes the caller, counted as waiting, back out of the count if
+// some goroutine counted has no permit promised to it, and reports whether it
+// did. If it did not, a permit is on its way to the goroutines counted.
+func (s *Semaphore) withdraw() bool {
+	for {
+		c := s.state.Load()
+		if c >= 0 {
+			return false
+		}
+		if s.state.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
 }
 
 // TryAcquire takes a permit if one is free and nobody is waiting, and reports
@@ -139,84 +166,60 @@ func (s *Semaphore) TryAcquire() bool {
 // it. A Release without a matching Acquire raises the count; Release panics if
 // that would carry the count past math.MaxInt64.
 func (s *Semaphore) Release() {
-	if s.state.Add(1) < 0 {
-		s.handOff()
+	if c := s.state.Add(1); c <= 0 {
+		s.handOff(c)
 	}
 }
 
-// handOff moves a permit that Release added to the count, while the waiters
-// bit was set, to the oldest waiter.
-//
-// While the bit is set the count only holds such permits, each with its
-// handOff to come: the bit is set from a count of 0, and nothing else adds to
-// the count or takes from it until the bit is cleared, which frees what the
-// count holds. So handOff takes one only if the count is above 0; if it is 0,
-// the caller's permit was freed that way (and the bit set again since), or
-// taken by an earlier handOff that served a waiter with it.
-func (s *Semaphore) handOff() {
-	s.q.Lock()
-	c := s.state.Load()
-	switch {
-	case c >= 0:
-		// The waiters left before we locked: the permit is free.
-	case s.q.Len() == 0:
-		// The bit is set only while someone waits: this Release carried the
-		// count past its maximum into the sign bit.
+// handOff delivers the permit that a Release promised to a waiter: c, the
+// count after its Add, was not positive.
+func (s *Semaphore) handOff(c int64) {
+	if c == math.MinInt64 {
+		// Not 2⁶³ waiters: the Add carried a count of math.MaxInt64 over.
 		s.state.Add(-1)
-		s.q.Unlock()
 		panic("ctxsync: Semaphore.Release overflows the count")
-	case c != semWaiters:
-		s.state.Add(-1)
-		s.releaseLocked()
 	}
+	s.q.Lock()
+	s.deliverLocked()
 	s.q.Unlock()
 }
 
-// clearWaiters clears the waiters bit, which is set, keeping the count:
-// adding the sign bit to itself carries it out. s.q must be locked.
-func (s *Semaphore) clearWaiters() { s.state.Add(semWaiters) }
+// deliverLocked settles a permit promised to the goroutines counted as
+// waiting: the oldest queued waiter takes it, unless it is owed to one not
+// yet queued, or its waiter has left (see owed). s.q must be locked.
+func (s *Semaphore) deliverLocked() {
+	switch {
+	case s.owed < 0:
+		s.owed++ // its waiter left, and put a permit back
+	case s.q.Len() > 0:
+		s.q.Grant(s.q.Front(), struct{}{})
+	default:
+		s.owed++
+	}
+}
 
 // releaseBounded is Release for a BoundedSemaphore, which must check the
 // bound before it adds a permit, so it cannot use Release's blind Add.
 func (s *Semaphore) releaseBounded() {
 	for {
 		c := s.state.Load()
-		if c < 0 {
-			break // waiters: the permit goes to the oldest
-		}
 		if c >= s.bound {
 			panic(ErrReleasedTooManyTimes)
 		}
 		if s.state.CompareAndSwap(c, c+1) {
+			if c < 0 {
+				s.handOff(c + 1)
+			}
 			return
 		}
 	}
-	s.q.Lock()
-	s.releaseLocked()
-	s.q.Unlock()
 }
 
-// releaseLocked gives a permit, which is in no count, to the oldest waiter, or
-// to the count if nobody waits. s.q must be locked.
+// releaseLocked puts back a permit that the caller was given but must not
+// keep. s.q must be locked.
 func (s *Semaphore) releaseLocked() {
-	if w := s.q.Front(); w != nil {
-		s.q.Grant(w, struct{}{})
-		if s.q.Len() == 0 {
-			s.clearWaiters() // the last waiter is served
-		}
-		return
-	}
-	// Nobody is queued, so the bit is clear, and stays so while we hold the
-	// lock: only fast-path Acquires and Releases change the state.
-	for {
-		c := s.state.Load()
-		if s.bounded && c >= s.bound {
-			s.q.Unlock()
-			panic(ErrReleasedTooManyTimes)
-		}
-		if s.state.CompareAndSwap(c, c+1) {
-			return
-		}
+	if s.state.Add(1) <= 0 {
+		s.deliverLocked()
 	}
 }
 
