@@ -17,8 +17,8 @@ import (
 // below holds the queue's lock, lets a goroutine fail its look and block on
 // that lock, frees what it waits for by the fast path, which needs no lock, and
 // then unlocks: the goroutine must take it then, without queueing. Queueing
-// would set the waiters bit with nothing held and nobody to clear it, and the
-// goroutine would wait forever.
+// would leave it waiting with nothing held and no release to come, and it
+// would wait forever.
 
 // waitLockingIn waits until a goroutine is blocked on a sync.Mutex with fn on
 // its stack.
@@ -74,7 +74,8 @@ func TestSemaphoreFreedBeforeQueueing(t *testing.T) {
 	err := freedBeforeQueueing(t, &s.q.Mutex, "(*Semaphore).acquireSlow",
 		func() error { return s.Acquire(context.Background()) }, s.Release)
 	require.NoError(t, err)
-	require.Zero(t, s.state.Load(), "taken, with no waiters bit")
+	require.Zero(t, s.state.Load(), "taken, with nobody counted as waiting")
+	require.Zero(t, s.owed)
 	require.Zero(t, s.Waiting())
 	s.Release()
 	require.Equal(t, 1, s.Available())
