@@ -24,6 +24,15 @@ const (
 	// leaves a bit of headroom in the state, so that a Release, which adds
 	// before it checks, cannot carry a full count into the sign bit.
 	MaxWeightedCapacity = 1<<(62-weightedShift) - 1
+
+	// maxFastWeight is the largest n that the fast path of Acquire takes out
+	// of the state before it checks. The free units are never below
+	// -MaxWeightedCapacity (a Resize to 0 with everything held), so the state
+	// is at least -2**62, and a failing fast path takes at most 2**34 out of
+	// it for a moment: it would take 2**28 goroutines, all between their two
+	// Adds at once, to wrap it past -2**63. Larger requests take the slow
+	// path, which checks before it takes.
+	maxFastWeight = 1 << 32
 )
 
 // A Weighted is a semaphore of capacity units, of which each Acquire takes n.
@@ -45,13 +54,22 @@ type Weighted struct {
 	_ nocopy.NoCopy
 
 	// state is the free units << weightedShift | the flag bits. The free units
-	// go negative after a Resize below what is held. Acquires take units by
-	// CAS, and only with both flags clear or with q locked; Release adds its
-	// units with one atomic Add whatever the flags, and if it finds one set it
-	// locks q to wake the waiters that now fit. Everything else that changes
-	// the state holds the lock and changes it by CAS or Add, never by Store,
-	// so as not to lose a Release. The waiters bit is set exactly when q is
-	// not empty.
+	// go negative after a Resize below what is held.
+	//
+	// The fast path of Acquire takes its units with one atomic Add, whatever
+	// the state, and keeps them only if the result shows both flags clear and
+	// the free units not negative. Otherwise it adds them back at once (see
+	// giveBack): for that moment its units are missing from the state, as if
+	// the goroutine had queued for them and left. Everything else reads the
+	// state knowing that it may be short by such units, never over: a check
+	// that finds too few free units may be wrong, one that finds enough is
+	// not, and the giveBack that ends the moment wakes any waiter it held up.
+	// Release adds its units with one atomic Add whatever the flags, and if
+	// it finds one set it locks q to wake the waiters that now fit. The other
+	// paths that take units do so by CAS, and only with both flags clear or
+	// with q locked. Everything that changes the state holds the lock and
+	// changes it by CAS or Add, never by Store, so as not to lose an Add. The
+	// waiters bit is set exactly when q is not empty.
 	state atomic.Int64
 
 	// capacity changes only with q locked and the resizing bit set, so a fast
@@ -100,15 +118,35 @@ func checkCapacity(capacity int64, fn string) {
 // instead refused with ErrExceedsCapacity, at once or when a shrink leaves it
 // too large while it waits.
 func (w *Weighted) Acquire(ctx context.Context, n int64) error {
-	// The fast path leaves the capacity alone: the free units never exceed
-	// it, so a request that they cover is a valid one.
-	if n >= 0 && ctx != nil && ctx.Err() == nil {
-		if s := w.state.Load(); s&(weightedWaiters|weightedResizing) == 0 && s>>weightedShift >= n &&
-			w.state.CompareAndSwap(s, s-n<<weightedShift) {
+	// The fast path takes first and looks after: one atomic Add costs less
+	// than a load and a CAS. It leaves the capacity alone: the free units
+	// never exceed it, so a request that they cover is a valid one.
+	if uint64(n) <= maxFastWeight && ctx != nil && ctx.Err() == nil {
+		// A result not negative with no flag: n units were free and nobody
+		// was queued or resizing, so they are ours.
+		if s := w.state.Add(-n << weightedShift); s >= 0 && s&(weightedWaiters|weightedResizing) == 0 {
 			return nil
 		}
+		w.giveBack(n)
 	}
 	return w.acquireSlow(ctx, n)
+}
+
+// giveBack puts back the n units that a fast-path Acquire took but could not
+// keep. While they were out, a Release, a Resize or a waiter that gave up may
+// have found too few units free to wake the head of the queue; if anyone is
+// queued, giveBack wakes the waiters that fit now that the units are back.
+func (w *Weighted) giveBack(n int64) {
+	if w.state.Add(n<<weightedShift)&weightedWaiters == 0 {
+		// Nobody is queued, so nobody was held up; and whoever queues
+		// from now on does so by a CAS on a state with the units back.
+		return
+	}
+	w.q.Lock()
+	if w.state.Load()&weightedWaiters != 0 {
+		w.notifyLocked()
+	}
+	w.q.Unlock()
 }
 
 // checkRequest panics on a request that is a bug, and returns
@@ -132,6 +170,9 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 	}
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
+	}
+	if n > maxFastWeight && w.TryAcquire(n) {
+		return nil // too large for the fast path's Add, which this replaces
 	}
 	if waitq.Pause(); w.TryAcquire(n) {
 		return nil
@@ -191,6 +232,10 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 // TryAcquire takes n units if they are free and nobody is waiting, and reports
 // whether it did. It never waits. It panics as Acquire does, and returns false
 // where Acquire would return ErrExceedsCapacity.
+//
+// A goroutine whose Acquire is finding that its units are not all free counts,
+// for that moment, as waiting: TryAcquire may fail then, as it would behind a
+// queued waiter, even if that goroutine then returns to try again later.
 func (w *Weighted) TryAcquire(n int64) bool {
 	if w.checkRequest(n) != nil {
 		return false
@@ -316,8 +361,9 @@ func (w *Weighted) notifyLocked() {
 			// forever under a steady stream of small ones.
 			break
 		}
-		// Concurrent Releases may add units, but with a flag set nothing
-		// else moves the state without the lock: the units are still free.
+		// With a flag set, nothing but the lock holder takes units for
+		// good: Releases may add units, and fast-path Acquires take some
+		// for a moment and give them back. The units are still free.
 		w.state.Add(-n << weightedShift)
 		w.q.Grant(node, n)
 	}
@@ -377,7 +423,16 @@ func (w *Weighted) Capacity() int64 { return w.capacity.Load() }
 
 // Available returns the number of free units at the moment of the call. It is
 // negative while a Resize below the units held waits for them to be released.
-func (w *Weighted) Available() int64 { return w.state.Load() >> weightedShift }
+// Like TryAcquire, it counts the units of an Acquire that is finding that they
+// are not all free as taken, for that moment.
+func (w *Weighted) Available() int64 {
+	a := w.state.Load() >> weightedShift
+	if a < 0 && !w.resized.Load() {
+		// Only the moment above: without a Resize nothing is owed.
+		return 0
+	}
+	return a
+}
 
 // Waiting returns the number of goroutines queued in Acquire at the moment of
 // the call.

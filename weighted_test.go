@@ -272,6 +272,12 @@ func TestWeightedMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of more than its capacity", func() { w.TryAcquire(5) })
 	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of more than its capacity", func() { _ = w.Acquire(testutil.Cancelled(), 5) },
 		"misuse panics even with a done ctx")
+	// Weights far past the capacity, which the fast path leaves to the slow
+	// one rather than take them out of the count even for a moment.
+	for _, n := range []int64{1<<32 + 1, ctxsync.MaxWeightedCapacity + 1, math.MaxInt64} {
+		require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of more than its capacity", func() { _ = w.Acquire(bg, n) })
+	}
+	require.PanicsWithValue(t, "ctxsync: Weighted.Acquire of negative weight", func() { _ = w.Acquire(bg, math.MinInt64) })
 	require.PanicsWithValue(t, "ctxsync: Weighted.Release of negative weight", func() { w.Release(-1) })
 	require.PanicsWithValue(t, "ctxsync: Weighted.Release of more than held", func() { w.Release(1) })
 	require.NoError(t, w.Acquire(bg, 2))
@@ -291,6 +297,33 @@ func TestWeightedMisuse(t *testing.T) {
 	w.Release(2)
 	require.True(t, w.TryAcquire(4))
 	w.Release(4)
+}
+
+// TestWeightedLargeWeights takes weights on both sides of the largest one that
+// the fast path of Acquire handles, up to the largest capacity, and after a
+// Resize to 0 leaves what is held owed.
+func TestWeightedLargeWeights(t *testing.T) {
+	const big = 1 << 32
+	w := ctxsync.NewWeighted(ctxsync.MaxWeightedCapacity)
+	bg := context.Background()
+	require.NoError(t, w.Acquire(bg, ctxsync.MaxWeightedCapacity))
+	require.Zero(t, w.Available())
+	require.False(t, w.TryAcquire(1))
+	w.Release(ctxsync.MaxWeightedCapacity)
+
+	require.NoError(t, w.Acquire(bg, big))
+	require.NoError(t, w.Acquire(bg, big+1))
+	require.Equal(t, int64(ctxsync.MaxWeightedCapacity-2*big-1), w.Available())
+
+	w.Resize(0)
+	require.Equal(t, int64(-2*big-1), w.Available())
+	require.ErrorIs(t, w.Acquire(bg, big), ctxsync.ErrExceedsCapacity)
+	require.ErrorIs(t, w.Acquire(bg, big+1), ctxsync.ErrExceedsCapacity)
+	require.Equal(t, int64(-2*big-1), w.Available(), "the failed Acquires left the count as it was")
+	w.Release(big + 1)
+	w.Release(big)
+	require.Zero(t, w.Available())
+	require.NoError(t, w.Acquire(bg, 0))
 }
 
 // TestWeightedOverReleaseWithWaiters: the over-release check also holds on the
