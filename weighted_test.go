@@ -349,6 +349,24 @@ func TestHammerWeighted(t *testing.T) {
 	var held atomic.Int64
 	var wg sync.WaitGroup
 	rounds := testutil.HammerRounds(200)
+	stop := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Go(func() {
+		// Available stays within [0, capacity] on a Weighted never resized,
+		// also while failing fast paths have units out for a moment.
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if a := w.Available(); a < 0 || a > capacity {
+				t.Errorf("Available() = %d of %d", a, capacity)
+				return
+			}
+			runtime.Gosched()
+		}
+	})
 	for g := range 64 {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 3))
@@ -371,6 +389,8 @@ func TestHammerWeighted(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(stop)
+	watcher.Wait()
 	require.Equal(t, int64(capacity), w.Available(), "units lost or made up")
 	require.Equal(t, 0, w.Waiting())
 }
