@@ -67,9 +67,9 @@ type Weighted struct {
 	// Release adds its units with one atomic Add whatever the flags, and if
 	// it finds one set it locks q to wake the waiters that now fit. The other
 	// paths that take units do so by CAS, and only with both flags clear or
-	// with q locked. Everything that changes the state holds the lock and
-	// changes it by CAS or Add, never by Store, so as not to lose an Add. The
-	// waiters bit is set exactly when q is not empty.
+	// with q locked. The flags change only with q locked. Nothing changes
+	// the state by Store, so as not to lose an Add. The waiters bit is set
+	// exactly when q is not empty.
 	state atomic.Int64
 
 	// capacity changes only with q locked and the resizing bit set, so a fast
