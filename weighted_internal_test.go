@@ -12,17 +12,26 @@ import (
 // finds that it cannot keep the units: it takes them out of the state.
 func takeForAMoment(w *Weighted, n int64) { w.state.Add(-n << weightedShift) }
 
+// fullWithWaiter returns a Weighted of capacity units, all held, with one
+// goroutine queued for n of them, and the channel its Acquire's result
+// arrives on. Call it inside a synctest bubble.
+func fullWithWaiter(t *testing.T, capacity, n int64) (*Weighted, <-chan error) {
+	t.Helper()
+	w := NewWeighted(capacity)
+	require.True(t, w.TryAcquire(capacity))
+	done := make(chan error, 1)
+	go func() { done <- w.Acquire(t.Context(), n) }()
+	synctest.Wait()
+	require.Equal(t, 1, w.Waiting())
+	return w, done
+}
+
 // TestWeightedGiveBackWakes: a Release that comes while a failing fast path
 // has units out finds too few free to wake the head of the queue; the
 // giveBack that puts them back wakes it.
 func TestWeightedGiveBackWakes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := NewWeighted(3)
-		require.True(t, w.TryAcquire(3))
-		done := make(chan error, 1)
-		go func() { done <- w.Acquire(t.Context(), 2) }()
-		synctest.Wait()
-		require.Equal(t, 1, w.Waiting())
+		w, done := fullWithWaiter(t, 3, 2)
 
 		takeForAMoment(w, 2)
 		w.Release(3) // sees 1 unit free: not enough for the waiter
@@ -45,11 +54,7 @@ func TestWeightedGiveBackWakes(t *testing.T) {
 // the capacity while the units are out.
 func TestWeightedGiveBackAfterResize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := NewWeighted(2)
-		require.True(t, w.TryAcquire(2))
-		done := make(chan error, 1)
-		go func() { done <- w.Acquire(t.Context(), 2) }()
-		synctest.Wait()
+		w, done := fullWithWaiter(t, 2, 2)
 
 		takeForAMoment(w, 1)
 		w.Resize(4) // 2 free, 1 of them out for the moment
