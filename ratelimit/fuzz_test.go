@@ -1,0 +1,216 @@
+package ratelimit
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// The fuzz targets below drive a limiter with a script of requests at times
+// that never go back. The exact limiters' Decisions are checked against a
+// model that knows nothing of their representation; the approximate window's,
+// against what it promises. Each step of a script is three
+// bytes: how far the clock moves, and how many events to ask for. A step
+// whose first byte is 0xff after a refusal asks again for as many, exactly when
+// the refusal said to (RetryAfter) or a nanosecond before, which is where an
+// off-by-one in RetryAfter would show.
+//
+// `go test` runs the seeds; `go test -fuzz FuzzSlidingWindow ./ratelimit` and
+// the like search further.
+
+// fuzzStart is the clock's reading when a script starts: far from 0, as the
+// monotonic clock is.
+const fuzzStart = int64(1) << 40
+
+// A refusal is the last refused request, for a step to retry: how many it
+// asked for and its RetryAfter, or none.
+type refusal struct {
+	n     int
+	after int64
+}
+
+// step decodes the next step of script: the new time, the count asked for
+// (between 1 and max), and whether it retries the last refusal, early by a
+// nanosecond or on time.
+func step(script []byte, now int64, last refusal, max int) (next int64, n int, retry, early bool, rest []byte) {
+	if script[0] == 0xff && last.after > 0 {
+		early = script[1]&1 == 1
+		next = now + last.after
+		if early {
+			next--
+		}
+		return next, last.n, true, early, script[3:]
+	}
+	next = now + int64(script[0])<<(script[1]%24) // up to about two seconds
+	return next, 1 + int(script[2])%max, false, false, script[3:]
+}
+
+func FuzzSlidingWindow(f *testing.F) {
+	f.Add(uint8(3), uint16(1000), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 0xff, 1, 0})
+	f.Add(uint8(1), uint16(0), []byte{0, 0, 0, 1, 0, 0, 0xff, 1, 0, 0xff, 0, 0})
+	f.Add(uint8(15), uint16(65535), []byte{9, 3, 4, 0, 0, 15, 7, 9, 3, 0xff, 1, 2, 0xff, 0, 2, 200, 20, 1})
+	f.Fuzz(func(t *testing.T, limitB uint8, windowB uint16, script []byte) {
+		limit := 1 + int(limitB%16)
+		window := 1 + int64(windowB)<<(limitB>>4)
+		s := NewSlidingWindow(limit, time.Duration(window))
+
+		var grants []int64 // every grant, oldest first: the model
+		now, last := fuzzStart, refusal{}
+		for len(script) >= 3 {
+			var n int
+			now, n, _, _, script = step(script, now, last, limit+1) // limit+1 never fits
+
+			// The grants inside the window ending at now.
+			first := len(grants)
+			for first > 0 && grants[first-1] > now-window {
+				first--
+			}
+			in := grants[first:]
+			want := len(in)+n <= limit
+
+			var d Decision
+			got := s.take(n, now, &d)
+			if got != want || d.Allowed != got {
+				t.Fatalf("at %d, %d asked, %d in the window: take = %v (Allowed %v), want %v",
+					now-fuzzStart, n, len(in), got, d.Allowed, want)
+			}
+			if want {
+				for range n {
+					grants = append(grants, now)
+				}
+				in = grants[first:]
+			}
+
+			wantRetry := time.Duration(0)
+			switch {
+			case want:
+			case n > limit:
+				wantRetry = -1
+			default:
+				// Until enough of the oldest grants in the window leave it.
+				wantRetry = time.Duration(in[len(in)+n-limit-1] + window - now)
+			}
+			wantReset := time.Duration(0)
+			if len(grants) > 0 {
+				wantReset = time.Duration(max(0, grants[len(grants)-1]+window-now))
+			}
+			if d.Limit != limit || d.Window != time.Duration(window) || d.Remaining != limit-len(in) ||
+				d.RetryAfter != wantRetry || d.ResetAfter != wantReset {
+				t.Fatalf("at %d, %d asked, grants in window %v: %+v; want Remaining %d, RetryAfter %v, ResetAfter %v",
+					now-fuzzStart, n, in, d, limit-len(in), wantRetry, wantReset)
+			}
+			last = refusal{n, int64(max(0, d.RetryAfter))}
+		}
+	})
+}
+
+func FuzzTokenBucket(f *testing.F) {
+	f.Add(uint16(1000), uint8(3), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 0xff, 1, 0})
+	f.Add(uint16(1), uint8(1), []byte{0, 0, 0, 0, 0, 0, 0xff, 1, 0, 0xff, 0, 0, 3, 20, 0})
+	f.Add(uint16(0), uint8(4), []byte{0, 0, 3, 0, 0, 3, 0, 0, 4}) // no limit on the rate
+	f.Add(uint16(7), uint8(200), []byte{0, 0, 199, 0xff, 1, 7, 0xff, 0, 7, 5, 0, 3})
+	f.Add(uint16(65535), uint8(16), []byte{1, 17, 9, 0, 0, 16, 0xff, 1, 2, 0xff, 0, 2})
+	f.Fuzz(func(t *testing.T, rateB uint16, burstB uint8, script []byte) {
+		rate := math.Inf(1)
+		if rateB > 0 {
+			// From one event a minute to 65535 a second, with fractions.
+			rate = float64(rateB) * float64(rateB) / 65535
+			rate = max(rate, 1.0/60)
+		}
+		burst := 1 + int(burstB)
+		b := NewTokenBucket(rate, burst)
+		tokenNs := int64(math.Ceil(1e9 / rate)) // as documented: whole nanoseconds, rounded up
+
+		// The model counts credit, in nanoseconds' worth of tokens: it grows
+		// with time up to burst tokens' worth, and each event spends tokenNs.
+		credit := int64(burst) * tokenNs
+		full := credit
+		now, last := fuzzStart, refusal{}
+		for len(script) >= 3 {
+			var n int
+			before := now
+			now, n, _, _, script = step(script, now, last, burst+1) // burst+1 never fits
+			credit = min(full, credit+now-before)
+			cost := int64(n) * tokenNs
+			want := n <= burst && credit >= cost
+
+			var d Decision
+			got := b.take(n, now, &d)
+			if got != want || d.Allowed != got {
+				t.Fatalf("rate %v, burst %d, at %d: %d asked with credit %d ns, token %d ns: take = %v, want %v",
+					rate, burst, now-fuzzStart, n, credit, tokenNs, got, want)
+			}
+			if want {
+				credit -= cost
+			}
+
+			wantRemaining := burst
+			if tokenNs > 0 {
+				wantRemaining = int(credit / tokenNs)
+			}
+			wantRetry := time.Duration(0)
+			switch {
+			case want:
+			case n > burst:
+				wantRetry = -1
+			default:
+				wantRetry = time.Duration(cost - credit)
+			}
+			if d.Limit != burst || d.Window != time.Duration(full) || d.Remaining != wantRemaining ||
+				d.RetryAfter != wantRetry || d.ResetAfter != time.Duration(full-credit) {
+				t.Fatalf("rate %v, burst %d, at %d: %d asked, credit %d ns after: %+v; want Remaining %d, RetryAfter %v, ResetAfter %v",
+					rate, burst, now-fuzzStart, n, credit, d, wantRemaining, wantRetry, time.Duration(full-credit))
+			}
+			last = refusal{n, int64(max(0, d.RetryAfter))}
+		}
+	})
+}
+
+// FuzzSlidingWindowCounter checks what the approximate window promises: the
+// estimate it allows by never exceeds the limit, and RetryAfter is never early
+// (asking again then succeeds) and late by at most the nanosecond that
+// rounding the estimate's float arithmetic up can add.
+func FuzzSlidingWindowCounter(f *testing.F) {
+	f.Add(uint8(3), uint16(1000), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 0xff, 1, 0})
+	f.Add(uint8(10), uint16(99), []byte{0, 0, 9, 50, 0, 5, 0xff, 1, 3, 0xff, 0, 3, 60, 0, 9})
+	// Refused early in the next fixed window, while the previous one's weight
+	// drops: 7 of them weigh 6.58, and 4 more fit at 14.29 ns in, not 14.
+	f.Add(uint8(9), uint16(99), []byte{0, 0, 6, 30, 0, 3, 0xff, 1, 0, 0xff, 0, 0})
+	f.Add(uint8(15), uint16(65535), []byte{9, 3, 4, 0, 0, 15, 7, 9, 3, 0xff, 1, 2, 0xff, 0, 2, 200, 20, 1})
+	f.Fuzz(func(t *testing.T, limitB uint8, windowB uint16, script []byte) {
+		limit := 1 + int(limitB%16)
+		window := 1 + int64(windowB)<<(limitB>>4)
+		c := NewSlidingWindowCounter(limit, time.Duration(window))
+
+		now, last := fuzzStart, refusal{}
+		for len(script) >= 3 {
+			var n int
+			var retry, early bool
+			now, n, retry, early, script = step(script, now, last, limit+1)
+			if early && last.after >= 2 {
+				now-- // two nanoseconds early
+			}
+
+			c.w.q.Lock()
+			c.advanceLocked(now)
+			estimate := c.countLocked(now)
+			c.w.q.Unlock()
+
+			var d Decision
+			got := c.take(n, now, &d)
+			if got && estimate+float64(n) > float64(limit) {
+				t.Fatalf("at %d: allowed %d with an estimate of %v, limit %d", now-fuzzStart, n, estimate, limit)
+			}
+			if retry && !early && !got {
+				t.Fatalf("at %d: %d refused when the last refusal said to come back (%v)", now-fuzzStart, n, d)
+			}
+			if early && got {
+				t.Fatalf("at %d: %d allowed two nanoseconds before the last refusal said to come back", now-fuzzStart, n)
+			}
+			if n > limit && d.RetryAfter != -1 || n <= limit && !got && d.RetryAfter <= 0 {
+				t.Fatalf("at %d: %d refused with RetryAfter %v", now-fuzzStart, n, d.RetryAfter)
+			}
+			last = refusal{n, int64(max(0, d.RetryAfter))}
+		}
+	})
+}
