@@ -265,6 +265,52 @@ func TestFailureRateTimeWindow(t *testing.T) {
 	})
 }
 
+// TestTimeWindowStaleNow: callers read the clock before they lock the window,
+// so one can arrive with a time just before a bucket that another has already
+// started. Its outcome counts, and the newer bucket's stay counted.
+func TestTimeWindowStaleNow(t *testing.T) {
+	w := newWindow(settings{Settings: Settings{WindowDuration: 10 * time.Second, WindowBuckets: 10}})
+	boundary := int64(1000 * time.Second) // a bucket starts here
+	calls, failures, _ := w.add(boundary, true, false)
+	require.Equal(t, 1, calls)
+	calls, failures, _ = w.add(boundary-1, true, false) // read the clock a nanosecond earlier
+	require.Equal(t, 2, calls, "the stale outcome emptied the newer bucket")
+	require.Equal(t, 2, failures)
+	calls, _, _ = w.totals(boundary - int64(time.Millisecond)) // Metrics, read before a lock wait
+	require.Equal(t, 2, calls)
+
+	// Both were dated in the bucket that starts at the boundary: they leave
+	// the window together, a window after it.
+	calls, _, _ = w.totals(boundary + int64(10*time.Second) - 1)
+	require.Equal(t, 2, calls)
+	calls, _, _ = w.totals(boundary + int64(10*time.Second))
+	require.Equal(t, 0, calls)
+
+	// A time far behind the latest comes from another clock (a synctest
+	// bubble's): the window starts afresh rather than keep outcomes that
+	// would never leave it.
+	w.add(boundary, true, false)
+	calls, failures, _ = w.add(boundary-2*int64(time.Hour), false, false)
+	require.Equal(t, 1, calls)
+	require.Equal(t, 0, failures)
+}
+
+// TestTimeWindowAcrossClocks: outcomes recorded outside a synctest bubble
+// are from another clock inside one, and must not linger in its window.
+func TestTimeWindowAcrossClocks(t *testing.T) {
+	b := New(Settings{FailureRateThreshold: 50, WindowDuration: time.Minute, MinimumCalls: 4})
+	for range 3 {
+		require.Equal(t, errBoom, b.Execute(context.Background(), fail))
+	}
+	require.Equal(t, 3, b.Metrics().WindowCalls)
+	synctest.Test(t, func(t *testing.T) {
+		require.Equal(t, 0, b.Metrics().WindowCalls)
+		require.Equal(t, errBoom, b.Execute(t.Context(), fail))
+		require.Equal(t, Closed, b.State(), "one failure in the window, under MinimumCalls")
+		require.Equal(t, 1, b.Metrics().WindowCalls)
+	})
+}
+
 func TestSlowCallRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := New(Settings{SlowCallDuration: 100 * time.Millisecond, SlowCallRateThreshold: 50, WindowSize: 4, MinimumCalls: 4})

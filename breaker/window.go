@@ -1,6 +1,10 @@
 package breaker
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/ctxsync/ctxsync/internal/clock"
+)
 
 // A window holds the outcomes the rate rules look at: the last size calls, or
 // the calls of the last duration in buckets. Ignored calls do not enter it.
@@ -11,9 +15,11 @@ type window struct {
 	ring []outcomeBits
 	pos  int
 
-	// Time-based: buckets of bucketNs each, in a ring.
+	// Time-based: buckets of bucketNs each, in a ring. latest is the latest
+	// time an outcome was dated or the totals were read at.
 	bucketNs int64
 	buckets  []bucket
+	latest   int64
 
 	calls, failures, slow int // totals in the window
 }
@@ -90,13 +96,29 @@ func (w *window) remove(b outcomeBits) {
 
 // bucketLocked returns the bucket of now, after emptying the buckets that
 // have left the window.
+//
+// Callers read the clock before they take the lock, so now may be a little
+// older than a time already used: a call that read the clock just before a
+// bucket began, and locked just after another started the bucket. Its
+// outcome goes in the newest bucket, as if it had read the clock later, so
+// that it neither counts in a bucket that may have left the window nor
+// empties a newer one. Only a time far behind the latest one comes from
+// another clock (see clock.Jump), and starts the window afresh.
 func (w *window) bucketLocked(now int64) *bucket {
+	if now < w.latest {
+		if w.latest-now <= clock.Jump {
+			now = w.latest
+		} else {
+			w.resetLocked()
+		}
+	}
+	w.latest = now
 	epoch := floorDiv(now, w.bucketNs)
 	n := int64(len(w.buckets))
 	for i := range w.buckets {
 		bk := &w.buckets[i]
-		if bk.epoch <= epoch-n || bk.epoch > epoch {
-			// Out of the window (or from another clock: see internal/clock).
+		if bk.epoch <= epoch-n {
+			// Out of the window.
 			w.calls -= bk.calls
 			w.failures -= bk.failures
 			w.slow -= bk.slow

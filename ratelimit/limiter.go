@@ -99,8 +99,5 @@ type nsLimiter interface {
 }
 
 // clockJump is how far in the future a limiter's state may seem before it is
-// taken for state from another clock. That happens to a limiter used both
-// inside a testing/synctest bubble, whose clock starts in 2000, and outside it.
-// Real state is never ahead of now by more than the time to refill; a
-// goroutine's reading of now is never older than this.
-const clockJump = int64(time.Hour)
+// taken for state from another clock (see clock.Jump).
+const clockJump = clock.Jump

@@ -10,7 +10,7 @@
 // virtual clock, so the packages run on virtual time there. The bubble's clock
 // starts in 2000, long before the epoch, so readings there are far below
 // zero: state kept from outside a bubble looks far in the future from inside
-// it. Callers that keep times guard against that (see ratelimit's clockJump).
+// it. Callers that keep times guard against that (see Jump).
 package clock
 
 import "time"
@@ -27,3 +27,11 @@ func At(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
 // Time converts nanoseconds of the clock to a time.Time.
 func Time(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
+
+// Jump is how far in the future kept state may seem before it is taken for
+// state from another clock: kept outside a testing/synctest bubble and seen
+// from inside one, whose clock starts in 2000. Real state is never ahead of
+// now by more than what it was built to look ahead (the time to refill a
+// bucket, an open breaker's timeout) plus how stale a goroutine's reading of
+// now can be: far less than this.
+const Jump = int64(time.Hour)
