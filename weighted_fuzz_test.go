@@ -2,6 +2,7 @@ package ctxsync_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 
@@ -10,23 +11,17 @@ import (
 	"github.com/ctxsync/ctxsync"
 )
 
-// weightedModel is what a Weighted should be, kept the plain way: a capacity,
-// the units held, and the queue in order.
+// weightedModel is what a Weighted should be: a capacity, the units held, and
+// the queue in order.
 type weightedModel struct {
 	cap, held int64
 	resized   bool
-	queue     []*modelWaiter
+	queue     []weightedQueued
 }
 
-// A modelWaiter is one Acquire run in a goroutine, and the result the model
-// expects of it once it has one.
-type modelWaiter struct {
-	n      int64
-	cancel context.CancelFunc
-	res    chan error
-
-	settled bool  // the model says it has returned
-	want    error // what it returned
+type weightedQueued struct {
+	n int64
+	w *modelWaiter
 }
 
 func (m *weightedModel) free() int64 { return m.cap - m.held }
@@ -35,22 +30,21 @@ func (m *weightedModel) free() int64 { return m.cap - m.held }
 func (m *weightedModel) grant() {
 	for len(m.queue) > 0 && m.queue[0].n <= m.free() {
 		m.held += m.queue[0].n
-		m.settle(0, nil)
+		m.remove(0, nil)
 	}
 }
 
-func (m *weightedModel) settle(i int, err error) {
-	m.queue[i].settled, m.queue[i].want = true, err
+func (m *weightedModel) remove(i int, err error) {
+	m.queue[i].w.settle(err)
 	m.queue = append(m.queue[:i], m.queue[i+1:]...)
 }
 
-// FuzzWeighted runs a script of operations on a Weighted in a synctest bubble,
-// one at a time, each followed by synctest.Wait, and after each checks every
-// Acquire's outcome (or that it still waits), Available, Waiting and Capacity
-// against the model. Each step is two bytes: an operation and its argument.
-// Units come in multiples of a scale that is 1, or large enough that requests
-// cross the sizes the fast path of Acquire treats apart.
-func FuzzWeighted(f *testing.F) {
+// FuzzWeightedModel checks a Weighted against weightedModel (see
+// model_test.go): after each step, every Acquire's outcome, Available, Waiting
+// and Capacity. Each step is two bytes: an operation and its argument. Units
+// come in multiples of a scale that is 1, or large enough that requests cross
+// the sizes the fast path of Acquire treats apart.
+func FuzzWeightedModel(f *testing.F) {
 	// Acquire more than free, queue behind it, cancel the head, release.
 	f.Add(uint8(10), uint8(0), []byte{0, 6, 0, 6, 1, 3, 5, 0, 3, 6, 3, 6})
 	// Shrink below what is held with waiters, one too large, then grow.
@@ -59,11 +53,12 @@ func FuzzWeighted(f *testing.F) {
 	f.Add(uint8(5), uint8(2), []byte{0, 5, 0, 0, 2, 1, 4, 2, 0, 0, 3, 3, 5, 1, 3, 2})
 	f.Add(uint8(15), uint8(3), []byte{0, 15, 0, 17, 4, 15, 0, 16, 3, 15, 0, 2, 5, 0, 3, 9})
 	// Boundaries, one unit either side: a shrink to exactly a waiter's size
-	// keeps it, one below refuses it; a head one unit short stays queued.
+	// keeps it, one below refuses it; a head or a newcomer one unit short
+	// waits.
 	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 6, 0, 5, 4, 5, 3, 8})
 	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 4, 3, 1, 3, 1})
 	f.Add(uint8(10), uint8(0), []byte{0, 10, 0, 10, 4, 9})
-	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 3, 3, 1}) // a newcomer one unit short queues
+	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 3, 3, 1})
 	f.Fuzz(func(t *testing.T, capB, scaleB uint8, script []byte) {
 		scale := []int64{1, 1 << 31, 1 << 33, 1 << 50}[scaleB%4]
 		synctest.Test(t, func(t *testing.T) {
@@ -78,13 +73,13 @@ func FuzzWeighted(f *testing.F) {
 					if n > m.cap && !m.resized {
 						continue // a panic: TestWeightedMisuse
 					}
-					ctx, cancel := context.WithCancel(t.Context())
-					mw := &modelWaiter{n: n, cancel: cancel, res: make(chan error, 1)}
+					mw := startWaiter(t.Context(), fmt.Sprintf("Acquire(%d)", n), func(ctx context.Context) error {
+						return w.Acquire(ctx, n)
+					})
 					all = append(all, mw)
-					go func() { mw.res <- w.Acquire(ctx, n) }()
-					m.queue = append(m.queue, mw)
+					m.queue = append(m.queue, weightedQueued{n, mw})
 					if n > m.cap {
-						m.settle(len(m.queue)-1, ctxsync.ErrExceedsCapacity)
+						m.remove(len(m.queue)-1, ctxsync.ErrExceedsCapacity)
 					} else if len(m.queue) == 1 {
 						m.grant()
 					}
@@ -108,7 +103,7 @@ func FuzzWeighted(f *testing.F) {
 					m.cap, m.resized = c, true
 					for i := 0; i < len(m.queue); {
 						if m.queue[i].n > c {
-							m.settle(i, ctxsync.ErrExceedsCapacity)
+							m.remove(i, ctxsync.ErrExceedsCapacity)
 						} else {
 							i++
 						}
@@ -119,30 +114,18 @@ func FuzzWeighted(f *testing.F) {
 						continue
 					}
 					i := int(arg) % len(m.queue)
-					m.queue[i].cancel()
-					m.settle(i, context.Canceled)
+					m.queue[i].w.cancel()
+					m.remove(i, context.Canceled)
 					m.grant()
 				}
 				synctest.Wait()
 
-				for _, mw := range all {
-					if !mw.settled {
-						require.Empty(t, mw.res, "Acquire(%d) returned while the model has it queued", mw.n)
-						continue
-					}
-					if mw.res != nil {
-						require.NotEmpty(t, mw.res, "Acquire(%d) still waits; the model says %v", mw.n, mw.want)
-						require.Equal(t, mw.want, <-mw.res, "Acquire(%d)", mw.n)
-						mw.res = nil
-					}
-				}
+				all = checkWaiters(t, all)
 				require.Equal(t, m.free(), w.Available(), "Available with %d of %d held", m.held, m.cap)
 				require.Equal(t, len(m.queue), w.Waiting())
 				require.Equal(t, m.cap, w.Capacity())
 			}
-			for _, mw := range m.queue {
-				mw.cancel()
-			}
+			cancelAll(all)
 		})
 	})
 }

@@ -1,0 +1,60 @@
+package ctxsync_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The fuzz targets named Fuzz*Model run a script of operations on a primitive
+// in a synctest bubble, one operation at a time, each followed by
+// synctest.Wait, and check the primitive against a model kept the plain way.
+// This file holds what they share: the blocking calls, run in goroutines.
+
+// A modelWaiter is one blocking call, run in a goroutine, and the result its
+// model expects of it once the model says it has returned.
+type modelWaiter struct {
+	what   string // the call, for messages: "Acquire(3)", "RLock"
+	cancel context.CancelFunc
+	res    chan error
+
+	settled bool  // the model says it has returned
+	want    error // and with this
+}
+
+// startWaiter runs call in a goroutine with a ctx of its own, which the script
+// may cancel.
+func startWaiter(ctx context.Context, what string, call func(context.Context) error) *modelWaiter {
+	ctx, cancel := context.WithCancel(ctx)
+	mw := &modelWaiter{what: what, cancel: cancel, res: make(chan error, 1)}
+	go func() { mw.res <- call(ctx) }()
+	return mw
+}
+
+func (mw *modelWaiter) settle(err error) { mw.settled, mw.want = true, err }
+
+// checkWaiters checks, after synctest.Wait, that every call the model settled
+// has returned what it says, and that every other call still waits. It drops
+// the calls it has checked.
+func checkWaiters(t *testing.T, all []*modelWaiter) []*modelWaiter {
+	t.Helper()
+	waiting := all[:0]
+	for _, mw := range all {
+		if !mw.settled {
+			require.Empty(t, mw.res, "%s returned while the model has it waiting", mw.what)
+			waiting = append(waiting, mw)
+			continue
+		}
+		require.NotEmpty(t, mw.res, "%s still waits; the model says it returned %v", mw.what, mw.want)
+		require.Equal(t, mw.want, <-mw.res, mw.what)
+	}
+	return waiting
+}
+
+// cancelAll ends the calls still waiting, so that the bubble can end.
+func cancelAll(all []*modelWaiter) {
+	for _, mw := range all {
+		mw.cancel()
+	}
+}
