@@ -42,8 +42,7 @@ type Semaphore struct {
 	// than a load and a CAS.
 	state atomic.Int64
 
-	bounded bool  // Release panics at bound: BoundedSemaphore
-	bound   int64 // the initial count, when bounded
+	bound int64 // the initial count, for a BoundedSemaphore's Release
 
 	// owed settles promised permits that cannot go to a queued waiter.
 	// Positive, it counts permits promised to goroutines that counted
@@ -252,7 +251,8 @@ type BoundedSemaphore struct {
 }
 
 // NewBoundedSemaphore returns a BoundedSemaphore with n free permits, and at
-// most n ever.
+// most n ever. With n = 0, as with the zero BoundedSemaphore, every Release
+// panics.
 //
 // NewBoundedSemaphore panics if n is negative.
 func NewBoundedSemaphore(n int) *BoundedSemaphore {
@@ -260,7 +260,6 @@ func NewBoundedSemaphore(n int) *BoundedSemaphore {
 		panic("ctxsync: NewBoundedSemaphore with negative count")
 	}
 	b := &BoundedSemaphore{}
-	b.s.bounded = true
 	b.s.bound = int64(n)
 	b.s.state.Store(int64(n))
 	return b
@@ -281,8 +280,10 @@ func (b *BoundedSemaphore) TryAcquire() bool { return b.s.TryAcquire() }
 // Release panics with an error matching ErrReleasedTooManyTimes if the count is
 // already at its initial value.
 func (b *BoundedSemaphore) Release() {
-	if !b.s.bounded {
-		panic(ErrReleasedTooManyTimes) // the zero value: bound 0
+	if b.s.bound == 0 {
+		// Nobody can hold a permit, so none can come back. The count alone
+		// would not tell: with goroutines queued it is below 0.
+		panic(ErrReleasedTooManyTimes)
 	}
 	b.s.releaseBounded()
 }

@@ -225,6 +225,23 @@ func TestBoundedSemaphoreOverRelease(t *testing.T) {
 	require.PanicsWithError(t, ctxsync.ErrReleasedTooManyTimes.Error(), zero.Release)
 }
 
+// TestBoundedSemaphoreOfZero: with an initial count of 0 nobody ever holds a
+// permit, so every Release is one too many, even with goroutines queued
+// (whose count, below 0, does not show it).
+func TestBoundedSemaphoreOfZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := ctxsync.NewBoundedSemaphore(0)
+		require.PanicsWithError(t, ctxsync.ErrReleasedTooManyTimes.Error(), b.Release)
+		errA := make(chan error, 1)
+		go func() { errA <- b.Acquire(t.Context()) }()
+		synctest.Wait()
+		require.PanicsWithError(t, ctxsync.ErrReleasedTooManyTimes.Error(), b.Release)
+		synctest.Wait()
+		require.Empty(t, errA, "the panicking Release let a waiter in")
+		require.Equal(t, 1, b.Waiting())
+	})
+}
+
 // TestBoundedSemaphorePassOnRespectsBound: a permit that a cancelled waiter
 // passes back must not trip the bound.
 func TestBoundedSemaphorePassOnRespectsBound(t *testing.T) {

@@ -1,0 +1,113 @@
+package ctxsync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync"
+)
+
+// semaphoreModel is what a Semaphore or a BoundedSemaphore should be: the
+// free permits, and the queue in order.
+type semaphoreModel struct {
+	free  int
+	queue []*modelWaiter
+}
+
+// handOver gives free permits to the oldest waiters.
+func (m *semaphoreModel) handOver() {
+	for m.free > 0 && len(m.queue) > 0 {
+		m.free--
+		m.remove(0, nil)
+	}
+}
+
+func (m *semaphoreModel) remove(i int, err error) {
+	m.queue[i].settle(err)
+	m.queue = append(m.queue[:i], m.queue[i+1:]...)
+}
+
+// semaphore is what Semaphore and BoundedSemaphore share.
+type semaphore interface {
+	Acquire(ctx context.Context) error
+	TryAcquire() bool
+	Release()
+	Available() int
+	Waiting() int
+}
+
+// FuzzSemaphoreModel checks a Semaphore and a BoundedSemaphore against
+// semaphoreModel (see model_test.go): after each step, every Acquire's
+// outcome, Available and Waiting. Each step is two bytes: an operation and,
+// for a cancellation, which waiter.
+func FuzzSemaphoreModel(f *testing.F) {
+	// Waiters served in order as permits come back; the head gives up.
+	f.Add(uint8(1), []byte{0, 0, 0, 0, 0, 0, 3, 0, 2, 0, 1, 0, 2, 0, 2, 0, 2, 0})
+	// TryAcquire never overtakes; a waiter in the middle gives up; releases
+	// past the initial count (a panic for the bounded one).
+	f.Add(uint8(0), []byte{0, 0, 0, 0, 0, 0, 3, 1, 1, 0, 2, 0, 2, 0, 2, 0, 2, 0, 1, 0})
+	f.Add(uint8(3), []byte{1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 2, 0, 3, 0, 2, 0, 2, 0})
+	f.Fuzz(func(t *testing.T, permits uint8, script []byte) {
+		for _, bounded := range []bool{false, true} {
+			synctest.Test(t, func(t *testing.T) {
+				initial := int(permits % 4)
+				m := semaphoreModel{free: initial}
+				var s semaphore = ctxsync.NewSemaphore(initial)
+				if bounded {
+					s = ctxsync.NewBoundedSemaphore(initial)
+				}
+				var all []*modelWaiter
+				for script := script; len(script) >= 2; script = script[2:] {
+					switch op, arg := script[0]%4, int(script[1]); op {
+					case 0:
+						mw := startWaiter(t.Context(), "Acquire", s.Acquire)
+						all = append(all, mw)
+						m.queue = append(m.queue, mw)
+						m.handOver()
+					case 1:
+						want := m.free > 0 && len(m.queue) == 0
+						require.Equal(t, want, s.TryAcquire(), "TryAcquire, %d free, %d queued", m.free, len(m.queue))
+						if want {
+							m.free--
+						}
+					case 2:
+						if bounded && m.free == initial {
+							// Nobody holds a permit: with an initial count
+							// of 0, nobody ever does, queued or not.
+							requireReleasedTooManyTimes(t, s.Release)
+							continue
+						}
+						s.Release()
+						m.free++
+						m.handOver()
+					case 3:
+						if len(m.queue) == 0 {
+							continue
+						}
+						i := arg % len(m.queue)
+						m.queue[i].cancel()
+						m.remove(i, context.Canceled)
+					}
+					synctest.Wait()
+					all = checkWaiters(t, all)
+					require.Equal(t, m.free, s.Available())
+					require.Equal(t, len(m.queue), s.Waiting())
+				}
+				cancelAll(all)
+			})
+		}
+	})
+}
+
+func requireReleasedTooManyTimes(t *testing.T, release func()) {
+	t.Helper()
+	defer func() {
+		err, _ := recover().(error)
+		require.True(t, errors.Is(err, ctxsync.ErrReleasedTooManyTimes), "Release past the initial count: recovered %v", err)
+	}()
+	release()
+}
