@@ -21,14 +21,29 @@ type modelWaiter struct {
 
 	settled bool  // the model says it has returned
 	want    error // and with this
+
+	// item is what the call got, for calls that get one (Queue.Get), set
+	// before res is sent. wantItem is what the model says.
+	item, wantItem any
 }
 
 // startWaiter runs call in a goroutine with a ctx of its own, which the script
 // may cancel.
 func startWaiter(ctx context.Context, what string, call func(context.Context) error) *modelWaiter {
+	return startItemWaiter(ctx, what, func(ctx context.Context) (any, error) { return nil, call(ctx) })
+}
+
+// startItemWaiter is startWaiter for a call that gets an item when it succeeds.
+func startItemWaiter(ctx context.Context, what string, call func(context.Context) (any, error)) *modelWaiter {
 	ctx, cancel := context.WithCancel(ctx)
 	mw := &modelWaiter{what: what, cancel: cancel, res: make(chan error, 1)}
-	go func() { mw.res <- call(ctx) }()
+	go func() {
+		item, err := call(ctx)
+		if err == nil {
+			mw.item = item
+		}
+		mw.res <- err
+	}()
 	return mw
 }
 
@@ -48,6 +63,7 @@ func checkWaiters(t *testing.T, all []*modelWaiter) []*modelWaiter {
 		}
 		require.NotEmpty(t, mw.res, "%s still waits; the model says it returned %v", mw.what, mw.want)
 		require.Equal(t, mw.want, <-mw.res, mw.what)
+		require.Equal(t, mw.wantItem, mw.item, "%s got", mw.what)
 	}
 	return waiting
 }
