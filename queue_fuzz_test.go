@@ -11,12 +11,13 @@ import (
 	"github.com/ctxsync/ctxsync"
 )
 
-// queueModel is what a Queue should be: its items, whether it is closed, the
-// producers and consumers waiting in order, and the items put and not yet
-// marked done.
+// queueModel is what a Queue or a PriorityQueue should be: its items, whether
+// it is closed, the producers and consumers waiting in order, and (for a
+// Queue) the items put and not yet marked done.
 type queueModel struct {
 	capacity   int
-	items      []int
+	byPriority bool // a PriorityQueue: the lowest priority first, then the oldest
+	items      []queuedItem
 	closed     bool
 	getters    []*modelWaiter
 	putters    []queuedPut
@@ -24,35 +25,47 @@ type queueModel struct {
 	unfinished int
 }
 
+// A queuedItem is an item and its priority. Items are numbered in the order
+// they are put, so among equal priorities the lowest number is the oldest.
+type queuedItem struct{ priority, v int }
+
 type queuedPut struct {
-	v int
+	queuedItem
 	w *modelWaiter
 }
 
 func (m *queueModel) room() bool { return m.capacity == 0 || len(m.items) < m.capacity }
 
-// accept takes v in: to the oldest consumer waiting, or at the back.
-func (m *queueModel) accept(v int) {
+// accept takes an item in: to the oldest consumer waiting, or into the queue.
+func (m *queueModel) accept(it queuedItem) {
 	m.unfinished++
 	if len(m.getters) > 0 {
 		m.getters[0].settle(nil)
-		m.getters[0].wantItem = v
+		m.getters[0].wantItem = it.v
 		m.getters = m.getters[1:]
 		return
 	}
-	m.items = append(m.items, v)
+	m.items = append(m.items, it)
 }
 
-// take removes the front item, and lets the oldest producers in while there is
-// room.
+// take removes the next item, and lets the oldest producers in while there
+// is room.
 func (m *queueModel) take() int {
-	v := m.items[0]
-	m.items = m.items[1:]
+	next := 0
+	if m.byPriority {
+		for i, it := range m.items {
+			if it.priority < m.items[next].priority { // ties: the older, earlier
+				next = i
+			}
+		}
+	}
+	v := m.items[next].v
+	m.items = append(m.items[:next], m.items[next+1:]...)
 	for len(m.putters) > 0 && m.room() {
 		p := m.putters[0]
 		m.putters = m.putters[1:]
 		p.w.settle(nil)
-		m.accept(p.v)
+		m.accept(p.queuedItem)
 	}
 	return v
 }
@@ -90,10 +103,24 @@ func (m *queueModel) cancel(mw *modelWaiter) {
 	}
 }
 
+// queueUnderTest is a Queue[int] or a PriorityQueue[int] seen by the fuzz
+// targets. A Queue ignores priorities; a PriorityQueue has no tasks (done is
+// false).
+type queueUnderTest struct {
+	put      func(ctx context.Context, priority, v int) error
+	tryPut   func(priority, v int) bool
+	get      func(ctx context.Context) (int, error)
+	tryGet   func() (int, bool)
+	close    func()
+	len      func() int
+	taskDone func()
+	join     func(ctx context.Context) error
+}
+
 // FuzzQueueModel checks a Queue against queueModel (see model_test.go): after
 // each step, every Put's, Get's (and its item's) and Join's outcome, and Len.
-// Each step is two bytes: an operation and, for a cancellation, which call.
-// Items are numbered in the order the script puts them.
+// Each step is two bytes: an operation and its argument (which call to
+// cancel; for FuzzPriorityQueueModel, the priority of a Put).
 func FuzzQueueModel(f *testing.F) {
 	// Capacity 1: producers wait for room, consumers for items; Join waits for
 	// TaskDone.
@@ -108,99 +135,142 @@ func FuzzQueueModel(f *testing.F) {
 	f.Add(uint8(2), []byte{0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 7, 0, 3, 0, 3, 0, 3, 0})
 	f.Fuzz(func(t *testing.T, capB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
-			m := &queueModel{capacity: int(capB % 4)}
-			q := ctxsync.NewQueue[int](m.capacity)
-			next := 0
-			var all []*modelWaiter
-			for ; len(script) >= 2; script = script[2:] {
-				switch op, arg := script[0]%8, int(script[1]); op {
-				case 0:
-					v := next
-					next++
-					mw := startWaiter(t.Context(), fmt.Sprintf("Put(%d)", v), func(ctx context.Context) error {
-						return q.Put(ctx, v)
-					})
-					all = append(all, mw)
-					switch {
-					case m.closed:
-						mw.settle(ctxsync.ErrClosed)
-					case len(m.putters) == 0 && m.room():
-						mw.settle(nil)
-						m.accept(v)
-					default:
-						m.putters = append(m.putters, queuedPut{v, mw})
-					}
-				case 1:
-					v := next
-					next++
-					want := !m.closed && len(m.putters) == 0 && m.room()
-					require.Equal(t, want, q.TryPut(v), "TryPut(%d) with %d items, %d putters, closed %v", v, len(m.items), len(m.putters), m.closed)
-					if want {
-						m.accept(v)
-					}
-				case 2:
-					mw := startItemWaiter(t.Context(), "Get", func(ctx context.Context) (any, error) {
-						return q.Get(ctx)
-					})
-					all = append(all, mw)
-					switch {
-					case len(m.getters) == 0 && len(m.items) > 0:
-						mw.settle(nil)
-						mw.wantItem = m.take()
-					case m.closed:
-						mw.settle(ctxsync.ErrClosed)
-					default:
-						m.getters = append(m.getters, mw)
-					}
-				case 3:
-					v, ok := q.TryGet()
-					want := len(m.getters) == 0 && len(m.items) > 0
-					require.Equal(t, want, ok, "TryGet with %d items", len(m.items))
-					if want {
-						require.Equal(t, m.take(), v, "TryGet")
-					}
-				case 4:
-					q.Close()
-					if !m.closed {
-						m.closed = true
-						for _, p := range m.putters {
-							p.w.settle(ctxsync.ErrClosed)
-						}
-						for _, g := range m.getters {
-							g.settle(ctxsync.ErrClosed)
-						}
-						m.putters, m.getters = nil, nil
-					}
-				case 5:
-					if m.unfinished == 0 {
-						require.PanicsWithValue(t, "ctxsync: Queue.TaskDone called more times than items were put", q.TaskDone)
-						continue
-					}
-					q.TaskDone()
-					if m.unfinished--; m.unfinished == 0 {
-						for _, j := range m.joiners {
-							j.settle(nil)
-						}
-						m.joiners = nil
-					}
-				case 6:
-					mw := startWaiter(t.Context(), "Join", q.Join)
-					all = append(all, mw)
-					if m.unfinished == 0 {
-						mw.settle(nil)
-					} else {
-						m.joiners = append(m.joiners, mw)
-					}
-				case 7:
-					if w := m.waiting(); len(w) > 0 {
-						m.cancel(w[arg%len(w)])
-					}
-				}
-				synctest.Wait()
-				all = checkWaiters(t, all)
-				require.Equal(t, len(m.items), q.Len())
-			}
-			cancelAll(all)
+			q := ctxsync.NewQueue[int](int(capB % 4))
+			fuzzQueue(t, &queueModel{capacity: int(capB % 4)}, queueUnderTest{
+				put:      func(ctx context.Context, _, v int) error { return q.Put(ctx, v) },
+				tryPut:   func(_, v int) bool { return q.TryPut(v) },
+				get:      q.Get,
+				tryGet:   q.TryGet,
+				close:    q.Close,
+				len:      q.Len,
+				taskDone: q.TaskDone,
+				join:     q.Join,
+			}, script)
 		})
 	})
+}
+
+// FuzzPriorityQueueModel is FuzzQueueModel for a PriorityQueue, with Puts at
+// priorities 0 to 3.
+func FuzzPriorityQueueModel(f *testing.F) {
+	// Out in priority order, the oldest first among equals.
+	f.Add(uint8(0), []byte{1, 2, 1, 0, 1, 2, 1, 1, 1, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0})
+	// Producers waiting for room; consumers waiting for items; Close drains
+	// in priority order.
+	f.Add(uint8(2), []byte{0, 3, 0, 1, 0, 0, 0, 2, 2, 0, 4, 0, 2, 0, 2, 0, 2, 0, 2, 0})
+	f.Add(uint8(1), []byte{2, 0, 2, 0, 7, 0, 0, 3, 0, 1, 0, 2, 7, 1, 3, 0, 3, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, capB uint8, script []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			q := ctxsync.NewPriorityQueue[int](int(capB % 4))
+			fuzzQueue(t, &queueModel{capacity: int(capB % 4), byPriority: true}, queueUnderTest{
+				put:    q.Put,
+				tryPut: q.TryPut,
+				get:    q.Get,
+				tryGet: q.TryGet,
+				close:  q.Close,
+				len:    q.Len,
+			}, script)
+		})
+	})
+}
+
+func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
+	next := 0
+	var all []*modelWaiter
+	for ; len(script) >= 2; script = script[2:] {
+		op, arg := script[0]%8, int(script[1])
+		it := queuedItem{priority: arg % 4, v: next}
+		switch op {
+		case 0:
+			next++
+			mw := startWaiter(t.Context(), fmt.Sprintf("Put(%d, %d)", it.priority, it.v), func(ctx context.Context) error {
+				return q.put(ctx, it.priority, it.v)
+			})
+			all = append(all, mw)
+			switch {
+			case m.closed:
+				mw.settle(ctxsync.ErrClosed)
+			case len(m.putters) == 0 && m.room():
+				mw.settle(nil)
+				m.accept(it)
+			default:
+				m.putters = append(m.putters, queuedPut{it, mw})
+			}
+		case 1:
+			next++
+			want := !m.closed && len(m.putters) == 0 && m.room()
+			require.Equal(t, want, q.tryPut(it.priority, it.v), "TryPut(%d, %d) with %d items, %d putters, closed %v",
+				it.priority, it.v, len(m.items), len(m.putters), m.closed)
+			if want {
+				m.accept(it)
+			}
+		case 2:
+			mw := startItemWaiter(t.Context(), "Get", func(ctx context.Context) (any, error) {
+				return q.get(ctx)
+			})
+			all = append(all, mw)
+			switch {
+			case len(m.getters) == 0 && len(m.items) > 0:
+				mw.settle(nil)
+				mw.wantItem = m.take()
+			case m.closed:
+				mw.settle(ctxsync.ErrClosed)
+			default:
+				m.getters = append(m.getters, mw)
+			}
+		case 3:
+			v, ok := q.tryGet()
+			want := len(m.getters) == 0 && len(m.items) > 0
+			require.Equal(t, want, ok, "TryGet with %d items", len(m.items))
+			if want {
+				require.Equal(t, m.take(), v, "TryGet")
+			}
+		case 4:
+			q.close()
+			if !m.closed {
+				m.closed = true
+				for _, p := range m.putters {
+					p.w.settle(ctxsync.ErrClosed)
+				}
+				for _, g := range m.getters {
+					g.settle(ctxsync.ErrClosed)
+				}
+				m.putters, m.getters = nil, nil
+			}
+		case 5:
+			if q.taskDone == nil {
+				continue
+			}
+			if m.unfinished == 0 {
+				require.PanicsWithValue(t, "ctxsync: Queue.TaskDone called more times than items were put", q.taskDone)
+				continue
+			}
+			q.taskDone()
+			if m.unfinished--; m.unfinished == 0 {
+				for _, j := range m.joiners {
+					j.settle(nil)
+				}
+				m.joiners = nil
+			}
+		case 6:
+			if q.join == nil {
+				continue
+			}
+			mw := startWaiter(t.Context(), "Join", q.join)
+			all = append(all, mw)
+			if m.unfinished == 0 {
+				mw.settle(nil)
+			} else {
+				m.joiners = append(m.joiners, mw)
+			}
+		case 7:
+			if w := m.waiting(); len(w) > 0 {
+				m.cancel(w[arg%len(w)])
+			}
+		}
+		synctest.Wait()
+		all = checkWaiters(t, all)
+		require.Equal(t, len(m.items), q.len())
+	}
+	cancelAll(all)
 }
