@@ -1,0 +1,155 @@
+package ctxsync_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync"
+)
+
+// condModel is what a Condition and its Lock should be. Between steps, only
+// the script's goroutine holds the Lock, if anyone does: each waiter locks,
+// calls Wait, and unlocks as soon as Wait returns. So the model needs the
+// goroutines waiting for a notification, in order, and those waiting for the
+// Lock while the script holds it, in order: waiters still to call Wait, and
+// waiters that Wait must lock for again before it returns.
+type condModel struct {
+	scriptHolds bool
+	waiting     []*modelWaiter // in Wait, for a notification
+	locking     []condLocker   // for the Lock, held by the script
+}
+
+type condLocker struct {
+	w      *modelWaiter
+	inWait bool // Wait is locking again, to return w's settled result
+	ended  bool // not inWait: the waiter's ctx ended before it called Wait
+}
+
+// wake ends the Wait of the i'th waiter with err: at once if the Lock is free,
+// else once the script unlocks.
+func (m *condModel) wake(i int, err error) {
+	mw := m.waiting[i]
+	m.waiting = append(m.waiting[:i], m.waiting[i+1:]...)
+	if m.scriptHolds {
+		mw.want = err // returned once Wait has the Lock again
+		m.locking = append(m.locking, condLocker{w: mw, inWait: true})
+		return
+	}
+	mw.settle(err)
+}
+
+// unlock is the script's Unlock: the goroutines waiting for the Lock take it
+// in turn, calling Wait or returning from it.
+func (m *condModel) unlock() {
+	m.scriptHolds = false
+	for _, l := range m.locking {
+		switch {
+		case l.inWait:
+			l.w.settle(l.w.want)
+		case l.ended:
+			l.w.settle(context.Canceled) // a done ctx fails Wait at once
+		default:
+			m.waiting = append(m.waiting, l.w)
+		}
+	}
+	m.locking = nil
+}
+
+// FuzzConditionModel checks a Condition against condModel (see
+// model_test.go): after each step, every Wait's outcome, Waiting and Locked.
+// Each step is two bytes: an operation and its argument (how many to Notify,
+// which waiter's ctx to end).
+func FuzzConditionModel(f *testing.F) {
+	// Notify wakes the oldest; NotifyAll the rest; a waiter whose ctx ends
+	// leaves the queue and returns its error.
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 3, 1, 5, 1, 4, 0, 3, 5})
+	// With the Lock held by the script, woken and ending waiters wait for it;
+	// a waiter that came while it was held calls Wait on its Unlock, or fails
+	// at once if its ctx ended first.
+	f.Add([]byte{0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3, 1, 5, 0, 5, 2, 2, 0, 4, 0})
+	// Misuse: Unlock of an unlocked Lock, Wait without the Lock.
+	f.Add([]byte{2, 0, 6, 0, 1, 0, 1, 0, 2, 0, 2, 0})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 0, 4, 0, 5, 1, 3, 2, 2, 0})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			var m condModel
+			c := ctxsync.NewCondition(nil)
+			var all []*modelWaiter
+			for ; len(script) >= 2; script = script[2:] {
+				switch op, arg := script[0]%7, int(script[1]); op {
+				case 0:
+					mw := startWaiter(t.Context(), "Wait", func(ctx context.Context) error {
+						if err := c.Lock(context.Background()); err != nil {
+							return err
+						}
+						defer c.Unlock()
+						return c.Wait(ctx)
+					})
+					all = append(all, mw)
+					if m.scriptHolds {
+						m.locking = append(m.locking, condLocker{w: mw})
+					} else {
+						m.waiting = append(m.waiting, mw)
+					}
+				case 1:
+					require.Equal(t, !m.scriptHolds, c.TryLock(), "TryLock")
+					m.scriptHolds = true
+				case 2:
+					if !m.scriptHolds {
+						require.PanicsWithValue(t, "ctxsync: Unlock of unlocked Lock", c.Unlock)
+						continue
+					}
+					c.Unlock()
+					m.unlock()
+				case 3:
+					n := arg % 4
+					c.Notify(n)
+					for range min(n, len(m.waiting)) {
+						m.wake(0, nil)
+					}
+				case 4:
+					c.NotifyAll()
+					for len(m.waiting) > 0 {
+						m.wake(0, nil)
+					}
+				case 5:
+					// End the ctx of a waiter: one waiting for a
+					// notification, or for the Lock.
+					n := len(m.waiting) + len(m.locking)
+					if n == 0 {
+						continue
+					}
+					if i := arg % n; i < len(m.waiting) {
+						m.waiting[i].cancel()
+						m.wake(i, context.Canceled)
+					} else {
+						l := &m.locking[i-len(m.waiting)]
+						l.w.cancel()
+						// Woken already, Wait returns nil: the wake-up is
+						// not undone. Not yet in Wait, it will fail at once.
+						l.ended = l.ended || !l.inWait
+					}
+				case 6:
+					if !m.scriptHolds {
+						require.PanicsWithValue(t, "ctxsync: Condition.Wait without holding its Lock", func() {
+							_ = c.Wait(t.Context())
+						})
+					}
+					continue
+				}
+				synctest.Wait()
+				all = checkWaiters(t, all)
+				require.Equal(t, len(m.waiting), c.Waiting())
+				require.Equal(t, m.scriptHolds, c.Locked())
+			}
+			if m.scriptHolds {
+				c.Unlock()
+				m.unlock()
+			}
+			cancelAll(all)
+		})
+	})
+}
