@@ -273,6 +273,7 @@ func TestTimeWindowStaleNow(t *testing.T) {
 	boundary := int64(1000 * time.Second) // a bucket starts here
 	calls, failures, _ := w.add(boundary, true, false)
 	require.Equal(t, 1, calls)
+	require.Equal(t, 1, failures)
 	calls, failures, _ = w.add(boundary-1, true, false) // read the clock a nanosecond earlier
 	require.Equal(t, 2, calls, "the stale outcome emptied the newer bucket")
 	require.Equal(t, 2, failures)
