@@ -128,7 +128,14 @@ const (
 	stateMask   = 3
 	disabledBit = 4
 	stateBits   = 3
+
+	consecShift = 32                 // of the generation tag in Breaker.consec
+	consecCount = 1<<consecShift - 1 // the count in Breaker.consec
 )
+
+// consecTag is Breaker.consec with the generation of state word s and a count
+// of 0.
+func consecTag(s uint64) uint64 { return s >> stateBits << consecShift }
 
 // A Breaker is a circuit breaker: it stops calls to a dependency that keeps
 // failing, so that callers fail fast instead of piling up, and probes it back
@@ -142,6 +149,10 @@ const (
 //
 // A call that succeeds while the breaker is closed costs no lock, no clock
 // read and no allocation (with slow-call tracking off and no rate rule).
+//
+// The rules judge the calls of the current state alone: a call still running
+// when the breaker changes state, or is Reset, shows in Counts when it ends,
+// but does not count toward opening or closing the breaker of the new state.
 //
 // Use New; the zero Breaker is not usable. A Breaker must not be copied after
 // first use. It is safe for concurrent use by multiple goroutines.
@@ -166,7 +177,11 @@ type Breaker struct {
 	openErr     atomic.Pointer[OpenError]
 	halfOpenErr *OpenError
 
-	consecFailures atomic.Int64 // read by every success, written by failures
+	// consec is the consecutive failures of the current generation of the
+	// state word: its generation (the low 32 bits) << consecShift | the
+	// count. Read by every success, written by failures. A call admitted in
+	// an earlier generation finds another tag there, and leaves it alone.
+	consec atomic.Uint64
 
 	// The counts of the current state, on cache lines of their own: written
 	// by every call, they must not share one with the state word that every
@@ -233,7 +248,7 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	if b.fast && s&(stateMask|disabledBit) == uint64(Closed) {
 		err := b.run(ctx, fn, s, 0)
 		if err == nil {
-			b.succeeded()
+			b.succeeded(s)
 			return nil
 		}
 		b.finish(s, err, false, 0)
@@ -301,11 +316,15 @@ func (b *Breaker) run(ctx context.Context, fn func(context.Context) error, s uin
 // errPanic stands for the outcome of a call that panicked.
 var errPanic = errors.New("breaker: call panicked")
 
-// succeeded records a success of the fast path.
-func (b *Breaker) succeeded() {
+// succeeded records a success of a call admitted in state word s, outside
+// half-open: it ends a run of failures, if they are of the same generation.
+func (b *Breaker) succeeded(s uint64) {
 	b.successes.Add(1)
-	if b.consecFailures.Load() != 0 { // a load, not a store, in the common case
-		b.consecFailures.Store(0)
+	tag := consecTag(s)
+	if c := b.consec.Load(); c != tag { // a load, not a store, in the common case
+		if c&^consecCount == tag {
+			b.consec.CompareAndSwap(c, tag) // a failure since counted too: let it
+		}
 	}
 }
 
@@ -416,13 +435,13 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 	case failure:
 		b.failed(s)
 	default:
-		b.succeeded()
+		b.succeeded(s)
 	}
 	if b.window != nil && st == Closed {
 		// A disabled breaker keeps its window too, to show in Metrics what
 		// its rules would do; it only never trips.
-		calls, failures, slows := b.window.add(now, failure, slow)
-		if s&disabledBit == 0 && b.ratesTrip(calls, failures, slows) {
+		calls, failures, slows, ok := b.window.add(s>>stateBits, now, failure, slow)
+		if ok && s&disabledBit == 0 && b.ratesTrip(calls, failures, slows) {
 			b.mu.Lock()
 			if b.state.Load() == s {
 				b.tripLocked()
@@ -432,13 +451,26 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 	}
 }
 
-// failed records a failure outside half-open, and opens a closed breaker if
-// the consecutive-failure rule says so.
+// failed records a failure of a call admitted in state word s, outside
+// half-open, and opens a closed breaker if the consecutive-failure rule says
+// so. A failure of an earlier generation than the current one counts in
+// Counts only.
 func (b *Breaker) failed(s uint64) {
 	b.failures.Add(1)
 	b.successesAtFailure.Store(b.successes.Load())
-	n := b.consecFailures.Add(1)
-	if b.s.consecutive && n >= int64(b.s.FailureThreshold) && s&(stateMask|disabledBit) == uint64(Closed) {
+	tag := consecTag(s)
+	var n uint64
+	for {
+		c := b.consec.Load()
+		if c&^consecCount != tag {
+			return
+		}
+		if b.consec.CompareAndSwap(c, c+1) {
+			n = c + 1 - tag
+			break
+		}
+	}
+	if b.s.consecutive && n >= uint64(b.s.FailureThreshold) && s&(stateMask|disabledBit) == uint64(Closed) {
 		b.mu.Lock()
 		if b.state.Load() == s {
 			b.tripLocked()
@@ -467,12 +499,12 @@ func (b *Breaker) finishTrialLocked(s uint64, failure, ignored bool) {
 		b.ignored.Add(1)
 	case failure:
 		b.failures.Add(1)
-		b.consecFailures.Add(1)
+		b.consec.Add(1)
 		b.successesAtFailure.Store(b.successes.Load())
 		b.tripLocked()
 	default:
 		b.successes.Add(1)
-		b.consecFailures.Store(0)
+		b.consec.Store(consecTag(s))
 		b.probeWins++
 		if b.probeWins >= b.s.SuccessThreshold {
 			b.openings = 0
@@ -511,6 +543,7 @@ func (b *Breaker) tripLocked() {
 func (b *Breaker) setStateLocked(to State) {
 	old := b.state.Load()
 	from := State(old & stateMask)
+	gen := old>>stateBits + 1
 	counts := b.countsLocked()
 	b.total.add(counts)
 	b.successes.Store(0)
@@ -518,7 +551,7 @@ func (b *Breaker) setStateLocked(to State) {
 	b.ignored.Store(0)
 	b.rejected.Store(0)
 	b.slow.Store(0)
-	b.consecFailures.Store(0)
+	b.consec.Store(consecTag(gen << stateBits))
 	b.successesAtFailure.Store(0)
 	b.probes, b.probeWins = 0, 0
 	if b.timer != nil {
@@ -526,9 +559,8 @@ func (b *Breaker) setStateLocked(to State) {
 		b.timer = nil
 	}
 	if b.window != nil && to == Closed {
-		b.window.reset()
+		b.window.reset(gen)
 	}
-	gen := old>>stateBits + 1
 	b.state.Store(gen<<stateBits | old&disabledBit | uint64(to))
 	if b.s.OnStateChange != nil && from != to {
 		b.events = append(b.events, event{from, to, counts})
@@ -578,7 +610,7 @@ func (b *Breaker) countsLocked() Counts {
 		Ignored:             b.ignored.Load(),
 		Rejected:            b.rejected.Load(),
 		Slow:                b.slow.Load(),
-		ConsecutiveFailures: b.consecFailures.Load(),
+		ConsecutiveFailures: int64(b.consec.Load() & consecCount),
 	}
 	c.Requests = c.Successes + c.Failures + c.Ignored
 	if c.ConsecutiveFailures == 0 {
@@ -650,11 +682,8 @@ func (b *Breaker) Reset() {
 	b.forced = false
 	b.openings = 0
 	b.state.Store(b.state.Load() &^ disabledBit)
-	b.setStateLocked(Closed)
+	b.setStateLocked(Closed) // which clears the window
 	b.total = Counts{}
-	if b.window != nil {
-		b.window.reset()
-	}
 }
 
 // Disable stops the breaker from refusing calls or changing state: it lets

@@ -265,16 +265,50 @@ func TestFailureRateTimeWindow(t *testing.T) {
 	})
 }
 
+// TestOutcomesOfAnEarlierState: a call admitted before the breaker changes
+// state (here, by Reset) and finishing after it counts in Counts, but not for
+// the rules, which judge the calls of the current state alone.
+func TestOutcomesOfAnEarlierState(t *testing.T) {
+	for name, s := range map[string]Settings{
+		"consecutive": {FailureThreshold: 2},
+		"rate":        {FailureRateThreshold: 50, WindowSize: 2, MinimumCalls: 2},
+		"time window": {FailureRateThreshold: 50, WindowDuration: time.Minute, MinimumCalls: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := New(s)
+				ctx := t.Context()
+				release := make(chan struct{})
+				done := make(chan error, 1)
+				go func() {
+					done <- b.Execute(ctx, func(context.Context) error { <-release; return errBoom })
+				}()
+				synctest.Wait()
+				require.Equal(t, errBoom, b.Execute(ctx, fail))
+				b.Reset()
+				close(release)
+				require.Equal(t, errBoom, <-done)
+				require.Equal(t, int64(1), b.Counts().Failures, "counted in Counts")
+
+				require.Equal(t, errBoom, b.Execute(ctx, fail))
+				require.Equal(t, Closed, b.State(), "a failure from before the Reset counted for the rules")
+				require.Equal(t, errBoom, b.Execute(ctx, fail))
+				require.Equal(t, Open, b.State())
+			})
+		})
+	}
+}
+
 // TestTimeWindowStaleNow: callers read the clock before they lock the window,
 // so one can arrive with a time just before a bucket that another has already
 // started. Its outcome counts, and the newer bucket's stay counted.
 func TestTimeWindowStaleNow(t *testing.T) {
 	w := newWindow(settings{Settings: Settings{WindowDuration: 10 * time.Second, WindowBuckets: 10}})
 	boundary := int64(1000 * time.Second) // a bucket starts here
-	calls, failures, _ := w.add(boundary, true, false)
+	calls, failures, _, _ := w.add(0, boundary, true, false)
 	require.Equal(t, 1, calls)
 	require.Equal(t, 1, failures)
-	calls, failures, _ = w.add(boundary-1, true, false) // read the clock a nanosecond earlier
+	calls, failures, _, _ = w.add(0, boundary-1, true, false) // read the clock a nanosecond earlier
 	require.Equal(t, 2, calls, "the stale outcome emptied the newer bucket")
 	require.Equal(t, 2, failures)
 	calls, _, _ = w.totals(boundary - int64(time.Millisecond)) // Metrics, read before a lock wait
@@ -290,8 +324,8 @@ func TestTimeWindowStaleNow(t *testing.T) {
 	// A time far behind the latest comes from another clock (a synctest
 	// bubble's): the window starts afresh rather than keep outcomes that
 	// would never leave it.
-	w.add(boundary, true, false)
-	calls, failures, _ = w.add(boundary-2*int64(time.Hour), false, false)
+	w.add(0, boundary, true, false)
+	calls, failures, _, _ = w.add(0, boundary-2*int64(time.Hour), false, false)
 	require.Equal(t, 1, calls)
 	require.Equal(t, 0, failures)
 }

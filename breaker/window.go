@@ -7,9 +7,12 @@ import (
 )
 
 // A window holds the outcomes the rate rules look at: the last size calls, or
-// the calls of the last duration in buckets. Ignored calls do not enter it.
+// the calls of the last duration in buckets. Ignored calls do not enter it,
+// nor do calls admitted before the breaker last closed.
 type window struct {
 	mu sync.Mutex // guards the fields below
+
+	gen uint64 // the generation of the breaker's state word that it counts
 
 	// Count-based: a ring of the last len(ring) outcomes.
 	ring []outcomeBits
@@ -46,10 +49,15 @@ func newWindow(s settings) *window {
 	return &window{ring: make([]outcomeBits, s.WindowSize)}
 }
 
-// add records an outcome at now and returns the totals of the window.
-func (w *window) add(now int64, failure, slow bool) (calls, failures, slows int) {
+// add records the outcome at now of a call admitted in generation gen, and
+// returns the totals of the window. A call of another generation is left out,
+// and add returns ok == false.
+func (w *window) add(gen uint64, now int64, failure, slow bool) (calls, failures, slows int, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if gen != w.gen {
+		return 0, 0, 0, false
+	}
 	b := wasCall
 	if failure {
 		b |= wasFailure
@@ -78,7 +86,7 @@ func (w *window) add(now int64, failure, slow bool) (calls, failures, slows int)
 	if slow {
 		w.slow++
 	}
-	return w.calls, w.failures, w.slow
+	return w.calls, w.failures, w.slow, true
 }
 
 func (w *window) remove(b outcomeBits) {
@@ -142,9 +150,11 @@ func (w *window) totals(now int64) (calls, failures, slows int) {
 	return w.calls, w.failures, w.slow
 }
 
-func (w *window) reset() {
+// reset empties the window, to count the calls of generation gen.
+func (w *window) reset(gen uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.gen = gen
 	w.resetLocked()
 }
 
