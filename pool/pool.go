@@ -563,10 +563,14 @@ func (p *Pool[T]) make(parent context.Context) {
 		p.stats.CreateFailures++
 		// Tell the oldest waiter that no other call to New will serve, so
 		// that waiters fail fast, rather than hang, while the backend is
-		// down.
+		// down. The place this call held is free again: make one for the
+		// waiters behind it, which would otherwise wait for a Release that
+		// may never come. Each gets a resource, or the error of the call
+		// made for it.
 		if w := p.q.Front(); w != nil && p.q.Len() > p.making {
 			p.q.Grant(w, handoff[T]{err: err})
 		}
+		p.fillLocked(p.ctx)
 		p.drainedLocked()
 		p.q.Unlock()
 		return

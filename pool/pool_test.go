@@ -418,6 +418,46 @@ func TestBreakerStopsCreationStorm(t *testing.T) {
 	})
 }
 
+// TestNewFailureServesTheNextWaiter: when New fails for the oldest waiting
+// Acquire, which gets the error, the place it held is free again, and the
+// Acquires behind it get a call to New of their own rather than wait for a
+// Release that may never come.
+func TestNewFailureServesTheNextWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		p := mustNew(t, l.config(1))
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		type result struct {
+			r   *Resource[*conn]
+			err error
+		}
+		results := make([]chan result, 3)
+		for i := range results {
+			results[i] = make(chan result, 1)
+			go func() {
+				r, err := p.Acquire(t.Context())
+				results[i] <- result{r, err}
+			}()
+			synctest.Wait()
+		}
+		l.fail.Store(true)
+		r.Destroy() // New is called for the oldest waiter, and fails
+		synctest.Wait()
+		require.EqualError(t, (<-results[0]).err, "backend down")
+		require.EqualError(t, (<-results[1]).err, "backend down", "the next waiter got no call to New")
+		require.EqualError(t, (<-results[2]).err, "backend down")
+
+		l.fail.Store(false)
+		r2, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		r2.Release()
+		require.NoError(t, p.Close(t.Context()))
+		require.Equal(t, int64(3), p.Stats().CreateFailures)
+		l.check(t)
+	})
+}
+
 // TestCreationOutlivesCaller: a caller that gives up returns at once; the
 // resource made for it still joins the pool.
 func TestCreationOutlivesCaller(t *testing.T) {
