@@ -1,9 +1,13 @@
 package ratelimit
 
 import (
+	"context"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The fuzz targets below drive a limiter with a script of requests at times
@@ -213,4 +217,196 @@ func FuzzSlidingWindowCounter(f *testing.F) {
 			last = refusal{n, int64(max(0, d.RetryAfter))}
 		}
 	})
+}
+
+// A waitModel is what a limiter should decide, kept the plain way, for the
+// fuzz targets of WaitN.
+type waitModel interface {
+	// allow takes n events at now if they fit.
+	allow(n int, now int64) bool
+	// fitsAt returns the earliest time from on at which n events fit.
+	fitsAt(n int, from int64) int64
+	// most is the most events that ever fit at once.
+	most() int
+}
+
+// bucketModel is a TokenBucket as credit: nanoseconds' worth of tokens, up to
+// full, as they were at last.
+type bucketModel struct {
+	tokenNs, full, credit, last int64
+	burst                       int
+}
+
+func (m *bucketModel) creditAt(t int64) int64 { return min(m.full, m.credit+t-m.last) }
+
+func (m *bucketModel) allow(n int, now int64) bool {
+	c, cost := m.creditAt(now), int64(n)*m.tokenNs
+	if n > m.burst || c < cost {
+		return false
+	}
+	m.credit, m.last = c-cost, now
+	return true
+}
+
+func (m *bucketModel) fitsAt(n int, from int64) int64 {
+	return from + max(0, int64(n)*m.tokenNs-m.creditAt(from))
+}
+
+func (m *bucketModel) most() int { return m.burst }
+
+// windowModel is a SlidingWindow as the times of its grants.
+type windowModel struct {
+	limit  int
+	window int64
+	grants []int64
+}
+
+// in returns the grants inside the window that ends at now.
+func (m *windowModel) in(now int64) []int64 {
+	first := len(m.grants)
+	for first > 0 && m.grants[first-1] > now-m.window {
+		first--
+	}
+	return m.grants[first:]
+}
+
+func (m *windowModel) allow(n int, now int64) bool {
+	if len(m.in(now))+n > m.limit {
+		return false
+	}
+	for range n {
+		m.grants = append(m.grants, now)
+	}
+	return true
+}
+
+func (m *windowModel) fitsAt(n int, from int64) int64 {
+	in := m.in(from)
+	if k := len(in) + n - m.limit; k > 0 {
+		return in[k-1] + m.window // the k oldest must leave first
+	}
+	return from
+}
+
+func (m *windowModel) most() int { return m.limit }
+
+// waitLimiter is what the fuzz targets of WaitN drive.
+type waitLimiter interface {
+	AllowN(n int) bool
+	WaitN(ctx context.Context, n int) error
+}
+
+// FuzzTokenBucketWait runs a script of WaitNs, AllowNs, ends of waiters'
+// ctxs and the passing of virtual time on a TokenBucket, against bucketModel:
+// waiters are served first in, first out, each at the moment its tokens are
+// there; AllowN refuses while any waits. After each step, every WaitN's
+// outcome and AllowN's answer must match. Each step is two bytes: an
+// operation and its argument.
+func FuzzTokenBucketWait(f *testing.F) {
+	f.Add(uint8(2), uint8(1), []byte{1, 1, 0, 1, 0, 2, 2, 3, 1, 1, 2, 4, 2, 8, 1, 0})
+	f.Add(uint8(3), uint8(0), []byte{0, 2, 0, 0, 0, 1, 3, 1, 2, 5, 3, 0, 2, 9, 1, 2})
+	f.Add(uint8(1), uint8(5), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
+	f.Fuzz(func(t *testing.T, burstB, rateB uint8, script []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			burst, rate := 1+int(burstB%4), float64(1+rateB%8)
+			b := NewTokenBucket(rate, burst)
+			tokenNs := int64(math.Ceil(1e9 / rate))
+			m := &bucketModel{tokenNs: tokenNs, full: int64(burst) * tokenNs, burst: burst, last: nowNs()}
+			m.credit = m.full
+			fuzzWait(t, b, m, time.Duration(tokenNs), script)
+		})
+	})
+}
+
+// FuzzSlidingWindowWait is FuzzTokenBucketWait for a SlidingWindow, against
+// windowModel.
+func FuzzSlidingWindowWait(f *testing.F) {
+	f.Add(uint8(2), uint8(1), []byte{1, 1, 0, 1, 0, 2, 2, 3, 1, 1, 2, 4, 2, 8, 1, 0})
+	f.Add(uint8(3), uint8(0), []byte{0, 2, 0, 0, 0, 1, 3, 1, 2, 5, 3, 0, 2, 9, 1, 2})
+	f.Add(uint8(1), uint8(5), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
+	f.Fuzz(func(t *testing.T, limitB, windowB uint8, script []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			limit, window := 1+int(limitB%4), time.Duration(1+windowB%8)*time.Second
+			s := NewSlidingWindow(limit, window)
+			fuzzWait(t, s, &windowModel{limit: limit, window: int64(window)}, window/4, script)
+		})
+	})
+}
+
+func fuzzWait(t *testing.T, l waitLimiter, m waitModel, tick time.Duration, script []byte) {
+	type waiter struct {
+		n      int
+		cancel context.CancelFunc
+		res    chan error
+	}
+	var queue []*waiter    // waiting, in order
+	var pending []*waiter  // returned in the model, not yet checked
+	var want []error       // what pending returned
+	var everyone []*waiter // for the end
+	// serve grants the waiters whose events fit by now, in order, each at
+	// the moment they do.
+	from := nowNs()
+	serve := func(now int64) {
+		for len(queue) > 0 {
+			at := m.fitsAt(queue[0].n, from)
+			if at > now {
+				break
+			}
+			if !m.allow(queue[0].n, at) {
+				t.Fatalf("model: %d events do not fit at %d, when fitsAt said", queue[0].n, at)
+			}
+			pending, want = append(pending, queue[0]), append(want, nil)
+			queue = queue[1:]
+			from = at
+		}
+		from = now
+	}
+	for ; len(script) >= 2; script = script[2:] {
+		op, arg := script[0]%4, int(script[1])
+		n := 1 + arg%(m.most()+1) // m.most()+1 never fits
+		switch op {
+		case 0:
+			ctx, cancel := context.WithCancel(t.Context())
+			w := &waiter{n: n, cancel: cancel, res: make(chan error, 1)}
+			everyone = append(everyone, w)
+			go func() { w.res <- l.WaitN(ctx, n) }()
+			now := nowNs()
+			switch {
+			case n > m.most():
+				pending, want = append(pending, w), append(want, ErrExceedsBurst)
+			case len(queue) == 0 && m.allow(n, now):
+				pending, want = append(pending, w), append(want, nil)
+			default:
+				queue = append(queue, w)
+				from = now
+			}
+		case 1:
+			wantOK := len(queue) == 0 && m.allow(n, nowNs())
+			require.Equal(t, wantOK, l.AllowN(n), "AllowN(%d) with %d waiting", n, len(queue))
+		case 2:
+			time.Sleep(time.Duration(arg%12) * tick / 2)
+		case 3:
+			if len(queue) == 0 {
+				continue
+			}
+			i := arg % len(queue)
+			w := queue[i]
+			queue = append(queue[:i], queue[i+1:]...)
+			w.cancel()
+			pending, want = append(pending, w), append(want, context.Canceled)
+		}
+		synctest.Wait()
+		serve(nowNs())
+		for i, w := range pending {
+			require.NotEmpty(t, w.res, "WaitN(%d) still waits; the model says it returned %v", w.n, want[i])
+			require.Equal(t, want[i], <-w.res, "WaitN(%d)", w.n)
+		}
+		pending, want = pending[:0], want[:0]
+		for _, w := range queue {
+			require.Empty(t, w.res, "WaitN(%d) returned while the model has it waiting", w.n)
+		}
+	}
+	for _, w := range everyone {
+		w.cancel()
+	}
 }
