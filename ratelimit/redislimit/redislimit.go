@@ -77,7 +77,10 @@ type Config struct {
 	Client redis.UniversalClient
 
 	// Rate is the number of events per second allowed, for each key.
-	// Required, above 0.
+	// Required, above 0. A token costs a whole number of microseconds,
+	// rounded up: a rate whose token is not a whole number of them is
+	// rounded down a little (2.999994 for 3), and above a million events
+	// per second it is a million. It is never exceeded.
 	Rate float64
 
 	// Burst is the most events allowed at once. Required, at least 1.
@@ -127,8 +130,8 @@ type Limiter struct {
 	client    redis.UniversalClient
 	burst     int
 	rate      float64
-	interval  float64 // microseconds per token
-	tolerance float64 // microseconds to refill from empty: interval × burst
+	interval  float64 // microseconds per token: a whole number
+	tolerance float64 // microseconds to refill from empty: interval × burst, a whole number
 	tolArg    string  // tolerance, for the script
 	prefix    string
 	timeout   time.Duration
@@ -145,8 +148,9 @@ type Limiter struct {
 }
 
 // New returns a Limiter. It returns an error for a bad Config: a nil Client, a
-// Rate not above 0, a Burst below 1, a negative Timeout, a LocalShare outside
-// 0 to 1, an unknown Policy, or a MaxRoundTrips below -1.
+// Rate not above 0, a Burst below 1, a Rate and Burst that take over four years
+// to refill, a negative Timeout, a LocalShare outside 0 to 1, an unknown
+// Policy, or a MaxRoundTrips below -1.
 func New(cfg Config) (*Limiter, error) {
 	bad := func(format string, args ...any) (*Limiter, error) {
 		return nil, fmt.Errorf("redislimit: bad Config: "+format, args...)
@@ -179,8 +183,16 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.MaxRoundTrips == 0 {
 		cfg.MaxRoundTrips = 4
 	}
-	interval := 1e6 / cfg.Rate
+	// A token costs a whole number of microseconds, rounded up, and the
+	// burst that many times over: with a fraction, each event's increment
+	// (rounded up, for the script) would add up to more than the tolerance,
+	// and a full bucket would refuse the last event of its burst, or at a
+	// burst of 1, every event.
+	interval := math.Ceil(1e6 / cfg.Rate)
 	tolerance := interval * float64(cfg.Burst)
+	if tolerance > maxTolerance {
+		return bad("Rate %v and Burst %d: refilling from empty would take over four years", cfg.Rate, cfg.Burst)
+	}
 	l := &Limiter{
 		client:    cfg.Client,
 		burst:     cfg.Burst,
@@ -271,8 +283,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Deci
 	return l.decode(v, n), nil
 }
 
+// maxTolerance bounds the time to refill, in microseconds, as TokenBucket's
+// does: every time the script computes stays a whole number far below 2^53,
+// exact in Lua's doubles.
+const maxTolerance = 1 << 47
+
 // increment is what n events add to the time the script keeps.
-func (l *Limiter) increment(n int) int64 { return int64(math.Ceil(l.interval * float64(n))) }
+func (l *Limiter) increment(n int) int64 { return int64(l.interval) * int64(n) }
 
 // decode makes a Decision of what the script returned for n events.
 func (l *Limiter) decode(v int64, n int) ratelimit.Decision {

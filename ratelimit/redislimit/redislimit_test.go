@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -67,6 +68,32 @@ func TestBurstThenRefuse(t *testing.T) {
 		require.InDelta(t, float64(100*time.Millisecond), float64(d.RetryAfter), float64(20*time.Millisecond))
 		require.InDelta(t, float64(100*time.Millisecond), float64(d.ResetAfter), float64(20*time.Millisecond))
 	})
+}
+
+// TestBurstAtUnevenRates: at a rate whose token is not a whole number of
+// microseconds, the whole burst is still allowed at once, one event at a time
+// as well as all together.
+func TestBurstAtUnevenRates(t *testing.T) {
+	m := backends(t)[0]
+	m.mini.SetTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // no refill between calls
+	defer m.mini.SetTime(time.Time{})
+	ctx := context.Background()
+	for _, rate := range []float64{3, 7, 6, 1.0 / 3, 333} {
+		for _, burst := range []int{1, 2, 3, 7, 10} {
+			l := newLimiter(t, Config{Client: m.client(t), Rate: rate, Burst: burst, Prefix: "uneven:"})
+			key := fmt.Sprintf("%v/%d", rate, burst)
+			for i := range burst {
+				d, err := l.Allow(ctx, key+"/singles")
+				require.NoError(t, err)
+				require.True(t, d.Allowed, "rate %v, burst %d: event %d refused", rate, burst, i+1)
+				require.Equal(t, burst-1-i, d.Remaining, "rate %v, burst %d, event %d", rate, burst, i+1)
+			}
+			d, _ := l.Allow(ctx, key+"/singles")
+			require.False(t, d.Allowed, "rate %v, burst %d: one past the burst", rate, burst)
+			d, _ = l.AllowN(ctx, key+"/whole", burst)
+			require.True(t, d.Allowed, "rate %v, burst %d: the burst at once", rate, burst)
+		}
+	}
 }
 
 // TestRefill drives miniredis's clock: the server's TIME decides, not ours.
@@ -280,6 +307,7 @@ func TestBadInput(t *testing.T) {
 		{Client: c, Rate: 1, Burst: 1, LocalShare: 2},
 		{Client: c, Rate: 1, Burst: 1, Policy: 9},
 		{Client: c, Rate: 1, Burst: 1, MaxRoundTrips: -2},
+		{Client: c, Rate: 1e-6, Burst: 200}, // 200 million seconds to refill
 	} {
 		l, err := New(cfg)
 		require.Nil(t, l)
