@@ -323,7 +323,9 @@ func (b *Breaker) succeeded(s uint64) {
 	tag := consecTag(s)
 	if c := b.consec.Load(); c != tag { // a load, not a store, in the common case
 		if c&^consecCount == tag {
-			b.consec.CompareAndSwap(c, tag) // a failure since counted too: let it
+			// If a failure is counted meanwhile, the CAS fails and the
+			// failure stands: it came after this success.
+			b.consec.CompareAndSwap(c, tag)
 		}
 	}
 }
