@@ -7,14 +7,15 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// poolModel is what a Pool of MaxSize resources (no health checks, lifetimes
-// or MinIdle) should be between steps, once its goroutines are idle: the idle
-// values, warmest last, the values out, the Acquires waiting in order, and
-// the counts of Stats.
+// poolModel is what a Pool of MaxSize resources (with MaxLifetime,
+// MaxIdleTime and HealthCheck, but no background sweep or MinIdle) should be
+// between steps, once its goroutines are idle: the idle values, warmest last,
+// the values out, the Acquires waiting in order, and the counts of Stats.
 type poolModel struct {
 	maxSize int
 	idle    []int
@@ -22,10 +23,18 @@ type poolModel struct {
 	waiting []*poolWaiter
 	closed  bool
 
+	// Time-based settings; 0 for off.
+	lifetime, maxIdle, skip time.Duration
+	checked                 bool              // a HealthCheck is set
+	made, lastUsed          map[int]time.Time // of each value
+	bad                     map[int]bool      // values the HealthCheck fails
+	now                     func() time.Time  // the bubble's clock
+
 	next     int // the value the next New makes
 	failNext int // how many calls to New fail from now on
 
 	created, createFailures, closedDestroy, closedPool int64
+	closedLifetime, closedIdle, closedHealth           int64
 	acquired, canceled, empty, waited                  int64
 }
 
@@ -58,7 +67,34 @@ func (m *poolModel) makeOne() (int, error) {
 	}
 	m.next++
 	m.created++
+	m.made[m.next], m.lastUsed[m.next] = m.now(), m.now()
 	return m.next, nil
+}
+
+func (m *poolModel) pastLifetime(v int) bool {
+	return m.lifetime > 0 && !m.now().Before(m.made[v].Add(m.lifetime))
+}
+
+// takeIdle pops the warmest idle value that is still good, closing those that
+// are not: past their lifetime, idle too long, or (if check) failing the
+// HealthCheck, which a value released within skip is spared.
+func (m *poolModel) takeIdle(check bool) (int, bool) {
+	for len(m.idle) > 0 {
+		v := m.idle[len(m.idle)-1]
+		m.idle = m.idle[:len(m.idle)-1]
+		idleFor := m.now().Sub(m.lastUsed[v])
+		switch {
+		case m.pastLifetime(v):
+			m.closedLifetime++
+		case m.maxIdle > 0 && idleFor >= m.maxIdle:
+			m.closedIdle++
+		case check && m.checked && m.bad[v] && (m.skip < 0 || idleFor >= m.skip):
+			m.closedHealth++
+		default:
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 func (m *poolModel) give(w *poolWaiter, v int) {
@@ -74,11 +110,11 @@ func (m *poolModel) acquire(w *poolWaiter) {
 	switch {
 	case m.closed:
 		m.fail(w, ErrClosed)
-	case len(m.idle) > 0:
-		v := m.idle[len(m.idle)-1]
-		m.idle = m.idle[:len(m.idle)-1]
-		m.give(w, v)
 	default:
+		if v, ok := m.takeIdle(true); ok {
+			m.give(w, v)
+			return
+		}
 		m.empty++
 		if m.total() >= m.maxSize {
 			m.waited++
@@ -114,10 +150,12 @@ func (m *poolModel) takeBack(v int) {
 }
 
 // FuzzPoolModel runs a script of Acquires, TryAcquires, Releases, Destroys,
-// ends of waiting Acquires' ctxs, failures of New and a Close against
-// poolModel: after each step, every Acquire's outcome (the value it got, or
-// its error) and Stats; at the end, that Config.Close ran once on every value
-// made. Each step is two bytes: an operation and its argument.
+// ends of waiting Acquires' ctxs, failures of New, a Close, the passing of
+// virtual time and values going bad against poolModel: after each step, every
+// Acquire's outcome (the value it got, or its error) and Stats; at the end,
+// that Config.Close ran once on every value made. The first byte sets the
+// size (its low bits) and which of MaxLifetime, MaxIdleTime and HealthCheck
+// are on; each step of the script is two bytes: an operation and its argument.
 func FuzzPoolModel(f *testing.F) {
 	// Fill the pool, wait, get released resources in order, the warmest
 	// first when idle.
@@ -128,36 +166,76 @@ func FuzzPoolModel(f *testing.F) {
 	f.Add(uint8(2), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 2, 0, 6, 0, 0, 0, 2, 0})
 	// New fails for the first Acquire; TryAcquire takes only idle ones.
 	f.Add(uint8(3), []byte{5, 0, 0, 0, 1, 0, 0, 0, 2, 0, 1, 0, 1, 0})
+	// Lifetimes: a value past its lifetime is closed on Release (and a
+	// waiter gets a new one) or when found idle.
+	f.Add(uint8(4), []byte{0, 0, 0, 0, 7, 5, 2, 0, 1, 0, 7, 5, 2, 0, 0, 0, 7, 9, 0, 0})
+	// Idle times, and a HealthCheck that a value released lately is spared.
+	f.Add(uint8(1<<3|1<<4|1), []byte{0, 0, 0, 0, 2, 0, 8, 0, 8, 1, 7, 2, 2, 0, 0, 0, 7, 6, 0, 0, 7, 7, 1, 0})
+	f.Add(uint8(1<<4|1<<5|2), []byte{0, 0, 0, 0, 0, 0, 2, 0, 2, 1, 8, 1, 0, 0, 1, 0, 2, 0, 8, 2, 3, 0, 0, 0})
+	// Each time on its boundary: a lifetime of 100 ms ends at 100 ms, an
+	// idle time of 60 ms at 60 ms, counted from the last Release; a Release
+	// 30 ms ago no longer spares the HealthCheck.
+	f.Add(uint8(1<<2), []byte{0, 0, 2, 0, 7, 7, 7, 3, 0, 0})
+	f.Add(uint8(1<<3), []byte{0, 0, 2, 0, 7, 6, 0, 0})
+	f.Add(uint8(1<<3), []byte{0, 0, 7, 5, 2, 0, 7, 2, 0, 0})
+	f.Add(uint8(1<<4), []byte{0, 0, 2, 0, 8, 0, 7, 3, 0, 0})
 	f.Fuzz(func(t *testing.T, sizeB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
-			m := &poolModel{maxSize: 1 + int(sizeB%3)}
+			m := &poolModel{maxSize: 1 + int(sizeB%4)%3, now: time.Now,
+				made: map[int]time.Time{}, lastUsed: map[int]time.Time{}, bad: map[int]bool{}}
+			cfg := Config[int]{HealthCheckPeriod: 1000 * time.Hour} // no sweep while the script runs
+			if sizeB&(1<<2) != 0 {
+				m.lifetime = 100 * time.Millisecond
+				cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, 1e-18 // no jitter, in effect
+			}
+			if sizeB&(1<<3) != 0 {
+				m.maxIdle = 60 * time.Millisecond
+				cfg.MaxIdleTime = m.maxIdle
+			}
+			m.checked = sizeB&(1<<4) != 0
+			m.skip = 30 * time.Millisecond
+			if sizeB&(1<<5) != 0 {
+				m.skip = -1 // check every time
+			}
+			cfg.HealthCheckSkip = m.skip
+
 			var mu sync.Mutex // guards the fields below, which the pool's goroutines use
 			failNext := 0     // New's copy of m.failNext, set before each step
 			made, closes := 0, map[int]int{}
-			p, err := New(Config[int]{
-				MaxSize: m.maxSize,
-				New: func(context.Context) (int, error) {
+			bad := map[int]bool{}
+			if m.checked {
+				cfg.HealthCheck = func(_ context.Context, v int) error {
 					mu.Lock()
 					defer mu.Unlock()
-					if failNext > 0 {
-						failNext--
-						return 0, errNew
+					if bad[v] {
+						return errors.New("gone bad")
 					}
-					made++
-					return made, nil
-				},
-				Close: func(v int) error {
-					mu.Lock()
-					defer mu.Unlock()
-					closes[v]++
 					return nil
-				},
-			})
+				}
+			}
+			cfg.MaxSize = m.maxSize
+			cfg.New = func(context.Context) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if failNext > 0 {
+					failNext--
+					return 0, errNew
+				}
+				made++
+				return made, nil
+			}
+			cfg.Close = func(v int) error {
+				mu.Lock()
+				defer mu.Unlock()
+				closes[v]++
+				return nil
+			}
+			p, err := New(cfg)
 			require.NoError(t, err)
 			out := map[int]*Resource[int]{} // by value
 			var all []*poolWaiter
 			for ; len(script) >= 2; script = script[2:] {
-				op, arg := script[0]%7, int(script[1])
+				op, arg := script[0]%9, int(script[1])
 				mu.Lock()
 				failNext = m.failNext
 				mu.Unlock()
@@ -173,11 +251,12 @@ func FuzzPoolModel(f *testing.F) {
 					m.acquire(w)
 				case 1:
 					r, ok := p.TryAcquire()
-					want := !m.closed && len(m.idle) > 0
+					v, want := 0, false
+					if !m.closed {
+						v, want = m.takeIdle(false)
+					}
 					require.Equal(t, want, ok, "TryAcquire with %d idle", len(m.idle))
 					if want {
-						v := m.idle[len(m.idle)-1]
-						m.idle = m.idle[:len(m.idle)-1]
 						require.Equal(t, v, r.Value(), "TryAcquire took")
 						m.out = append(m.out, v)
 						m.acquired++
@@ -193,6 +272,12 @@ func FuzzPoolModel(f *testing.F) {
 					m.takeBack(v)
 					if op == 2 {
 						r.Release()
+						if m.pastLifetime(v) {
+							m.closedLifetime++
+							m.fill()
+							break
+						}
+						m.lastUsed[v] = m.now()
 						if len(m.waiting) > 0 {
 							w := m.waiting[0]
 							m.waiting = m.waiting[1:]
@@ -217,6 +302,18 @@ func FuzzPoolModel(f *testing.F) {
 					m.canceled++
 				case 5:
 					m.failNext++
+					continue
+				case 7:
+					time.Sleep(time.Duration(arg%8) * 10 * time.Millisecond)
+				case 8:
+					if m.next == 0 {
+						continue
+					}
+					v := 1 + arg%m.next
+					m.bad[v] = true
+					mu.Lock()
+					bad[v] = true
+					mu.Unlock()
 					continue
 				case 6:
 					// Close with a ctx already done: it does not wait for the
@@ -267,6 +364,7 @@ func FuzzPoolModel(f *testing.F) {
 					AcquireCount: m.acquired, EmptyAcquires: m.empty, WaitCount: m.waited,
 					CanceledAcquires: m.canceled, Created: m.created, CreateFailures: m.createFailures,
 					ClosedDestroy: m.closedDestroy, ClosedPool: m.closedPool,
+					ClosedLifetime: m.closedLifetime, ClosedIdle: m.closedIdle, ClosedHealth: m.closedHealth,
 				}
 				s.WaitDuration = 0
 				require.Equal(t, want, s)
