@@ -10,20 +10,49 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// breakerModel is what a Breaker with the consecutive-failure rule should be.
+// breakerModel is what a Breaker should be, with the consecutive-failure rule
+// and, if set, the failure-rate and slow-call-rate rules over a count window.
 // gen counts changes of state (and Resets): a call's outcome counts only in
 // the generation that admitted it.
 type breakerModel struct {
-	threshold, maxTrials, successes int
+	threshold, maxTrials, successes int // threshold 0: the rule is off
 	openTimeout                     time.Duration
+	failureRate, slowRate           bool // the rate rules: 50% of at least minCalls
+	slowCall                        time.Duration
 
 	state       State
 	gen         int
 	consecutive int       // failures in a row, closed
+	window      []outcome // the last windowSize outcomes, closed
 	until       time.Time // open
 	forced      bool
 	trials      int // half-open: calls in flight
 	wins        int // half-open: calls that succeeded
+}
+
+type outcome struct{ failed, slow bool }
+
+// The rate rules' settings in the fuzz target.
+const (
+	windowSize = 4
+	minCalls   = 2
+)
+
+// ratesTrip reports whether the window's outcomes open the breaker.
+func (m *breakerModel) ratesTrip() bool {
+	if len(m.window) < minCalls {
+		return false
+	}
+	failed, slow := 0, 0
+	for _, o := range m.window {
+		if o.failed {
+			failed++
+		}
+		if o.slow {
+			slow++
+		}
+	}
+	return m.failureRate && 2*failed >= len(m.window) || m.slowRate && 2*slow >= len(m.window)
 }
 
 // admit decides on a call at now: the generation it is admitted in, or the
@@ -44,22 +73,33 @@ func (m *breakerModel) admit(now time.Time) (gen int, refused State, ok bool) {
 	return m.gen, 0, true
 }
 
-// finish records the outcome of a call admitted in generation gen.
-func (m *breakerModel) finish(gen int, err error, now time.Time) {
+// finish records the outcome of a call admitted in generation gen at start.
+func (m *breakerModel) finish(gen int, err error, start, now time.Time) {
 	if gen != m.gen {
 		return // admitted before a change of state
 	}
 	ignored, failed := errors.Is(err, context.Canceled), err != nil
+	slow := m.slowCall > 0 && now.Sub(start) > m.slowCall
 	switch m.state {
 	case Closed:
-		switch {
-		case ignored:
-		case failed:
-			if m.consecutive++; m.consecutive >= m.threshold {
+		if ignored {
+			return
+		}
+		if failed {
+			if m.consecutive++; m.threshold > 0 && m.consecutive >= m.threshold {
+				m.move(Open, now)
+				return
+			}
+		} else {
+			m.consecutive = 0
+		}
+		if m.failureRate || m.slowRate {
+			if m.window = append(m.window, outcome{failed, slow}); len(m.window) > windowSize {
+				m.window = m.window[1:]
+			}
+			if m.ratesTrip() {
 				m.move(Open, now)
 			}
-		default:
-			m.consecutive = 0
 		}
 	case HalfOpen:
 		m.trials--
@@ -78,7 +118,7 @@ func (m *breakerModel) finish(gen int, err error, now time.Time) {
 func (m *breakerModel) move(to State, now time.Time) {
 	m.state = to
 	m.gen++
-	m.consecutive, m.trials, m.wins = 0, 0, 0
+	m.consecutive, m.trials, m.wins, m.window = 0, 0, 0, nil
 	if to == Open {
 		m.until = now.Add(m.openTimeout)
 	}
@@ -87,39 +127,66 @@ func (m *breakerModel) move(to State, now time.Time) {
 // A call is one Execute in flight, blocked in its func until the script
 // finishes it.
 type call struct {
-	gen    int // in the model
+	gen    int       // in the model
+	start  time.Time // when it was admitted
 	finish chan error
 	res    chan error
 }
 
 // FuzzBreakerModel runs a script of calls, some finishing at once and some
 // held in flight, with the passing of virtual time, ForceOpen and Reset,
-// against breakerModel: after each step, every call's outcome (its func's
+// against breakerModel, with settings from the first byte and rate rules from
+// the second: after each step, every call's outcome (its func's
 // error, or a refusal in the state the model says), State, and the
 // consecutive failures in Counts. Each step is two bytes: an operation and
 // its argument.
 func FuzzBreakerModel(f *testing.F) {
 	// Three failures open it; the open time ends; one trial closes it.
-	f.Add(uint8(0x12), []byte{1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 4, 3, 0, 0, 4, 1, 0, 0, 0, 0})
+	f.Add(uint8(0x12), uint8(0), []byte{1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 4, 3, 0, 0, 4, 1, 0, 0, 0, 0})
 	// Two trials at once, a third refused; a failed trial opens it again.
-	f.Add(uint8(0x25), []byte{1, 0, 1, 0, 4, 4, 2, 0, 2, 0, 2, 0, 3, 0, 3, 1, 0, 0, 4, 4, 2, 0, 3, 0, 2, 0, 3, 0})
+	f.Add(uint8(0x25), uint8(0), []byte{1, 0, 1, 0, 4, 4, 2, 0, 2, 0, 2, 0, 3, 0, 3, 1, 0, 0, 4, 4, 2, 0, 3, 0, 2, 0, 3, 0})
 	// Calls in flight across a change of state count for nothing after it;
 	// ForceOpen holds until Reset; a canceled call counts neither way.
-	f.Add(uint8(0x11), []byte{2, 0, 2, 0, 1, 0, 1, 0, 4, 4, 0, 0, 3, 1, 3, 1, 0, 0, 5, 0, 4, 7, 0, 0, 6, 0, 2, 0, 3, 2, 1, 0})
-	f.Fuzz(func(t *testing.T, settingsB uint8, script []byte) {
+	f.Add(uint8(0x11), uint8(0), []byte{2, 0, 2, 0, 1, 0, 1, 0, 4, 4, 0, 0, 3, 1, 3, 1, 0, 0, 5, 0, 4, 7, 0, 0, 6, 0, 2, 0, 3, 2, 1, 0})
+	// The failure rate: half of at least two of the last four calls, with
+	// the consecutive rule off; the window starts afresh when it closes.
+	f.Add(uint8(0x03), uint8(0b101), []byte{0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 4, 4, 0, 0, 1, 0, 0, 0})
+	// Slow calls: a call of exactly the slow-call duration is not slow, one
+	// of twice it is; half of the window slow opens it.
+	f.Add(uint8(0x03), uint8(0b110), []byte{2, 0, 4, 1, 3, 0, 2, 0, 4, 2, 3, 0, 0, 0, 2, 0, 4, 2, 3, 0})
+	f.Add(uint8(0x01), uint8(0b011), []byte{2, 0, 2, 0, 1, 0, 4, 1, 3, 0, 4, 1, 3, 0, 0, 0, 1, 0, 0, 0})
+	f.Add(uint8(0x03), uint8(0b110), []byte{2, 0, 4, 1, 3, 0, 0, 0})
+	// The window holds the last four: the first of five leaves it.
+	f.Add(uint8(0x03), uint8(0b101), []byte{0, 0, 0, 0, 0, 0, 1, 0, 1, 0})
+	f.Fuzz(func(t *testing.T, settingsB, rulesB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			m := &breakerModel{
 				threshold:   1 + int(settingsB&3),
 				maxTrials:   1 + int(settingsB>>2&3)%3,
 				successes:   1 + int(settingsB>>4&3),
 				openTimeout: time.Second,
+				failureRate: rulesB&1 != 0,
+				slowRate:    rulesB&2 != 0,
 			}
-			b := New(Settings{
+			s := Settings{
 				FailureThreshold: m.threshold,
 				HalfOpenMaxCalls: m.maxTrials,
 				SuccessThreshold: m.successes,
 				OpenTimeout:      m.openTimeout,
-			})
+				WindowSize:       windowSize,
+				MinimumCalls:     minCalls,
+			}
+			if m.failureRate {
+				s.FailureRateThreshold = 50
+			}
+			if m.slowRate {
+				m.slowCall = m.openTimeout / 4
+				s.SlowCallDuration, s.SlowCallRateThreshold = m.slowCall, 50
+			}
+			if (m.failureRate || m.slowRate) && rulesB&4 != 0 {
+				m.threshold, s.FailureThreshold = 0, -1
+			}
+			b := New(s)
 			ctx := t.Context()
 			var inFlight []*call
 			refusedIn := func(err error) State {
@@ -142,7 +209,7 @@ func FuzzBreakerModel(f *testing.F) {
 						break
 					}
 					require.Equal(t, want, err)
-					m.finish(gen, want, time.Now())
+					m.finish(gen, want, time.Now(), time.Now())
 				case 2: // a call held in flight
 					c := &call{finish: make(chan error), res: make(chan error, 1)}
 					go func() {
@@ -156,7 +223,7 @@ func FuzzBreakerModel(f *testing.F) {
 						break
 					}
 					require.Empty(t, c.res, "a call the model admits was refused")
-					c.gen = gen
+					c.gen, c.start = gen, time.Now()
 					inFlight = append(inFlight, c)
 				case 3: // finish a call in flight
 					if len(inFlight) == 0 {
@@ -168,7 +235,7 @@ func FuzzBreakerModel(f *testing.F) {
 					err := []error{nil, errBoom, context.Canceled}[arg%3]
 					c.finish <- err
 					require.Equal(t, err, <-c.res)
-					m.finish(c.gen, err, time.Now())
+					m.finish(c.gen, err, c.start, time.Now())
 				case 4:
 					time.Sleep(time.Duration(arg%8) * m.openTimeout / 4)
 				case 5:
