@@ -18,14 +18,17 @@ type KeyedOptions struct {
 	// 10 minutes. An evicted key starts over with a new limiter, so make it
 	// longer than the limiter takes to recover fully (burst/rate for a token
 	// bucket, the window for a window), or clients that pause for longer
-	// than the TTL get a fresh allowance early.
+	// than the TTL get a fresh allowance early. A key with goroutines in its
+	// WaitN is in use, however long they wait, and is never evicted.
 	TTL time.Duration
 
 	// MaxKeys caps the number of keys; 0 means 100 000. When a new key would
 	// exceed it, the least recently used of a sample of keys is evicted even
 	// if it is not idle, so that rotating keys cannot exhaust memory. The cap
 	// is split between the shards, each of which evicts on its own, so a new
-	// key may evict another of its shard while other shards have room.
+	// key may evict another of its shard while other shards have room. Keys
+	// with goroutines in their WaitN are spared, so the cap may be passed by
+	// as many keys as there are goroutines waiting.
 	MaxKeys int
 }
 
@@ -65,6 +68,7 @@ type keyedEntry[L Limiter] struct {
 	lim      L
 	ns       nsLimiter    // lim, if it is of this package; or nil
 	lastUsed atomic.Int64 // on the package's clock
+	waiting  atomic.Int32 // goroutines in the key's WaitN: the key is in use
 }
 
 // NewKeyed returns a Keyed that makes the limiter of a key with newLimiter,
@@ -117,21 +121,26 @@ func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedOptio
 
 // Get returns the limiter of key, making it if need be.
 func (k *Keyed[K, L]) Get(key K) L {
-	e, _ := k.entry(key)
+	e, _ := k.entry(key, false)
 	return e.lim
 }
 
 // entry returns the entry of key, made if need be and marked used now, and the
 // time it read. A limiter of this package decides at that same time: one
-// clock read per call in all.
-func (k *Keyed[K, L]) entry(key K) (*keyedEntry[L], int64) {
+// clock read per call in all. If wait, the caller is counted among the
+// entry's waiters before the shard's lock is released, so that no eviction
+// can come between finding the entry and counting.
+func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
 	now := nowNs()
 	s := &k.shards[maphash.Comparable(k.seed, key)&k.mask]
 	s.mu.RLock()
 	e := s.entries[key]
+	if e != nil && wait {
+		e.waiting.Add(1)
+	}
 	s.mu.RUnlock()
 	if e == nil {
-		e = k.insert(s, key, now)
+		e = k.insert(s, key, now, wait)
 	}
 	if e.lastUsed.Load() != now {
 		e.lastUsed.Store(now)
@@ -139,18 +148,23 @@ func (k *Keyed[K, L]) entry(key K) (*keyedEntry[L], int64) {
 	return e, now
 }
 
-// insert makes the entry of key. The constructor runs without the lock.
-func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64) *keyedEntry[L] {
+// insert makes the entry of key, counting the caller among its waiters if
+// wait. The constructor runs without the lock.
+func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *keyedEntry[L] {
 	e := &keyedEntry[L]{lim: k.newLimit(key)}
 	e.ns, _ = any(e.lim).(nsLimiter)
 	e.lastUsed.Store(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.entries[key]; old != nil {
-		return old // another goroutine made it first
+		e = old // another goroutine made it first
+	} else {
+		k.evictLocked(s, now)
+		s.entries[key] = e
 	}
-	k.evictLocked(s, now)
-	s.entries[key] = e
+	if wait {
+		e.waiting.Add(1)
+	}
 	return e
 }
 
@@ -168,6 +182,11 @@ func (k *Keyed[K, L]) evictLocked(s *keyedShard[K, L], now int64) {
 			break
 		}
 		seen++
+		if e.waiting.Load() > 0 {
+			// Its waiters hold its limiter: a new one for the key would
+			// let newcomers past them, with a fresh allowance.
+			continue
+		}
 		used := e.lastUsed.Load()
 		if now-used > k.ttl {
 			delete(s.entries, key)
@@ -188,7 +207,7 @@ func (k *Keyed[K, L]) Allow(key K) bool { return k.AllowN(key, 1) }
 // AllowN reports whether n events of key may happen now, and takes them if so.
 func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 	checkN(n, "Keyed.AllowN")
-	e, now := k.entry(key)
+	e, now := k.entry(key, false)
 	if e.ns != nil {
 		return e.ns.allowAt(n, now)
 	}
@@ -201,14 +220,18 @@ func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	e, _ := k.entry(key)
+	e, _ := k.entry(key, true)
+	defer func() {
+		e.lastUsed.Store(nowNs()) // used until now
+		e.waiting.Add(-1)
+	}()
 	return e.lim.WaitN(ctx, n)
 }
 
 // Take is AllowN with the details of the decision. If the key's limiter is
 // not a Taker, the decision has only Allowed, and Remaining -1.
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
-	e, _ := k.entry(key)
+	e, _ := k.entry(key, false)
 	if t, ok := any(e.lim).(Taker); ok {
 		return t.Take(n)
 	}

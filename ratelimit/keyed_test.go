@@ -68,6 +68,43 @@ func TestKeyedEvictsIdleKeys(t *testing.T) {
 	})
 }
 
+// TestKeyedSparesKeysWithWaiters: a key whose WaitN goroutines wait longer
+// than the TTL is in use. Evicting it would give newcomers a fresh limiter,
+// with a fresh allowance, while the waiters still queue on the old one.
+func TestKeyedSparesKeysWithWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		made := map[string]int{}
+		// One event a minute. made is written from this goroutine alone:
+		// the key exists before the waiters start.
+		k := NewKeyed(func(key string) *TokenBucket {
+			made[key]++
+			return NewTokenBucket(1.0/60, 1)
+		}, KeyedOptions{TTL: time.Minute, MaxKeys: 64})
+		require.True(t, k.Allow("busy"))
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { assert.NoError(t, k.WaitN(t.Context(), "busy", 1)) })
+		}
+		synctest.Wait()
+		time.Sleep(90 * time.Second) // past the TTL; two still wait
+		// New keys fill every shard to its cap and sample the rest.
+		for i := range 2000 {
+			k.Allow(fmt.Sprint("new-", i))
+		}
+		assert.False(t, k.Allow("busy"), "a fresh limiter let a newcomer past the waiters")
+		wg.Wait()
+		require.Equal(t, 1, made["busy"])
+
+		// Once its waiters are done, it is idle again from when the last left.
+		time.Sleep(2 * time.Minute)
+		for i := range 2000 {
+			k.Allow(fmt.Sprint("newer-", i))
+		}
+		require.True(t, k.Allow("busy"))
+		require.Equal(t, 2, made["busy"], "an idle key was kept")
+	})
+}
+
 // TestKeyedCap: rotating keys fill it up to MaxKeys and never past it, also
 // when MaxKeys is below the number of shards or not a multiple of it.
 func TestKeyedCap(t *testing.T) {
