@@ -1,7 +1,6 @@
 package ctxsync_test
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
 
@@ -14,7 +13,7 @@ import (
 // and which run of the flag it is in (a Clear of a set Event starts the next).
 type eventModel struct {
 	set     bool
-	waiting []*modelWaiter
+	waiting waitQueue
 	run     int
 }
 
@@ -71,13 +70,9 @@ func FuzzEventModel(f *testing.F) {
 						m.waiting = append(m.waiting, mw)
 					}
 				case 1:
-					if len(m.waiting) == 0 {
+					if !m.waiting.cancel(arg) {
 						continue
 					}
-					i := arg % len(m.waiting)
-					m.waiting[i].cancel()
-					m.waiting[i].settle(context.Canceled)
-					m.waiting = append(m.waiting[:i], m.waiting[i+1:]...)
 				case 2:
 					e.Set()
 					m.setFlag()

@@ -1,7 +1,6 @@
 package ctxsync_test
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
 
@@ -13,20 +12,15 @@ import (
 // lockModel is what a Lock should be: held or not, and the queue in order.
 type lockModel struct {
 	locked bool
-	queue  []*modelWaiter
+	queue  waitQueue
 }
 
 // handOver gives the lock to the oldest waiter if it is free.
 func (m *lockModel) handOver() {
 	if !m.locked && len(m.queue) > 0 {
 		m.locked = true
-		m.remove(0, nil)
+		m.queue.settle(0, nil)
 	}
-}
-
-func (m *lockModel) remove(i int, err error) {
-	m.queue[i].settle(err)
-	m.queue = append(m.queue[:i], m.queue[i+1:]...)
 }
 
 // FuzzLockModel checks a Lock against lockModel (see model_test.go): after
@@ -62,12 +56,9 @@ func FuzzLockModel(f *testing.F) {
 					m.locked = false
 					m.handOver()
 				case 3:
-					if len(m.queue) == 0 {
+					if !m.queue.cancel(arg) {
 						continue
 					}
-					i := arg % len(m.queue)
-					m.queue[i].cancel()
-					m.remove(i, context.Canceled)
 				}
 				synctest.Wait()
 				all = checkWaiters(t, all)

@@ -68,6 +68,27 @@ func checkWaiters(t *testing.T, all []*modelWaiter) []*modelWaiter {
 	return waiting
 }
 
+// A waitQueue is a model's queue of waiting calls, oldest first.
+type waitQueue []*modelWaiter
+
+// settle removes the i'th call and settles it with err.
+func (q *waitQueue) settle(i int, err error) {
+	(*q)[i].settle(err)
+	*q = append((*q)[:i], (*q)[i+1:]...)
+}
+
+// cancel ends the ctx of the call that arg picks, if any waits: it returns
+// ctx.Err(), and leaves the queue. It reports whether there was one.
+func (q *waitQueue) cancel(arg int) bool {
+	if len(*q) == 0 {
+		return false
+	}
+	i := arg % len(*q)
+	(*q)[i].cancel()
+	q.settle(i, context.Canceled)
+	return true
+}
+
 // cancelAll ends the calls still waiting, so that the bubble can end.
 func cancelAll(all []*modelWaiter) {
 	for _, mw := range all {

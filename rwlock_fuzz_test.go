@@ -66,17 +66,14 @@ func FuzzRWLockModel(f *testing.F) {
 			var all []*modelWaiter
 			for ; len(script) >= 2; script = script[2:] {
 				switch op, arg := script[0]%7, int(script[1]); op {
-				case 0:
-					mw := startWaiter(t.Context(), "RLock", rw.RLock)
-					all = append(all, mw)
-					m.queue = append(m.queue, rwQueued{false, mw})
-					if len(m.queue) == 1 {
-						m.dispatch()
+				case 0, 1:
+					writer, name, lock := op == 1, "RLock", rw.RLock
+					if writer {
+						name, lock = "Lock", rw.Lock
 					}
-				case 1:
-					mw := startWaiter(t.Context(), "Lock", rw.Lock)
+					mw := startWaiter(t.Context(), name, lock)
 					all = append(all, mw)
-					m.queue = append(m.queue, rwQueued{true, mw})
+					m.queue = append(m.queue, rwQueued{writer, mw})
 					if len(m.queue) == 1 {
 						m.dispatch()
 					}

@@ -15,20 +15,15 @@ import (
 // free permits, and the queue in order.
 type semaphoreModel struct {
 	free  int
-	queue []*modelWaiter
+	queue waitQueue
 }
 
 // handOver gives free permits to the oldest waiters.
 func (m *semaphoreModel) handOver() {
 	for m.free > 0 && len(m.queue) > 0 {
 		m.free--
-		m.remove(0, nil)
+		m.queue.settle(0, nil)
 	}
-}
-
-func (m *semaphoreModel) remove(i int, err error) {
-	m.queue[i].settle(err)
-	m.queue = append(m.queue[:i], m.queue[i+1:]...)
 }
 
 // semaphore is what Semaphore and BoundedSemaphore share.
@@ -85,12 +80,9 @@ func FuzzSemaphoreModel(f *testing.F) {
 						m.free++
 						m.handOver()
 					case 3:
-						if len(m.queue) == 0 {
+						if !m.queue.cancel(arg) {
 							continue
 						}
-						i := arg % len(m.queue)
-						m.queue[i].cancel()
-						m.remove(i, context.Canceled)
 					}
 					synctest.Wait()
 					all = checkWaiters(t, all)

@@ -49,13 +49,18 @@ func step(script []byte, now int64, last refusal, max int) (next int64, n int, r
 	return next, 1 + int(script[2])%max, false, false, script[3:]
 }
 
+// windowParams decodes a window's limit (1 to 16) and its length in
+// nanoseconds (up to about 2^31), from the fuzzer's two numbers.
+func windowParams(limitB uint8, windowB uint16) (int, int64) {
+	return 1 + int(limitB%16), 1 + int64(windowB)<<(limitB>>4)
+}
+
 func FuzzSlidingWindow(f *testing.F) {
 	f.Add(uint8(3), uint16(1000), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 0xff, 1, 0})
 	f.Add(uint8(1), uint16(0), []byte{0, 0, 0, 1, 0, 0, 0xff, 1, 0, 0xff, 0, 0})
 	f.Add(uint8(15), uint16(65535), []byte{9, 3, 4, 0, 0, 15, 7, 9, 3, 0xff, 1, 2, 0xff, 0, 2, 200, 20, 1})
 	f.Fuzz(func(t *testing.T, limitB uint8, windowB uint16, script []byte) {
-		limit := 1 + int(limitB%16)
-		window := 1 + int64(windowB)<<(limitB>>4)
+		limit, window := windowParams(limitB, windowB)
 		s := NewSlidingWindow(limit, time.Duration(window))
 
 		var grants []int64 // every grant, oldest first: the model
@@ -182,8 +187,7 @@ func FuzzSlidingWindowCounter(f *testing.F) {
 	f.Add(uint8(9), uint16(99), []byte{0, 0, 6, 30, 0, 3, 0xff, 1, 0, 0xff, 0, 0})
 	f.Add(uint8(15), uint16(65535), []byte{9, 3, 4, 0, 0, 15, 7, 9, 3, 0xff, 1, 2, 0xff, 0, 2, 200, 20, 1})
 	f.Fuzz(func(t *testing.T, limitB uint8, windowB uint16, script []byte) {
-		limit := 1 + int(limitB%16)
-		window := 1 + int64(windowB)<<(limitB>>4)
+		limit, window := windowParams(limitB, windowB)
 		c := NewSlidingWindowCounter(limit, time.Duration(window))
 
 		now, last := fuzzStart, refusal{}
