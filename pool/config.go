@@ -120,8 +120,9 @@ func (c *Config[T]) check() error {
 	return nil
 }
 
-// background reports whether the pool needs its maintenance goroutine.
+// background reports whether the pool needs its maintenance goroutine: for
+// any of the settings HealthCheckPeriod names, or if asked for by a period.
 func (c *Config[T]) background() bool {
-	return c.MinIdle > 0 || c.MaxIdleTime > 0 || c.MaxLifetime > 0 || c.HealthCheckPeriod > 0 ||
-		(c.HealthCheck != nil && c.HealthCheckPeriod > 0)
+	return c.HealthCheck != nil || c.MinIdle > 0 || c.MaxIdleTime > 0 || c.MaxLifetime > 0 ||
+		c.HealthCheckPeriod > 0
 }

@@ -198,6 +198,34 @@ func TestHealthCheck(t *testing.T) {
 	})
 }
 
+// TestHealthCheckInBackground: a HealthCheck alone (no other timed setting,
+// no HealthCheckPeriod) also runs in the background, every minute by
+// default, and closes the idle resources that fail it before anyone asks.
+func TestHealthCheckInBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(2)
+		cfg.HealthCheck = func(_ context.Context, c *conn) error {
+			if !c.healthy.Load() {
+				return errors.New("broken pipe")
+			}
+			return nil
+		}
+		p := mustNew(t, cfg)
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		c := r.Value()
+		r.Release()
+		c.healthy.Store(false)
+		time.Sleep(time.Minute + time.Second)
+		s := p.Stats()
+		require.Equal(t, int64(1), s.ClosedHealth, "no background check in a minute")
+		require.Zero(t, s.Idle)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
 // TestHealthCheckTimeout: a check that hangs is cut at HealthCheckTimeout and
 // counts against the resource, which is replaced.
 func TestHealthCheckTimeout(t *testing.T) {
