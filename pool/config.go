@@ -100,7 +100,7 @@ func (c *Config[T]) check() error {
 		return bad("MinIdle is %d; it must be between 0 and MaxSize (%d)", c.MinIdle, c.MaxSize)
 	case c.HealthCheckTimeout < 0, c.MaxIdleTime < 0, c.MaxLifetime < 0, c.HealthCheckPeriod < 0, c.LeakThreshold < 0:
 		return bad("negative duration")
-	case c.MaxLifetimeJitter < 0 || c.MaxLifetimeJitter > 1:
+	case !(c.MaxLifetimeJitter >= 0 && c.MaxLifetimeJitter <= 1): // NaN too
 		return bad("MaxLifetimeJitter is %v; it must be between 0 and 1", c.MaxLifetimeJitter)
 	case c.LeakThreshold > 0 && c.OnLeak == nil:
 		return bad("LeakThreshold needs OnLeak")

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -660,6 +661,8 @@ func TestBadConfig(t *testing.T) {
 		{New: newFn, MaxSize: 2, HealthCheckTimeout: -1},
 		{New: newFn, MaxSize: 2, HealthCheckPeriod: -1},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: 2},
+		{New: newFn, MaxSize: 2, MaxLifetimeJitter: -0.5},
+		{New: newFn, MaxSize: 2, MaxLifetimeJitter: math.NaN()}, // every lifetime would end at once
 		{New: newFn, MaxSize: 2, LeakThreshold: time.Second},
 	} {
 		p, err := New(cfg)
