@@ -149,3 +149,21 @@ func ExampleCounts() {
 	}
 	// Output: closed -> open after 2 failures of 3 calls
 }
+
+// IsFailure and IsIgnored say what an error means for the dependency: here a
+// "not found" is the caller's business, not a failure of the service, and a
+// canceled call (ignored by default) counts neither way.
+func ExampleSettings() {
+	errNotFound := errors.New("not found")
+	b := breaker.New(breaker.Settings{
+		FailureThreshold: 2,
+		IsFailure:        func(err error) bool { return err != nil && !errors.Is(err, errNotFound) },
+	})
+	ctx := context.Background()
+	for _, err := range []error{errNotFound, errNotFound, context.Canceled, errUnavailable} {
+		_ = b.Execute(ctx, func(context.Context) error { return err })
+	}
+	c := b.Counts()
+	fmt.Println(b.State(), "successes", c.Successes, "failures", c.Failures, "ignored", c.Ignored)
+	// Output: closed successes 2 failures 1 ignored 1
+}

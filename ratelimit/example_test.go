@@ -155,3 +155,87 @@ func ExampleLimiter() {
 	// true
 	// false
 }
+
+// A Decision tells a caller what to tell its own callers: how many events
+// are left, when to come back, when the allowance is whole again.
+func ExampleDecision() {
+	b := ratelimit.NewTokenBucket(1.0/60, 4) // one a minute, bursts of 4
+	b.AllowN(4)
+	d := b.Take(1)
+	fmt.Println(d.Allowed, d.Limit, d.Window, d.Remaining,
+		d.RetryAfter.Round(time.Second), d.ResetAfter.Round(time.Second))
+	// Output: false 4 4m0s 0 1m0s 4m0s
+}
+
+// Code that needs the details of decisions takes a Taker, which every limiter
+// of the package is.
+func ExampleTaker() {
+	report := func(t ratelimit.Taker) {
+		d := t.Take(1)
+		fmt.Println(d.Allowed, d.Remaining)
+	}
+	report(ratelimit.NewTokenBucket(1, 3))
+	report(ratelimit.NewSlidingWindow(3, time.Minute))
+	// Output:
+	// true 2
+	// true 2
+}
+
+// The middleware takes a KeyTaker: a Keyed limiter (a limit per client), or
+// Global of one limiter (one limit for all).
+func ExampleKeyTaker() {
+	perClient := ratelimit.NewKeyed(func(string) *ratelimit.SlidingWindow {
+		return ratelimit.NewSlidingWindow(1, time.Minute)
+	}, ratelimit.KeyedOptions{})
+	for _, kt := range []ratelimit.KeyTaker{perClient, ratelimit.Global(ratelimit.NewSlidingWindow(1, time.Minute))} {
+		fmt.Println(kt.Take("alice", 1).Allowed, kt.Take("bob", 1).Allowed)
+	}
+	// Output:
+	// true true
+	// true false
+}
+
+// KeyedOptions bound the memory a Keyed may use: here one key at most, so a
+// new key evicts the one before, which starts over when it comes back.
+func ExampleKeyedOptions() {
+	k := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
+		return ratelimit.NewTokenBucket(1.0/60, 1) // one a minute
+	}, ratelimit.KeyedOptions{MaxKeys: 1, TTL: time.Hour})
+	fmt.Println(k.Allow("a"), k.Allow("a"))
+	fmt.Println(k.Allow("b"), k.Len())
+	fmt.Println(k.Allow("a"))
+	// Output:
+	// true false
+	// true 1
+	// true
+}
+
+// MiddlewareConfig keys requests by API key rather than address, and makes
+// some requests cost more than others.
+func ExampleMiddlewareConfig() {
+	perKey := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
+		return ratelimit.NewTokenBucket(1, 10)
+	}, ratelimit.KeyedOptions{})
+	h := ratelimit.Middleware(perKey, ratelimit.MiddlewareConfig{
+		Key: func(r *http.Request) string { return r.Header.Get("X-API-Key") },
+		Cost: func(r *http.Request) int {
+			if r.Method == http.MethodPost {
+				return 4 // writes cost more
+			}
+			return 1
+		},
+		Policy: "api",
+	})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, method := range []string{http.MethodPost, http.MethodPost, http.MethodGet, http.MethodPost} {
+		r := httptest.NewRequest(method, "/", nil)
+		r.Header.Set("X-API-Key", "k1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Println(method, w.Code, w.Header().Get("RateLimit"))
+	}
+	// Output:
+	// POST 200 "api";r=6;t=4
+	// POST 200 "api";r=2;t=8
+	// GET 200 "api";r=1;t=9
+	// POST 429 "api";r=1;t=9
+}
