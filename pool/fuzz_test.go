@@ -13,9 +13,10 @@ import (
 )
 
 // poolModel is what a Pool of MaxSize resources (with MaxLifetime,
-// MaxIdleTime and HealthCheck, but no background sweep or MinIdle) should be
-// between steps, once its goroutines are idle: the idle values, warmest last,
-// the values out, the Acquires waiting in order, and the counts of Stats.
+// MaxIdleTime, HealthCheck and the background sweep, but no MinIdle) should
+// be between steps, once its goroutines are idle: the idle values, warmest
+// last, the values out, the Acquires waiting in order, and the counts of
+// Stats.
 type poolModel struct {
 	maxSize int
 	idle    []int
@@ -29,6 +30,8 @@ type poolModel struct {
 	made, lastUsed          map[int]time.Time // of each value
 	bad                     map[int]bool      // values the HealthCheck fails
 	now                     func() time.Time  // the bubble's clock
+	period                  time.Duration     // of the sweep; 0 for none while the script runs
+	swept                   time.Time         // when the last sweep ran
 
 	next     int // the value the next New makes
 	failNext int // how many calls to New fail from now on
@@ -73,6 +76,49 @@ func (m *poolModel) makeOne() (int, error) {
 
 func (m *poolModel) pastLifetime(v int) bool {
 	return m.lifetime > 0 && !m.now().Before(m.made[v].Add(m.lifetime))
+}
+
+// sweepAt is the background sweep at t: it closes the idle values whose time
+// is up, and checks those not used for skip, one after another, putting those
+// that pass back at the warm end. (Idle values and waiting Acquires never
+// coexist between steps, so nothing here goes to a waiter.)
+func (m *poolModel) sweepAt(t time.Time) {
+	if m.closed {
+		return
+	}
+	var keep, check []int
+	for _, v := range m.idle {
+		idleFor := t.Sub(m.lastUsed[v])
+		switch {
+		case m.lifetime > 0 && !t.Before(m.made[v].Add(m.lifetime)):
+			m.closedLifetime++
+		case m.maxIdle > 0 && idleFor >= m.maxIdle:
+			m.closedIdle++
+		case m.checked && idleFor >= m.skip:
+			check = append(check, v)
+		default:
+			keep = append(keep, v)
+		}
+	}
+	m.idle = keep
+	for _, v := range check {
+		if m.bad[v] {
+			m.closedHealth++
+		} else {
+			m.idle = append(m.idle, v)
+		}
+	}
+}
+
+// sweepUntil runs the sweeps due by t, every period since the pool was made.
+func (m *poolModel) sweepUntil(t time.Time) {
+	if m.period == 0 {
+		return
+	}
+	for next := m.swept.Add(m.period); !next.After(t); next = next.Add(m.period) {
+		m.sweepAt(next)
+		m.swept = next
+	}
 }
 
 // takeIdle pops the warmest idle value that is still good, closing those that
@@ -154,8 +200,9 @@ func (m *poolModel) takeBack(v int) {
 // virtual time and values going bad against poolModel: after each step, every
 // Acquire's outcome (the value it got, or its error) and Stats; at the end,
 // that Config.Close ran once on every value made. The first byte sets the
-// size (its low bits) and which of MaxLifetime, MaxIdleTime and HealthCheck
-// are on; each step of the script is two bytes: an operation and its argument.
+// size (its low bits) and which of MaxLifetime, MaxIdleTime, HealthCheck and
+// a sweep every 50 ms are on; each step of the script is two bytes: an
+// operation and its argument.
 func FuzzPoolModel(f *testing.F) {
 	// Fill the pool, wait, get released resources in order, the warmest
 	// first when idle.
@@ -179,11 +226,22 @@ func FuzzPoolModel(f *testing.F) {
 	f.Add(uint8(1<<3), []byte{0, 0, 2, 0, 7, 6, 0, 0})
 	f.Add(uint8(1<<3), []byte{0, 0, 7, 5, 2, 0, 7, 2, 0, 0})
 	f.Add(uint8(1<<4), []byte{0, 0, 2, 0, 8, 0, 7, 3, 0, 0})
+	// The sweep every 50 ms closes what went bad, idled or aged in the
+	// pool, and puts back what passes its check.
+	f.Add(uint8(1<<6|1<<4), []byte{0, 0, 2, 0, 8, 0, 7, 5, 0, 0})
+	f.Add(uint8(1<<6|1<<4), []byte{0, 0, 7, 2, 2, 0, 8, 0, 7, 3, 1, 0}) // released 30 ms before the sweep
+	f.Add(uint8(1<<6|1<<3), []byte{0, 0, 2, 0, 7, 7, 7, 3, 1, 0})
+	f.Add(uint8(1<<6|1<<2), []byte{0, 0, 2, 0, 7, 7, 7, 3, 1, 0})
+	f.Add(uint8(1<<6|1<<5|1<<4|1), []byte{0, 0, 0, 0, 2, 0, 2, 1, 7, 5, 1, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, sizeB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			m := &poolModel{maxSize: 1 + int(sizeB%4)%3, now: time.Now,
 				made: map[int]time.Time{}, lastUsed: map[int]time.Time{}, bad: map[int]bool{}}
 			cfg := Config[int]{HealthCheckPeriod: 1000 * time.Hour} // no sweep while the script runs
+			if sizeB&(1<<6) != 0 {
+				m.period, m.swept = 50*time.Millisecond, time.Now()
+				cfg.HealthCheckPeriod = m.period
+			}
 			if sizeB&(1<<2) != 0 {
 				m.lifetime = 100 * time.Millisecond
 				cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, 1e-18 // no jitter, in effect
@@ -305,6 +363,7 @@ func FuzzPoolModel(f *testing.F) {
 					continue
 				case 7:
 					time.Sleep(time.Duration(arg%8) * 10 * time.Millisecond)
+					m.sweepUntil(time.Now())
 				case 8:
 					if m.next == 0 {
 						continue
