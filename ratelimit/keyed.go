@@ -119,7 +119,9 @@ func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedOptio
 	return k
 }
 
-// Get returns the limiter of key, making it if need be.
+// Get returns the limiter of key, making it if need be. The key may be evicted
+// once unused for the TTL (see KeyedOptions): a caller that keeps the limiter
+// longer may hold one that the Keyed has since replaced.
 func (k *Keyed[K, L]) Get(key K) L {
 	e, _ := k.entry(key, false)
 	return e.lim
