@@ -105,6 +105,25 @@ func TestKeyedSparesKeysWithWaiters(t *testing.T) {
 	})
 }
 
+// TestKeyedWaitersLeave: a WaitN that fails, at once or when its ctx ends,
+// no longer counts the key as in use.
+func TestKeyedWaitersLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1.0/60, 1) }, KeyedOptions{})
+		require.True(t, k.Allow("k"))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- k.WaitN(ctx, "k", 1) }()
+		synctest.Wait()
+		e, _ := k.entry("k", false)
+		require.Equal(t, int32(1), e.waiting.Load())
+		cancel()
+		require.Equal(t, context.Canceled, <-done)
+		require.Equal(t, ErrExceedsBurst, k.WaitN(t.Context(), "k", 2))
+		require.Zero(t, e.waiting.Load())
+	})
+}
+
 // TestKeyedCap: rotating keys fill it up to MaxKeys and never past it, also
 // when MaxKeys is below the number of shards or not a multiple of it.
 func TestKeyedCap(t *testing.T) {
