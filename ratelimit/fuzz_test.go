@@ -230,6 +230,10 @@ type waitModel interface {
 	allow(n int, now int64) bool
 	// fitsAt returns the earliest time from on at which n events fit.
 	fitsAt(n int, from int64) int64
+	// earliest is what a refusal's RetryAfter counts to, when ahead events
+	// wait before n: the time they all fit, or for a window where they
+	// cannot all fit at once, a window from now.
+	earliest(ahead, n int, now int64) int64
 	// most is the most events that ever fit at once.
 	most() int
 }
@@ -257,6 +261,8 @@ func (m *bucketModel) fitsAt(n int, from int64) int64 {
 }
 
 func (m *bucketModel) most() int { return m.burst }
+
+func (m *bucketModel) earliest(ahead, n int, now int64) int64 { return m.fitsAt(ahead+n, now) }
 
 // windowModel is a SlidingWindow as the times of its grants.
 type windowModel struct {
@@ -294,10 +300,17 @@ func (m *windowModel) fitsAt(n int, from int64) int64 {
 
 func (m *windowModel) most() int { return m.limit }
 
+func (m *windowModel) earliest(ahead, n int, now int64) int64 {
+	if ahead+n > m.limit {
+		return now + m.window
+	}
+	return m.fitsAt(ahead+n, now)
+}
+
 // waitLimiter is what the fuzz targets of WaitN drive.
 type waitLimiter interface {
+	Taker
 	AllowN(n int) bool
-	WaitN(ctx context.Context, n int) error
 }
 
 // FuzzTokenBucketWait runs a script of WaitNs, AllowNs, ends of waiters'
@@ -310,6 +323,8 @@ func FuzzTokenBucketWait(f *testing.F) {
 	f.Add(uint8(2), uint8(1), []byte{1, 1, 0, 1, 0, 2, 2, 3, 1, 1, 2, 4, 2, 8, 1, 0})
 	f.Add(uint8(3), uint8(0), []byte{0, 2, 0, 0, 0, 1, 3, 1, 2, 5, 3, 0, 2, 9, 1, 2})
 	f.Add(uint8(1), uint8(5), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
+	// Take while waiters queue: refused, with RetryAfter after theirs.
+	f.Add(uint8(2), uint8(3), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
 	f.Fuzz(func(t *testing.T, burstB, rateB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			burst, rate := 1+int(burstB%4), float64(1+rateB%8)
@@ -328,6 +343,8 @@ func FuzzSlidingWindowWait(f *testing.F) {
 	f.Add(uint8(2), uint8(1), []byte{1, 1, 0, 1, 0, 2, 2, 3, 1, 1, 2, 4, 2, 8, 1, 0})
 	f.Add(uint8(3), uint8(0), []byte{0, 2, 0, 0, 0, 1, 3, 1, 2, 5, 3, 0, 2, 9, 1, 2})
 	f.Add(uint8(1), uint8(5), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
+	f.Add(uint8(2), uint8(3), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
+	f.Add(uint8(3), uint8(1), []byte{4, 0, 4, 1, 0, 1, 0, 0, 4, 0, 4, 1, 2, 3, 4, 2})
 	f.Fuzz(func(t *testing.T, limitB, windowB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			limit, window := 1+int(limitB%4), time.Duration(1+windowB%8)*time.Second
@@ -366,7 +383,7 @@ func fuzzWait(t *testing.T, l waitLimiter, m waitModel, tick time.Duration, scri
 		from = now
 	}
 	for ; len(script) >= 2; script = script[2:] {
-		op, arg := script[0]%4, int(script[1])
+		op, arg := script[0]%5, int(script[1])
 		n := 1 + arg%(m.most()+1) // m.most()+1 never fits
 		switch op {
 		case 0:
@@ -389,6 +406,26 @@ func fuzzWait(t *testing.T, l waitLimiter, m waitModel, tick time.Duration, scri
 			require.Equal(t, wantOK, l.AllowN(n), "AllowN(%d) with %d waiting", n, len(queue))
 		case 2:
 			time.Sleep(time.Duration(arg%12) * tick / 2)
+		case 4:
+			// Take refuses while anyone waits, and counts its RetryAfter
+			// from the events of those waiting.
+			now := nowNs()
+			d := l.Take(n)
+			ahead := 0
+			for _, w := range queue {
+				ahead += w.n
+			}
+			wantOK := len(queue) == 0 && m.allow(n, now)
+			require.Equal(t, wantOK, d.Allowed, "Take(%d) with %d events waiting", n, ahead)
+			switch {
+			case wantOK:
+				require.Zero(t, d.RetryAfter)
+			case n > m.most():
+				require.Equal(t, time.Duration(-1), d.RetryAfter)
+			default:
+				require.Equal(t, time.Duration(m.earliest(ahead, n, now)-now), d.RetryAfter,
+					"Take(%d) with %d events waiting", n, ahead)
+			}
 		case 3:
 			if len(queue) == 0 {
 				continue
