@@ -57,7 +57,9 @@ func FuzzLimiterModel(f *testing.F) {
 			want := ratelimit.Decision{Limit: burst, Window: time.Duration(full) * time.Microsecond}
 			switch {
 			case n > burst:
+				want.Remaining = int(credit / token)
 				want.RetryAfter = -1
+				want.ResetAfter = time.Duration(full-credit) * time.Microsecond
 			case credit >= cost:
 				credit -= cost
 				want.Allowed = true

@@ -264,23 +264,35 @@ func checkKeyN(key string, n int, fn string) {
 // act on the decision alone. If ctx ends first, AllowN returns ctx.Err() and
 // a zero Decision.
 //
+// More events than the Burst are never allowed, whatever the Policy: the
+// Decision says what the bucket holds, with a RetryAfter of -1.
+//
 // AllowN panics if key is empty or n is below 1.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
 	checkKeyN(key, n, "AllowN")
 	if err := waitq.CtxErr(ctx, "redislimit"); err != nil {
 		return ratelimit.Decision{}, err
 	}
-	if n > l.burst {
-		return l.decision(false, 0, -1, 0), nil
-	}
-	v, err := l.run(ctx, key, n)
+	// More than the burst never fits, whatever Redis holds; ask anyway, for
+	// burst+1 events (which cannot overflow), so that the Decision still says
+	// what the bucket holds.
+	ask := min(n, l.burst+1)
+	v, err := l.run(ctx, key, ask)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ratelimit.Decision{}, ctx.Err()
 		}
-		return l.fail(key, n, err)
+		d, err := l.fail(key, ask, err)
+		if n > l.burst {
+			d = l.decision(false, 0, -1, 0) // no Policy lets it through
+		}
+		return d, err
 	}
-	return l.decode(v, n), nil
+	d := l.decode(v, ask)
+	if n > l.burst {
+		d.RetryAfter = -1
+	}
+	return d, nil
 }
 
 // maxTolerance bounds the time to refill, in microseconds, as TokenBucket's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -58,6 +59,20 @@ func TestBurstThenRefuse(t *testing.T) {
 		d, _ = l.AllowN(ctx, "user", 4)
 		require.False(t, d.Allowed)
 		require.Equal(t, time.Duration(-1), d.RetryAfter, "more than the burst, ever")
+
+		// Even then the Decision tells what the bucket holds; n may be
+		// anything.
+		_, _ = l.Allow(ctx, "big")
+		for _, n := range []int{4, math.MaxInt} {
+			d, err = l.AllowN(ctx, "big", n)
+			require.NoError(t, err)
+			require.False(t, d.Allowed)
+			require.Equal(t, 2, d.Remaining, "n = %d", n)
+			require.Equal(t, time.Duration(-1), d.RetryAfter, "n = %d", n)
+			require.InDelta(t, float64(100*time.Millisecond), float64(d.ResetAfter), float64(20*time.Millisecond), "n = %d", n)
+		}
+		d, _ = l.AllowN(ctx, "big", 2)
+		require.True(t, d.Allowed, "a refusal takes nothing")
 
 		// A refusal tells what is left, and how long until there is enough.
 		_, _ = l.Allow(ctx, "partial")
@@ -268,8 +283,13 @@ func TestPolicies(t *testing.T) {
 					require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
 					require.Equal(t, want, d.Allowed, "call %d", i)
 				}
-				require.Equal(t, int32(3), reported.Load())
-				require.Equal(t, int64(3), l.Failures())
+				// More than the burst: refused whatever the Policy.
+				d, err := l.AllowN(context.Background(), "k", 5)
+				require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
+				require.False(t, d.Allowed)
+				require.Equal(t, time.Duration(-1), d.RetryAfter)
+				require.Equal(t, int32(4), reported.Load())
+				require.Equal(t, int64(4), l.Failures())
 			})
 		}
 	}
