@@ -129,25 +129,35 @@ func (k *Keyed[K, L]) Get(key K) L {
 
 // entry returns the entry of key, made if need be and marked used now, and the
 // time it read. A limiter of this package decides at that same time: one
-// clock read per call in all. If wait, the caller is counted among the
-// entry's waiters before the shard's lock is released, so that no eviction
-// can come between finding the entry and counting.
+// clock read per call in all. The entry is marked used, and if wait the
+// caller counted among its waiters, before the shard's lock is released, so
+// that no eviction of idle keys can come between finding the entry and
+// using it: the events the caller takes would be lost with it, and the key's
+// next limiter would start full.
 func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
 	now := nowNs()
 	s := &k.shards[maphash.Comparable(k.seed, key)&k.mask]
 	s.mu.RLock()
 	e := s.entries[key]
-	if e != nil && wait {
-		e.waiting.Add(1)
+	if e != nil {
+		e.use(now, wait)
 	}
 	s.mu.RUnlock()
 	if e == nil {
 		e = k.insert(s, key, now, wait)
 	}
+	return e, now
+}
+
+// use marks e used at now and, if wait, counts a waiter. The shard's lock
+// must be held, shared or not.
+func (e *keyedEntry[L]) use(now int64, wait bool) {
 	if e.lastUsed.Load() != now {
 		e.lastUsed.Store(now)
 	}
-	return e, now
+	if wait {
+		e.waiting.Add(1)
+	}
 }
 
 // insert makes the entry of key, counting the caller among its waiters if
@@ -160,13 +170,12 @@ func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *
 	defer s.mu.Unlock()
 	if old := s.entries[key]; old != nil {
 		e = old // another goroutine made it first
-	} else {
-		k.evictLocked(s, now)
-		s.entries[key] = e
+		e.use(now, wait)
+		return e
 	}
-	if wait {
-		e.waiting.Add(1)
-	}
+	k.evictLocked(s, now)
+	s.entries[key] = e
+	e.use(now, wait)
 	return e
 }
 
