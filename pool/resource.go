@@ -1,0 +1,195 @@
+package pool
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/ctxsync/ctxsync/internal/clock"
+)
+
+// A Resource is one resource of a Pool, acquired.
+type Resource[T any] struct {
+	p        *Pool[T]
+	v        T
+	created  int64 // on clock
+	expires  int64 // on clock; 0 for never
+	lastUsed int64 // on clock, when the pool times releases
+	state    resState
+
+	leak *time.Timer // Config.LeakThreshold's report, while acquired
+}
+
+// resState is where a Resource is.
+type resState int
+
+const (
+	stateIdle    resState = iota // in the pool
+	stateInUse                   // acquired
+	stateChecked                 // out of the pool for a health check, an Acquire's or the sweep's
+	stateClosed                  // closed; a late Release or Destroy is ignored
+)
+
+// Value returns the resource.
+func (r *Resource[T]) Value() T { return r.v }
+
+// CreatedAt returns when the resource was made.
+func (r *Resource[T]) CreatedAt() time.Time { return clock.Time(r.created) }
+
+// acquired starts the leak report of a resource just acquired.
+func (p *Pool[T]) acquired(r *Resource[T]) {
+	if p.cfg.LeakThreshold <= 0 {
+		return
+	}
+	var pcs [32]uintptr
+	stack := pcs[:runtime.Callers(3, pcs[:])]
+	at := clock.Now()
+	onLeak, threshold := p.cfg.OnLeak, p.cfg.LeakThreshold
+	leak := time.AfterFunc(threshold, func() {
+		onLeak(Leak{Acquired: clock.Time(at), Held: time.Duration(clock.Now() - at), Stack: formatStack(stack)})
+	})
+	// Under the lock: a Close that gives up waiting may be closing r, and
+	// stopping its report, right now.
+	p.q.Lock()
+	if r.state == stateInUse {
+		r.leak = leak
+	} else {
+		leak.Stop() // closed by Close already
+	}
+	p.q.Unlock()
+}
+
+func formatStack(pcs []uintptr) string {
+	var b strings.Builder
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		if !more {
+			return b.String()
+		}
+	}
+}
+
+// Release gives r back to the pool: to the oldest waiting Acquire, or to the
+// idle resources. A resource past MaxLifetime is closed instead. After Close
+// has closed r, Release does nothing.
+//
+// Release panics if r is not acquired: released already, say.
+func (r *Resource[T]) Release() {
+	p := r.p
+	now := p.now()
+	p.q.Lock()
+	if !r.endUseLocked("Release") {
+		p.q.Unlock()
+		return
+	}
+	if p.closed {
+		p.closeLocked(r, &p.stats.ClosedPool)
+	} else if r.expires != 0 && now >= r.expires {
+		p.closeLocked(r, &p.stats.ClosedLifetime)
+		p.fillLocked(p.ctx)
+	} else {
+		r.lastUsed = now
+		if !p.releaseLocked(r) {
+			p.q.Unlock()
+			return
+		}
+	}
+	p.q.Unlock()
+	p.closeValue(r)
+}
+
+// Destroy closes r instead of giving it back, for a resource that is broken;
+// its place in the pool frees. After Close has closed r, Destroy does nothing.
+//
+// Destroy panics if r is not acquired: released already, say.
+func (r *Resource[T]) Destroy() {
+	p := r.p
+	p.q.Lock()
+	if !r.endUseLocked("Destroy") {
+		p.q.Unlock()
+		return
+	}
+	p.closeLocked(r, &p.stats.ClosedDestroy)
+	p.fillLocked(p.ctx)
+	p.q.Unlock()
+	p.closeValue(r)
+}
+
+// endUseLocked checks that r is acquired, and stops its leak report. It
+// returns false if Close closed r already. p.q must be locked.
+func (r *Resource[T]) endUseLocked(fn string) bool {
+	switch r.state {
+	case stateInUse:
+	case stateClosed:
+		return false
+	default:
+		r.p.q.Unlock()
+		panic("pool: " + fn + " of a resource not acquired (released already?)")
+	}
+	if r.leak != nil {
+		r.leak.Stop()
+		r.leak = nil
+	}
+	return true
+}
+
+// releaseLocked hands r, acquired or checked, to the oldest waiter or to the idle
+// resources. If the pool is closed, it takes r out instead and returns true:
+// the caller must close its value once unlocked. p.q must be locked.
+func (p *Pool[T]) releaseLocked(r *Resource[T]) (closeIt bool) {
+	if p.closed {
+		p.closeLocked(r, &p.stats.ClosedPool)
+		return true
+	}
+	if w := p.q.Front(); w != nil {
+		p.stats.AcquireCount++
+		r.state = stateInUse // from a background check, it was stateChecked
+		p.q.Grant(w, handoff[T]{r: r})
+		return false
+	}
+	r.state = stateIdle
+	p.inUse--
+	p.idle = append(p.idle, r)
+	return false
+}
+
+// closeLocked takes r, acquired, out of the pool, charging counter; the
+// caller closes its value once unlocked, with closeValue. p.q must be locked.
+func (p *Pool[T]) closeLocked(r *Resource[T], counter *int64) {
+	p.inUse--
+	p.retireLocked(r, counter)
+}
+
+// retireLocked takes r, no longer counted as idle or in use, out of the pool.
+// It counts against MaxSize until closeValue has closed it, so that the
+// backend never sees more than MaxSize at once. p.q must be locked.
+func (p *Pool[T]) retireLocked(r *Resource[T], counter *int64) {
+	if r.leak != nil {
+		r.leak.Stop()
+		r.leak = nil
+	}
+	r.state = stateClosed
+	delete(p.live, r)
+	p.closing++
+	*counter++
+}
+
+// closeValue calls Config.Close on the value of r, retired, then frees its
+// place. The lock must not be held.
+func (p *Pool[T]) closeValue(r *Resource[T]) {
+	var err error
+	if p.cfg.Close != nil {
+		err = p.cfg.Close(r.v)
+	}
+	p.q.Lock()
+	p.closing--
+	if err != nil {
+		p.stats.CloseErrors++
+	}
+	p.fillLocked(p.ctx)
+	p.drainedLocked()
+	p.q.Unlock()
+}
