@@ -146,3 +146,40 @@ func (l *Limiter) runBatch(batch []*call) {
 		close(c.done)
 	}
 }
+
+// runOne runs the script for key and n, until ctx ends.
+func (l *Limiter) runOne(ctx context.Context, key string, n int) (int64, error) {
+	if l.ctxTimeouts {
+		return gcra.Run(ctx, l.client, []string{l.Key(key)}, l.tolArg, l.increment(n)).Int64()
+	}
+	// The client would wait for its own read timeout (3 seconds by default)
+	// on a server that has stopped answering: wait for it in a goroutine, and
+	// stop waiting at our timeout. The goroutine ends with the client's.
+	type result struct {
+		res int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := gcra.Run(ctx, l.client, []string{l.Key(key)}, l.tolArg, l.increment(n)).Int64()
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// honoursDeadlines reports whether c gives up when a context's deadline
+// passes.
+func honoursDeadlines(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
