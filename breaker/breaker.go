@@ -50,15 +50,28 @@ type OpenError struct {
 	Name  string // the breaker's Settings.Name
 	State State  // Open, or HalfOpen with every trial slot taken
 	// Until is when the open time ends and the breaker lets a trial call
-	// through; zero when half-open.
+	// through; zero when half-open or forced open.
 	Until time.Time
+	// Forced reports that ForceOpen opened the breaker: it refuses every
+	// call until Reset, whatever the time.
+	Forced bool
+
+	openFor time.Duration // the length of the opening
 }
 
 // RetryAfter returns how long until the breaker lets a trial call through:
 // the rest of the open time, or 0 once it is over or when half-open. It reads
 // the clock.
+//
+// A breaker forced open has no end in time. For it RetryAfter returns the
+// length of an opening (OpenTimeout, or OpenBackoff's), as the pace at which
+// to look again: 0 would tell callers that honour it to retry at once, over
+// and over.
 func (e *OpenError) RetryAfter() time.Duration {
-	if e.Until.IsZero() {
+	switch {
+	case e.Forced:
+		return e.openFor
+	case e.Until.IsZero():
 		return 0
 	}
 	return max(0, time.Until(e.Until))
@@ -71,8 +84,11 @@ func (e *OpenError) Error() string {
 	if e.Name != "" {
 		name = " " + e.Name
 	}
-	if e.State == HalfOpen {
+	switch {
+	case e.State == HalfOpen:
 		return "breaker:" + name + " circuit half-open, trial calls in flight"
+	case e.Forced:
+		return "breaker:" + name + " circuit forced open"
 	}
 	return fmt.Sprintf("breaker:%s circuit open, retry after %v", name, e.RetryAfter().Round(time.Millisecond))
 }
@@ -323,7 +339,7 @@ func (b *Breaker) Metrics() Metrics {
 }
 
 // ForceOpen opens the breaker and keeps it open, refusing every call, until
-// Reset.
+// Reset: for maintenance, say. The *OpenError of its refusals has Forced set.
 func (b *Breaker) ForceOpen() {
 	b.mu.Lock()
 	defer b.unlock()
@@ -331,7 +347,10 @@ func (b *Breaker) ForceOpen() {
 	b.state.Store(b.state.Load() &^ disabledBit)
 	if b.State() != Open {
 		b.tripLocked()
+		return
 	}
+	// Open already: keep the opening, with refusals that say it is forced.
+	b.openErr.Store(b.openError(b.openUntil.Load(), time.Duration(b.openFor.Load())))
 }
 
 // Reset returns the breaker to its first state: closed and enabled, its counts

@@ -506,7 +506,28 @@ func TestForceOpenResetDisable(t *testing.T) {
 		b.ForceOpen()
 		require.Equal(t, Open, b.State())
 		time.Sleep(time.Hour)
-		require.True(t, errors.Is(b.Execute(ctx, succeed), ErrOpen), "a forced-open breaker let a call through")
+		err := b.Execute(ctx, succeed)
+		require.True(t, errors.Is(err, ErrOpen), "a forced-open breaker let a call through")
+		// It has no end in time; it says to look again after the open time,
+		// not at once.
+		var oe *OpenError
+		require.ErrorAs(t, err, &oe)
+		require.True(t, oe.Forced)
+		require.True(t, oe.Until.IsZero(), "Until = %v", oe.Until)
+		require.Equal(t, time.Second, oe.RetryAfter())
+		require.Equal(t, "breaker: circuit forced open", oe.Error())
+
+		// Forcing a breaker open already keeps the opening, forced.
+		b.Reset()
+		require.Equal(t, errBoom, b.Execute(ctx, fail))
+		require.Equal(t, Open, b.State())
+		require.ErrorAs(t, b.Execute(ctx, succeed), &oe)
+		require.False(t, oe.Forced)
+		b.ForceOpen()
+		time.Sleep(time.Hour)
+		require.ErrorAs(t, b.Execute(ctx, succeed), &oe)
+		require.True(t, oe.Forced)
+		require.Equal(t, time.Second, oe.RetryAfter())
 		b.Reset()
 		require.Equal(t, Closed, b.State())
 		require.Equal(t, Counts{}, b.Counts())

@@ -259,7 +259,7 @@ func (b *Breaker) tripLocked() {
 	until := clock.Now() + int64(d)
 	b.openFor.Store(int64(d))
 	b.openUntil.Store(until)
-	b.openErr.Store(&OpenError{Name: b.s.Name, State: Open, Until: clock.Time(until)})
+	b.openErr.Store(b.openError(until, d))
 	b.setStateLocked(Open)
 	gen := b.state.Load() >> stateBits
 	// A runtime timer, not a goroutine, marks the opening as nearly over, a
@@ -269,6 +269,15 @@ func (b *Breaker) tripLocked() {
 	// goroutine having run). The next call after the end moves the breaker
 	// to half-open.
 	b.timer = time.AfterFunc(d-min(d/10, 100*time.Millisecond), func() { b.expired.Store(gen) })
+}
+
+// openError returns the error that refuses calls during an opening of length
+// d that ends at until. b.mu must be held.
+func (b *Breaker) openError(until int64, d time.Duration) *OpenError {
+	if b.forced {
+		return &OpenError{Name: b.s.Name, State: Open, Forced: true, openFor: d}
+	}
+	return &OpenError{Name: b.s.Name, State: Open, Until: clock.Time(until), openFor: d}
 }
 
 // setStateLocked moves to state to, starting a new generation of counts, and
