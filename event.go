@@ -29,11 +29,21 @@ type Event struct {
 
 	set atomic.Bool // the flag, for IsSet and the fast path of Wait
 
-	// holders counts goroutines in Wait that hold the current channel. It
-	// rises from zero only with mu held; above zero it rises and falls
-	// without the lock (see join). A stale read under mu that finds it zero
-	// is exact: nobody can join without mu until it is above zero again.
-	holders atomic.Int32
+	// holders is gen<<32 | count. The count is the goroutines in Wait that
+	// hold the current channel while it is open; the generation moves when
+	// the channel is replaced and when Set closes it, and only then, with mu
+	// held. So a waiter that loads the word, then the channel, and then
+	// counts itself by a compare-and-swap on the word, holds the channel
+	// of the word's generation (see join).
+	//
+	// The count rises from zero only with mu held, after chLocked; above
+	// zero it rises without the lock. Set starts a generation with a count
+	// of zero, so the waiters it wakes leave without a word, and only a
+	// waiter that gives up while the channel is open takes itself off, with
+	// mu held, if its generation is still the current one. A read under mu
+	// that finds the count zero is exact: nobody can join without mu until
+	// it is above zero again.
+	holders atomic.Uint64
 
 	mu sync.Mutex
 	// ch holds a chan struct{} that is closed while the flag is raised, or a
@@ -42,6 +52,11 @@ type Event struct {
 	// shared reports that Done handed ch out, so it must stay until Clear.
 	shared bool // guarded by mu
 }
+
+const (
+	holderCount = 1<<32 - 1 // the count in Event.holders
+	holderGen   = 1 << 32   // one generation in Event.holders
+)
 
 // NewEvent returns a new, unset Event. It is the same as new(Event).
 func NewEvent() *Event { return new(Event) }
@@ -60,14 +75,21 @@ func (e *Event) loadCh() chan struct{} {
 // the bubble that first waited on it (see internal/waitq for the same rule).
 func (e *Event) chLocked() chan struct{} {
 	ch := e.loadCh()
-	if ch == nil || (!e.shared && e.holders.Load() == 0) {
+	if ch == nil || (!e.shared && e.holders.Load()&holderCount == 0) {
 		ch = make(chan struct{})
 		if e.set.Load() {
 			close(ch)
 		}
 		e.ch.Store(ch)
+		e.newGenLocked()
 	}
 	return ch
+}
+
+// newGenLocked starts a generation of holders, with a count of zero. e.mu
+// must be held.
+func (e *Event) newGenLocked() {
+	e.holders.Store(e.holders.Load()&^holderCount + holderGen)
 }
 
 // Set raises the flag and wakes every goroutine waiting for it. Setting an
@@ -83,7 +105,7 @@ func (e *Event) Set() {
 	}
 	e.set.Store(true)
 	if ch := e.loadCh(); ch != nil {
-		if e.shared || e.holders.Load() > 0 {
+		if e.shared || e.holders.Load()&holderCount > 0 {
 			close(ch)
 		} else {
 			// Nobody holds it: drop it rather than close it, since it may
@@ -91,6 +113,10 @@ func (e *Event) Set() {
 			e.ch.Store(chan struct{}(nil))
 		}
 	}
+	// Those woken are no longer counted: they need not take themselves
+	// off, and a waiter that was about to join this generation fails its
+	// compare-and-swap and finds the flag raised.
+	e.newGenLocked()
 }
 
 // Clear lowers the flag. Goroutines that call Wait afterwards block until the
@@ -102,6 +128,8 @@ func (e *Event) Clear() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.set.Load() {
+		// The count is zero since Set, and stays so while the flag is
+		// raised (see join): the generation need not move.
 		e.set.Store(false)
 		e.ch.Store(chan struct{}(nil)) // the next run gets a fresh channel
 		e.shared = false
@@ -124,8 +152,10 @@ func (e *Event) Wait(ctx context.Context) error {
 	if e.set.Load() {
 		return nil
 	}
-	ch := e.join()
-	defer e.holders.Add(-1)
+	ch, gen := e.join()
+	if ch == nil {
+		return nil // raised meanwhile
+	}
 
 	done := ctx.Done()
 	if done == nil {
@@ -136,36 +166,45 @@ func (e *Event) Wait(ctx context.Context) error {
 	case <-ch:
 		return nil
 	case <-done:
+		e.mu.Lock()
+		if e.holders.Load()/holderGen == gen {
+			// The channel is still open: take ourselves off. The
+			// generation cannot move while mu is held, but others may
+			// join meanwhile.
+			e.holders.Add(^uint64(0))
+		}
+		e.mu.Unlock()
 		return ctx.Err()
 	}
 }
 
-// join counts the caller among the holders and returns the current channel.
+// join counts the caller among the holders of the current channel, and
+// returns the channel and the generation counted in; or a nil channel if the
+// flag is raised.
 //
 // While anyone holds the channel it cannot be replaced (see chLocked), and Set
-// closes it, so a caller that joins while another holds it needs no lock: it
-// counts itself only if the count is already above zero. The count rises
-// from zero only with mu held, after chLocked, so the channel loaded then is
-// the one that the holders share. If a Set and a Clear have since dropped it,
-// the caller takes the lock like the first holder.
-func (e *Event) join() chan struct{} {
-	joined := false
-	for h := e.holders.Load(); h > 0; h = e.holders.Load() {
+// closes it, so a caller that joins while others hold it needs no lock: it
+// loads the holders' word, and if the count is above zero, the channel; if
+// its compare-and-swap then finds the word unchanged, the generation has not
+// moved, and the channel it loaded is the one the holders share. (The word
+// could only come back to the same value after 2^32 generations.) A caller
+// that finds the count zero takes the lock, and is the first holder.
+func (e *Event) join() (chan struct{}, uint64) {
+	for h := e.holders.Load(); h&holderCount > 0; h = e.holders.Load() {
+		ch := e.loadCh()
 		if e.holders.CompareAndSwap(h, h+1) {
-			if ch := e.loadCh(); ch != nil {
-				return ch
-			}
-			joined = true
-			break
+			return ch, h / holderGen
 		}
 	}
 	e.mu.Lock()
-	ch := e.chLocked()
-	if !joined {
-		e.holders.Add(1)
+	defer e.mu.Unlock()
+	if e.set.Load() {
+		// Raised since Wait looked. The count stays zero while it is, so
+		// that Clear need not move the generation.
+		return nil, 0
 	}
-	e.mu.Unlock()
-	return ch
+	ch := e.chLocked()
+	return ch, e.holders.Add(1) / holderGen
 }
 
 // Done returns a channel that is closed when the flag is raised, for use in a
