@@ -6,10 +6,11 @@
 //	go run ./cmd/report                      # run the benchmarks, then report
 //	go run ./cmd/report -in results.txt      # report on a saved run
 //
-// A ratio is ctxsync's time over the peer's, the median of -count rounds
-// each: below 1, ctxsync is faster. Each round is one `go test` run of every
-// benchmark, so within a round ctxsync and the peer run moments apart, and the
-// ratio holds on a noisy machine where absolute times drift.
+// A ratio is ctxsync's time over the peer's: below 1, ctxsync is faster. Each
+// round is one `go test` run of every benchmark, so within a round ctxsync and
+// the peer run moments apart, and their ratio holds on a noisy machine where
+// absolute times drift from round to round. The ratio reported is the median
+// of the -count rounds' ratios; the times are the medians of each side's.
 package main
 
 import (
@@ -159,21 +160,34 @@ func parse(r io.Reader) *results {
 type row struct {
 	op, peer            string
 	ours, theirs        float64 // median ns/op
+	ratio               float64 // median over rounds of ours/theirs
 	oursAlloc, theirsAl float64 // median allocs/op
 }
-
-func (r row) ratio() float64 { return r.ours / r.theirs }
 
 // ours names the implementations of ctxsync; the first is the one compared.
 const ours = "ctxsync"
 
 func median(xs []float64) float64 {
+	xs = slices.Clone(xs) // keep the caller's in round order
 	slices.Sort(xs)
 	n := len(xs)
 	if n%2 == 1 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// pairedRatio returns the median over rounds of ours[k]/theirs[k]: in round k
+// the two ran moments apart, so each such ratio holds however the machine
+// drifted between rounds, where a ratio of medians taken rounds apart would
+// not.
+func pairedRatio(ours, theirs []float64) float64 {
+	n := min(len(ours), len(theirs))
+	rs := make([]float64, n)
+	for k := range n {
+		rs[k] = ours[k] / theirs[k]
+	}
+	return median(rs)
 }
 
 func (res *results) compare() []row {
@@ -213,6 +227,7 @@ func (res *results) compare() []row {
 				rows = append(rows, row{
 					op: label, peer: peer,
 					ours: median(ns[key{op, mine}]), theirs: median(ns[key{op, peer}]),
+					ratio:     pairedRatio(ns[key{op, mine}], ns[key{op, peer}]),
 					oursAlloc: median(allocs[key{op, mine}]), theirsAl: median(allocs[key{op, peer}]),
 				})
 			}
@@ -227,16 +242,17 @@ func (res *results) markdown(rows []row) string {
 	fmt.Fprintf(&b, "Written by `go run ./cmd/report` on %s: %s, %s/%s, GOMAXPROCS %s, %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), cmp.Or(res.cpu, "unknown CPU"), runtime.GOOS, runtime.GOARCH,
 		cmp.Or(res.procs, "?"), runtime.Version())
-	fmt.Fprintf(&b, "Each time is the median over rounds, each round one `go test -bench` run of every\n")
-	fmt.Fprintf(&b, "benchmark, so that ctxsync and the peer run side by side. The ratio is ctxsync's\n")
-	fmt.Fprintf(&b, "time over the peer's: below 1, ctxsync is faster. Absolute times drift on a shared\n")
-	fmt.Fprintf(&b, "machine; the ratios hold better, but rows of goroutines parked on one another\n")
-	fmt.Fprintf(&b, "(Contended, producers/consumers) swing from round to round.\n\n")
+	fmt.Fprintf(&b, "Each round is one `go test -bench` run of every benchmark, so that ctxsync and the\n")
+	fmt.Fprintf(&b, "peer run side by side. The ratio is ctxsync's time over the peer's in the same round,\n")
+	fmt.Fprintf(&b, "the median over rounds: below 1, ctxsync is faster. Each time is the median of its\n")
+	fmt.Fprintf(&b, "side's rounds. Absolute times drift on a shared machine; the ratios hold better,\n")
+	fmt.Fprintf(&b, "but rows of goroutines parked on one another (Contended, producers/consumers,\n")
+	fmt.Fprintf(&b, "broadcasts) swing from round to round.\n\n")
 	fmt.Fprintf(&b, "| operation | peer | ctxsync | peer | ratio | allocs/op (ctxsync / peer) |\n")
 	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | **%.2f×** | %s / %s |\n",
-			r.op, r.peer, nsString(r.ours), nsString(r.theirs), r.ratio(),
+			r.op, r.peer, nsString(r.ours), nsString(r.theirs), r.ratio,
 			strconv.FormatFloat(r.oursAlloc, 'f', -1, 64), strconv.FormatFloat(r.theirsAl, 'f', -1, 64))
 	}
 	return b.String()
@@ -270,8 +286,8 @@ func chart(rows []row, path string) error {
 	labels := make([]string, len(rows))
 	for i, r := range rows {
 		j := len(rows) - 1 - i // the first row at the top
-		values[j] = min(r.ratio(), clip)
-		labels[j] = fmt.Sprintf("%s  vs %s  (%.2f)", r.op, r.peer, r.ratio())
+		values[j] = min(r.ratio, clip)
+		labels[j] = fmt.Sprintf("%s  vs %s  (%.2f)", r.op, r.peer, r.ratio)
 	}
 	bars, err := plotter.NewBarChart(values, vg.Points(9))
 	if err != nil {
