@@ -55,7 +55,9 @@ type Config[T any] struct {
 	// once. 0 means forever.
 	MaxLifetime time.Duration
 
-	// MaxLifetimeJitter is that part, between 0 and 1. 0 means 0.1.
+	// MaxLifetimeJitter is that part, between 0 and 1. 0 means 0.1, and
+	// NoJitter none: every lifetime is then exactly MaxLifetime, as a test
+	// may want.
 	MaxLifetimeJitter float64
 
 	// HealthCheckPeriod is how often the pool checks its idle resources in
@@ -84,6 +86,10 @@ type Leak struct {
 	Stack    string        // where it was acquired
 }
 
+// NoJitter, as Config.MaxLifetimeJitter, gives every resource a lifetime of
+// exactly Config.MaxLifetime.
+const NoJitter = -1.0
+
 // errConfig is returned, wrapped, by New for a bad Config.
 var errConfig = errors.New("pool: bad Config")
 
@@ -100,8 +106,8 @@ func (c *Config[T]) check() error {
 		return bad("MinIdle is %d; it must be between 0 and MaxSize (%d)", c.MinIdle, c.MaxSize)
 	case c.HealthCheckTimeout < 0, c.MaxIdleTime < 0, c.MaxLifetime < 0, c.HealthCheckPeriod < 0, c.LeakThreshold < 0:
 		return bad("negative duration")
-	case !(c.MaxLifetimeJitter >= 0 && c.MaxLifetimeJitter <= 1): // NaN too
-		return bad("MaxLifetimeJitter is %v; it must be between 0 and 1", c.MaxLifetimeJitter)
+	case !(c.MaxLifetimeJitter >= 0 && c.MaxLifetimeJitter <= 1) && c.MaxLifetimeJitter != NoJitter: // NaN too
+		return bad("MaxLifetimeJitter is %v; it must be between 0 and 1, or NoJitter", c.MaxLifetimeJitter)
 	case c.LeakThreshold > 0 && c.OnLeak == nil:
 		return bad("LeakThreshold needs OnLeak")
 	}
@@ -111,8 +117,11 @@ func (c *Config[T]) check() error {
 	if c.HealthCheckSkip == 0 {
 		c.HealthCheckSkip = 500 * time.Millisecond
 	}
-	if c.MaxLifetimeJitter == 0 {
+	switch c.MaxLifetimeJitter {
+	case 0:
 		c.MaxLifetimeJitter = 0.1
+	case NoJitter:
+		c.MaxLifetimeJitter = 0
 	}
 	if c.HealthCheckPeriod == 0 && c.background() {
 		c.HealthCheckPeriod = time.Minute

@@ -23,5 +23,6 @@
 //
 // Time-based behaviour (lifetimes, idle times, the background sweep) runs on
 // the monotonic clock, and inside a testing/synctest bubble on the bubble's
-// virtual clock.
+// virtual clock. A test that wants lifetimes to end at an exact time sets
+// Config.MaxLifetimeJitter to NoJitter.
 package pool

@@ -244,7 +244,7 @@ func FuzzPoolModel(f *testing.F) {
 			}
 			if sizeB&(1<<2) != 0 {
 				m.lifetime = 100 * time.Millisecond
-				cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, 1e-18 // no jitter, in effect
+				cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, NoJitter
 			}
 			if sizeB&(1<<3) != 0 {
 				m.maxIdle = 60 * time.Millisecond

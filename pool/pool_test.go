@@ -354,6 +354,42 @@ func TestIdleAndLifetimeEviction(t *testing.T) {
 	})
 }
 
+// TestLifetimeNoJitter: with NoJitter, every resource lives exactly
+// MaxLifetime.
+func TestLifetimeNoJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		const n = 20
+		cfg := l.config(n)
+		cfg.MaxLifetime = 10 * time.Second
+		cfg.MaxLifetimeJitter = NoJitter
+		p := mustNew(t, cfg)
+		rs := make([]*Resource[*conn], n)
+		acquireAll := func() {
+			for i := range rs {
+				r, err := p.Acquire(t.Context())
+				require.NoError(t, err)
+				rs[i] = r
+			}
+		}
+		acquireAll()
+		time.Sleep(cfg.MaxLifetime - time.Nanosecond)
+		for _, r := range rs {
+			r.Release()
+		}
+		require.Zero(t, p.Stats().ClosedLifetime, "a lifetime cut short")
+		acquireAll()
+		require.Zero(t, p.Stats().Created-n, "idle ones not reused")
+		time.Sleep(time.Nanosecond)
+		for _, r := range rs {
+			r.Release()
+		}
+		require.Equal(t, int64(n), p.Stats().ClosedLifetime, "a lifetime past MaxLifetime")
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
 // TestLifetimeJitter: resources made together do not all expire together:
 // each lives between (1-MaxLifetimeJitter) and 1 times MaxLifetime.
 func TestLifetimeJitter(t *testing.T) {
@@ -662,6 +698,7 @@ func TestBadConfig(t *testing.T) {
 		{New: newFn, MaxSize: 2, HealthCheckPeriod: -1},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: 2},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: -0.5},
+		{New: newFn, MaxSize: 2, MaxLifetimeJitter: NoJitter - 1},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: math.NaN()}, // every lifetime would end at once
 		{New: newFn, MaxSize: 2, LeakThreshold: time.Second},
 	} {
