@@ -76,3 +76,26 @@ func TestEventUnheldChannelDropped(t *testing.T) {
 		require.Zero(t, e.holders.Load()&holderCount, "those Set woke are still counted")
 	})
 }
+
+// TestEventReplacedChannelMovesGeneration: once the channel has been
+// replaced, the holders' word differs from what a joiner loaded with the old
+// one, so that the joiner's compare-and-swap fails. Were it to succeed, the
+// joiner would wait on a channel that no Set closes.
+func TestEventReplacedChannelMovesGeneration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var e Event
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { _ = e.Wait(ctx) }()
+		synctest.Wait()
+		h, old := e.holders.Load(), e.loadCh() // what a joiner loads, before its compare-and-swap
+		cancel()                               // the only holder leaves,
+		synctest.Wait()
+		go func() { _ = e.Wait(t.Context()) }() // and the next one replaces the channel
+		synctest.Wait()
+		require.NotEqual(t, old, e.loadCh())
+		require.Equal(t, h&holderCount, e.holders.Load()&holderCount, "one holder then, one now")
+		require.False(t, e.holders.CompareAndSwap(h, h+1), "a joiner holding the old channel counted itself in")
+		e.Set()
+		synctest.Wait()
+	})
+}
