@@ -258,11 +258,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Deci
 		if ctx.Err() != nil {
 			return ratelimit.Decision{}, ctx.Err()
 		}
-		d, err := l.fail(key, ask, err)
 		if n > l.burst {
-			d = l.decision(false, 0, -1, 0) // no Policy lets it through
+			// No Policy lets it through; FailLocal's limiter is not asked,
+			// which would keep a key for nothing.
+			return l.decision(false, 0, -1, 0), l.failed(key, err)
 		}
-		return d, err
+		return l.fail(key, n, err)
 	}
 	d := l.decode(v, ask)
 	if n > l.burst {
@@ -273,11 +274,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Deci
 
 // fail decides by the Policy after Redis failed with err.
 func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error) {
-	l.failures.Add(1)
-	if l.onError != nil {
-		l.onError(key, err)
-	}
-	err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	err = l.failed(key, err)
 	switch l.policy {
 	case FailClosed:
 		return ratelimit.Decision{Allowed: false, Limit: l.burst, Remaining: 0, RetryAfter: l.timeout}, err
@@ -286,6 +283,16 @@ func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error)
 	default:
 		return ratelimit.Decision{Allowed: true, Limit: l.burst, Remaining: -1}, err
 	}
+}
+
+// failed counts a failure of Redis for key and reports it to OnError, and
+// returns the error for the caller, which matches ErrUnavailable.
+func (l *Limiter) failed(key string, err error) error {
+	l.failures.Add(1)
+	if l.onError != nil {
+		l.onError(key, err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 // Allow is AllowN for one event.

@@ -283,13 +283,17 @@ func TestPolicies(t *testing.T) {
 					require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
 					require.Equal(t, want, d.Allowed, "call %d", i)
 				}
-				// More than the burst: refused whatever the Policy.
-				d, err := l.AllowN(context.Background(), "k", 5)
+				// More than the burst: refused whatever the Policy, without
+				// a key kept in FailLocal's limiter for it.
+				d, err := l.AllowN(context.Background(), "big", 5)
 				require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
 				require.False(t, d.Allowed)
 				require.Equal(t, time.Duration(-1), d.RetryAfter)
 				require.Equal(t, int32(4), reported.Load())
 				require.Equal(t, int64(4), l.Failures())
+				if l.local != nil {
+					require.Equal(t, 1, l.local.Len(), "a key kept for a refusal no Policy changes")
+				}
 			})
 		}
 	}
