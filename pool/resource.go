@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
+	"github.com/ctxsync/ctxsync/internal/nocopy"
 )
 
-// A Resource is one resource of a Pool, acquired.
+// A Resource is one resource of a Pool, acquired. The pool keeps track of it
+// by its address: hold it by the pointer Acquire returns, never copy it.
 type Resource[T any] struct {
+	_        nocopy.NoCopy
 	p        *Pool[T]
 	v        T
 	created  int64 // on clock
