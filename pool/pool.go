@@ -170,19 +170,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		h, ok := p.q.Wait(ctx, w)
 		p.waitNs.Add(clock.Now() - start)
 		if !ok {
-			p.q.Lock()
-			closeIt := false
-			h, granted, _ := p.q.Cancel(w)
-			if granted && h.r != nil {
-				// Handed a resource as ctx ended: pass it on.
-				p.stats.AcquireCount--
-				closeIt = p.releaseLocked(h.r)
-			}
-			p.stats.CanceledAcquires++
-			p.q.Unlock()
-			if closeIt {
-				p.closeValue(h.r)
-			}
+			p.abandon(w)
 			return nil, ctx.Err()
 		}
 		if h.err != nil {
@@ -191,6 +179,27 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		// Handed over by a Release or fresh from New: it works.
 		p.acquired(h.r)
 		return h.r, nil
+	}
+}
+
+// abandon takes w, a waiting Acquire whose ctx ended, out of the queue. A
+// resource handed to it as ctx ended goes to the next waiter, or back to the
+// pool; unless a Close that gave up waiting for the resources out has closed
+// it meanwhile.
+func (p *Pool[T]) abandon(w *waitq.Waiter[handoff[T]]) {
+	p.q.Lock()
+	closeIt := false
+	h, granted, _ := p.q.Cancel(w)
+	if granted && h.r != nil {
+		p.stats.AcquireCount--
+		if h.r.state != stateClosed {
+			closeIt = p.releaseLocked(h.r)
+		}
+	}
+	p.stats.CanceledAcquires++
+	p.q.Unlock()
+	if closeIt {
+		p.closeValue(h.r)
 	}
 }
 

@@ -847,6 +847,35 @@ func churn(t *testing.T, p *Pool[*conn], r *rand.Rand, maxWaitMs, destroyEvery i
 	}
 }
 
+// TestCloseTimeoutThenGrantAbandoned: a resource handed to a waiting Acquire
+// as its ctx ended, and then closed by a Close that gave up waiting for it, is
+// closed once. The Acquire, settling its wait after Close, must not hand it
+// on, or close it, a second time. The interleaving is made by hand: the test
+// plays the waiting Acquire.
+func TestCloseTimeoutThenGrantAbandoned(t *testing.T) {
+	l := newLedger()
+	p := mustNew(t, l.config(1))
+	r, err := p.Acquire(t.Context())
+	require.NoError(t, err)
+
+	p.q.Lock()
+	w := p.q.Push(handoff[*conn]{}) // an Acquire waits for r
+	p.q.Unlock()
+	_, ok := p.q.Wait(testutil.Cancelled(), w) // and its ctx ends,
+	require.False(t, ok)
+	r.Release() // as r is handed to it.
+
+	// Close gives up waiting for r, now the waiter's, and closes it.
+	require.Equal(t, context.Canceled, p.Close(testutil.Cancelled()))
+
+	p.abandon(w) // the waiter settles its wait at last
+	l.check(t)
+	s := p.Stats()
+	require.Zero(t, s.InUse, "%+v", s)
+	require.Zero(t, s.Total, "%+v", s)
+	require.Zero(t, s.AcquireCount-1, "only the first Acquire took a resource: %+v", s)
+}
+
 // TestCloseTimeoutDuringHealthCheck: a Close that gives up waiting leaves a
 // resource under a health check to the check, so that Config.Close never runs
 // on a value under Config.HealthCheck; the end of the check closes it, once,
