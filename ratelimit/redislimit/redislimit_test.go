@@ -21,8 +21,15 @@ import (
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
 
+// newLimiter returns a Limiter of cfg. Unless cfg sets a Timeout, as the tests
+// of timeouts do, it gives Redis seconds to answer rather than the default
+// 100 milliseconds, which a loaded machine (the race detector, every package's
+// tests at once) can take for a round trip to miniredis.
 func newLimiter(t *testing.T, cfg Config) *Limiter {
 	t.Helper()
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
 	l, err := New(cfg)
 	require.NoError(t, err)
 	return l
