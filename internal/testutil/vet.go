@@ -12,9 +12,10 @@ import (
 )
 
 // vetCopy matches a report of go vet's copylocks check and captures the type
-// copied, type arguments left out: "assignment copies lock value to _:
-// example.com/m.Queue[int] contains ...".
-var vetCopy = regexp.MustCompile(`copies lock value to [^:]*: ([^ \[]+)(?:\[.*?\])? contains`)
+// copied, type arguments left out: "literal copies lock value from *q:
+// example.com/m.Queue[int] contains ...", or "assignment copies lock value to
+// x: ...".
+var vetCopy = regexp.MustCompile(`copies lock value (?:to|from) [^:]*: ([^ \[]+)(?:\[.*?\])? contains`)
 
 // VetCopies runs go vet's copylocks check on the package in dir, a package that
 // copies values it must not, and returns the types that it reports a copy of,

@@ -10,7 +10,7 @@ import (
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
 
-func root(
+func copies(
 	barrier *ctxsync.Barrier,
 	bounded *ctxsync.BoundedSemaphore,
 	cond *ctxsync.Condition,
@@ -21,20 +21,6 @@ func root(
 	rwlock *ctxsync.RWLock,
 	sem *ctxsync.Semaphore,
 	weighted *ctxsync.Weighted,
-) {
-	_ = *barrier
-	_ = *bounded
-	_ = *cond
-	_ = *event
-	_ = *lock
-	_ = *pqueue
-	_ = *queue
-	_ = *rwlock
-	_ = *sem
-	_ = *weighted
-}
-
-func others(
 	keyed *ratelimit.Keyed[string, *ratelimit.TokenBucket],
 	window *ratelimit.SlidingWindow,
 	counter *ratelimit.SlidingWindowCounter,
@@ -42,12 +28,11 @@ func others(
 	b *breaker.Breaker,
 	p *pool.Pool[int],
 	r *pool.Resource[int],
-) {
-	_ = *keyed
-	_ = *window
-	_ = *counter
-	_ = *bucket
-	_ = *b
-	_ = *p
-	_ = *r
+) []any {
+	return []any{
+		*barrier, *bounded, *cond, *event, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
+		*keyed, *window, *counter, *bucket,
+		*b,
+		*p, *r,
+	}
 }

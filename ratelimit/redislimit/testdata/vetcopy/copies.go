@@ -4,6 +4,6 @@ package vetcopy
 
 import "github.com/ctxsync/ctxsync/ratelimit/redislimit"
 
-func copies(l *redislimit.Limiter) {
-	_ = *l
+func copies(l *redislimit.Limiter) []any {
+	return []any{*l}
 }
