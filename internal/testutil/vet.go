@@ -17,11 +17,26 @@ import (
 // x: ...".
 var vetCopy = regexp.MustCompile(`copies lock value (?:to|from) [^:]*: ([^ \[]+)(?:\[.*?\])? contains`)
 
-// VetCopies runs go vet's copylocks check on the package in dir, a package that
-// copies values it must not, and returns the types that it reports a copy of,
-// as "import/path.Name". The test is skipped when the go command is not at
-// hand, or in -short mode.
-func VetCopies(t *testing.T, dir string) map[string]bool {
+// VetReportsCopies fails the test unless go vet's copylocks check, run on the
+// package in vetDir (a package that copies values it must not), reports a copy
+// of every exported struct type declared in the packages of pkgs (import path
+// to directory) but those in copyable, the plain values. The test is skipped
+// when the go command is not at hand, or in -short mode.
+func VetReportsCopies(t *testing.T, vetDir string, pkgs map[string]string, copyable map[string]bool) {
+	t.Helper()
+	copied := vetCopies(t, vetDir)
+	for path, dir := range pkgs {
+		for _, typ := range structTypes(t, path, dir) {
+			if !copyable[typ] && !copied[typ] {
+				t.Errorf("go vet does not report a copy of %s (or %s does not copy one)", typ, vetDir)
+			}
+		}
+	}
+}
+
+// vetCopies runs go vet's copylocks check on the package in dir and returns
+// the types that it reports a copy of, as "import/path.Name".
+func vetCopies(t *testing.T, dir string) map[string]bool {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs go vet")
@@ -42,9 +57,9 @@ func VetCopies(t *testing.T, dir string) map[string]bool {
 	return copied
 }
 
-// StructTypes returns the exported struct types declared in the Go files of
+// structTypes returns the exported struct types declared in the Go files of
 // dir, tests left out, as "importPath.Name".
-func StructTypes(t *testing.T, importPath, dir string) []string {
+func structTypes(t *testing.T, importPath, dir string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
