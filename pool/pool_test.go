@@ -320,15 +320,7 @@ func TestIdleAndLifetimeEviction(t *testing.T) {
 		cfg.HealthCheckPeriod = 10 * time.Second
 		p := mustNew(t, cfg)
 		ctx := t.Context()
-		rs := make([]*Resource[*conn], 3)
-		for i := range rs {
-			r, err := p.Acquire(ctx)
-			require.NoError(t, err)
-			rs[i] = r
-		}
-		for _, r := range rs {
-			r.Release()
-		}
+		releaseAll(acquireN(t, p, 3))
 		require.Equal(t, 3, p.Stats().Idle)
 		time.Sleep(2 * time.Minute) // the sweep closes the idle ones
 		synctest.Wait()
@@ -364,30 +356,37 @@ func TestLifetimeNoJitter(t *testing.T) {
 		cfg.MaxLifetime = 10 * time.Second
 		cfg.MaxLifetimeJitter = NoJitter
 		p := mustNew(t, cfg)
-		rs := make([]*Resource[*conn], n)
-		acquireAll := func() {
-			for i := range rs {
-				r, err := p.Acquire(t.Context())
-				require.NoError(t, err)
-				rs[i] = r
-			}
-		}
-		acquireAll()
+		rs := acquireN(t, p, n)
 		time.Sleep(cfg.MaxLifetime - time.Nanosecond)
-		for _, r := range rs {
-			r.Release()
-		}
+		releaseAll(rs)
 		require.Zero(t, p.Stats().ClosedLifetime, "a lifetime cut short")
-		acquireAll()
-		require.Zero(t, p.Stats().Created-n, "idle ones not reused")
+		rs = acquireN(t, p, n)
+		require.Equal(t, int64(n), p.Stats().Created, "idle ones not reused")
 		time.Sleep(time.Nanosecond)
-		for _, r := range rs {
-			r.Release()
-		}
+		releaseAll(rs)
 		require.Equal(t, int64(n), p.Stats().ClosedLifetime, "a lifetime past MaxLifetime")
 		require.NoError(t, p.Close(t.Context()))
 		l.check(t)
 	})
+}
+
+// acquireN acquires n resources of p.
+func acquireN(t *testing.T, p *Pool[*conn], n int) []*Resource[*conn] {
+	t.Helper()
+	rs := make([]*Resource[*conn], n)
+	for i := range rs {
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		rs[i] = r
+	}
+	return rs
+}
+
+// releaseAll releases every resource of rs.
+func releaseAll(rs []*Resource[*conn]) {
+	for _, r := range rs {
+		r.Release()
+	}
 }
 
 // TestLifetimeJitter: resources made together do not all expire together:
@@ -401,15 +400,7 @@ func TestLifetimeJitter(t *testing.T) {
 		cfg.MaxLifetimeJitter = 0.5
 		cfg.HealthCheckPeriod = 100 * time.Millisecond // the sweep closes expired idle ones
 		p := mustNew(t, cfg)
-		rs := make([]*Resource[*conn], n)
-		for i := range rs {
-			r, err := p.Acquire(t.Context())
-			require.NoError(t, err)
-			rs[i] = r
-		}
-		for _, r := range rs {
-			r.Release()
-		}
+		releaseAll(acquireN(t, p, n))
 		time.Sleep(4900 * time.Millisecond)
 		require.Zero(t, p.Stats().ClosedLifetime, "expired before (1-jitter)·MaxLifetime")
 		time.Sleep(4900 * time.Millisecond)
