@@ -7,13 +7,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A call is one decision waiting for a round trip.
+// A call is one decision, or one Reset, waiting for a round trip.
 type call struct {
-	key  string
-	n    int
-	res  int64
-	err  error
-	done chan struct{} // closed once res and err are set
+	key   string
+	n     int
+	reset bool // DEL the key rather than run the script
+	res   int64
+	err   error
+	done  chan struct{} // closed once res and err are set
 }
 
 // batcher bounds the round trips a Limiter has under way. A call made while
@@ -22,6 +23,11 @@ type call struct {
 // ends, every call waiting goes in one pipeline: a single round trip for all
 // of them. So under load each round trip carries many decisions, and neither
 // the server nor the client pays a system call for each one.
+//
+// A round trip keeps its place until it ends, not until its caller stops
+// waiting for it: a caller whose Timeout or ctx ends returns at once, but its
+// round trip runs on until the client ends it, so that a stalled server never
+// has more than max round trips of the Limiter to answer when it wakes.
 //
 // The queue is not empty only while max round trips are under way, so a call
 // never overtakes those waiting.
@@ -33,24 +39,61 @@ type batcher struct {
 }
 
 // run runs the script for key and n, in a round trip of its own if one is
-// free, else in the next pipeline; ctx bounds the wait. It returns what the
-// script returned.
+// free, else in the next pipeline; ctx and the Timeout bound the wait. It
+// returns what the script returned.
 func (l *Limiter) run(ctx context.Context, key string, n int) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	return l.roundTrip(ctx, &call{key: key, n: n})
+}
+
+// roundTrip sends c to Redis and returns its result, or gives up when ctx
+// ends or the Timeout passes.
+func (l *Limiter) roundTrip(parent context.Context, c *call) (int64, error) {
+	ctx, cancel := context.WithTimeout(parent, l.timeout)
 	defer cancel()
 	b := &l.batch
-	if b.max == 0 {
-		return l.runOne(ctx, key, n)
-	}
-	b.mu.Lock()
-	if b.underway < b.max {
+	if b.max > 0 {
+		b.mu.Lock()
+		if b.underway == b.max {
+			return l.queue(ctx, c) // unlocks b.mu
+		}
 		b.underway++
 		b.mu.Unlock()
-		v, err := l.runOne(ctx, key, n)
-		l.roundTripEnded(nil)
-		return v, err
 	}
-	c := &call{key: key, n: n, done: make(chan struct{})}
+	if l.ctxTimeouts && parent.Done() == nil {
+		// Only the deadline can end the wait, and the client keeps to it:
+		// no goroutine needed.
+		defer l.lone()
+		return l.send(ctx, c)
+	}
+	// The client may wait for its own read timeout on a server that has
+	// stopped answering, and watches no cancellation, only deadlines: send
+	// from a goroutine, and stop waiting when ctx ends. The goroutine frees
+	// the round trip's place when the client is done with it.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer l.lone()
+		c.res, c.err = l.send(ctx, c)
+	}()
+	select {
+	case <-done:
+		return c.res, c.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// lone is called as a call's own round trip ends.
+func (l *Limiter) lone() {
+	if l.batch.max > 0 {
+		l.roundTripEnded(nil)
+	}
+}
+
+// queue waits, with b.mu held (it unlocks it), for c's turn in a pipeline.
+func (l *Limiter) queue(ctx context.Context, c *call) (int64, error) {
+	b := &l.batch
+	c.done = make(chan struct{})
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
 
@@ -74,6 +117,14 @@ func (l *Limiter) run(ctx context.Context, key string, n int) (int64, error) {
 	// count the events, as it may for a call that gives up during its own
 	// round trip.
 	return 0, ctx.Err()
+}
+
+// send runs c by itself.
+func (l *Limiter) send(ctx context.Context, c *call) (int64, error) {
+	if c.reset {
+		return l.client.Del(ctx, l.Key(c.key)).Result()
+	}
+	return gcra.Run(ctx, l.client, []string{l.Key(c.key)}, l.tolArg, l.increment(c.n)).Int64()
 }
 
 // roundTripEnded is called as a round trip ends, with the batch it carried
@@ -108,18 +159,22 @@ func (l *Limiter) pipeline(batch []*call) {
 	}
 }
 
-// runBatch runs the script for every call of batch in one pipeline, and tells
-// each call its result. The pipeline carries no caller's context: it serves
-// them all, and ends at the Timeout.
+// runBatch runs every call of batch in one pipeline, and tells each call its
+// result. The pipeline carries no caller's context: it serves them all, and
+// ends at the Timeout.
 func (l *Limiter) runBatch(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
-	cmds := make([]*redis.Cmd, len(batch))
+	cmds := make([]redis.Cmder, len(batch))
 	keys := make([]string, len(batch))
 	send := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) {
 		_, _ = l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range which {
-				cmds[i] = eval(ctx, p, keys[i:i+1], l.tolArg, l.increment(batch[i].n))
+				if batch[i].reset {
+					cmds[i] = p.Del(ctx, keys[i])
+				} else {
+					cmds[i] = eval(ctx, p, keys[i:i+1], l.tolArg, l.increment(batch[i].n))
+				}
 			}
 			return nil
 		})
@@ -142,33 +197,13 @@ func (l *Limiter) runBatch(batch []*call) {
 		send(gcra.Eval, again)
 	}
 	for i, c := range batch {
-		c.res, c.err = cmds[i].Int64()
+		switch cmd := cmds[i].(type) {
+		case *redis.Cmd:
+			c.res, c.err = cmd.Int64()
+		case *redis.IntCmd:
+			c.res, c.err = cmd.Result()
+		}
 		close(c.done)
-	}
-}
-
-// runOne runs the script for key and n, until ctx ends.
-func (l *Limiter) runOne(ctx context.Context, key string, n int) (int64, error) {
-	if l.ctxTimeouts {
-		return gcra.Run(ctx, l.client, []string{l.Key(key)}, l.tolArg, l.increment(n)).Int64()
-	}
-	// The client would wait for its own read timeout (3 seconds by default)
-	// on a server that has stopped answering: wait for it in a goroutine, and
-	// stop waiting at our timeout. The goroutine ends with the client's.
-	type result struct {
-		res int64
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := gcra.Run(ctx, l.client, []string{l.Key(key)}, l.tolArg, l.increment(n)).Int64()
-		done <- result{res, err}
-	}()
-	select {
-	case r := <-done:
-		return r.res, r.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
 	}
 }
 

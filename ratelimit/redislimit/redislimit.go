@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -212,11 +213,34 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if cfg.Policy == FailLocal {
 		rate, burst := cfg.Rate*cfg.LocalShare, max(1, int(float64(cfg.Burst)*cfg.LocalShare))
+		// The in-process bucket is built at the first outage, where it must
+		// not fail: check now that it can be. Its burst is rounded up to 1,
+		// so its refill time may be far longer than Redis's; the same bound
+		// keeps its times far inside an int64. The rate may underflow to 0.
+		if !(float64(burst)*1e6/rate <= maxTolerance) {
+			return bad("LocalShare %v of Rate %v: the in-process bucket of FailLocal (%v events per second, burst %d) would take over four years to refill; raise LocalShare or choose another Policy",
+				cfg.LocalShare, cfg.Rate, rate, burst)
+		}
+		if err := canBuild(rate, burst); err != nil {
+			return bad("LocalShare %v of Rate %v: the in-process bucket of FailLocal cannot be built: %v", cfg.LocalShare, cfg.Rate, err)
+		}
 		l.local = ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 			return ratelimit.NewTokenBucket(rate, burst)
 		}, ratelimit.KeyedOptions{})
 	}
 	return l, nil
+}
+
+// canBuild returns the panic of NewTokenBucket(rate, burst) as an error, if
+// it panics.
+func canBuild(rate float64, burst int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	ratelimit.NewTokenBucket(rate, burst)
+	return nil
 }
 
 // Key returns the Redis key of key.
@@ -315,7 +339,16 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // before an older waiter. It fails at once with ratelimit.ErrExceedsBurst if n
 // is above the burst, and with ratelimit.ErrWouldExceedDeadline once the
 // events cannot come before the deadline of ctx. Otherwise, on failure, it
-// returns ctx.Err(); while Redis is down it waits as the Policy says.
+// returns ctx.Err().
+//
+// While Redis is down, WaitN follows the Policy: FailOpen grants at once;
+// FailLocal grants when the in-process bucket has the events. When nothing
+// can tell when the events will come (FailClosed, or FailLocal with n above
+// the local burst, LocalShare of the Burst, which no local bucket grants),
+// it asks Redis again after the Timeout, then after twice as long each time
+// up to a second or the Timeout (with some jitter, so that waiters do not
+// ask together), until Redis answers or ctx ends: it never hammers a Redis
+// that is trying to recover, and never gives up before ctx does.
 //
 // WaitN panics if key is empty or n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
@@ -329,6 +362,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 			timer.Stop()
 		}
 	}()
+	var backoff time.Duration // 0 until Redis fails
 	for {
 		d, err := l.AllowN(ctx, key, n)
 		if err != nil && ctx.Err() != nil {
@@ -337,8 +371,17 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 		if d.Allowed {
 			return nil
 		}
-		wait := max(d.RetryAfter, time.Millisecond)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		wait, known := d.RetryAfter, true
+		if err == nil {
+			backoff = 0
+		} else if l.policy == FailClosed || wait < 0 {
+			// A guess, not a promise: back off, and wait for ctx to end
+			// rather than fail with ErrWouldExceedDeadline.
+			backoff = l.nextBackoff(backoff)
+			wait, known = max(wait, backoff/2+rand.N(backoff/2+1)), false
+		}
+		wait = max(wait, time.Millisecond)
+		if dl, ok := ctx.Deadline(); ok && known && time.Until(dl) < wait {
 			return ratelimit.ErrWouldExceedDeadline
 		}
 		if timer == nil {
@@ -354,15 +397,50 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	}
 }
 
-// Reset forgets the state of key: its bucket is full again.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
-	checkKeyN(key, 1, "Reset")
-	cctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	return l.client.Del(cctx, l.Key(key)).Err()
+// nextBackoff returns the wait after one of b before asking a failing Redis
+// again: the Timeout first, then twice as long each time, up to the larger of
+// a second and the Timeout.
+func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
+	ceiling := max(time.Second, l.timeout)
+	if b == 0 {
+		return min(l.timeout, ceiling)
+	}
+	if b > ceiling/2 {
+		return ceiling
+	}
+	return 2 * b
 }
 
-// Failures returns the number of round trips to Redis that failed.
+// Reset forgets the state of key: its bucket is full again.
+//
+// Reset waits for Redis as AllowN does (MaxRoundTrips and the Timeout
+// included). If Redis fails to answer within the Timeout, the error matches
+// ErrUnavailable; if ctx ends first, Reset returns ctx.Err(). Either way the
+// key may or may not have been deleted. Its failures are not counted by
+// Failures nor told to OnError: the caller has the error.
+//
+// Reset panics if key is empty.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	checkKeyN(key, 1, "Reset")
+	if err := waitq.CtxErr(ctx, "redislimit"); err != nil {
+		return err
+	}
+	if _, err := l.roundTrip(ctx, &call{key: key, reset: true}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Failures returns the number of decisions that Redis failed to answer in
+// time, each decided by the Policy instead: calls of AllowN, Allow, Take and
+// of a Handle, and each attempt of WaitN. A call counts once, whether it
+// failed alone, in a pipeline with others, or waiting for a round trip; so a
+// stall of Redis under load counts every call made meanwhile, not the round
+// trips. A call whose ctx ended, and Reset, do not count. OnError hears of
+// the same failures.
 func (l *Limiter) Failures() int64 { return l.failures.Load() }
 
 // For returns a handle on one key: a ratelimit.Limiter and ratelimit.Taker,

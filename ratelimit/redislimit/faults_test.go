@@ -1,0 +1,358 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// The tests of this file break a redis-server of their own (stop it, restart
+// it), so that the other tests' server is left alone. They use the real clock,
+// briefly, and skip when no redis-server is on the PATH.
+
+// ownRedis starts a redis-server for the test alone, or skips the test.
+func ownRedis(t *testing.T) *redisProcess {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("needs a redis-server of its own to break")
+	}
+	return startRedis(t, freePort(t))
+}
+
+// pause stops the server with SIGSTOP: it keeps its connections and answers
+// nothing, as a server stalled by a fork or a long command. It resumes when
+// the test ends, if the test has not resumed it.
+func (p *redisProcess) pause(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(p.resume)
+}
+
+// resume undoes pause.
+func (p *redisProcess) resume() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
+// inFlight is a client hook that counts the commands of the script (lone or
+// in pipelines) under way, and the most ever under way at once.
+type inFlight struct {
+	now, most, total atomic.Int64
+}
+
+func countInFlight(c redis.UniversalClient) *inFlight {
+	f := new(inFlight)
+	c.AddHook(f)
+	return f
+}
+
+func (f *inFlight) start() {
+	n := f.now.Add(1)
+	f.total.Add(1)
+	for {
+		m := f.most.Load()
+		if n <= m || f.most.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+func (f *inFlight) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *inFlight) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); strings.HasPrefix(name, "eval") || name == "del" {
+			f.start()
+			defer f.now.Add(-1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f *inFlight) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if name := cmds[0].Name(); strings.HasPrefix(name, "eval") || name == "del" {
+			f.start()
+			defer f.now.Add(-1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// fastClient is a client of p that gives up at a context's deadline.
+func fastClient(t *testing.T, p *redisProcess) redis.UniversalClient {
+	c := redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestFailLocalUnbuildableShareRejected: New refuses a LocalShare whose
+// in-process bucket could not be built (it panicked at the first outage) or
+// would overflow (and allow everything); a share just within reach works
+// through an outage without panicking.
+func TestFailLocalUnbuildableShareRejected(t *testing.T) {
+	c := backends(t)[0].client(t)
+	month := 30 * 24 * time.Hour
+	for _, cfg := range []Config{
+		{Rate: 1 / month.Seconds(), Burst: 1, LocalShare: 0.01},
+		{Rate: 1, Burst: 1, LocalShare: 1e-9},
+		{Rate: 1e-5, Burst: 1, LocalShare: 1e-4},
+		{Rate: 100, Burst: 1000, LocalShare: 1e-300},
+		{Rate: 1, Burst: 1, LocalShare: 1e-12},
+		{Rate: 1, Burst: 1, LocalShare: 5e-324},
+	} {
+		cfg.Client, cfg.Policy = c, FailLocal
+		l, err := New(cfg)
+		require.Nil(t, l, "rate %v, share %v", cfg.Rate, cfg.LocalShare)
+		require.ErrorContains(t, err, "redislimit: bad Config: LocalShare", "rate %v, share %v", cfg.Rate, cfg.LocalShare)
+	}
+	// Another Policy never builds the bucket: the share does not matter.
+	_, err := New(Config{Client: c, Rate: 1, Burst: 1, LocalShare: 1e-300})
+	require.NoError(t, err)
+
+	srv := ownRedis(t)
+	l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 1 / month.Seconds(), Burst: 1,
+		LocalShare: 0.5, Policy: FailLocal, Timeout: 100 * time.Millisecond})
+	srv.stop()
+	d, err := l.Allow(context.Background(), "monthly")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.True(t, d.Allowed, "the local bucket starts full")
+	for range 100 {
+		d, err = l.Allow(context.Background(), "monthly")
+		require.ErrorIs(t, err, ErrUnavailable)
+		require.False(t, d.Allowed, "the local bucket allowed more than its burst")
+	}
+}
+
+// TestFailLocalSmallShareLimits: a small share, with Redis down, allows its
+// share and no more (an overflowing bucket allowed every call).
+func TestFailLocalSmallShareLimits(t *testing.T) {
+	srv := ownRedis(t)
+	l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 100, Burst: 1000,
+		LocalShare: 1e-6, Policy: FailLocal, Timeout: 100 * time.Millisecond})
+	srv.stop()
+	allowed := 0
+	for range 200 {
+		d, err := l.Allow(context.Background(), "k")
+		require.ErrorIs(t, err, ErrUnavailable)
+		if d.Allowed {
+			allowed++
+		}
+	}
+	require.Equal(t, 1, allowed, "a local burst of 1")
+}
+
+// TestMaxRoundTripsHoldsWhileStalled: a round trip that its caller stopped
+// waiting for keeps its place until it ends, so that a stalled server never
+// has more than MaxRoundTrips round trips of the Limiter under way.
+func TestMaxRoundTripsHoldsWhileStalled(t *testing.T) {
+	srv := ownRedis(t)
+	for _, fast := range []bool{false, true} {
+		name := map[bool]string{false: "client-timeouts", true: "ContextTimeoutEnabled"}[fast]
+		t.Run(name, func(t *testing.T) {
+			c := backend{addr: srv.addr}.client(t)
+			if fast {
+				c = fastClient(t, srv)
+			}
+			f := countInFlight(c)
+			l := newLimiter(t, Config{Client: c, Rate: 1e6, Burst: 1000, MaxRoundTrips: 1, Timeout: 20 * time.Millisecond})
+			_, err := l.Allow(context.Background(), "warm")
+			require.NoError(t, err)
+			srv.pause(t)
+			failed := 0
+			for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
+				d, err := l.Allow(context.Background(), "k")
+				require.True(t, d.Allowed, "FailOpen")
+				if err != nil {
+					failed++
+				}
+			}
+			srv.resume()
+			require.Positive(t, failed)
+			require.Eventually(t, func() bool { return f.now.Load() == 0 }, 5*time.Second, time.Millisecond)
+			require.EqualValues(t, 1, f.most.Load(), "round trips under way at once")
+			require.Eventually(t, func() bool {
+				_, err := l.Allow(context.Background(), "k")
+				return err == nil
+			}, 5*time.Second, time.Millisecond)
+		})
+	}
+}
+
+// TestResetBounded: Reset gives up at the Timeout, or when ctx ends, as the
+// other calls do, whatever the client's own timeouts.
+func TestResetBounded(t *testing.T) {
+	srv := ownRedis(t)
+	c := backend{addr: srv.addr}.client(t)
+	l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1, Timeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	require.NoError(t, l.Reset(ctx, "k"))
+	srv.pause(t)
+
+	start := time.Now()
+	err := l.Reset(ctx, "k")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Less(t, time.Since(start), time.Second)
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	require.Equal(t, context.DeadlineExceeded, l.Reset(short, "k"))
+	require.Less(t, time.Since(start), time.Second)
+
+	cancelled, cancel2 := context.WithCancel(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel2)
+	start = time.Now()
+	require.Equal(t, context.Canceled, l.Reset(cancelled, "k"))
+	require.Less(t, time.Since(start), time.Second)
+	require.Equal(t, context.Canceled, l.Reset(cancelled, "k"), "a done ctx fails at once")
+
+	srv.resume()
+	require.Eventually(t, func() bool { return l.Reset(ctx, "k") == nil }, 5*time.Second, time.Millisecond)
+}
+
+// TestCancelEndsCall: a ctx cancelled (without a deadline) ends AllowN and
+// WaitN at once, even with a client that gives up only at deadlines.
+func TestCancelEndsCall(t *testing.T) {
+	srv := ownRedis(t)
+	for _, rt := range []int{1, -1} {
+		c := fastClient(t, srv)
+		l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1, Timeout: 2 * time.Second, MaxRoundTrips: rt})
+		_, err := l.Allow(context.Background(), "warm")
+		require.NoError(t, err)
+	}
+	srv.pause(t)
+	for _, rt := range []int{1, -1} {
+		c := fastClient(t, srv)
+		l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1, Timeout: 2 * time.Second, MaxRoundTrips: rt})
+		for _, wait := range []bool{false, true} {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(20*time.Millisecond, cancel)
+			start := time.Now()
+			var err error
+			if wait {
+				err = l.WaitN(ctx, "k", 1)
+			} else {
+				_, err = l.AllowN(ctx, "k", 1)
+			}
+			require.Equal(t, context.Canceled, err, "MaxRoundTrips %d, WaitN %v", rt, wait)
+			require.Less(t, time.Since(start), time.Second, "MaxRoundTrips %d, WaitN %v", rt, wait)
+		}
+	}
+}
+
+// TestFailLocalWaitNBacksOff: with Redis down, a WaitN for more than the
+// local burst cannot be granted locally; it asks Redis again, backing off,
+// until ctx ends, and is granted once Redis is back.
+func TestFailLocalWaitNBacksOff(t *testing.T) {
+	srv := ownRedis(t)
+	var attempts atomic.Int64
+	l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 10, Burst: 10, LocalShare: 0.1,
+		Policy: FailLocal, Timeout: 20 * time.Millisecond,
+		OnError: func(string, error) { attempts.Add(1) }})
+	srv.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	require.Equal(t, context.DeadlineExceeded, l.WaitN(ctx, "k", 5))
+	require.LessOrEqual(t, attempts.Load(), int64(8), "WaitN hammered a Redis that was down")
+	require.Positive(t, attempts.Load())
+
+	// FailClosed backs off too.
+	attempts.Store(0)
+	closed := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 10, Burst: 10,
+		Policy: FailClosed, Timeout: 20 * time.Millisecond, OnError: func(string, error) { attempts.Add(1) }})
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel2()
+	require.Equal(t, context.DeadlineExceeded, closed.WaitN(ctx2, "k", 1))
+	require.LessOrEqual(t, attempts.Load(), int64(8), "WaitN hammered a Redis that was down")
+
+	// Redis back: the waiter is granted.
+	done := make(chan error)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- l.WaitN(ctx, "k", 5)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	startRedis(t, srv.port)
+	require.NoError(t, <-done)
+}
+
+// TestFailuresCountsCalls: Failures counts the calls that Redis failed, each
+// one, queued or in a pipeline, as OnError hears of them: not round trips.
+func TestFailuresCountsCalls(t *testing.T) {
+	srv := ownRedis(t)
+	c := backend{addr: srv.addr}.client(t)
+	f := countInFlight(c)
+	var reported atomic.Int64
+	l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1, MaxRoundTrips: 1, Timeout: 100 * time.Millisecond,
+		OnError: func(string, error) { reported.Add(1) }})
+	_, err := l.Allow(context.Background(), "warm")
+	require.NoError(t, err)
+	srv.pause(t)
+	var wg sync.WaitGroup
+	const calls = 10
+	for range calls {
+		wg.Go(func() {
+			_, err := l.Allow(context.Background(), "k")
+			if !errors.Is(err, ErrUnavailable) {
+				t.Errorf("Allow = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	srv.resume()
+	require.EqualValues(t, calls, l.Failures())
+	require.EqualValues(t, calls, reported.Load())
+	require.Eventually(t, func() bool { return f.now.Load() == 0 }, 5*time.Second, time.Millisecond)
+	require.Less(t, f.total.Load(), int64(1+calls), "fewer round trips than calls")
+}
+
+// TestStateLost: the limit holds only while Redis keeps the state. A key
+// deleted, a FLUSHALL or a restart without persistence fills every bucket
+// again: a burst more per key, whatever the Policy. The package doc says so.
+func TestStateLost(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 2, Prefix: b.prefix, Policy: FailClosed})
+		ctx := context.Background()
+		take := func() int {
+			n := 0
+			for range 3 {
+				if d, err := l.Allow(ctx, "lost"); err == nil && d.Allowed {
+					n++
+				}
+			}
+			return n
+		}
+		require.Equal(t, 2, take())
+		require.NoError(t, c.Del(ctx, l.Key("lost")).Err())
+		require.Equal(t, 2, take(), "a deleted key is a full bucket")
+		require.NoError(t, c.FlushAll(ctx).Err())
+		require.Equal(t, 2, take(), "FLUSHALL fills every bucket")
+	})
+	srv := ownRedis(t)
+	l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 1e-3, Burst: 2, Policy: FailClosed})
+	ctx := context.Background()
+	for range 2 {
+		d, err := l.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	srv.stop()
+	startRedis(t, srv.port) // without persistence
+	require.Eventually(t, func() bool {
+		d, err := l.Allow(ctx, "k")
+		return err == nil && d.Allowed
+	}, 5*time.Second, time.Millisecond, "a restart without persistence forgot the bucket")
+}
