@@ -25,7 +25,10 @@
 // the bubble's virtual clock, so code that uses them can be tested without
 // sleeping.
 //
-// Bad arguments (a rate that is not above 0, a burst or limit below 1, a window
-// not above 0, n below 1) are bugs and panic with a message that begins with
-// "ratelimit:".
+// Bad arguments (a rate that is not above 0, or so slow that refilling a
+// bucket would take over four years; a burst or limit below 1; a window not
+// above 0; n below 1; a nil limiter) are bugs and panic with a message that
+// begins with "ratelimit:", as does the first use of a limiter's zero value.
+// ValidateTokenBucket checks a rate and burst without panicking. Windows may
+// be as long as math.MaxInt64: times saturate rather than wrap.
 package ratelimit

@@ -19,7 +19,14 @@ type KeyTaker interface {
 
 // Global returns a KeyTaker that ignores keys: one limit shared by every
 // client.
-func Global(t Taker) KeyTaker { return global{t} }
+//
+// Global panics if t is nil, or a nil pointer.
+func Global(t Taker) KeyTaker {
+	if isNil(t) {
+		panic("ratelimit: Global with nil Taker")
+	}
+	return global{t}
+}
 
 type global struct{ t Taker }
 
@@ -75,9 +82,15 @@ type MiddlewareConfig struct {
 // w, what remains r and the seconds t until it is full again), and the widely
 // used X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (seconds
 // until full again). A refused request gets status 429 and Retry-After, in
-// seconds, unless the request costs more than the limit can ever allow.
+// seconds, unless the request costs more than the limit can ever allow. The
+// seconds are rounded up; those of the window and of t forgive the limiter's
+// rounding of a token's cost to its clock, so that a bucket of 3 a second,
+// burst 3, states a window of 1 second, not 2.
+//
+// Middleware panics if limiter is nil (or a nil pointer), or if an option is
+// out of range.
 func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.Handler {
-	if limiter == nil {
+	if isNil(limiter) {
 		panic("ratelimit: Middleware with nil limiter")
 	}
 	if cfg.TrustedHops < 0 {
@@ -134,8 +147,8 @@ func writeHeaders(h http.Header, policy string, d Decision) {
 		return // a limiter that does not say
 	}
 	limit := strconv.Itoa(d.Limit)
-	reset := strconv.FormatInt(seconds(d.ResetAfter), 10)
-	h.Set("RateLimit-Policy", policy+";q="+limit+";w="+strconv.FormatInt(seconds(d.Window), 10))
+	reset := strconv.FormatInt(policySeconds(d.ResetAfter, d.Limit), 10)
+	h.Set("RateLimit-Policy", policy+";q="+limit+";w="+strconv.FormatInt(policySeconds(d.Window, d.Limit), 10))
 	h.Set("X-RateLimit-Limit", limit)
 	h.Set("X-RateLimit-Reset", reset)
 	if d.Remaining < 0 {
@@ -149,6 +162,23 @@ func writeHeaders(h http.Header, policy string, d Decision) {
 // seconds rounds d up to whole seconds, as the headers count them.
 func seconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
+}
+
+// policySeconds is seconds for the headers that state the policy, its window
+// and when the limiter is full again: rounded up, but forgiving the rounding of
+// the limiter's clock. A token costs a whole number of nanoseconds (of
+// microseconds in redislimit), rounded up, so a bucket of 3 a second refills
+// in 1.000000002s; rounded up in full, that would state a window of 2s, and a
+// reset twice as far off as it is. Up to a microsecond per event of the limit
+// is forgiven, and at most a millisecond, nothing next to the whole second
+// the header rounds to. What is above 0 stays at least 1. Retry-After, which
+// a client acts on, is still rounded up in full, so as never to be early.
+func policySeconds(d time.Duration, limit int) int64 {
+	if d <= 0 {
+		return 0
+	}
+	slack := time.Duration(min(limit, 1000)) * time.Microsecond
+	return max(1, seconds(d-slack))
 }
 
 // clientKey returns the key of the client of r: its address, from header if

@@ -82,7 +82,9 @@ type keyedEntry[L Limiter] struct {
 // once for a key that several goroutines use first at the same moment, one
 // result being kept.
 //
-// NewKeyed panics if newLimiter is nil or an option is negative.
+// NewKeyed panics if newLimiter is nil or an option is negative. A call that
+// makes a key panics if newLimiter returns nil, and passes on newLimiter's
+// own panics; the Keyed is left as it was.
 func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedOptions) *Keyed[K, L] {
 	if newLimiter == nil {
 		panic("ratelimit: NewKeyed with nil newLimiter")
@@ -135,6 +137,7 @@ func (k *Keyed[K, L]) Get(key K) L {
 // using it: the events the caller takes would be lost with it, and the key's
 // next limiter would start full.
 func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
+	k.check()
 	now := nowNs()
 	s := &k.shards[maphash.Comparable(k.seed, key)&k.mask]
 	s.mu.RLock()
@@ -149,6 +152,17 @@ func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
 	return e, now
 }
 
+// errZeroKeyed is the panic of a zero Keyed's first use.
+const errZeroKeyed = "ratelimit: use NewKeyed; the zero Keyed is not usable"
+
+// check panics if k was not made by NewKeyed: it has no constructor to call,
+// and no maps to hold keys.
+func (k *Keyed[K, L]) check() {
+	if k.newLimit == nil {
+		panic(errZeroKeyed)
+	}
+}
+
 // use marks e used at now and, if wait, counts a waiter. The shard's lock
 // must be held, shared or not.
 func (e *keyedEntry[L]) use(now int64, wait bool) {
@@ -161,9 +175,14 @@ func (e *keyedEntry[L]) use(now int64, wait bool) {
 }
 
 // insert makes the entry of key, counting the caller among its waiters if
-// wait. The constructor runs without the lock.
+// wait. The constructor runs without the lock: if it panics, nothing has
+// changed.
 func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *keyedEntry[L] {
 	e := &keyedEntry[L]{lim: k.newLimit(key)}
+	if isNil(e.lim) {
+		// Now, rather than as a nil dereference at the key's every use.
+		panic(fmt.Sprintf("ratelimit: NewKeyed's newLimiter returned nil for key %#v", key))
+	}
 	e.ns, _ = any(e.lim).(nsLimiter)
 	e.lastUsed.Store(now)
 	s.mu.Lock()
@@ -199,7 +218,9 @@ func (k *Keyed[K, L]) evictLocked(s *keyedShard[K, L], now int64) {
 			continue
 		}
 		used := e.lastUsed.Load()
-		if now-used > k.ttl {
+		if idle := subSat(now, used); idle > k.ttl || idle < -clockJump {
+			// Idle, or last used on another clock (see clockJump),
+			// whose times would otherwise look the newest.
 			delete(s.entries, key)
 			continue
 		}
@@ -228,6 +249,8 @@ func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 // WaitN waits until n events of key may happen, as the key's limiter's WaitN
 // does.
 func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
+	checkN(n, "Keyed.WaitN")
+	k.check() // the zero Keyed panics even with a done ctx
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
@@ -242,6 +265,7 @@ func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 // Take is AllowN with the details of the decision. If the key's limiter is
 // not a Taker, the decision has only Allowed, and Remaining -1.
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
+	checkN(n, "Keyed.Take")
 	e, _ := k.entry(key, false)
 	if t, ok := any(e.lim).(Taker); ok {
 		return t.Take(n)
@@ -251,6 +275,7 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 
 // Len returns the number of keys held at the moment of the call.
 func (k *Keyed[K, L]) Len() int {
+	k.check()
 	n := 0
 	for i := range k.mask + 1 {
 		s := &k.shards[i]

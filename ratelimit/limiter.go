@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
@@ -69,18 +71,44 @@ func checkN(n int, fn string) {
 	}
 }
 
-// checkRate panics unless rate is positive: a number, above 0. +Inf is allowed
-// and means no limit on the rate.
-func checkRate(rate float64, fn string) {
-	if !(rate > 0) { // NaN too
-		panic(fmt.Sprintf("ratelimit: %s with rate %v; the rate must be above 0", fn, rate))
+// addSat returns a+b, or the int64 nearest to it if it overflows. Times
+// and durations come from users and reach the extremes (a window of
+// math.MaxInt64, a bubble's clock far from the real one): a sum that wrapped
+// would turn "far in the future" into "long ago".
+func addSat(a, b int64) int64 {
+	s := a + b
+	if (s > a) != (b > 0) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
 	}
+	return s
 }
 
-func checkBurst(burst int, fn string) {
-	if burst < 1 {
-		panic(fmt.Sprintf("ratelimit: %s with burst %d; the burst must be at least 1", fn, burst))
+// subSat returns a-b, or the int64 nearest to it if it overflows.
+func subSat(a, b int64) int64 {
+	s := a - b
+	if (s < a) != (b > 0) {
+		if b > 0 {
+			return math.MinInt64
+		}
+		return math.MaxInt64
 	}
+	return s
+}
+
+// isNil reports whether v is nil, or holds a nil pointer, map, slice, func,
+// channel or interface: a limiter that would fail only at its first use.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // nowNs reads the clock shared by every limiter of the package: nanoseconds of

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -22,9 +23,12 @@ import (
 // before another cannot give out tokens twice (x/time/rate can: golang/go#71360).
 //
 // Its clock counts nanoseconds, so a token costs a whole number of them,
-// rounded up: above a million events per second the rate may be rounded down
-// a little. It is never exceeded: in any interval of length d, at most
-// burst + rate·d events are allowed.
+// rounded up: above a million events per second the rate kept may be below
+// the one asked for, the more so the higher (3e8 a second is kept as 2.5e8),
+// and any rate above 1e9 a second is kept as 1e9 a second, one token a
+// nanosecond. To limit bytes on a fast link, count them in larger units
+// (kibibytes, say). The rate kept is never above the one asked for: in any
+// interval of length d, at most burst + rate·d events are allowed.
 //
 // Waiters in WaitN are served first in, first out, and while any waits, Allow
 // and Take refuse, so that no newcomer overtakes them.
@@ -71,14 +75,58 @@ type bucketParams struct {
 	burstNs int64 // burst·tokenNs: how far ahead of now tat may run
 }
 
+// newBucketParams returns the parameters of rate and burst, or panics with a
+// message that names fn if they are not valid.
 func newBucketParams(rate float64, burst int, fn string) *bucketParams {
-	checkRate(rate, fn)
-	checkBurst(burst, fn)
-	tokenNs := int64(math.Ceil(1e9 / rate)) // 0 for +Inf
-	if float64(tokenNs)*float64(burst) > tbMaxBurstNs {
-		panic(fmt.Sprintf("ratelimit: %s with rate %v and burst %d: refilling would take over four years", fn, rate, burst))
+	p, why := makeBucketParams(rate, burst)
+	if p == nil {
+		panic("ratelimit: " + fn + " with " + why)
 	}
-	return &bucketParams{rate: rate, burst: burst, tokenNs: tokenNs, burstNs: tokenNs * int64(burst)}
+	return p
+}
+
+// makeBucketParams returns the parameters of rate and burst, or nil and why
+// they are not valid.
+func makeBucketParams(rate float64, burst int) (*bucketParams, string) {
+	if !(rate > 0) { // NaN too
+		return nil, fmt.Sprintf("rate %v; the rate must be above 0", rate)
+	}
+	if burst < 1 {
+		return nil, fmt.Sprintf("burst %d; the burst must be at least 1", burst)
+	}
+	// Checked on floats before any conversion: below about 1.08e-10 a
+	// second, 1e9/rate overflows an int64, and the conversion's result (on
+	// amd64, math.MinInt64) would pass a check made on integers, and make
+	// every token free.
+	cost := math.Ceil(1e9 / rate) // 0 for +Inf; +Inf for the tiniest rates
+	if cost*float64(burst) > tbMaxBurstNs {
+		return nil, fmt.Sprintf("rate %v and burst %d: refilling would take over four years", rate, burst)
+	}
+	tokenNs := int64(cost)
+	return &bucketParams{rate: rate, burst: burst, tokenNs: tokenNs, burstNs: tokenNs * int64(burst)}, ""
+}
+
+// ValidateTokenBucket returns an error if NewTokenBucket would panic with rate
+// and burst, and nil otherwise: for callers that take the rate and burst from
+// configuration, and would rather report a bad one than panic.
+func ValidateTokenBucket(rate float64, burst int) error {
+	if _, why := makeBucketParams(rate, burst); why != "" {
+		return errors.New("ratelimit: " + why)
+	}
+	return nil
+}
+
+// errZeroBucket is the panic of a zero TokenBucket's first use.
+const errZeroBucket = "ratelimit: use NewTokenBucket; the zero TokenBucket is not usable"
+
+// load returns the parameters, or panics if the bucket was not made by
+// NewTokenBucket.
+func (b *TokenBucket) load() *bucketParams {
+	p := b.params.Load()
+	if p == nil {
+		panic(errZeroBucket)
+	}
+	return p
 }
 
 // NewTokenBucket returns a full TokenBucket that refills at rate tokens per
@@ -86,7 +134,10 @@ func newBucketParams(rate float64, burst int, fn string) *bucketParams {
 // most burst tokens.
 //
 // NewTokenBucket panics if rate is not above 0 (or is NaN), if burst is below
-// 1, or if refilling an empty bucket would take over four years.
+// 1, or if refilling an empty bucket would take over four years (so rates
+// below about 7e-9 a second are refused whatever the burst). A rate above
+// 1e9 is kept as 1e9 (see TokenBucket). ValidateTokenBucket checks the same
+// without panicking.
 func NewTokenBucket(rate float64, burst int) *TokenBucket {
 	b := new(TokenBucket)
 	b.params.Store(newBucketParams(rate, burst, "NewTokenBucket"))
@@ -129,7 +180,7 @@ func (b *TokenBucket) Take(n int) Decision {
 // take takes n tokens at now if it may, and fills d if it is not nil.
 func (b *TokenBucket) take(n int, now int64, d *Decision) bool {
 	for {
-		p := b.params.Load()
+		p := b.load()
 		s := b.state.Load()
 		if s&tbBusy != 0 {
 			b.w.q.Lock() // the setter holds it: wait for it
@@ -188,7 +239,7 @@ func (b *TokenBucket) decide(d *Decision, ok bool, n int, now, tat int64, p *buc
 		b.w.q.Lock()
 		ahead := b.w.queued
 		b.w.q.Unlock()
-		d.RetryAfter = time.Duration(max(0, tat+int64(ahead+n)*p.tokenNs-p.burstNs-now))
+		d.RetryAfter = time.Duration(max(0, subSat(p.fitsAfter(tat, ahead+n), now)))
 	}
 }
 
@@ -208,6 +259,7 @@ func (b *TokenBucket) Wait(ctx context.Context) error { return b.WaitN(ctx, 1) }
 // WaitN panics if n is below 1.
 func (b *TokenBucket) WaitN(ctx context.Context, n int) error {
 	checkN(n, "TokenBucket.WaitN")
+	b.load() // the zero bucket panics even with a done ctx
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
@@ -219,7 +271,7 @@ func (b *TokenBucket) WaitN(ctx context.Context, n int) error {
 
 // Tokens returns the number of tokens in the bucket at the moment of the call.
 func (b *TokenBucket) Tokens() float64 {
-	p := b.params.Load()
+	p := b.load()
 	now := nowNs()
 	if p.tokenNs == 0 {
 		return float64(p.burst)
@@ -229,18 +281,18 @@ func (b *TokenBucket) Tokens() float64 {
 }
 
 // Rate returns the rate, in tokens per second.
-func (b *TokenBucket) Rate() float64 { return b.params.Load().rate }
+func (b *TokenBucket) Rate() float64 { return b.load().rate }
 
 // Burst returns the burst: the most tokens the bucket holds.
-func (b *TokenBucket) Burst() int { return b.params.Load().burst }
+func (b *TokenBucket) Burst() int { return b.load().burst }
 
 // SetRate changes the rate. The tokens in the bucket stay; goroutines waiting
 // in WaitN are served at the new rate, and those whose ctx deadline it puts out
 // of reach fail at once with ErrWouldExceedDeadline, as they would have on
 // entry; those behind them move up.
 //
-// SetRate panics if rate is not above 0, or if refilling would take over four
-// years.
+// SetRate panics if rate is not above 0 (or is NaN), or if refilling would
+// take over four years; the bucket is then left as it was.
 func (b *TokenBucket) SetRate(rate float64) {
 	b.set(func(p *bucketParams) *bucketParams { return newBucketParams(rate, p.burst, "TokenBucket.SetRate") })
 }
@@ -251,13 +303,14 @@ func (b *TokenBucket) SetRate(rate float64) {
 // of reach with ErrWouldExceedDeadline; those behind them move up.
 //
 // SetBurst panics if burst is below 1, or if refilling would take over four
-// years.
+// years; the bucket is then left as it was.
 func (b *TokenBucket) SetBurst(burst int) {
 	b.set(func(p *bucketParams) *bucketParams { return newBucketParams(p.rate, burst, "TokenBucket.SetBurst") })
 }
 
 // set swaps the parameters for those change makes of them, keeping the tokens.
 func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
+	b.load()
 	b.w.q.Lock()
 	defer b.w.q.Unlock()
 	old := b.params.Load()
@@ -306,17 +359,23 @@ func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 func (b *bucketWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	tb := (*TokenBucket)(b)
 	p := b.params.Load()
-	base, k := tb.base(b.state.Load(), now, p), int64(ahead+n)
+	return p.fitsAfter(tb.base(b.state.Load(), now, p), ahead+n)
+}
+
+// fitsAfter returns when k tokens fit, counted from base, the time from which
+// the next token is counted; math.MaxInt64 if that is beyond what an int64
+// holds.
+func (p *bucketParams) fitsAfter(base int64, k int) int64 {
 	room := int64(math.MaxInt64)
 	if base > 0 {
 		room -= base
 	}
-	if p.tokenNs > 0 && k > room/p.tokenNs {
+	if p.tokenNs > 0 && int64(k) > room/p.tokenNs {
 		// Centuries of tokens (a rate near the slowest allowed, and many
 		// waiters): later than any deadline, and more than an int64 holds.
 		return math.MaxInt64
 	}
-	return base + k*p.tokenNs - p.burstNs
+	return base + int64(k)*p.tokenNs - p.burstNs
 }
 
 func (b *bucketWaitable) setQueuedLocked(queued bool) {

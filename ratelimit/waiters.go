@@ -121,7 +121,7 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 				w.q.Unlock()
 				return nil
 			}
-			if dl, has := ctx.Deadline(); has && now+wait > atNs(dl) {
+			if dl, has := ctx.Deadline(); has && addSat(now, wait) > atNs(dl) {
 				err = ErrWouldExceedDeadline
 			} else {
 				w.q.Unlock()

@@ -20,9 +20,11 @@ func checkWindow(limit int, window time.Duration, fn string) {
 	}
 }
 
-// never is the time of a grant that never happened: far enough in the past to
-// be outside any window, even seen from a synctest bubble's clock.
-const never = -(1 << 62)
+// never is the time of a grant that never happened: before any time, and so
+// outside every window, even one of math.MaxInt64 seen from a synctest
+// bubble's clock. Sums of times saturate (see addSat), so that the start of a
+// window, now-window, is never before it.
+const never = math.MinInt64
 
 // A SlidingWindow allows at most limit events in any interval of length
 // window, exactly: it keeps the times of the last limit events, and allows n
@@ -31,6 +33,9 @@ const never = -(1 << 62)
 // It costs memory in proportion to limit (8 bytes per event), and each
 // decision takes a lock. For very large limits, SlidingWindowCounter answers
 // in constant memory, approximately.
+//
+// Any window above 0 is valid, up to math.MaxInt64: a window longer than the
+// process lives allows limit events, and then no more.
 //
 // Waiters in WaitN are served first in, first out, and while any waits, Allow
 // and Take refuse, so that no newcomer overtakes them.
@@ -62,13 +67,34 @@ func NewSlidingWindow(limit int, window time.Duration) *SlidingWindow {
 	return s
 }
 
+// errZeroWindow is the panic of a zero SlidingWindow's first use.
+const errZeroWindow = "ratelimit: use NewSlidingWindow; the zero SlidingWindow is not usable"
+
+// check panics if s was not made by NewSlidingWindow: its limit of 0 would
+// divide by zero.
+func (s *SlidingWindow) check() {
+	if s.limit == 0 {
+		panic(errZeroWindow)
+	}
+}
+
 // at returns the time of the i'th oldest of the last limit grants.
 func (s *SlidingWindow) at(i int) int64 { return s.times[(s.head+i)%s.limit] }
+
+// leavesAt returns when the i'th oldest of the last limit grants leaves the
+// window; never if it never happened.
+func (s *SlidingWindow) leavesAt(i int) int64 {
+	t := s.at(i)
+	if t == never {
+		return never // and not never+window, which may be after now
+	}
+	return addSat(t, s.window)
+}
 
 // syncLocked resets the window if its times come from another clock (see
 // clockJump). s.w.q must be locked.
 func (s *SlidingWindow) syncLocked(now int64) {
-	if s.at(s.limit-1) > now+clockJump {
+	if s.at(s.limit-1) > addSat(now, clockJump) {
 		for i := range s.times {
 			s.times[i] = never
 		}
@@ -77,7 +103,7 @@ func (s *SlidingWindow) syncLocked(now int64) {
 
 // fitsLocked reports whether n events may happen at now, queue aside.
 func (s *SlidingWindow) fitsLocked(n int, now int64) bool {
-	return n <= s.limit && s.at(n-1) <= now-s.window
+	return n <= s.limit && s.at(n-1) <= subSat(now, s.window)
 }
 
 func (s *SlidingWindow) recordLocked(n int, now int64) {
@@ -118,6 +144,7 @@ func (s *SlidingWindow) Take(n int) Decision {
 func (s *SlidingWindow) allowAt(n int, now int64) bool { return s.take(n, now, nil) }
 
 func (s *SlidingWindow) take(n int, now int64, d *Decision) bool {
+	s.check()
 	s.w.q.Lock()
 	defer s.w.q.Unlock()
 	s.syncLocked(now)
@@ -129,9 +156,9 @@ func (s *SlidingWindow) take(n int, now int64, d *Decision) bool {
 		*d = Decision{Allowed: ok, Limit: s.limit, Window: time.Duration(s.window)}
 		// The grants still inside the window are the newest ones: find the
 		// oldest of them.
-		old := sort.Search(s.limit, func(i int) bool { return s.at(i) > now-s.window })
-		d.Remaining = old
-		d.ResetAfter = time.Duration(max(0, s.at(s.limit-1)+s.window-now))
+		from := subSat(now, s.window)
+		d.Remaining = sort.Search(s.limit, func(i int) bool { return s.at(i) > from })
+		d.ResetAfter = time.Duration(max(0, subSat(s.leavesAt(s.limit-1), now)))
 		switch ahead := s.w.queued; {
 		case ok:
 		case n > s.limit:
@@ -157,6 +184,7 @@ func (s *SlidingWindow) Wait(ctx context.Context) error { return s.WaitN(ctx, 1)
 // WaitN panics if n is below 1.
 func (s *SlidingWindow) WaitN(ctx context.Context, n int) error {
 	checkN(n, "SlidingWindow.WaitN")
+	s.check() // the zero window panics even with a done ctx
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
@@ -180,17 +208,17 @@ func (s *windowWaitable) takeLocked(n int, now int64) (bool, int64) {
 		sw.recordLocked(n, now)
 		return true, 0
 	}
-	return false, sw.at(n-1) + s.window - now
+	return false, subSat(sw.leavesAt(n-1), now)
 }
 
 func (s *windowWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	sw := (*SlidingWindow)(s)
 	if k := ahead + n; k <= s.limit {
-		return max(now, sw.at(k-1)+s.window)
+		return max(now, sw.leavesAt(k-1))
 	}
 	// Some of these events must wait for grants still to come, which
 	// happen at now or later, to leave the window.
-	return now + s.window
+	return addSat(now, s.window)
 }
 
 // A SlidingWindowCounter allows about limit events in any interval of length
@@ -206,6 +234,8 @@ func (s *windowWaitable) earliestLocked(ahead, n int, now int64) int64 {
 //
 // Waiters in WaitN are served first in, first out, and while any waits, Allow
 // and Take refuse.
+//
+// Any window above 0 is valid, up to math.MaxInt64, as for SlidingWindow.
 //
 // Use NewSlidingWindowCounter; the zero value is not usable. A
 // SlidingWindowCounter must not be copied after first use. It is safe for
@@ -231,49 +261,87 @@ func NewSlidingWindowCounter(limit int, window time.Duration) *SlidingWindowCoun
 	return &SlidingWindowCounter{limit: limit, window: int64(window)}
 }
 
-// advanceLocked moves the fixed windows forward to now.
+// errZeroCounter is the panic of a zero SlidingWindowCounter's first use.
+const errZeroCounter = "ratelimit: use NewSlidingWindowCounter; the zero SlidingWindowCounter is not usable"
+
+// check panics if c was not made by NewSlidingWindowCounter: its window of 0
+// would divide by zero.
+func (c *SlidingWindowCounter) check() {
+	if c.limit == 0 {
+		panic(errZeroCounter)
+	}
+}
+
+// advanceLocked moves the fixed windows forward to now. Sums saturate (see
+// addSat): with a window near math.MaxInt64, start+window is past any now,
+// and the first fixed window never ends.
 func (c *SlidingWindowCounter) advanceLocked(now int64) {
-	if now < c.start-clockJump {
+	if now < subSat(c.start, clockJump) {
 		// A clock from another world (see clockJump): start afresh.
 		c.start, c.curr, c.prev = now, 0, 0
 		return
 	}
-	if now < c.start+c.window {
+	end := addSat(c.start, c.window)
+	if now < end {
 		return
 	}
-	if now < c.start+2*c.window {
+	if now < addSat(end, c.window) {
 		c.prev = c.curr
 	} else {
 		c.prev = 0
 	}
 	c.curr = 0
-	c.start = now - (now-c.start)%c.window
+	// now-start fits: the windows are both since the same epoch, and now is
+	// past start+window here; only a bubble slept for centuries saturates it.
+	if elapsed := subSat(now, c.start); elapsed < math.MaxInt64 {
+		c.start = now - elapsed%c.window
+	} else {
+		c.start = now
+	}
 }
+
+// elapsedLocked is how far now is into the current fixed window: between 0
+// and the window, after advanceLocked. A caller whose reading of the clock is
+// older than start counts as at start.
+func (c *SlidingWindowCounter) elapsedLocked(now int64) int64 { return max(0, now-c.start) }
 
 // countLocked is the estimated number of events in the window ending at now.
 func (c *SlidingWindowCounter) countLocked(now int64) float64 {
-	covered := float64(c.start+c.window-now) / float64(c.window) // of the previous window
+	covered := float64(c.window-c.elapsedLocked(now)) / float64(c.window) // of the previous window
 	return float64(c.prev)*covered + float64(c.curr)
+}
+
+// fracNs returns frac of the window, in nanoseconds rounded up; frac is at
+// most 1.
+func (c *SlidingWindowCounter) fracNs(frac float64) int64 {
+	ns := math.Ceil(frac * float64(c.window))
+	if ns >= float64(c.window) {
+		// The float of a window near math.MaxInt64 rounds up to 2^63,
+		// which does not convert.
+		return c.window
+	}
+	return int64(ns)
 }
 
 // waitLocked returns how long from now until n more events fit, if the k
 // events asked for are n.
 func (c *SlidingWindowCounter) waitLocked(n int, now int64) int64 {
 	room := float64(c.limit - n)
+	elapsed := c.elapsedLocked(now)
 	if c.curr+n <= c.limit {
 		// In this window, once the previous one's weight has dropped enough.
 		if c.prev == 0 {
 			return 0
 		}
 		frac := 1 - (room-float64(c.curr))/float64(c.prev) // of the window to pass
-		return max(0, c.start+int64(math.Ceil(frac*float64(c.window)))-now)
+		return max(0, c.fracNs(frac)-elapsed)
 	}
 	// In the next window, where this one's count becomes the previous.
 	frac := 0.0
 	if c.curr > 0 {
 		frac = max(0, 1-room/float64(c.curr))
 	}
-	return c.start + c.window + int64(math.Ceil(frac*float64(c.window))) - now
+	return addSat(c.window-elapsed, c.fracNs(frac))
 }
 
 // Allow reports whether one event may happen now, and if so counts it.
@@ -302,6 +370,7 @@ func (c *SlidingWindowCounter) Take(n int) Decision {
 func (c *SlidingWindowCounter) allowAt(n int, now int64) bool { return c.take(n, now, nil) }
 
 func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
+	c.check()
 	c.w.q.Lock()
 	defer c.w.q.Unlock()
 	c.advanceLocked(now)
@@ -315,9 +384,9 @@ func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 		// Full again when both windows' counts have aged out.
 		switch {
 		case c.curr > 0:
-			d.ResetAfter = time.Duration(c.start + 2*c.window - now)
+			d.ResetAfter = time.Duration(addSat(c.window-c.elapsedLocked(now), c.window))
 		case c.prev > 0:
-			d.ResetAfter = time.Duration(c.start + c.window - now)
+			d.ResetAfter = time.Duration(c.window - c.elapsedLocked(now))
 		}
 		switch {
 		case ok:
@@ -339,6 +408,7 @@ func (c *SlidingWindowCounter) Wait(ctx context.Context) error { return c.WaitN(
 // WaitN panics if n is below 1.
 func (c *SlidingWindowCounter) WaitN(ctx context.Context, n int) error {
 	checkN(n, "SlidingWindowCounter.WaitN")
+	c.check() // the zero counter panics even with a done ctx
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
@@ -370,7 +440,7 @@ func (c *counterWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	sc := (*SlidingWindowCounter)(c)
 	sc.advanceLocked(now)
 	if k := ahead + n; k <= c.limit {
-		return now + sc.waitLocked(k, now)
+		return addSat(now, sc.waitLocked(k, now))
 	}
 	return now // no useful bound: let it wait
 }

@@ -1,0 +1,282 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The tests of this file pin what the limiters do at the edges of their
+// arguments: rates too slow for the clock, windows longer than it counts,
+// zero values and nil arguments.
+
+// TestTokenBucketTinyRateRefused: a rate so slow that 1e9/rate does not fit in
+// an int64 once overflowed into a negative cost, which passed the "over four
+// years" check and let every event through. Each way of setting a rate or a
+// burst now refuses it, checked on floats before any conversion, and leaves
+// the bucket as it was.
+func TestTokenBucketTinyRateRefused(t *testing.T) {
+	const msg = "refilling would take over four years"
+	for _, rate := range []float64{1e-9, 1.09e-10, 1.08e-10, 1e-11, 1e-300, math.SmallestNonzeroFloat64} {
+		require.PanicsWithValue(t, panicText("NewTokenBucket", rate, 1, msg), func() { NewTokenBucket(rate, 1) }, "rate %v", rate)
+		b := NewTokenBucket(1, 2)
+		require.PanicsWithValue(t, panicText("TokenBucket.SetRate", rate, 2, msg), func() { b.SetRate(rate) }, "rate %v", rate)
+		require.Equal(t, 1.0, b.Rate())
+		require.True(t, b.AllowN(2), "SetRate's panic changed the bucket")
+		require.False(t, b.Allow())
+		require.Error(t, ValidateTokenBucket(rate, 1), "rate %v", rate)
+	}
+	b := NewTokenBucket(1, 1)
+	require.PanicsWithValue(t, panicText("TokenBucket.SetBurst", 1.0, math.MaxInt, msg), func() { b.SetBurst(math.MaxInt) })
+	require.Equal(t, 1, b.Burst())
+	k := newBuckets(1e-11, 1, KeyedOptions{})
+	require.PanicsWithValue(t, panicText("NewTokenBucket", 1e-11, 1, msg), func() { k.Allow("a") })
+	require.Zero(t, k.Len())
+	require.True(t, newBuckets(1, 1, KeyedOptions{}).Allow("a"))
+
+	// The slowest rates allowed still refuse as they should.
+	slow := NewTokenBucket(1e-8, 1) // a token every 3 years
+	require.True(t, slow.Allow())
+	for range 1000 {
+		require.False(t, slow.Allow())
+	}
+}
+
+func panicText(fn string, rate float64, burst int, why string) string {
+	return fmt.Sprintf("ratelimit: %s with rate %v and burst %d: %s", fn, rate, burst, why)
+}
+
+// TestValidateTokenBucket: what NewTokenBucket would panic about, as an error.
+func TestValidateTokenBucket(t *testing.T) {
+	for _, tc := range []struct {
+		rate  float64
+		burst int
+		ok    bool
+	}{
+		{1, 1, true}, {math.Inf(1), math.MaxInt, true}, {1e300, 1, true}, {1e-8, 1, true},
+		{0, 1, false}, {-1, 1, false}, {math.NaN(), 1, false}, {math.Inf(-1), 1, false},
+		{1, 0, false}, {1, -1, false}, {1, math.MaxInt, false}, {1e-300, 1, false},
+	} {
+		err := ValidateTokenBucket(tc.rate, tc.burst)
+		if tc.ok {
+			require.NoError(t, err, "rate %v, burst %d", tc.rate, tc.burst)
+			NewTokenBucket(tc.rate, tc.burst)
+			continue
+		}
+		require.Error(t, err, "rate %v, burst %d", tc.rate, tc.burst)
+		require.PanicsWithValue(t, "ratelimit: NewTokenBucket with "+err.Error()[len("ratelimit: "):],
+			func() { NewTokenBucket(tc.rate, tc.burst) })
+	}
+}
+
+// TestTokenBucketRateAboveClock: a rate above one token a nanosecond is kept
+// at one a nanosecond, as documented; Rate still says what was asked.
+func TestTokenBucketRateAboveClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, rate := range []float64{2e9, 1e300, math.MaxFloat64} {
+			b := NewTokenBucket(rate, 10)
+			require.Equal(t, rate, b.Rate())
+			require.True(t, b.AllowN(10))
+			require.False(t, b.Allow())
+			time.Sleep(time.Nanosecond)
+			require.True(t, b.Allow())
+			require.False(t, b.Allow())
+		}
+	})
+}
+
+// TestSlidingWindowHugeWindow: a window longer than about 146 years reached
+// past the time the windows took for "never": outside a bubble a fresh
+// limiter refused its first event, and inside one now-window wrapped around
+// and every event passed. Sums of times now saturate, so that such a window
+// allows limit events and then none, as a window longer than the process
+// lives should.
+func TestSlidingWindowHugeWindow(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	for _, k := range windowKinds {
+		for _, window := range []time.Duration{147 * year, 200 * year, math.MaxInt64 - 1, math.MaxInt64} {
+			check := func(t *testing.T) {
+				w := k.new(2, window)
+				require.True(t, w.Allow(), "first event")
+				d := w.Take(1)
+				require.True(t, d.Allowed, "second event")
+				require.Equal(t, 0, d.Remaining)
+				require.Equal(t, window, d.Window)
+				require.Positive(t, d.ResetAfter)
+				d = w.Take(1)
+				require.False(t, d.Allowed, "third event")
+				require.Positive(t, d.RetryAfter)
+				require.Positive(t, d.ResetAfter)
+				require.Equal(t, time.Duration(-1), w.Take(3).RetryAfter)
+
+				ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+				defer cancel()
+				require.ErrorIs(t, w.Wait(ctx), ErrWouldExceedDeadline)
+				ctx, cancel = context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- w.Wait(ctx) }()
+				cancel()
+				require.ErrorIs(t, <-done, context.Canceled)
+				require.False(t, w.Allow())
+			}
+			t.Run(k.name+"/"+window.String()+"/outside", check)
+			t.Run(k.name+"/"+window.String()+"/bubble", func(t *testing.T) { synctest.Test(t, check) })
+		}
+	}
+}
+
+// TestSlidingWindowHugeWindowWaiter: the head waiter of a huge window, whose
+// wait saturates, is served when its ctx has no deadline only by the window
+// passing: it sleeps, and leaves when its ctx ends.
+func TestSlidingWindowHugeWindowWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, k := range windowKinds {
+			w := k.new(1, math.MaxInt64)
+			require.True(t, w.Allow())
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error)
+			go func() { done <- w.Wait(ctx) }()
+			synctest.Wait()
+			time.Sleep(100 * 365 * 24 * time.Hour)
+			select {
+			case err := <-done:
+				t.Fatalf("%s: Wait = %v after a century, want it waiting", k.name, err)
+			default:
+			}
+			cancel()
+			require.ErrorIs(t, <-done, context.Canceled)
+		}
+	})
+}
+
+// TestZeroValues: every limiter's zero value panics at first use, saying to
+// use its constructor, rather than dereferencing nil or dividing by zero.
+func TestZeroValues(t *testing.T) {
+	ctx := t.Context()
+	for name, uses := range map[string][]func(){
+		"ratelimit: use NewTokenBucket; the zero TokenBucket is not usable": func() []func() {
+			b := new(TokenBucket)
+			return []func(){
+				func() { b.Allow() }, func() { b.AllowN(1) }, func() { b.AllowNAt(1, time.Now()) },
+				func() { b.Take(1) }, func() { _ = b.Wait(ctx) }, func() { _ = b.WaitN(ctx, 1) },
+				func() { _ = b.Wait(canceled()) }, func() { b.Tokens() }, func() { b.Rate() },
+				func() { b.Burst() }, func() { b.SetRate(1) }, func() { b.SetBurst(1) },
+			}
+		}(),
+		"ratelimit: use NewSlidingWindow; the zero SlidingWindow is not usable": func() []func() {
+			s := new(SlidingWindow)
+			return []func(){
+				func() { s.Allow() }, func() { s.AllowN(1) }, func() { s.Take(1) },
+				func() { _ = s.Wait(ctx) }, func() { _ = s.WaitN(canceled(), 1) },
+			}
+		}(),
+		"ratelimit: use NewSlidingWindowCounter; the zero SlidingWindowCounter is not usable": func() []func() {
+			c := new(SlidingWindowCounter)
+			return []func(){
+				func() { c.Allow() }, func() { c.AllowN(1) }, func() { c.Take(1) },
+				func() { _ = c.Wait(ctx) }, func() { _ = c.WaitN(canceled(), 1) },
+			}
+		}(),
+		"ratelimit: use NewKeyed; the zero Keyed is not usable": func() []func() {
+			k := new(Keyed[string, *TokenBucket])
+			return []func(){
+				func() { k.Allow("a") }, func() { k.AllowN("a", 1) }, func() { k.Take("a", 1) },
+				func() { k.Get("a") }, func() { _ = k.WaitN(ctx, "a", 1) },
+				func() { _ = k.WaitN(canceled(), "a", 1) }, func() { k.Limiter("a").AllowN(1) },
+				func() { k.Len() },
+			}
+		}(),
+	} {
+		for i, use := range uses {
+			require.PanicsWithValue(t, name, use, "use %d", i)
+		}
+	}
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// TestNilLimiterAtConstruction: a nil limiter given to Global or Middleware
+// is refused when they are called, not at the first request.
+func TestNilLimiterAtConstruction(t *testing.T) {
+	require.PanicsWithValue(t, "ratelimit: Global with nil Taker", func() { Global(nil) })
+	require.PanicsWithValue(t, "ratelimit: Global with nil Taker", func() { Global((*TokenBucket)(nil)) })
+	require.PanicsWithValue(t, "ratelimit: Middleware with nil limiter", func() {
+		Middleware((*Keyed[string, *TokenBucket])(nil), MiddlewareConfig{})
+	})
+	require.PanicsWithValue(t, "ratelimit: Middleware with nil limiter", func() { Middleware(nil, MiddlewareConfig{}) })
+	require.PanicsWithValue(t, "ratelimit: NewKeyed with nil newLimiter", func() {
+		NewKeyed[string, *TokenBucket](nil, KeyedOptions{})
+	})
+}
+
+// TestKeyedNewLimiterMisbehaves: a newLimiter that returns nil is reported
+// as such; one that panics leaves the Keyed whole, and the panic reaches the
+// caller.
+func TestKeyedNewLimiterMisbehaves(t *testing.T) {
+	k := NewKeyed(func(string) *TokenBucket { return nil }, KeyedOptions{})
+	require.PanicsWithValue(t, `ratelimit: NewKeyed's newLimiter returned nil for key "a"`, func() { k.Allow("a") })
+	require.Zero(t, k.Len())
+
+	fail := true
+	k = NewKeyed(func(string) *TokenBucket {
+		if fail {
+			panic("newLimiter failed")
+		}
+		return NewTokenBucket(1, 1)
+	}, KeyedOptions{MaxKeys: 1})
+	for _, use := range []func(){
+		func() { k.Allow("a") }, func() { k.Take("a", 1) }, func() { _ = k.WaitN(t.Context(), "a", 1) },
+	} {
+		require.PanicsWithValue(t, "newLimiter failed", use)
+	}
+	require.Zero(t, k.Len())
+	fail = false
+	require.True(t, k.Allow("a"))
+	require.False(t, k.Allow("a"))
+}
+
+// TestKeyedCheckesN: Take and WaitN refuse a bad n before they make a key.
+func TestKeyedChecksN(t *testing.T) {
+	k := NewKeyed(func(string) Limiter { return plainLimiter{} }, KeyedOptions{})
+	require.PanicsWithValue(t, "ratelimit: Keyed.Take with n = 0; n must be at least 1", func() { k.Take("a", 0) })
+	require.PanicsWithValue(t, "ratelimit: Keyed.WaitN with n = -1; n must be at least 1", func() { _ = k.WaitN(t.Context(), "a", -1) })
+	require.Zero(t, k.Len())
+}
+
+// TestHeadersReflectConfiguredRate: a token costs a whole number of
+// nanoseconds, rounded up, so a bucket of 3 a second takes 1.000000002s to
+// refill; the headers, in whole seconds rounded up, said w=2 and a reset of
+// 2. They now state the policy as configured.
+func TestHeadersReflectConfiguredRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			rate           float64
+			burst          int
+			policy, header string
+		}{
+			{3, 3, `"default";q=3;w=1`, `"default";r=0;t=1`},
+			{7, 7, `"default";q=7;w=1`, `"default";r=0;t=1`},
+			{7, 14, `"default";q=14;w=2`, `"default";r=0;t=2`},
+			{2, 5, `"default";q=5;w=3`, `"default";r=0;t=3`}, // 2.5s
+			{1000, 3, `"default";q=3;w=1`, `"default";r=0;t=1`},
+		} {
+			b := NewTokenBucket(tc.rate, tc.burst)
+			h := Middleware(Global(b), MiddlewareConfig{Cost: func(*http.Request) int { return tc.burst }})(okHandler)
+			w := get(t, h, "192.0.2.1:1", nil)
+			require.Equal(t, http.StatusOK, w.Code)
+			require.Equal(t, tc.policy, w.Header().Get("RateLimit-Policy"), "rate %v, burst %d", tc.rate, tc.burst)
+			require.Equal(t, tc.header, w.Header().Get("RateLimit"), "rate %v, burst %d", tc.rate, tc.burst)
+			require.Equal(t, tc.header[len(tc.header)-1:], w.Header().Get("X-RateLimit-Reset"))
+		}
+	})
+}
