@@ -20,6 +20,21 @@
 // and follows Config.Policy: allow (FailOpen), refuse (FailClosed), or fall
 // back to an in-process token bucket at a share of the rate (FailLocal). A
 // call never hangs past its context, and never panics on a Redis error.
+//
+// # The limit lives in Redis
+//
+// The limit is never exceeded while Redis keeps its keys. A key lost is a
+// bucket full again, so each loss grants up to a burst more per key, whatever
+// the Policy: a key deleted, a FLUSHALL or FLUSHDB, a key evicted for memory,
+// a restart that loaded no state or an older one, a failover to a replica
+// that had not yet received the latest writes. Where the limit must hold
+// through those, run Redis with every key kept: maxmemory-policy noeviction
+// (each key has a time to live, so the volatile-* policies evict them too),
+// and persistence by the append-only file, appendonly yes, with appendfsync
+// always to lose nothing at a crash (everysec may lose about the last second
+// of grants, up to a burst plus a second's worth per key). RDB snapshots
+// alone lose everything since the last one. Replication is asynchronous: a
+// failover may lose the last writes as a crash does.
 package redislimit
 
 import (
@@ -92,8 +107,11 @@ type Config struct {
 
 	// Timeout bounds each call's wait for Redis, the wait for a round trip
 	// (see MaxRoundTrips) included. 0 means 100 milliseconds. It holds
-	// whatever the client's own timeouts; a client with
-	// Options.ContextTimeoutEnabled gives up at it too, and costs less.
+	// whatever the client's own timeouts, and so does a call's ctx, ended by
+	// its deadline or cancelled. A client with Options.ContextTimeoutEnabled
+	// ends its round trips at the Timeout too, and costs less; with another
+	// client, a round trip that its caller stopped waiting for runs on until
+	// the client's ReadTimeout.
 	Timeout time.Duration
 
 	// Policy is what to do when Redis fails to answer in time; the default
@@ -102,7 +120,11 @@ type Config struct {
 
 	// LocalShare is the share of Rate and Burst that FailLocal's in-process
 	// bucket allows, between 0 and 1: with n instances, 1/n keeps the service
-	// to the limit. 0 means 1.
+	// to the limit. 0 means 1. The local burst is rounded down, but to at
+	// least 1: with a share of the Burst below one event, each instance may
+	// allow one event at once when Redis fails. New refuses a share whose
+	// local bucket would take over four years to refill (a monthly quota of
+	// one event shared by 100 instances, say); other Policies ignore it.
 	LocalShare float64
 
 	// MaxRoundTrips bounds the round trips to Redis that the Limiter has
@@ -113,6 +135,13 @@ type Config struct {
 	// call's wait, queue included. 0 means 4; -1 means no bound: each call
 	// makes its own round trip at once, on a connection of its own (and
 	// waits for one if the client's pool has none free).
+	//
+	// A round trip keeps its place until it ends, even when its callers
+	// have stopped waiting for it: a Redis that stalls never has more than
+	// MaxRoundTrips round trips of the Limiter under way. Without
+	// Options.ContextTimeoutEnabled on the client, a round trip may outlast
+	// the Timeout (up to the client's ReadTimeout), and the calls made
+	// meanwhile wait in the queue, then follow the Policy at their Timeout.
 	//
 	// A pipeline serves many calls, so it carries none of their contexts:
 	// client hooks see it without their values (a tracing span, say). Set
@@ -150,8 +179,9 @@ type Limiter struct {
 
 // New returns a Limiter. It returns an error for a bad Config: a nil Client, a
 // Rate not above 0, a Burst below 1, a Rate and Burst that take over four years
-// to refill, a negative Timeout, a LocalShare outside 0 to 1, an unknown
-// Policy, or a MaxRoundTrips below -1.
+// to refill, a negative Timeout, a LocalShare outside 0 to 1 (or, with
+// FailLocal, one whose local bucket would take over four years to refill), an
+// unknown Policy, or a MaxRoundTrips below -1.
 func New(cfg Config) (*Limiter, error) {
 	bad := func(format string, args ...any) (*Limiter, error) {
 		return nil, fmt.Errorf("redislimit: bad Config: "+format, args...)
