@@ -3,7 +3,6 @@ package ctxsync
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -16,49 +15,69 @@ var ErrBrokenBarrier = errors.New("ctxsync: broken barrier")
 
 // A Barrier lets a fixed number of goroutines, its parties, meet: each calls
 // Wait, and all are released together when the last one arrives. It is cyclic:
-// once released, it is ready for the next round.
+// once a round is complete, the next party to arrive starts the next round.
 //
 // An optional action runs once per round, in the last goroutine to arrive,
-// before any party is released; it can publish the results of the round that
-// ends. If it fails, the barrier breaks.
+// before any party of the round is released; it can publish the results of
+// the round that ends. If it fails, the barrier breaks. Two actions of one
+// Barrier never run at the same time: a round that completes while the action
+// of an earlier one runs (possible when more goroutines than parties use the
+// barrier, or after a Reset) waits for it to return before its own action
+// runs.
 //
-// A barrier breaks when a party gives up waiting (its ctx ends), when the
-// action fails, or on Abort. A broken barrier refuses every Wait with
-// ErrBrokenBarrier until Reset, so that a round the parties can no longer
-// complete fails fast instead of hanging.
+// A barrier breaks when a party gives up waiting (its ctx ends) before its
+// round is complete, when the action fails, or on Abort. A broken barrier
+// refuses every Wait with ErrBrokenBarrier until Reset, so that a round the
+// parties can no longer complete fails fast instead of hanging.
 //
-// Use NewBarrier; the zero Barrier is not usable. A Barrier must not be copied
-// after first use. A Barrier is safe for concurrent use by multiple goroutines.
+// Use NewBarrier; the zero Barrier is not usable, and its Wait panics. A
+// Barrier must not be copied after first use. A Barrier is safe for concurrent
+// use by multiple goroutines.
 //
 // In the terminology of the Go memory model, everything a party does before it
-// calls Wait is synchronized before the action of that round, and the action
-// is synchronized before the return of every Wait of the round.
+// calls Wait is synchronized before the action of that round, the action is
+// synchronized before the return of every Wait of the round, and each action
+// is synchronized before the next one starts.
 type Barrier struct {
 	_ nocopy.NoCopy
 
 	parties int
 	action  func() error
 
-	// q holds the parties waiting for this round to end, and the goroutines
-	// that arrived while a complete round's action ran, which join the next
-	// round when it ends (the gate). Both are released together. Its lock
-	// guards the fields below.
+	// q holds the parties waiting for their round to end, and the last party
+	// of each complete round whose action waits for an earlier action to
+	// return. Rounds are numbered in the order they start, so q is in round
+	// order. Its lock guards the fields below.
 	q waitq.Queue[barrierWait]
 
-	waiting int // round waiters in q
-	arrived int // parties arrived this round, the last one included
+	round   uint64 // the round gathering parties now; rounds below it are complete or ended
+	arrived int    // parties arrived in that round, each waiting in q
 	broken  bool
-	gen     uint64 // counts rounds, ended by release, Reset or Abort
+
+	// running is set from the moment a round's last party is to run the
+	// action until the action has returned and the round is settled, so that
+	// no two actions overlap. The last party of a round that completes
+	// meanwhile waits in q with turn set, and is handed the turn by the
+	// party that ran the action before it.
+	running  bool
+	runRound uint64 // the round whose action runs, while running
+	runEnded bool   // Reset or Abort ended that round while its action ran
 }
 
 // barrierWait is the value of a waiter in Barrier.q.
 type barrierWait struct {
-	gate bool  // at the gate, not in the round
-	err  error // granted to a round waiter: how the round ended
+	round uint64 // the round the party arrived in
+	turn  bool   // the last party of a complete round, waiting to run its action
+
+	// err is granted: how the round ended for a party (nil: released), or,
+	// for a turn waiter, nil to run the action and an error if its round
+	// ended before it could.
+	err error
 }
 
 // NewBarrier returns a Barrier for parties goroutines. action, if not nil, runs
-// once per round, as described on Barrier.
+// once per round, as described on Barrier. Any positive number of parties is
+// allowed; nothing is allocated per party in advance.
 //
 // NewBarrier panics if parties is less than 1.
 func NewBarrier(parties int, action func() error) *Barrier {
@@ -68,175 +87,226 @@ func NewBarrier(parties int, action func() error) *Barrier {
 	return &Barrier{parties: parties, action: action}
 }
 
-// Wait arrives at the barrier and waits until every party has arrived, then
-// returns the caller's arrival index: 0 for the first to arrive, parties-1 for
-// the last, each index once per round. On error the index is 0.
+// Wait arrives at the barrier and waits until every party of the round has
+// arrived and the round's action has run, then returns the caller's arrival
+// index: 0 for the first to arrive, parties-1 for the last, each index once
+// per round. On error the index is 0.
 //
-// A goroutine that arrives while the last party runs the action of a complete
-// round (one whose earlier Wait returned early, say) waits for that round to
-// end and arrives in the next one.
+// Parties arrive in the order in which they call Wait. A goroutine that calls
+// Wait while the last party of a round runs the action arrives at once in the
+// next round, ahead of any goroutine that calls Wait after it.
 //
 // It returns ErrBrokenBarrier if the barrier is broken, or breaks while the
 // caller waits. The last party to arrive runs the action; if the action
 // returns an error, the barrier breaks, that party's Wait returns the error
-// and the others ErrBrokenBarrier. If the action panics, the barrier breaks
-// likewise and the panic goes on in the last party.
+// and the others, in this round and in any later one, ErrBrokenBarrier. If
+// the action panics (or calls runtime.Goexit), the barrier breaks likewise and
+// the panic goes on in the last party, the barrier whole and broken, ready for
+// Reset.
 //
 // If ctx ends while the caller waits for the others, the caller leaves with
 // ctx.Err() and the barrier breaks, releasing the others with
 // ErrBrokenBarrier. Once every party has arrived, the round is complete: a
 // party whose ctx ends while the action runs returns ctx.Err() without
-// breaking the barrier. A ctx that is already done fails at once, without
-// arriving.
+// breaking the barrier. The last party of a complete round is the exception
+// when it must wait for the action of an earlier round: if its ctx ends first,
+// its round's action never runs, so the barrier breaks. A ctx that is already
+// done fails at once, without arriving.
+//
+// The action may call Parties, Waiting, Broken, Reset and Abort. It must not
+// call Wait: a Wait from the action arrives in the next round, which cannot
+// end before the action that called it has returned, so it can only fail, when
+// its ctx ends or a Reset or Abort releases it.
 func (b *Barrier) Wait(ctx context.Context) (int, error) {
 	if b.parties == 0 {
-		panic("ctxsync: Wait on a Barrier not made by NewBarrier")
+		panic("ctxsync: Barrier.Wait on a zero Barrier; use NewBarrier")
 	}
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return 0, err
 	}
 	b.q.Lock()
-	for b.arrived == b.parties {
-		// A complete round's action is running: wait at the gate for the
-		// round to end, then arrive in the next one.
-		g := b.q.Push(barrierWait{gate: true})
-		b.q.Unlock()
-		if _, ok := b.q.Wait(ctx, g); !ok {
-			b.q.Lock()
-			b.q.Cancel(g) // granted or not, we leave without arriving
-			b.q.Unlock()
-			return 0, ctx.Err()
-		}
-		b.q.Lock()
-	}
 	if b.broken {
 		b.q.Unlock()
 		return 0, ErrBrokenBarrier
 	}
-	index := b.arrived
+	round, index := b.round, b.arrived
 	b.arrived++
-	if b.arrived == b.parties {
-		if err := b.trip(); err != nil { // unlocks b.q
-			return 0, err
-		}
-		return index, nil
+	if b.arrived < b.parties {
+		return b.await(ctx, round, index)
 	}
-	gen := b.gen
-	w := b.q.Push(barrierWait{})
-	b.waiting++
+	// The round is complete. The next goroutine to arrive starts the next
+	// round at once, even while this round's action runs: it arrived first,
+	// and must not be overtaken by those that arrive after the action.
+	b.round++
+	b.arrived = 0
+	if b.running {
+		return b.awaitTurn(ctx, round, index)
+	}
+	b.running, b.runRound = true, round
 	b.q.Unlock()
+	return b.trip(round, index)
+}
 
-	if v, ok := b.q.Wait(ctx, w); ok {
-		if v.err != nil {
-			return 0, v.err
-		}
-		return index, nil
-	}
-	b.q.Lock()
-	v, granted, _ := b.q.Cancel(w)
-	err := v.err
-	switch {
-	case granted:
-		// The round ended as ctx did: report how it ended.
-	case gen == b.gen && b.arrived < b.parties:
-		// The others cannot complete the round without us.
-		b.waiting--
-		b.breakLocked()
-		err = ctx.Err()
-	default:
-		// Every party has arrived and the action is running: the round
-		// is complete without us, so we leave it whole.
-		b.waiting--
-		err = ctx.Err()
-	}
+// await waits, as a party that is not the last, for round to end. b.q must be
+// locked; await unlocks it.
+func (b *Barrier) await(ctx context.Context, round uint64, index int) (int, error) {
+	w := b.q.Push(barrierWait{round: round})
 	b.q.Unlock()
-	if err != nil {
+	v, ok := b.q.Wait(ctx, w)
+	if !ok {
+		b.q.Lock()
+		var granted bool
+		if v, granted, _ = b.q.Cancel(w); !granted {
+			v.err = ctx.Err()
+			if round == b.round {
+				// The round still gathers parties, and cannot complete
+				// without this one.
+				b.breakFromLocked(round)
+			}
+			// Otherwise the round is complete, its action to come: it
+			// ends well without us.
+		}
+		// Granted as ctx ended: the round ended first, report how.
+		b.q.Unlock()
+	}
+	if v.err != nil {
+		return 0, v.err
+	}
+	return index, nil
+}
+
+// awaitTurn waits, as the last party of a complete round, for the action of an
+// earlier round to return, then runs its own. b.q must be locked; awaitTurn
+// unlocks it.
+func (b *Barrier) awaitTurn(ctx context.Context, round uint64, index int) (int, error) {
+	w := b.q.Push(barrierWait{round: round, turn: true})
+	b.q.Unlock()
+	v, ok := b.q.Wait(ctx, w)
+	if !ok {
+		b.q.Lock()
+		var granted bool
+		if v, granted, _ = b.q.Cancel(w); !granted {
+			// Nobody else would run the action of our round, and its
+			// parties must not be released without it.
+			b.breakFromLocked(round)
+			b.q.Unlock()
+			return 0, ctx.Err()
+		}
+		// Handed the turn as ctx ended: the round is complete and its
+		// parties wait for its action, so run it all the same.
+		b.q.Unlock()
+	}
+	if v.err != nil {
+		return 0, v.err
+	}
+	return b.trip(round, index) // b.running was kept set for us
+}
+
+// trip runs the action of round, which is complete, in its last party, outside
+// the lock, then ends the round and hands the turn on. b.running must be set
+// for round.
+func (b *Barrier) trip(round uint64, index int) (int, error) {
+	returned := false
+	defer func() {
+		if !returned {
+			// The action panicked or called runtime.Goexit: break the
+			// barrier and let the panic go on, with the barrier whole.
+			b.endRound(round, errActionPanicked)
+		}
+	}()
+	var err error
+	if b.action != nil {
+		err = b.action()
+	}
+	returned = true
+	if err = b.endRound(round, err); err != nil {
 		return 0, err
 	}
 	return index, nil
 }
 
-// trip ends a round in the last party to arrive: it runs the action outside
-// the lock, then releases the others. b.q must be locked; trip unlocks it.
-func (b *Barrier) trip() error {
-	gen := b.gen
-	b.q.Unlock()
-	err := b.runAction()
+// errActionPanicked stands, in endRound, for an action that did not return.
+var errActionPanicked = errors.New("ctxsync: Barrier action panicked")
+
+// endRound settles round after its action returned err, hands the turn to the
+// next complete round, if one waits, and returns the result of the last
+// party's Wait.
+func (b *Barrier) endRound(round uint64, err error) error {
 	b.q.Lock()
+	defer b.q.Unlock()
+	ended := b.runEnded
+	b.running, b.runEnded = false, false
 	switch {
-	case gen != b.gen:
+	case ended:
 		// Reset or Abort ended the round while the action ran, and has
-		// released the others. A failed action still reports its failure.
+		// released its parties. A failed action still reports its failure.
 		if err == nil {
 			err = ErrBrokenBarrier
 		}
 	case err != nil:
-		b.breakLocked()
+		b.breakFromLocked(round)
 	default:
-		b.releaseLocked(nil)
+		for w := b.q.Front(); w != nil && w.Val.round == round; w = b.q.Front() {
+			b.q.Grant(w, barrierWait{})
+		}
 	}
-	b.q.Unlock()
-	if p, ok := err.(actionPanic); ok {
-		panic(p.value)
+	// Rounds end in order, so the oldest turn waiter is the next round to
+	// run its action.
+	for w := b.q.Front(); w != nil; w = b.q.Next(w) {
+		if w.Val.turn {
+			b.running, b.runRound = true, w.Val.round
+			b.q.Grant(w, barrierWait{})
+			break
+		}
 	}
 	return err
 }
 
-// actionPanic carries a panic of the action to the end of trip, to be
-// re-raised once the barrier is broken and the others released.
-type actionPanic struct{ value any }
-
-func (p actionPanic) Error() string { return fmt.Sprint("ctxsync: Barrier action panicked: ", p.value) }
-
-func (b *Barrier) runAction() (err error) {
-	if b.action == nil {
-		return nil
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = actionPanic{p}
-		}
-	}()
-	return b.action()
-}
-
-// breakLocked breaks the barrier and releases every waiter with
-// ErrBrokenBarrier. b.q must be locked.
-func (b *Barrier) breakLocked() {
+// breakFromLocked breaks the barrier at round: the parties of that round and
+// of every later one are released with ErrBrokenBarrier, and the round that
+// gathers parties starts afresh. Earlier rounds are complete, and end as their
+// actions say. b.q must be locked.
+func (b *Barrier) breakFromLocked(round uint64) {
 	b.broken = true
-	b.releaseLocked(ErrBrokenBarrier)
+	b.endFromLocked(round)
 }
 
-// releaseLocked ends the round, releasing every round waiter with err and
-// every goroutine at the gate into the next round. b.q must be locked.
-func (b *Barrier) releaseLocked(err error) {
-	for w := b.q.Front(); w != nil; w = b.q.Front() {
-		if w.Val.gate {
-			b.q.Grant(w, w.Val)
-		} else {
-			b.q.Grant(w, barrierWait{err: err})
+// endFromLocked ends round and every later one, releasing their parties with
+// ErrBrokenBarrier, without breaking the barrier. b.q must be locked.
+func (b *Barrier) endFromLocked(round uint64) {
+	for w := b.q.Front(); w != nil; {
+		next := b.q.Next(w) // before the grant, which unlinks w
+		if w.Val.round >= round {
+			b.q.Grant(w, barrierWait{err: ErrBrokenBarrier})
 		}
+		w = next
 	}
-	b.waiting = 0
+	if b.running && b.runRound >= round {
+		b.runEnded = true
+	}
+	// Parties that arrive from now on start a new round.
+	b.round++
 	b.arrived = 0
-	b.gen++
 }
 
-// Reset returns the barrier to its first state: parties waiting now are
-// released with ErrBrokenBarrier, a broken barrier is whole again, and the next
-// Wait starts a new round.
+// Reset returns the barrier to its first state: parties waiting now, in every
+// round, are released with ErrBrokenBarrier, a broken barrier is whole again,
+// and the next Wait starts a new round. If an action is running, its round
+// ends with ErrBrokenBarrier for its last party too; an action that a round
+// completed after the Reset waits for it to return before it runs.
 func (b *Barrier) Reset() {
 	b.q.Lock()
-	b.releaseLocked(ErrBrokenBarrier)
+	b.endFromLocked(0)
 	b.broken = false
 	b.q.Unlock()
 }
 
-// Abort breaks the barrier: parties waiting now, and every later Wait until
-// Reset, get ErrBrokenBarrier.
+// Abort breaks the barrier: parties waiting now, in every round, and every
+// later Wait until Reset, get ErrBrokenBarrier. If an action is running, its
+// round ends with ErrBrokenBarrier for its last party too.
 func (b *Barrier) Abort() {
 	b.q.Lock()
-	b.breakLocked()
+	b.breakFromLocked(0)
 	b.q.Unlock()
 }
 
@@ -250,10 +320,11 @@ func (b *Barrier) Broken() bool {
 // Parties returns the number of parties the barrier was made for.
 func (b *Barrier) Parties() int { return b.parties }
 
-// Waiting returns the number of parties waiting in the current round at the
-// moment of the call.
+// Waiting returns the number of parties that have arrived, at the moment of
+// the call, in the round that gathers parties now. The parties of a complete
+// round whose action runs are not counted.
 func (b *Barrier) Waiting() int {
 	b.q.Lock()
 	defer b.q.Unlock()
-	return b.waiting
+	return b.arrived
 }

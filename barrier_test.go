@@ -258,7 +258,7 @@ func TestBarrierMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ctxsync: NewBarrier with fewer than 1 party", func() { ctxsync.NewBarrier(0, nil) })
 	require.PanicsWithValue(t, "ctxsync: NewBarrier with fewer than 1 party", func() { ctxsync.NewBarrier(-3, nil) })
 	var zero ctxsync.Barrier
-	require.PanicsWithValue(t, "ctxsync: Wait on a Barrier not made by NewBarrier", func() { _, _ = zero.Wait(context.Background()) })
+	require.PanicsWithValue(t, "ctxsync: Barrier.Wait on a zero Barrier; use NewBarrier", func() { _, _ = zero.Wait(context.Background()) })
 	b := ctxsync.NewBarrier(2, nil)
 	require.PanicsWithValue(t, "ctxsync: nil Context", func() {
 		//lint:ignore SA1012 a nil Context is the misuse under test
