@@ -3,12 +3,15 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -355,4 +358,34 @@ func TestStateLost(t *testing.T) {
 		d, err := l.Allow(ctx, "k")
 		return err == nil && d.Allowed
 	}, 5*time.Second, time.Millisecond, "a restart without persistence forgot the bucket")
+}
+
+// TestFailLocalKeepsIdleKeys: FailLocal's bucket of a key lives as long as it
+// takes to refill, so that an idle key is not forgotten (and full again) while
+// it still owes: at one event an hour, a key that waits 15 minutes between
+// calls, while other keys come and go, gets no more than its share.
+func TestFailLocalKeepsIdleKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		down := errors.New("down")
+		c := redis.NewClient(&redis.Options{MaxRetries: -1, Dialer: func(context.Context, string, string) (net.Conn, error) {
+			return nil, down
+		}})
+		defer func() {
+			_ = c.Close()
+			time.Sleep(time.Minute) // the pool's background dials give up
+		}()
+		l, err := New(Config{Client: c, Rate: 1.0 / 3600, Burst: 1, Policy: FailLocal, Timeout: 100 * time.Millisecond})
+		require.NoError(t, err)
+		ctx := context.Background()
+		d, _ := l.Allow(ctx, "k")
+		require.True(t, d.Allowed)
+		for i := range 3 {
+			time.Sleep(15 * time.Minute)
+			for j := range 200 {
+				_, _ = l.Allow(ctx, fmt.Sprintf("other%d/%d", i, j))
+			}
+			d, _ = l.Allow(ctx, "k")
+			require.False(t, d.Allowed, "after %d minutes", 15*(i+1))
+		}
+	})
 }

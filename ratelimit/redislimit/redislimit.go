@@ -125,6 +125,9 @@ type Config struct {
 	// allow one event at once when Redis fails. New refuses a share whose
 	// local bucket would take over four years to refill (a monthly quota of
 	// one event shared by 100 instances, say); other Policies ignore it.
+	// The in-process buckets keep an idle key until it has refilled, and
+	// at most 100 000 keys: past that, the least recently used are
+	// forgotten, and full again when they come back.
 	LocalShare float64
 
 	// MaxRoundTrips bounds the round trips to Redis that the Limiter has
@@ -254,9 +257,13 @@ func New(cfg Config) (*Limiter, error) {
 		if err := canBuild(rate, burst); err != nil {
 			return bad("LocalShare %v of Rate %v: the in-process bucket of FailLocal cannot be built: %v", cfg.LocalShare, cfg.Rate, err)
 		}
+		// A key forgotten is a bucket full again: keep an idle key as long
+		// as its bucket takes to refill (at most four years and a half, far
+		// inside a Duration), and the default ten minutes at least.
+		ttl := max(10*time.Minute, time.Duration(math.Ceil(float64(burst)*1e9/rate))+time.Second)
 		l.local = ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 			return ratelimit.NewTokenBucket(rate, burst)
-		}, ratelimit.KeyedOptions{})
+		}, ratelimit.KeyedOptions{TTL: ttl})
 	}
 	return l, nil
 }
