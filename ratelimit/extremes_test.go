@@ -280,3 +280,101 @@ func TestHeadersReflectConfiguredRate(t *testing.T) {
 		}
 	})
 }
+
+// TestTokenBucketClockExtremes: times beyond what the bucket's state holds
+// (an AllowNAt of the zero Time or of a time centuries ahead, a bubble that
+// slept for a century and a half) wrapped around and gave out tokens without
+// end. The bucket's time now stops at the bounds: it gives out its burst and
+// then refuses.
+func TestTokenBucketClockExtremes(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	for _, at := range []time.Time{{}, time.Now().Add(-200 * year), time.Now().Add(200 * year), time.Unix(1<<62, 0)} {
+		b := NewTokenBucket(1, 2)
+		require.True(t, b.AllowNAt(2, at), "at %v", at)
+		for range 3 {
+			require.False(t, b.AllowNAt(1, at), "at %v", at)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(150 * year)
+		b := NewTokenBucket(1, 2)
+		require.True(t, b.AllowN(2))
+		require.False(t, b.Allow())
+		d := b.Take(1)
+		require.False(t, d.Allowed)
+		require.Positive(t, d.RetryAfter)
+		require.LessOrEqual(t, b.Tokens(), 0.0)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		require.ErrorIs(t, b.Wait(ctx), context.DeadlineExceeded)
+	})
+}
+
+// TestSlidingWindowCounterHugeLimit: near math.MaxInt the float estimate
+// rounds, and the count of the current window overflowed into a negative one
+// that let everything pass; Remaining came out as 0 for want of a range
+// check.
+func TestSlidingWindowCounterHugeLimit(t *testing.T) {
+	c := NewSlidingWindowCounter(math.MaxInt, time.Hour)
+	require.Equal(t, math.MaxInt-1, c.Take(1).Remaining)
+	require.True(t, c.AllowN(math.MaxInt/2+1))
+	require.False(t, c.AllowN(math.MaxInt/2+1))
+	require.True(t, c.AllowN(math.MaxInt/2-1))
+	require.False(t, c.AllowN(1))
+	require.Equal(t, 0, c.Take(1).Remaining)
+}
+
+// TestSlidingWindowHugeLimit: a limit whose times cannot be held is refused
+// with a message that says so, not a runtime error from make.
+func TestSlidingWindowHugeLimit(t *testing.T) {
+	for _, limit := range []int{1<<40 + 1, math.MaxInt} {
+		require.PanicsWithValue(t, fmt.Sprintf("ratelimit: NewSlidingWindow with limit %d; above %d, its times would not fit in memory: use SlidingWindowCounter", limit, 1<<40),
+			func() { NewSlidingWindow(limit, time.Second) })
+	}
+}
+
+// TestAcrossClocksFromBubble: limiters made and used up in a synctest bubble
+// keep working after it, on the real clock, which reads decades later.
+func TestAcrossClocksFromBubble(t *testing.T) {
+	var b *TokenBucket
+	var s *SlidingWindow
+	var c *SlidingWindowCounter
+	var k *Keyed[string, *TokenBucket]
+	synctest.Test(t, func(t *testing.T) {
+		b, s, c = NewTokenBucket(1, 2), NewSlidingWindow(2, time.Minute), NewSlidingWindowCounter(2, time.Minute)
+		k = newBuckets(1, 2, KeyedOptions{MaxKeys: 1})
+		for _, l := range []Limiter{b, s, c, k.Limiter("a")} {
+			require.True(t, l.AllowN(2))
+			require.False(t, l.AllowN(1))
+		}
+	})
+	for _, l := range []Limiter{b, s, c, k.Limiter("a")} {
+		require.True(t, l.AllowN(2), "%T", l)
+		require.False(t, l.AllowN(1), "%T", l)
+	}
+	require.True(t, k.Allow("b"), "the key of the bubble makes room")
+}
+
+// TestKeyedEvictsKeysOfAnotherClock: a key last used outside a bubble looks
+// used decades after the bubble's now: it was never idle there, and the last
+// to go when a shard is full. It is taken for idle.
+func TestKeyedEvictsKeysOfAnotherClock(t *testing.T) {
+	k := newBuckets(1, 1, KeyedOptions{})
+	require.True(t, k.Allow("old"))
+	synctest.Test(t, func(t *testing.T) {
+		// Enough new keys that several land in the shard of "old", each
+		// looking at every key there (a shard holds few).
+		for i := range 10 * keyedShards {
+			k.Allow(fmt.Sprint(i))
+		}
+		held := false
+		for i := range k.shards {
+			s := &k.shards[i]
+			s.mu.RLock()
+			_, ok := s.entries["old"]
+			s.mu.RUnlock()
+			held = held || ok
+		}
+		require.False(t, held, "the key of the real clock is still held")
+	})
+}

@@ -64,7 +64,19 @@ const (
 	tbNever = -(1 << 60)
 	// tbMaxBurstNs bounds the time to refill, so that sums of times fit.
 	tbMaxBurstNs = 1 << 57
+	// tbMinNow and tbMaxNow bound the times the bucket sees, so that tat
+	// fits in the 61 bits state keeps for it: the clock reads from about
+	// 36 years before the process started (a synctest bubble's clock
+	// starts in 2000) to about 54 years after. Beyond, in a bubble that
+	// slept for decades or in an AllowNAt of a time far off, the bucket's
+	// time stops: it no longer refills, rather than wrap and give out
+	// tokens without end.
+	tbMinNow = tbNever
+	tbMaxNow = 3 << 59
 )
+
+// clampNow bounds now between tbMinNow and tbMaxNow.
+func clampNow(now int64) int64 { return min(max(now, tbMinNow), tbMaxNow) }
 
 // bucketParams are the rate and burst, and what follows from them. They change
 // together, by swapping the pointer.
@@ -159,7 +171,10 @@ func (b *TokenBucket) AllowN(n int) bool {
 }
 
 // AllowNAt is AllowN at time t, for callers that have read the clock already.
-// A t earlier than the times of earlier calls never gives out more tokens.
+// A t earlier than the times of earlier calls never gives out more tokens. A
+// t over an hour ahead of the clock looks like a time of another clock (a
+// synctest bubble's, which runs years behind the real one), and later calls
+// at the clock's time forget what it took.
 func (b *TokenBucket) AllowNAt(n int, t time.Time) bool {
 	checkN(n, "TokenBucket.AllowNAt")
 	return b.take(n, atNs(t), nil)
@@ -179,6 +194,7 @@ func (b *TokenBucket) Take(n int) Decision {
 
 // take takes n tokens at now if it may, and fills d if it is not nil.
 func (b *TokenBucket) take(n int, now int64, d *Decision) bool {
+	now = clampNow(now)
 	for {
 		p := b.load()
 		s := b.state.Load()
@@ -272,7 +288,7 @@ func (b *TokenBucket) WaitN(ctx context.Context, n int) error {
 // Tokens returns the number of tokens in the bucket at the moment of the call.
 func (b *TokenBucket) Tokens() float64 {
 	p := b.load()
-	now := nowNs()
+	now := clampNow(nowNs())
 	if p.tokenNs == 0 {
 		return float64(p.burst)
 	}
@@ -323,7 +339,7 @@ func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
 			break
 		}
 	}
-	now := nowNs()
+	now := clampNow(nowNs())
 	tokens := float64(old.burst)
 	if old.tokenNs > 0 {
 		tokens = float64(old.burstNs-(b.base(s, now, old)-now)) / float64(old.tokenNs)
@@ -344,6 +360,7 @@ func (b *bucketWaitable) maxLocked() int { return b.params.Load().burst }
 func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 	tb := (*TokenBucket)(b)
 	p := b.params.Load()
+	now = clampNow(now)
 	for {
 		s := b.state.Load()
 		newTat := tb.base(s, now, p) + int64(n)*p.tokenNs
@@ -359,7 +376,7 @@ func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 func (b *bucketWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	tb := (*TokenBucket)(b)
 	p := b.params.Load()
-	return p.fitsAfter(tb.base(b.state.Load(), now, p), ahead+n)
+	return p.fitsAfter(tb.base(b.state.Load(), clampNow(now), p), ahead+n)
 }
 
 // fitsAfter returns when k tokens fit, counted from base, the time from which

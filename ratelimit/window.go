@@ -20,6 +20,9 @@ func checkWindow(limit int, window time.Duration, fn string) {
 	}
 }
 
+// maxWindowLimit is the largest limit of a SlidingWindow: 8 TiB of times.
+const maxWindowLimit = 1 << 40
+
 // never is the time of a grant that never happened: before any time, and so
 // outside every window, even one of math.MaxInt64 seen from a synctest
 // bubble's clock. Sums of times saturate (see addSat), so that the start of a
@@ -57,9 +60,16 @@ type SlidingWindow struct {
 
 // NewSlidingWindow returns a SlidingWindow that allows limit events per window.
 //
-// NewSlidingWindow panics if limit is below 1 or window is not above 0.
+// NewSlidingWindow panics if limit is below 1 or window is not above 0, or if
+// limit is above 2^40: its times would take terabytes (use
+// SlidingWindowCounter).
 func NewSlidingWindow(limit int, window time.Duration) *SlidingWindow {
 	checkWindow(limit, window, "NewSlidingWindow")
+	if limit > maxWindowLimit {
+		// A plain make would fail too, or exhaust memory, but with a
+		// message that does not say why.
+		panic(fmt.Sprintf("ratelimit: NewSlidingWindow with limit %d; above %d, its times would not fit in memory: use SlidingWindowCounter", limit, maxWindowLimit))
+	}
 	s := &SlidingWindow{limit: limit, window: int64(window), times: make([]int64, limit)}
 	for i := range s.times {
 		s.times[i] = never
@@ -311,6 +321,26 @@ func (c *SlidingWindowCounter) countLocked(now int64) float64 {
 	return float64(c.prev)*covered + float64(c.curr)
 }
 
+// fitsLocked reports whether n more events fit at now, queue aside.
+func (c *SlidingWindowCounter) fitsLocked(n int, now int64) bool {
+	// The estimate is a float, which near math.MaxInt rounds: the count of
+	// the current window must also fit, in integers, or it would overflow.
+	return n <= c.limit-c.curr && c.countLocked(now)+float64(n) <= float64(c.limit)
+}
+
+// remainingLocked is how many more events fit at now, queue aside.
+func (c *SlidingWindowCounter) remainingLocked(now int64) int {
+	if c.prev == 0 {
+		return c.limit - c.curr // exact: floats round near math.MaxInt
+	}
+	if rem := float64(c.limit) - c.countLocked(now); rem < float64(c.limit-c.curr) {
+		return max(0, int(rem))
+	}
+	// Rounded up to what cannot be: at most what the current window leaves.
+	// (And not int(2^63), which does not convert.)
+	return c.limit - c.curr
+}
+
 // fracNs returns frac of the window, in nanoseconds rounded up; frac is at
 // most 1.
 func (c *SlidingWindowCounter) fracNs(frac float64) int64 {
@@ -328,7 +358,7 @@ func (c *SlidingWindowCounter) fracNs(frac float64) int64 {
 func (c *SlidingWindowCounter) waitLocked(n int, now int64) int64 {
 	room := float64(c.limit - n)
 	elapsed := c.elapsedLocked(now)
-	if c.curr+n <= c.limit {
+	if n <= c.limit-c.curr {
 		// In this window, once the previous one's weight has dropped enough.
 		if c.prev == 0 {
 			return 0
@@ -374,13 +404,13 @@ func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 	c.w.q.Lock()
 	defer c.w.q.Unlock()
 	c.advanceLocked(now)
-	ok := !c.queued && c.countLocked(now)+float64(n) <= float64(c.limit)
+	ok := !c.queued && c.fitsLocked(n, now)
 	if ok {
 		c.curr += n
 	}
 	if d != nil {
 		*d = Decision{Allowed: ok, Limit: c.limit, Window: time.Duration(c.window)}
-		d.Remaining = max(0, int(float64(c.limit)-c.countLocked(now)))
+		d.Remaining = c.remainingLocked(now)
 		// Full again when both windows' counts have aged out.
 		switch {
 		case c.curr > 0:
@@ -427,7 +457,7 @@ func (c *counterWaitable) setQueuedLocked(queued bool) { c.queued = queued }
 func (c *counterWaitable) takeLocked(n int, now int64) (bool, int64) {
 	sc := (*SlidingWindowCounter)(c)
 	sc.advanceLocked(now)
-	if sc.countLocked(now)+float64(n) <= float64(c.limit) {
+	if sc.fitsLocked(n, now) {
 		c.curr += n
 		return true, 0
 	}
