@@ -15,6 +15,19 @@ type call struct {
 	res   int64
 	err   error
 	done  chan struct{} // closed once res and err are set
+
+	// panicked is what the client panicked with (a hook of the user's, say)
+	// while it ran the call away from the caller's goroutine, for the caller
+	// to panic with in turn.
+	panicked any
+}
+
+// result returns c's result, or panics with the client's panic.
+func (c *call) result() (int64, error) {
+	if c.panicked != nil {
+		panic(c.panicked)
+	}
+	return c.res, c.err
 }
 
 // batcher bounds the round trips a Limiter has under way. A call made while
@@ -69,15 +82,19 @@ func (l *Limiter) roundTrip(parent context.Context, c *call) (int64, error) {
 	// stopped answering, and watches no cancellation, only deadlines: send
 	// from a goroutine, and stop waiting when ctx ends. The goroutine frees
 	// the round trip's place when the client is done with it.
+	//
+	// A panic of the client reaches the caller if it is still waiting, and is
+	// lost if not: panicking in the goroutine would end the process.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer l.lone()
+		defer func() { c.panicked = recover() }()
 		c.res, c.err = l.send(ctx, c)
 	}()
 	select {
 	case <-done:
-		return c.res, c.err
+		return c.result()
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
@@ -99,7 +116,7 @@ func (l *Limiter) queue(ctx context.Context, c *call) (int64, error) {
 
 	select {
 	case <-c.done:
-		return c.res, c.err
+		return c.result()
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
@@ -165,6 +182,17 @@ func (l *Limiter) pipeline(batch []*call) {
 func (l *Limiter) runBatch(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
+	told := 0 // calls told their result
+	defer func() {
+		// A panic of the client goes to every caller still waiting, and
+		// the pipeline goes on with the calls queued meanwhile.
+		if p := recover(); p != nil {
+			for _, c := range batch[told:] {
+				c.panicked = p
+				close(c.done)
+			}
+		}
+	}()
 	cmds := make([]redis.Cmder, len(batch))
 	keys := make([]string, len(batch))
 	send := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) {
@@ -203,6 +231,7 @@ func (l *Limiter) runBatch(batch []*call) {
 		case *redis.IntCmd:
 			c.res, c.err = cmd.Result()
 		}
+		told++
 		close(c.done)
 	}
 }

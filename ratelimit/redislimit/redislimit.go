@@ -157,8 +157,9 @@ type Config struct {
 
 // A Limiter limits events per key, with its state in Redis.
 //
-// Use New; the zero Limiter is not usable. A Limiter is safe for concurrent
-// use by multiple goroutines, and by many processes sharing one Redis.
+// Use New; the zero Limiter is not usable, and panics at first use. A Limiter
+// must not be copied after first use. It is safe for concurrent use by
+// multiple goroutines, and by many processes sharing one Redis.
 type Limiter struct {
 	client    redis.UniversalClient
 	burst     int
@@ -281,10 +282,27 @@ func canBuild(rate float64, burst int) (err error) {
 }
 
 // Key returns the Redis key of key.
-func (l *Limiter) Key(key string) string { return l.prefix + "{" + key + "}" }
+func (l *Limiter) Key(key string) string {
+	l.check()
+	return l.prefix + "{" + key + "}"
+}
 
-// checkKeyN panics, for fn, if key is empty or n below 1.
-func checkKeyN(key string, n int, fn string) {
+const (
+	errZeroLimiter = "redislimit: use New; the zero Limiter is not usable"
+	errZeroHandle  = "redislimit: use Limiter.For; the zero Handle is not usable"
+)
+
+// check panics if l is the zero Limiter.
+func (l *Limiter) check() {
+	if l.client == nil {
+		panic(errZeroLimiter)
+	}
+}
+
+// checkKeyN panics, for fn, if l is the zero Limiter, key is empty or n
+// below 1.
+func (l *Limiter) checkKeyN(key string, n int, fn string) {
+	l.check()
 	if key == "" {
 		panic("redislimit: " + fn + " with empty key")
 	}
@@ -306,7 +324,7 @@ func checkKeyN(key string, n int, fn string) {
 //
 // AllowN panics if key is empty or n is below 1.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
-	checkKeyN(key, n, "AllowN")
+	l.checkKeyN(key, n, "AllowN")
 	if err := waitq.CtxErr(ctx, "redislimit"); err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -389,7 +407,7 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 //
 // WaitN panics if key is empty or n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
-	checkKeyN(key, n, "WaitN")
+	l.checkKeyN(key, n, "WaitN")
 	if n > l.burst {
 		return ratelimit.ErrExceedsBurst
 	}
@@ -458,7 +476,7 @@ func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
 //
 // Reset panics if key is empty.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	checkKeyN(key, 1, "Reset")
+	l.checkKeyN(key, 1, "Reset")
 	if err := waitq.CtxErr(ctx, "redislimit"); err != nil {
 		return err
 	}
@@ -483,23 +501,34 @@ func (l *Limiter) Failures() int64 { return l.failures.Load() }
 // For returns a handle on one key: a ratelimit.Limiter and ratelimit.Taker,
 // to use wherever one is expected.
 func (l *Limiter) For(key string) *Handle {
-	checkKeyN(key, 1, "For")
+	l.checkKeyN(key, 1, "For")
 	return &Handle{l: l, key: key}
 }
 
 // A Handle limits one key of a Limiter. It satisfies ratelimit.Limiter and
 // ratelimit.Taker. Its AllowN and Take use no context beyond the Limiter's
 // Timeout; Redis errors go to Config.OnError.
+//
+// Use Limiter.For; the zero Handle is not usable. A Handle is a plain value,
+// which may be copied.
 type Handle struct {
 	l   *Limiter
 	key string
 }
 
 // AllowN reports whether n events may happen now, and takes them if so.
-func (h *Handle) AllowN(n int) bool { return h.l.Take(h.key, n).Allowed }
+func (h *Handle) AllowN(n int) bool { return h.limiter().Take(h.key, n).Allowed }
 
 // Take is AllowN with the details of the decision.
-func (h *Handle) Take(n int) ratelimit.Decision { return h.l.Take(h.key, n) }
+func (h *Handle) Take(n int) ratelimit.Decision { return h.limiter().Take(h.key, n) }
 
 // WaitN waits until n events may happen, as Limiter.WaitN does.
-func (h *Handle) WaitN(ctx context.Context, n int) error { return h.l.WaitN(ctx, h.key, n) }
+func (h *Handle) WaitN(ctx context.Context, n int) error { return h.limiter().WaitN(ctx, h.key, n) }
+
+// limiter returns h's Limiter, or panics if h is the zero Handle.
+func (h *Handle) limiter() *Limiter {
+	if h.l == nil {
+		panic(errZeroHandle)
+	}
+	return h.l
+}

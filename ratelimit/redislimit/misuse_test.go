@@ -1,0 +1,132 @@
+package redislimit
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// TestZeroValues: the zero Limiter and the zero Handle panic at first use,
+// saying what to use, rather than dereferencing nil in a goroutine.
+func TestZeroValues(t *testing.T) {
+	ctx := context.Background()
+	const useNew = "redislimit: use New; the zero Limiter is not usable"
+	var l Limiter
+	require.PanicsWithValue(t, useNew, func() { _, _ = l.Allow(ctx, "k") })
+	require.PanicsWithValue(t, useNew, func() { l.Take("k", 1) })
+	require.PanicsWithValue(t, useNew, func() { _ = l.WaitN(ctx, "k", 1) })
+	require.PanicsWithValue(t, useNew, func() { _ = l.Reset(ctx, "k") })
+	require.PanicsWithValue(t, useNew, func() { l.For("k") })
+	require.PanicsWithValue(t, useNew, func() { l.Key("k") })
+	require.Zero(t, l.Failures())
+
+	const useFor = "redislimit: use Limiter.For; the zero Handle is not usable"
+	var h Handle
+	require.PanicsWithValue(t, useFor, func() { h.AllowN(1) })
+	require.PanicsWithValue(t, useFor, func() { h.Take(1) })
+	require.PanicsWithValue(t, useFor, func() { _ = h.WaitN(ctx, 1) })
+}
+
+// panicky is a client hook that panics, while armed, on the script's
+// commands, lone or in pipelines.
+type panicky struct{ armed atomic.Bool }
+
+func (p *panicky) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *panicky) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if p.armed.Load() && (strings.HasPrefix(cmd.Name(), "eval") || cmd.Name() == "del") {
+			panic("hook")
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (p *panicky) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if p.armed.Load() && strings.HasPrefix(cmds[0].Name(), "eval") {
+			panic("hook")
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestClientPanics: a client hook that panics leaves the Limiter whole (no
+// round trip's place kept), and the panic reaches the caller whose call ran
+// it, whether the call ran in the caller's goroutine, in one of its own, or in
+// a pipeline with others.
+func TestClientPanics(t *testing.T) {
+	b := backends(t)[0]
+	ctx := context.Background()
+	for _, fast := range []bool{false, true} {
+		for _, cancellable := range []bool{false, true} {
+			c := redis.NewClient(&redis.Options{Addr: b.addr, MaxRetries: -1, ContextTimeoutEnabled: fast})
+			defer c.Close()
+			p := new(panicky)
+			c.AddHook(p)
+			l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 10, MaxRoundTrips: 1})
+			callCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if !cancellable {
+				callCtx = ctx
+			}
+			p.armed.Store(true)
+			require.PanicsWithValue(t, "hook", func() { _, _ = l.Allow(callCtx, "k") }, "fast %v, cancellable %v", fast, cancellable)
+			require.PanicsWithValue(t, "hook", func() { _ = l.Reset(callCtx, "k") }, "fast %v, cancellable %v", fast, cancellable)
+			p.armed.Store(false)
+			require.Eventually(t, func() bool { return l.underway() == 0 }, 5*time.Second, time.Millisecond,
+				"a round trip's place was kept")
+			d, err := l.Allow(ctx, "k")
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+		}
+	}
+
+	// In a pipeline: every caller it carried gets the panic.
+	c := b.client(t)
+	p := new(panicky)
+	c.AddHook(p) // before the gate: the lone run passes it, then waits
+	g := newGate(c)
+	l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 10, MaxRoundTrips: 1})
+	first := make(chan any)
+	go func() {
+		defer func() { first <- recover() }()
+		_, _ = l.Allow(ctx, "k")
+	}()
+	require.Eventually(t, func() bool { return g.heldRuns() == 1 }, 5*time.Second, time.Millisecond)
+	var wg sync.WaitGroup
+	const queued = 3
+	panics := make(chan any, queued)
+	for i := range queued {
+		wg.Go(func() {
+			defer func() { panics <- recover() }()
+			_, _ = l.Allow(ctx, "k")
+		})
+		require.Eventually(t, func() bool { return l.queued() == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	p.armed.Store(true) // the lone run is past the hook, held at the gate
+	close(g.open)
+	require.Nil(t, <-first)
+	wg.Wait()
+	for range queued {
+		require.Equal(t, "hook", <-panics)
+	}
+	p.armed.Store(false)
+	require.Eventually(t, func() bool { return l.underway() == 0 }, 5*time.Second, time.Millisecond,
+		"a pipeline's place was kept")
+	d, err := l.Allow(ctx, "k")
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+}
+
+func (l *Limiter) underway() int {
+	l.batch.mu.Lock()
+	defer l.batch.mu.Unlock()
+	return l.batch.underway
+}
