@@ -279,6 +279,15 @@ func TestFailLocalWaitNBacksOff(t *testing.T) {
 	require.Equal(t, context.DeadlineExceeded, closed.WaitN(ctx2, "k", 1))
 	require.LessOrEqual(t, attempts.Load(), int64(8), "WaitN hammered a Redis that was down")
 
+	// A Timeout of a nanosecond backs off from 10 milliseconds.
+	attempts.Store(0)
+	tiny := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 10, Burst: 10,
+		Policy: FailClosed, Timeout: 1, OnError: func(string, error) { attempts.Add(1) }})
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel3()
+	require.Equal(t, context.DeadlineExceeded, tiny.WaitN(ctx3, "k", 1))
+	require.LessOrEqual(t, attempts.Load(), int64(8), "WaitN hammered a Redis that was down")
+
 	// Redis back: the waiter is granted.
 	done := make(chan error)
 	go func() {

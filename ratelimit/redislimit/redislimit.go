@@ -400,10 +400,11 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // FailLocal grants when the in-process bucket has the events. When nothing
 // can tell when the events will come (FailClosed, or FailLocal with n above
 // the local burst, LocalShare of the Burst, which no local bucket grants),
-// it asks Redis again after the Timeout, then after twice as long each time
-// up to a second or the Timeout (with some jitter, so that waiters do not
-// ask together), until Redis answers or ctx ends: it never hammers a Redis
-// that is trying to recover, and never gives up before ctx does.
+// it asks Redis again after the Timeout (10 milliseconds at least), then
+// after twice as long each time up to a second or the Timeout (with some
+// jitter, so that waiters do not ask together), until Redis answers or ctx
+// ends: it never hammers a Redis that is trying to recover, and never gives
+// up before ctx does.
 //
 // WaitN panics if key is empty or n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
@@ -453,12 +454,12 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 }
 
 // nextBackoff returns the wait after one of b before asking a failing Redis
-// again: the Timeout first, then twice as long each time, up to the larger of
-// a second and the Timeout.
+// again: the Timeout first (10 milliseconds at least), then twice as long
+// each time, up to the larger of a second and the Timeout.
 func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
 	ceiling := max(time.Second, l.timeout)
 	if b == 0 {
-		return min(l.timeout, ceiling)
+		return max(l.timeout, 10*time.Millisecond)
 	}
 	if b > ceiling/2 {
 		return ceiling
