@@ -11,6 +11,9 @@ import (
 
 // Config configures a Pool. New and MaxSize are required; every other field's
 // zero value means its documented default, or off.
+//
+// The pool never holds its lock while it calls a function of Config, so each
+// may use the pool. What happens when one panics is told at Pool.
 type Config[T any] struct {
 	// New makes a resource. Required. It runs in a goroutine of its own, with
 	// the values of the context of the Acquire that asked for it but not its
@@ -28,6 +31,15 @@ type Config[T any] struct {
 	// HealthCheckSkip, and in the background every HealthCheckPeriod. A
 	// resource that fails it is closed and the next one tried.
 	HealthCheck func(ctx context.Context, v T) error
+
+	// Broken tells whether the resource whose value fn, given to With, has
+	// just used is broken, from that value and fn's error (nil when fn
+	// succeeded): With then closes it rather than give it back, so that it
+	// never goes to the next caller. Optional; by default a resource is
+	// broken when fn's error wraps ErrBroken or driver.ErrBadConn (the
+	// signal of database/sql drivers), and kept otherwise: most errors (a
+	// row not found, a request refused) say nothing about the resource.
+	Broken func(v T, err error) bool
 
 	// HealthCheckTimeout bounds each HealthCheck. 0 means 5 seconds.
 	HealthCheckTimeout time.Duration
@@ -52,7 +64,8 @@ type Config[T any] struct {
 	// found idle, so that a fleet of connections renews itself (say, to follow
 	// a database failover). Each resource's lifetime is shortened by a random
 	// part of up to MaxLifetimeJitter of it, so that they do not all expire at
-	// once. 0 means forever.
+	// once. 0 means forever, and so does a lifetime that would end past the
+	// clock's range (math.MaxInt64, say).
 	MaxLifetime time.Duration
 
 	// MaxLifetimeJitter is that part, between 0 and 1. 0 means 0.1, and

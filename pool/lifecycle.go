@@ -2,11 +2,15 @@ package pool
 
 import (
 	"context"
+	"errors"
+	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"time"
 
 	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/internal/clock"
+	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
 // now reads the clock if a feature needs the time of checkouts and
@@ -35,7 +39,7 @@ func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
 		return true
 	}
 	p.closeLocked(r, reason)
-	p.fillLocked(p.ctx)
+	p.fillLocked(context.Background())
 	p.q.Unlock()
 	p.closeValue(r)
 	return true
@@ -46,12 +50,38 @@ func (p *Pool[T]) expiry(r *Resource[T], now int64) *int64 {
 	switch {
 	case !p.timed:
 		return nil
-	case r.expires != 0 && now >= r.expires:
+	case r.expires != 0 && (now >= r.expires || r.created-now > clock.Jump):
 		return &p.stats.ClosedLifetime
-	case p.cfg.MaxIdleTime > 0 && r.lastUsed != 0 && now-r.lastUsed >= int64(p.cfg.MaxIdleTime):
+	case p.cfg.MaxIdleTime > 0 && idleFor(r, now) >= int64(p.cfg.MaxIdleTime):
 		return &p.stats.ClosedIdle
 	}
 	return nil
+}
+
+// idleFor returns how long r has been idle at now. Kept on another clock (r
+// was released outside a testing/synctest bubble and now is read inside one,
+// whose clock starts in 2000), its release seems far in the future: then its
+// idle time is unknown, and taken as forever, so that it is checked rather
+// than trusted.
+func idleFor[T any](r *Resource[T], now int64) int64 {
+	if r.lastUsed-now > clock.Jump {
+		return math.MaxInt64
+	}
+	return now - r.lastUsed
+}
+
+// lifetimeEnd returns when a resource made at created, which may live for
+// life nanoseconds, expires: saturated at the clock's end rather than
+// wrapped, for a MaxLifetime near math.MaxInt64.
+func lifetimeEnd(created int64, life float64) int64 {
+	if life >= 1<<63 {
+		return math.MaxInt64
+	}
+	d := int64(life)
+	if created > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return created + d
 }
 
 // checkOut vets an idle resource just taken: expired, or failing its health
@@ -65,7 +95,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	if p.expired(r, now) {
 		return false, nil
 	}
-	if p.cfg.HealthCheck == nil || (p.cfg.HealthCheckSkip > 0 && now-r.lastUsed < int64(p.cfg.HealthCheckSkip)) {
+	if p.cfg.HealthCheck == nil || (p.cfg.HealthCheckSkip > 0 && idleFor(r, now) < int64(p.cfg.HealthCheckSkip)) {
 		return true, nil
 	}
 	// Mark r as under check, as the background sweep does, so that a Close
@@ -81,7 +111,14 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}
 	r.state = stateChecked
 	p.q.Unlock()
+	checked := false
+	defer func() {
+		if !checked {
+			p.checkPanicked(r)
+		}
+	}()
 	err := p.healthCheck(ctx, r)
+	checked = true
 	p.q.Lock()
 	switch {
 	case p.closed:
@@ -107,10 +144,25 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}
 	p.stats.AcquireCount--
 	p.closeLocked(r, &p.stats.ClosedHealth)
-	p.fillLocked(p.ctx)
+	p.fillLocked(context.Background())
 	p.q.Unlock()
 	p.closeValue(r)
 	return false, nil
+}
+
+// checkPanicked closes r, whose HealthCheck at Acquire panicked: a check
+// that does not return has not passed. The panic then goes on to the caller.
+func (p *Pool[T]) checkPanicked(r *Resource[T]) {
+	p.q.Lock()
+	p.stats.AcquireCount--
+	if p.closed {
+		p.closeLocked(r, &p.stats.ClosedPool)
+	} else {
+		p.closeLocked(r, &p.stats.ClosedHealth)
+		p.fillLocked(context.Background())
+	}
+	p.q.Unlock()
+	p.closeValue(r)
 }
 
 // healthCheck runs Config.HealthCheck on the value of r, for at most
@@ -138,7 +190,6 @@ func (p *Pool[T]) totalLocked() int { return len(p.idle) + p.inUse + p.making + 
 // and the resource still joins the pool. p.q must be locked.
 func (p *Pool[T]) startMaking(ctx context.Context) {
 	p.making++
-	p.wg.Add(1)
 	go p.make(context.WithoutCancel(ctx))
 }
 
@@ -146,27 +197,43 @@ func (p *Pool[T]) startMaking(ctx context.Context) {
 // and hands the resource to the oldest waiter or to the idle ones, or the
 // error to the oldest waiter.
 func (p *Pool[T]) make(parent context.Context) {
-	defer p.wg.Done()
-	ctx, cancel := context.WithCancel(parent)
-	stop := context.AfterFunc(p.ctx, cancel) // Close cancels it
+	ctx, done := p.closable(parent)
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// New panicked, or called runtime.Goexit. Its place frees, and the
+		// panic goes where its error would have gone: to a waiting Acquire,
+		// which raises it. With nobody to take it, it goes on here, and
+		// ends the program once the pool is whole (see Pool).
+		done()
+		p.q.Lock()
+		p.making--
+		p.stats.CreateFailures++
+		if w := p.errWaiterLocked(); w != nil {
+			h := handoff[T]{err: errNewExited}
+			if v := recover(); v != nil {
+				h = handoff[T]{panic: &newPanic{value: v, stack: debug.Stack()}}
+			}
+			p.q.Grant(w, h)
+		}
+		p.fillLocked(context.Background())
+		p.drainedLocked()
+		p.q.Unlock()
+	}()
 	v, err := p.newValue(ctx)
-	stop()
-	cancel()
+	returned = true
+	done()
 
 	p.q.Lock()
 	p.making--
 	if err != nil {
 		p.stats.CreateFailures++
-		// Tell the oldest waiter that no other call to New will serve, so
-		// that waiters fail fast, rather than hang, while the backend is
-		// down. The place this call held is free again: make one for the
-		// waiters behind it, which would otherwise wait for a Release that
-		// may never come. Each gets a resource, or the error of the call
-		// made for it.
-		if w := p.q.Front(); w != nil && p.q.Len() > p.making {
+		if w := p.errWaiterLocked(); w != nil {
 			p.q.Grant(w, handoff[T]{err: err})
 		}
-		p.fillLocked(p.ctx)
+		p.fillLocked(context.Background())
 		p.drainedLocked()
 		p.q.Unlock()
 		return
@@ -175,7 +242,7 @@ func (p *Pool[T]) make(parent context.Context) {
 	r.lastUsed = r.created
 	if p.cfg.MaxLifetime > 0 {
 		jitter := p.cfg.MaxLifetimeJitter * rand.Float64()
-		r.expires = r.created + int64(float64(p.cfg.MaxLifetime)*(1-jitter))
+		r.expires = lifetimeEnd(r.created, float64(p.cfg.MaxLifetime)*(1-jitter))
 	}
 	p.stats.Created++
 	p.live[r] = struct{}{}
@@ -185,6 +252,52 @@ func (p *Pool[T]) make(parent context.Context) {
 	if closeIt {
 		p.closeValue(r)
 	}
+}
+
+// closable returns a ctx derived from parent that Close cancels, canceled
+// already if the pool is closed, and the func to call once done with it.
+//
+// The pool keeps the cancel funcs rather than derive every ctx from one of
+// its own: that one's Done channel would belong to the testing/synctest
+// bubble of whichever goroutine first asked for it, and a Close from outside
+// that bubble (a pool made in a bubble, used after it) would be refused by
+// the runtime. Each ctx here belongs to the goroutine that uses it.
+func (p *Pool[T]) closable(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	p.q.Lock()
+	if p.closed {
+		p.q.Unlock()
+		cancel()
+		return ctx, cancel
+	}
+	id := p.nextCancel
+	p.nextCancel++
+	p.cancels[id] = cancel
+	p.q.Unlock()
+	return ctx, func() {
+		p.q.Lock()
+		delete(p.cancels, id)
+		p.q.Unlock()
+		cancel()
+	}
+}
+
+// errNewExited is the error of a call to New that ended its goroutine with
+// runtime.Goexit (a t.FailNow in a test's New, say) instead of returning.
+var errNewExited = errors.New("pool: Config.New did not return (runtime.Goexit)")
+
+// errWaiterLocked returns the waiter that the failure of a call to New goes
+// to, or nil: the oldest, if no other call to New under way will serve it,
+// so that waiters fail fast, rather than hang, while the backend is down.
+// The place the call held is free again, and fillLocked makes one for the
+// waiters behind it, which would otherwise wait for a Release that may never
+// come: each gets a resource, or the error of the call made for it. p.q must
+// be locked, and p.making no longer count the failed call.
+func (p *Pool[T]) errWaiterLocked() *waitq.Waiter[handoff[T]] {
+	if w := p.q.Front(); w != nil && p.q.Len() > p.making {
+		return w
+	}
+	return nil
 }
 
 // newValue calls Config.New, through the Breaker if there is one.
@@ -207,13 +320,15 @@ func (p *Pool[T]) wake() {
 // Acquire takes the idle resources below MinIdle, it sweeps the idle
 // resources and tops them up.
 func (p *Pool[T]) maintain() {
-	defer p.wg.Done()
+	defer close(p.stopped)
+	ctx, done := p.closable(context.Background()) // for the health checks
+	defer done()
 	t := time.NewTicker(p.cfg.HealthCheckPeriod)
 	defer t.Stop()
 	for {
-		p.sweep()
+		p.sweep(ctx)
 		select {
-		case <-p.ctx.Done():
+		case <-p.quit:
 			return
 		case <-t.C:
 		case <-p.kick:
@@ -223,7 +338,7 @@ func (p *Pool[T]) maintain() {
 
 // sweep closes the idle resources that have expired, health-checks those not
 // used lately, and makes resources until MinIdle are idle or being made.
-func (p *Pool[T]) sweep() {
+func (p *Pool[T]) sweep(ctx context.Context) {
 	now := p.now()
 	var expired, check []*Resource[T]
 	p.q.Lock()
@@ -237,7 +352,7 @@ func (p *Pool[T]) sweep() {
 		case reason != nil:
 			p.retireLocked(r, reason)
 			expired = append(expired, r)
-		case p.cfg.HealthCheck != nil && now-r.lastUsed >= int64(p.cfg.HealthCheckSkip):
+		case p.cfg.HealthCheck != nil && idleFor(r, now) >= int64(p.cfg.HealthCheckSkip):
 			// Out of the pool for its check, counted as in use so that
 			// MaxSize and Close account for it. Close does not take it
 			// from us, even when it gives up waiting: the check's end
@@ -253,15 +368,35 @@ func (p *Pool[T]) sweep() {
 	p.idle = keep
 	p.fillLocked(context.Background())
 	p.q.Unlock()
-	for _, r := range expired {
-		p.closeValue(r)
+
+	// Should Close or HealthCheck panic, the resources still to be checked
+	// go back before the panic goes on (see Pool).
+	i := -1 // the check under way; -1 while the expired ones are closed
+	defer func() {
+		if i < len(check) {
+			p.unsweep(check[i+1:])
+		}
+	}()
+	p.closeValues(expired)
+	for i = 0; i < len(check); i++ {
+		p.sweepCheck(ctx, check[i])
 	}
 
-	for _, r := range check {
-		err := p.healthCheck(p.ctx, r)
+	p.q.Lock()
+	for !p.closed && len(p.idle)+p.making < p.cfg.MinIdle && p.totalLocked() < p.cfg.MaxSize {
+		p.startMaking(context.Background())
+	}
+	p.q.Unlock()
+}
+
+// sweepCheck runs the background health check of r, and gives r back or
+// closes it: in a defer, so that a check that panics counts as failed.
+func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
+	failed := true
+	defer func() {
 		p.q.Lock()
 		closeIt := true
-		if err != nil {
+		if failed {
 			p.closeLocked(r, &p.stats.ClosedHealth)
 			p.fillLocked(context.Background())
 		} else {
@@ -271,11 +406,19 @@ func (p *Pool[T]) sweep() {
 		if closeIt {
 			p.closeValue(r)
 		}
-	}
+	}()
+	failed = p.healthCheck(ctx, r) != nil
+}
 
+// unsweep gives back the resources a sweep took for checks it will not run.
+func (p *Pool[T]) unsweep(rs []*Resource[T]) {
+	var closed []*Resource[T]
 	p.q.Lock()
-	for !p.closed && len(p.idle)+p.making < p.cfg.MinIdle && p.totalLocked() < p.cfg.MaxSize {
-		p.startMaking(context.Background())
+	for _, r := range rs {
+		if p.releaseLocked(r) {
+			closed = append(closed, r)
+		}
 	}
 	p.q.Unlock()
+	p.closeValues(closed)
 }

@@ -2,8 +2,9 @@ package pool
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
-	"sync"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,11 @@ import (
 
 // ErrClosed is returned by Acquire once the pool is closed.
 var ErrClosed = errors.New("pool: closed")
+
+// ErrBroken marks an error that leaves a resource broken: a function given to
+// With that returns an error wrapping it (errors.Is) has its resource closed
+// rather than given back. See Config.Broken.
+var ErrBroken = errors.New("pool: resource broken")
 
 // Stats are a snapshot of a Pool.
 type Stats struct {
@@ -53,19 +59,67 @@ type Stats struct {
 // allocate nothing; they read the clock only for the features that need it
 // (lifetimes, idle times, health checks).
 //
-// Use New; the zero Pool is not usable. A Pool must not be copied after first
-// use. It is safe for concurrent use by multiple goroutines. Close it when
-// done: it stops its goroutines.
+// Use New; the zero Pool is not usable, and panics at first use. A Pool must
+// not be copied after first use. It is safe for concurrent use by multiple
+// goroutines. Close it when done: it stops its goroutines. A Release is
+// synchronized before the return of the Acquire that receives the resource.
+//
+// # Panics of the functions of Config
+//
+// A function of Config that panics leaves the pool whole: the resource it
+// was given is closed (or, if the panic came from Close, counted as closed),
+// its place freed, and the panic goes on in the goroutine that ran the
+// function: the caller of Acquire for HealthCheck, of Release, Destroy, With
+// or Close for Close, of With for Broken. Config.New runs in a goroutine of
+// its own (see Config.New): its panic is handed to the Acquire that its
+// error would have gone to, which panics with an error that carries the
+// value (errors.Unwrap gives it, if it is an error) and New's stack. The
+// pool's own goroutines run what no caller asked for (the background
+// HealthCheck, Close of what it finds expired, New for MinIdle or for an
+// Acquire that has given up): a panic there is not recovered, and ends the
+// program once the pool is whole, as a panic in any goroutine does. Hiding it
+// would hide a bug; a function that may panic for a reason it can live with
+// should recover itself.
+//
+// # Pools and testing/synctest bubbles
+//
+// A pool made outside a bubble works inside one (a package-level pool that
+// bubbled tests share), and one made inside a bubble works after it has
+// ended, with these exceptions, which the Go runtime imposes:
+//
+//   - A pool with background work (MinIdle, HealthCheck, MaxIdleTime,
+//     MaxLifetime or HealthCheckPeriod set) runs it in a goroutine started by
+//     New, in New's bubble or outside any. Made inside a bubble, it must be
+//     closed there: the bubble cannot end while that goroutine runs. Made
+//     outside, that goroutine must not hand a resource to an Acquire waiting
+//     inside a bubble: the runtime ends the program ("send on synctest
+//     channel from outside bubble") when it does. That happens only when a
+//     background health check or a resource made for MinIdle ends while an
+//     Acquire in a bubble waits; a pool without background work is free of
+//     it.
+//   - With LeakThreshold, a resource acquired inside a bubble must be
+//     released or destroyed inside it, and the pool not closed outside it
+//     while that resource is out: the runtime refuses to stop a bubble's
+//     timer from outside.
+//
+// Times kept on one clock and read on another (a resource made outside a
+// bubble and found idle inside one, whose times seem far in the future
+// there) are taken as unknown: such a resource is past MaxLifetime and
+// MaxIdleTime if they are set, and due for its health check.
 type Pool[T any] struct {
 	_   nocopy.NoCopy
 	cfg Config[T]
 
 	timed bool // a feature needs the time of checkouts and releases
 
-	ctx    context.Context // canceled by Close: stops creations and maintenance
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // the pool's goroutines
-	kick   chan struct{}  // wakes the maintainer early
+	kick chan struct{} // wakes the maintainer early
+	quit chan struct{} // closed by Close: stops the maintainer; nil if there is none
+
+	// stopped is closed when the maintainer has ended; nil if there is
+	// none. The calls to New are counted in making instead: a WaitGroup
+	// would be Added to both inside and outside a synctest bubble when a
+	// pool made outside is used inside, which the runtime forbids.
+	stopped chan struct{}
 
 	// waitNs is Stats.WaitDuration. Every Acquire that waited adds to it
 	// without the lock, so it has a cache line of its own: beside q's lock,
@@ -83,13 +137,49 @@ type Pool[T any] struct {
 	closing int // calls to Config.Close under way: they still count against MaxSize
 	closed  bool
 	live    map[*Resource[T]]struct{} // every resource made and not yet closed
-	stats   Stats                     // the counters; the gauges are computed
+
+	// cancels cancel the contexts of the calls to New under way and of the
+	// background health checks (see closable); Close calls them.
+	cancels    map[uint64]context.CancelFunc
+	nextCancel uint64
+
+	stats Stats // the counters; the gauges are computed
 }
 
-// handoff is what a waiting Acquire receives: a resource, or an error.
+// handoff is what a waiting Acquire receives: a resource, an error, or the
+// panic of the call to New made for it.
 type handoff[T any] struct {
-	r   *Resource[T]
-	err error
+	r     *Resource[T]
+	err   error
+	panic *newPanic
+}
+
+// A newPanic is what Acquire panics with when the call to Config.New that
+// would have served it panicked, in its own goroutine: the value, and the
+// stack where it was raised, which the Acquire's stack would not show.
+type newPanic struct {
+	value any
+	stack []byte
+}
+
+func (e *newPanic) Error() string {
+	return fmt.Sprintf("pool: Config.New panicked: %v\n\n%s", e.value, e.stack)
+}
+
+// Unwrap returns the value New panicked with, if it is an error.
+func (e *newPanic) Unwrap() error {
+	err, _ := e.value.(error)
+	return err
+}
+
+// errZero is what the zero Pool panics with.
+const errZero = "pool: use New; the zero Pool is not usable"
+
+// mustBeMade panics if p was not made by New.
+func (p *Pool[T]) mustBeMade() {
+	if p == nil || p.cfg.New == nil {
+		panic(errZero)
+	}
 }
 
 // New returns a Pool with the given configuration. It returns an error for a
@@ -104,11 +194,13 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 		timed: cfg.MaxLifetime > 0 || cfg.MaxIdleTime > 0 || cfg.HealthCheck != nil,
 		kick:  make(chan struct{}, 1),
 		live:  make(map[*Resource[T]]struct{}),
+
+		cancels: make(map[uint64]context.CancelFunc),
 	}
 	p.stats.Max = cfg.MaxSize
-	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.background() {
-		p.wg.Add(1)
+		p.quit = make(chan struct{})
+		p.stopped = make(chan struct{})
 		go p.maintain()
 	}
 	return p, nil
@@ -123,7 +215,11 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 // that is already done fails even when a resource is idle. A resource handed
 // over at the same moment that ctx ends goes to the next waiter, or back to
 // the pool: it is never lost.
+//
+// Acquire panics if ctx is nil, or with the panic of HealthCheck or New (see
+// Pool).
 func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
+	p.mustBeMade()
 	if err := waitq.CtxErr(ctx, "pool"); err != nil {
 		return nil, err
 	}
@@ -173,6 +269,9 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 			p.abandon(w)
 			return nil, ctx.Err()
 		}
+		if h.panic != nil {
+			panic(h.panic)
+		}
 		if h.err != nil {
 			return nil, h.err
 		}
@@ -185,11 +284,17 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 // abandon takes w, a waiting Acquire whose ctx ended, out of the queue. A
 // resource handed to it as ctx ended goes to the next waiter, or back to the
 // pool; unless a Close that gave up waiting for the resources out has closed
-// it meanwhile.
+// it meanwhile. A panic of New handed to it is raised: dropped, it would be
+// a panic hidden.
 func (p *Pool[T]) abandon(w *waitq.Waiter[handoff[T]]) {
 	p.q.Lock()
 	closeIt := false
 	h, granted, _ := p.q.Cancel(w)
+	if granted && h.panic != nil {
+		p.stats.CanceledAcquires++
+		p.q.Unlock()
+		panic(h.panic)
+	}
 	if granted && h.r != nil {
 		p.stats.AcquireCount--
 		if h.r.state != stateClosed {
@@ -206,6 +311,7 @@ func (p *Pool[T]) abandon(w *waitq.Waiter[handoff[T]]) {
 // TryAcquire returns an idle resource if there is one and nobody waits, and
 // never waits or makes one. It skips HealthCheck, which could block.
 func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
+	p.mustBeMade()
 	for {
 		p.q.Lock()
 		if p.closed {
@@ -243,29 +349,47 @@ func (p *Pool[T]) popIdleLocked() *Resource[T] {
 	return r
 }
 
-// With acquires a resource, calls fn with its value, and releases it; if fn
-// panics, it destroys it instead, since it may be left broken, and the panic
-// goes on. It returns Acquire's error, or fn's.
+// With acquires a resource, calls fn with its value, and releases it. A
+// resource that fn found broken, as Config.Broken tells from its value and
+// fn's error (by default: an error that wraps ErrBroken or
+// driver.ErrBadConn), is destroyed instead, and never goes to the next
+// caller; so is one whose fn panicked, since it may be left half-used, and
+// the panic goes on. It returns Acquire's error, or fn's.
+//
+// With panics if fn or ctx is nil.
 func (p *Pool[T]) With(ctx context.Context, fn func(T) error) error {
+	p.mustBeMade()
+	if fn == nil {
+		panic("pool: With of a nil fn")
+	}
 	r, err := p.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	ok := false
+	broken := true // until fn and Broken have returned and said otherwise
 	defer func() {
-		if ok {
-			r.Release()
-		} else {
+		if broken {
 			r.Destroy()
+		} else {
+			r.Release()
 		}
 	}()
 	err = fn(r.v)
-	ok = true
+	broken = p.broken(r.v, err)
 	return err
+}
+
+// broken applies Config.Broken, or its default.
+func (p *Pool[T]) broken(v T, err error) bool {
+	if p.cfg.Broken != nil {
+		return p.cfg.Broken(v, err)
+	}
+	return err != nil && (errors.Is(err, ErrBroken) || errors.Is(err, driver.ErrBadConn))
 }
 
 // Stats returns a snapshot of the pool.
 func (p *Pool[T]) Stats() Stats {
+	p.mustBeMade()
 	p.q.Lock()
 	defer p.q.Unlock()
 	s := p.stats
@@ -299,12 +423,26 @@ func (p *Pool[T]) drainedLocked() {
 // while Config.HealthCheck does. Close returns only when the pool's
 // goroutines have ended, so New should honour its context. Closing a closed
 // pool waits again, as the first Close does.
+//
+// Close panics if ctx is nil, or with the panic of Config.Close, once every
+// other resource it had to close is closed.
 func (p *Pool[T]) Close(ctx context.Context) error {
+	p.mustBeMade()
+	if ctx == nil {
+		panic("pool: nil Context")
+	}
 	p.q.Lock()
 	var idle []*Resource[T]
+	var cancels []context.CancelFunc
 	if !p.closed {
 		p.closed = true
-		p.cancel()
+		if p.quit != nil {
+			close(p.quit)
+		}
+		for _, c := range p.cancels {
+			cancels = append(cancels, c)
+		}
+		clear(p.cancels)
 		for w := p.q.Front(); w != nil; w = p.q.Front() {
 			p.q.Grant(w, handoff[T]{err: ErrClosed})
 		}
@@ -315,9 +453,10 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		}
 	}
 	p.q.Unlock()
-	for _, r := range idle {
-		p.closeValue(r)
+	for _, c := range cancels {
+		c()
 	}
+	p.closeValues(idle)
 	p.q.Lock()
 	var w *waitq.Waiter[struct{}]
 	if p.inUse > 0 || p.making > 0 || p.closing > 0 {
@@ -340,11 +479,11 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 				}
 			}
 			p.q.Unlock()
-			for _, r := range out {
-				p.closeValue(r)
-			}
+			p.closeValues(out)
 		}
 	}
-	p.wg.Wait()
+	if p.stopped != nil {
+		<-p.stopped
+	}
 	return err
 }

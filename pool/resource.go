@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -34,8 +35,13 @@ const (
 	stateClosed                  // closed; a late Release or Destroy is ignored
 )
 
-// Value returns the resource.
-func (r *Resource[T]) Value() T { return r.v }
+// Value returns the resource. The zero Resource's is the zero T.
+func (r *Resource[T]) Value() T {
+	if r == nil {
+		panic("pool: Value of a nil Resource")
+	}
+	return r.v
+}
 
 // CreatedAt returns when the resource was made.
 func (r *Resource[T]) CreatedAt() time.Time { return clock.Time(r.created) }
@@ -79,8 +85,13 @@ func formatStack(pcs []uintptr) string {
 // idle resources. A resource past MaxLifetime is closed instead. After Close
 // has closed r, Release does nothing.
 //
-// Release panics if r is not acquired: released already, say.
+// Release panics if r is not acquired: released already, say, or not from
+// Acquire. A panic of Config.Close, which Release may call, reaches the
+// caller once r's place in the pool is free.
 func (r *Resource[T]) Release() {
+	if r == nil || r.p == nil {
+		panic("pool: Release of a Resource not from Acquire")
+	}
 	p := r.p
 	now := p.now()
 	p.q.Lock()
@@ -92,7 +103,7 @@ func (r *Resource[T]) Release() {
 		p.closeLocked(r, &p.stats.ClosedPool)
 	} else if r.expires != 0 && now >= r.expires {
 		p.closeLocked(r, &p.stats.ClosedLifetime)
-		p.fillLocked(p.ctx)
+		p.fillLocked(context.Background())
 	} else {
 		r.lastUsed = now
 		if !p.releaseLocked(r) {
@@ -107,8 +118,13 @@ func (r *Resource[T]) Release() {
 // Destroy closes r instead of giving it back, for a resource that is broken;
 // its place in the pool frees. After Close has closed r, Destroy does nothing.
 //
-// Destroy panics if r is not acquired: released already, say.
+// Destroy panics if r is not acquired: released already, say, or not from
+// Acquire. A panic of Config.Close reaches the caller once r's place in the
+// pool is free.
 func (r *Resource[T]) Destroy() {
+	if r == nil || r.p == nil {
+		panic("pool: Destroy of a Resource not from Acquire")
+	}
 	p := r.p
 	p.q.Lock()
 	if !r.endUseLocked("Destroy") {
@@ -116,7 +132,7 @@ func (r *Resource[T]) Destroy() {
 		return
 	}
 	p.closeLocked(r, &p.stats.ClosedDestroy)
-	p.fillLocked(p.ctx)
+	p.fillLocked(context.Background())
 	p.q.Unlock()
 	p.closeValue(r)
 }
@@ -181,18 +197,37 @@ func (p *Pool[T]) retireLocked(r *Resource[T], counter *int64) {
 }
 
 // closeValue calls Config.Close on the value of r, retired, then frees its
-// place. The lock must not be held.
+// place: in a defer, so that a Close that panics frees it too before the
+// panic goes on (and counts as a failed Close). The lock must not be held.
 func (p *Pool[T]) closeValue(r *Resource[T]) {
-	var err error
+	failed := p.cfg.Close != nil
+	defer func() {
+		p.q.Lock()
+		p.closing--
+		if failed {
+			p.stats.CloseErrors++
+		}
+		p.fillLocked(context.Background())
+		p.drainedLocked()
+		p.q.Unlock()
+	}()
 	if p.cfg.Close != nil {
-		err = p.cfg.Close(r.v)
+		failed = p.cfg.Close(r.v) != nil
 	}
-	p.q.Lock()
-	p.closing--
-	if err != nil {
-		p.stats.CloseErrors++
+}
+
+// closeValues closes the values of rs, retired. If Config.Close panics on
+// one, the others are still closed, their places freed, before the panic
+// goes on: a pool left with places held by values nobody will close would
+// make its Close wait for ever. The lock must not be held.
+func (p *Pool[T]) closeValues(rs []*Resource[T]) {
+	i := 0
+	defer func() {
+		if i < len(rs) { // rs[i] panicked
+			p.closeValues(rs[i+1:])
+		}
+	}()
+	for ; i < len(rs); i++ {
+		p.closeValue(rs[i])
 	}
-	p.fillLocked(p.ctx)
-	p.drainedLocked()
-	p.q.Unlock()
 }

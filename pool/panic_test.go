@@ -1,0 +1,218 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// requireWhole checks that p holds nothing but idle resources: no slot is
+// kept by a user function that panicked.
+func requireWhole[T any](t *testing.T, p *Pool[T]) {
+	t.Helper()
+	s := p.Stats()
+	require.Zero(t, s.InUse, "%+v", s)
+	require.Zero(t, s.Constructing, "%+v", s)
+	require.Zero(t, s.Closing, "%+v", s)
+	require.Equal(t, s.Idle, s.Total, "%+v", s)
+}
+
+// acquireWithin acquires a resource of p, failing the test if that takes an
+// hour of the bubble's time: a leaked slot would make it wait for good.
+func acquireWithin[T any](t *testing.T, p *Pool[T]) *Resource[T] {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	r, err := p.Acquire(ctx)
+	require.NoError(t, err, "the pool lost a slot: %+v", p.Stats())
+	return r
+}
+
+// TestHealthCheckPanicLeaksSlot: a HealthCheck that panics at Acquire reaches
+// the caller, and the resource it was checking is closed, its slot freed.
+func TestHealthCheckPanicLeaksSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(1)
+		var panicked atomic.Bool
+		cfg.HealthCheck = func(context.Context, *conn) error {
+			if !panicked.Swap(true) {
+				panic("check exploded")
+			}
+			return nil
+		}
+		p := mustNew(t, cfg)
+		acquireWithin(t, p).Release()
+		time.Sleep(time.Second) // idle long enough to be checked
+		require.PanicsWithValue(t, "check exploded", func() { _, _ = p.Acquire(t.Context()) })
+		requireWhole(t, p)
+		require.Equal(t, int64(1), p.Stats().ClosedHealth)
+		acquireWithin(t, p).Release()
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+// TestClosePanicLeaksSlot: a Config.Close that panics during Destroy or
+// Release reaches the caller, and the slot frees all the same.
+func TestClosePanicLeaksSlot(t *testing.T) {
+	for _, how := range []string{"Destroy", "Release after MaxLifetime"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLedger()
+				cfg := l.config(1)
+				cfg.MaxLifetime, cfg.MaxLifetimeJitter = time.Minute, NoJitter
+				var calm atomic.Bool
+				cfg.Close = func(c *conn) error {
+					_ = l.close(c)
+					if !calm.Load() {
+						panic("close exploded")
+					}
+					return nil
+				}
+				p := mustNew(t, cfg)
+				r := acquireWithin(t, p)
+				end := r.Destroy
+				if how != "Destroy" {
+					time.Sleep(time.Minute)
+					end = r.Release
+				}
+				require.PanicsWithValue(t, "close exploded", end)
+				requireWhole(t, p)
+				require.Equal(t, int64(1), p.Stats().CloseErrors, "a panic is a failed Close")
+				calm.Store(true)
+				acquireWithin(t, p).Release()
+				require.NoError(t, p.Close(t.Context()))
+				l.check(t)
+			})
+		})
+	}
+}
+
+// TestClosePanicInPoolClose: Close closes every idle resource even when
+// Config.Close panics on one; the panic reaches Close's caller, and a second
+// Close finds nothing left.
+func TestClosePanicInPoolClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(3)
+		var calls atomic.Int32
+		cfg.Close = func(c *conn) error {
+			_ = l.close(c)
+			if calls.Add(1) == 1 {
+				panic("close exploded")
+			}
+			return nil
+		}
+		p := mustNew(t, cfg)
+		releaseAll(acquireN(t, p, 3))
+		require.PanicsWithValue(t, "close exploded", func() { _ = p.Close(t.Context()) })
+		require.Equal(t, int32(3), calls.Load(), "the others were left open")
+		s := p.Stats()
+		require.Zero(t, s.Total, "%+v", s)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+// TestNewPanicReachesAcquire: a panic in Config.New, which runs in a goroutine
+// of its own, reaches the Acquire that waited for it, and its slot frees.
+func TestNewPanicReachesAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(1)
+		var panicked atomic.Bool
+		cfg.New = func(ctx context.Context) (*conn, error) {
+			if !panicked.Swap(true) {
+				panic(errBoom)
+			}
+			return l.new(ctx)
+		}
+		p := mustNew(t, cfg)
+		v := func() (v any) {
+			defer func() { v = recover() }()
+			_, _ = p.Acquire(t.Context())
+			return nil
+		}()
+		err, ok := v.(error)
+		require.True(t, ok, "Acquire panicked with %v, want an error", v)
+		require.ErrorIs(t, err, errBoom)
+		require.Contains(t, err.Error(), "pool: Config.New panicked: boom")
+		require.Contains(t, err.Error(), "TestNewPanicReachesAcquire", "New's stack")
+		requireWhole(t, p)
+		require.Equal(t, int64(1), p.Stats().CreateFailures)
+		acquireWithin(t, p).Release()
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
+}
+
+var errBoom = errors.New("boom")
+
+// TestSweepPanicLeaksSlot: a HealthCheck or Config.Close that panics in the
+// background sweep leaves the pool whole before the panic goes on (in the
+// pool's goroutine it would end the program, as any goroutine's panic does;
+// the test runs the sweep in its own goroutine to see the state it leaves).
+func TestSweepPanicLeaksSlot(t *testing.T) {
+	for _, what := range []string{"HealthCheck", "Close"} {
+		t.Run(what, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLedger()
+				cfg := l.config(3)
+				cfg.HealthCheckPeriod = 1000 * time.Hour // the test sweeps
+				cfg.HealthCheck = func(context.Context, *conn) error {
+					if what == "HealthCheck" {
+						panic("check exploded")
+					}
+					return nil
+				}
+				cfg.MaxIdleTime = 10 * time.Minute
+				cfg.Close = func(c *conn) error {
+					_ = l.close(c)
+					if what == "Close" {
+						panic("close exploded")
+					}
+					return nil
+				}
+				p := mustNew(t, cfg)
+				synctest.Wait()
+				releaseAll(acquireN(t, p, 3))
+				if what == "Close" {
+					time.Sleep(10 * time.Minute) // all three have idled too long
+				} else {
+					time.Sleep(time.Minute) // all three are to be checked
+				}
+				require.Panics(t, func() { p.sweep(context.Background()) })
+				requireWhole(t, p)
+				s := p.Stats()
+				if what == "Close" {
+					require.Zero(t, s.Total, "%+v", s)
+				} else {
+					require.Equal(t, int64(1), s.ClosedHealth, "%+v", s)
+					require.Equal(t, 2, s.Idle, "the checks not run yet go back: %+v", s)
+				}
+				require.NotPanics(t, func() { _ = p.Close(t.Context()) })
+				l.check(t)
+			})
+		})
+	}
+}
+
+// TestWithFnPanicThenClosePanics: fn panics, and so does the Config.Close of
+// the resource With destroys for it: a panic reaches the caller, the slot
+// frees.
+func TestWithFnPanicThenClosePanics(t *testing.T) {
+	l := newLedger()
+	cfg := l.config(1)
+	cfg.Close = func(c *conn) error { _ = l.close(c); panic("close exploded") }
+	p := mustNew(t, cfg)
+	require.Panics(t, func() { _ = p.With(context.Background(), func(*conn) error { panic("fn exploded") }) })
+	requireWhole(t, p)
+	require.NoError(t, p.Close(context.Background()))
+	l.check(t)
+}
