@@ -267,26 +267,62 @@ func TestBarrierMisuse(t *testing.T) {
 	require.Equal(t, 0, b.Waiting())
 }
 
-// TestHammerBarrier: parties loop with random cancellation, resetting the
-// barrier when it breaks. No party ever returns from a round before its action
-// ran, and every round completed ran one.
+// TestHammerBarrier: more goroutines than parties loop with random
+// cancellation, resetting the barrier when it breaks, while another resets
+// and aborts it at random; the action sometimes fails or panics. No party
+// ever returns from a round before its action ran, two actions never run at
+// once, and the barrier is whole at the end.
 func TestHammerBarrier(t *testing.T) {
-	const parties = 6
-	var actions atomic.Int64
+	const parties, goroutines = 4, 7
+	var actions, running, calls atomic.Int64
 	b := ctxsync.NewBarrier(parties, func() error {
+		if running.Add(1) != 1 {
+			t.Error("two actions ran at once")
+		}
+		defer running.Add(-1)
 		actions.Add(1)
+		switch n := calls.Add(1); {
+		case n%29 == 0:
+			panic("the action panicked")
+		case n%17 == 0:
+			return errAction
+		}
 		return nil
 	})
 	var lastWins atomic.Int64
 	var wg sync.WaitGroup
 	rounds := testutil.HammerRounds(200)
-	for p := range parties {
+	stop := make(chan struct{})
+	chaos := sync.WaitGroup{}
+	chaos.Go(func() {
+		r := rand.New(rand.NewPCG(99, 10))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(r.IntN(500)) * time.Microsecond):
+			}
+			if r.IntN(2) == 0 {
+				b.Reset()
+			} else {
+				b.Abort()
+			}
+		}
+	})
+	for p := range goroutines {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(p), 10))
 			wins := int64(0)
 			for range rounds {
 				ctx, cancel := endingCtx(r)
-				i, err := b.Wait(ctx)
+				i, err := func() (i int, err error) {
+					defer func() {
+						if v := recover(); v != nil {
+							err = errPanicked
+						}
+					}()
+					return b.Wait(ctx)
+				}()
 				cancel()
 				switch {
 				case err == nil:
@@ -297,7 +333,7 @@ func TestHammerBarrier(t *testing.T) {
 					if a := actions.Load(); a < wins {
 						t.Errorf("party %d won %d rounds but only %d actions ran", p, wins, a)
 					}
-				case err == ctxsync.ErrBrokenBarrier:
+				case err == ctxsync.ErrBrokenBarrier || err == errAction || err == errPanicked:
 					b.Reset()
 				case err != context.Canceled && err != context.DeadlineExceeded:
 					t.Errorf("Wait = %v", err)
@@ -306,6 +342,8 @@ func TestHammerBarrier(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(stop)
+	chaos.Wait()
 	// A Reset can end a round while its action runs, so a round may run its
 	// action and still not complete: at least one action per completed round.
 	// (TestBarrierRounds pins exactly one.)
@@ -313,4 +351,12 @@ func TestHammerBarrier(t *testing.T) {
 	b.Reset()
 	require.Equal(t, 0, b.Waiting())
 	require.False(t, b.Broken())
+	calls.Store(1) // the next actions neither fail nor panic
+	for range parties {
+		wg.Go(func() {
+			_, err := b.Wait(context.Background())
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
 }
