@@ -3,12 +3,16 @@ package pool
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // requireWhole checks that p holds nothing but idle resources: no slot is
@@ -215,4 +219,50 @@ func TestWithFnPanicThenClosePanics(t *testing.T) {
 	requireWhole(t, p)
 	require.NoError(t, p.Close(context.Background()))
 	l.check(t)
+}
+
+// TestNewPanicToAbandonedAcquire: a panic of New handed to an Acquire as its
+// ctx ends is raised by that Acquire, not dropped with its wait. The
+// interleaving is made by hand: the test plays the waiting Acquire and runs
+// the call to New itself.
+func TestNewPanicToAbandonedAcquire(t *testing.T) {
+	cfg := Config[int]{MaxSize: 1, New: func(context.Context) (int, error) { panic(errBoom) }}
+	p := mustNew(t, cfg)
+	p.q.Lock()
+	w := p.q.Push(handoff[int]{}) // an Acquire waits for New
+	p.making++
+	p.q.Unlock()
+	_, ok := p.q.Wait(testutil.Cancelled(), w) // and its ctx ends,
+	require.False(t, ok)
+	p.make(context.Background()) // as New panics.
+	v := func() (v any) {
+		defer func() { v = recover() }()
+		p.abandon(w)
+		return nil
+	}()
+	err, _ := v.(error)
+	require.ErrorIs(t, err, errBoom, "the panic was dropped: %v", v)
+	requireWhole(t, p)
+	require.NoError(t, p.Close(context.Background()))
+}
+
+// TestBackgroundPanicEndsProgram: a panic of New in the pool's own goroutine,
+// making a resource for MinIdle that no caller waits for, is not swallowed:
+// it ends the program, as any goroutine's panic does (see Pool). The test
+// runs itself in a child process to see it.
+func TestBackgroundPanicEndsProgram(t *testing.T) {
+	if os.Getenv("POOL_TEST_BACKGROUND_PANIC") == "1" {
+		synctest.Test(t, func(t *testing.T) {
+			p := mustNew(t, Config[int]{MaxSize: 1, MinIdle: 1,
+				New: func(context.Context) (int, error) { panic("refill exploded") }})
+			time.Sleep(time.Hour)
+			_ = p.Close(t.Context())
+		})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBackgroundPanicEndsProgram$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "POOL_TEST_BACKGROUND_PANIC=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the program went on: %s", out)
+	require.Contains(t, string(out), "panic: refill exploded")
 }
