@@ -201,7 +201,10 @@ func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 		case n > c.limit:
 			d.RetryAfter = -1
 		default:
-			d.RetryAfter = time.Duration(max(0, (*counterWaitable)(c).earliestLocked(c.w.queued, n, now)-now))
+			// Counted from now, not as a time that may saturate.
+			if k := c.w.queued + n; k <= c.limit {
+				d.RetryAfter = time.Duration(c.waitLocked(k, now))
+			}
 		}
 	}
 	return ok

@@ -26,6 +26,34 @@ import (
 // monotonic clock is.
 const fuzzStart = int64(1) << 40
 
+// startOf returns the clock's reading when a script starts, from a bit of the
+// fuzzer's: fuzzStart, or far below 0, as a synctest bubble's clock reads.
+func startOf(bit bool) int64 {
+	if bit {
+		return -fuzzStart << 19 // about 18 years before
+	}
+	return fuzzStart
+}
+
+// addSatModel and subSatModel are a+b and a-b for the models, saturated at
+// the ends of int64: a time past them never comes.
+func addSatModel(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
+}
+
+func subSatModel(a, b int64) int64 {
+	if b == math.MinInt64 {
+		return addSatModel(addSatModel(a, math.MaxInt64), 1)
+	}
+	return addSatModel(a, -b)
+}
+
 // A refusal is the last refused request, for a step to retry: how many it
 // asked for and its RetryAfter, or none.
 type refusal struct {
@@ -37,7 +65,10 @@ type refusal struct {
 // (between 1 and max), and whether it retries the last refusal, early by a
 // nanosecond or on time.
 func step(script []byte, now int64, last refusal, max int) (next int64, n int, retry, early bool, rest []byte) {
-	if script[0] == 0xff && last.after > 0 {
+	if script[0] == 0xff && last.after > 0 && last.after < math.MaxInt64 && last.after <= subSatModel(math.MaxInt64, now) {
+		// A refusal that said to come back after the clock's end, or after
+		// math.MaxInt64 (which says: longer than a Duration holds), cannot
+		// be retried: the clock ends at math.MaxInt64.
 		early = script[1]&1 == 1
 		next = now + last.after
 		if early {
@@ -45,13 +76,18 @@ func step(script []byte, now int64, last refusal, max int) (next int64, n int, r
 		}
 		return next, last.n, true, early, script[3:]
 	}
-	next = now + int64(script[0])<<(script[1]%24) // up to about two seconds
+	next = addSatModel(now, int64(script[0])<<(script[1]%24)) // up to about two seconds
 	return next, 1 + int(script[2])%max, false, false, script[3:]
 }
 
 // windowParams decodes a window's limit (1 to 16) and its length in
-// nanoseconds (up to about 2^31), from the fuzzer's two numbers.
+// nanoseconds, from the fuzzer's two numbers: up to about 2^45, or if the
+// top four bits of limitB are set, within 2^16 of math.MaxInt64, where sums
+// of times must saturate.
 func windowParams(limitB uint8, windowB uint16) (int, int64) {
+	if limitB>>4 == 15 {
+		return 1 + int(limitB%16), math.MaxInt64 - int64(windowB)
+	}
 	return 1 + int(limitB%16), 1 + int64(windowB)<<(limitB>>4)
 }
 
@@ -59,19 +95,25 @@ func FuzzSlidingWindow(f *testing.F) {
 	f.Add(uint8(3), uint16(1000), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 0xff, 1, 0})
 	f.Add(uint8(1), uint16(0), []byte{0, 0, 0, 1, 0, 0, 0xff, 1, 0, 0xff, 0, 0})
 	f.Add(uint8(15), uint16(65535), []byte{9, 3, 4, 0, 0, 15, 7, 9, 3, 0xff, 1, 2, 0xff, 0, 2, 200, 20, 1})
+	// Windows near math.MaxInt64, on the real clock and a bubble's.
+	f.Add(uint8(0xf2), uint16(0), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 200, 23, 1})
+	f.Add(uint8(0xf2), uint16(7), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 200, 23, 1})
 	f.Fuzz(func(t *testing.T, limitB uint8, windowB uint16, script []byte) {
 		limit, window := windowParams(limitB, windowB)
 		s := NewSlidingWindow(limit, time.Duration(window))
 
+		// The model counts in differences of times, which fit in an int64
+		// whatever the window.
 		var grants []int64 // every grant, oldest first: the model
-		now, last := fuzzStart, refusal{}
+		start := startOf(windowB&1 == 1)
+		now, last := start, refusal{}
 		for len(script) >= 3 {
 			var n int
 			now, n, _, _, script = step(script, now, last, limit+1) // limit+1 never fits
 
 			// The grants inside the window ending at now.
 			first := len(grants)
-			for first > 0 && grants[first-1] > now-window {
+			for first > 0 && subSatModel(now, grants[first-1]) < window {
 				first--
 			}
 			in := grants[first:]
@@ -81,7 +123,7 @@ func FuzzSlidingWindow(f *testing.F) {
 			got := s.take(n, now, &d)
 			if got != want || d.Allowed != got {
 				t.Fatalf("at %d, %d asked, %d in the window: take = %v (Allowed %v), want %v",
-					now-fuzzStart, n, len(in), got, d.Allowed, want)
+					now-start, n, len(in), got, d.Allowed, want)
 			}
 			if want {
 				for range n {
@@ -97,16 +139,16 @@ func FuzzSlidingWindow(f *testing.F) {
 				wantRetry = -1
 			default:
 				// Until enough of the oldest grants in the window leave it.
-				wantRetry = time.Duration(in[len(in)+n-limit-1] + window - now)
+				wantRetry = time.Duration(max(0, window-subSatModel(now, in[len(in)+n-limit-1])))
 			}
 			wantReset := time.Duration(0)
 			if len(grants) > 0 {
-				wantReset = time.Duration(max(0, grants[len(grants)-1]+window-now))
+				wantReset = time.Duration(max(0, window-subSatModel(now, grants[len(grants)-1])))
 			}
 			if d.Limit != limit || d.Window != time.Duration(window) || d.Remaining != limit-len(in) ||
 				d.RetryAfter != wantRetry || d.ResetAfter != wantReset {
 				t.Fatalf("at %d, %d asked, grants in window %v: %+v; want Remaining %d, RetryAfter %v, ResetAfter %v",
-					now-fuzzStart, n, in, d, limit-len(in), wantRetry, wantReset)
+					now-start, n, in, d, limit-len(in), wantRetry, wantReset)
 			}
 			last = refusal{n, int64(max(0, d.RetryAfter))}
 		}
@@ -118,11 +160,20 @@ func FuzzTokenBucket(f *testing.F) {
 	f.Add(uint16(1), uint8(1), []byte{0, 0, 0, 0, 0, 0, 0xff, 1, 0, 0xff, 0, 0, 3, 20, 0})
 	f.Add(uint16(0), uint8(4), []byte{0, 0, 3, 0, 0, 3, 0, 0, 4}) // no limit on the rate
 	f.Add(uint16(7), uint8(200), []byte{0, 0, 199, 0xff, 1, 7, 0xff, 0, 7, 5, 0, 3})
-	f.Add(uint16(65535), uint8(16), []byte{1, 17, 9, 0, 0, 16, 0xff, 1, 2, 0xff, 0, 2})
+	f.Add(uint16(0xfe00), uint8(16), []byte{1, 17, 9, 0, 0, 16, 0xff, 1, 2, 0xff, 0, 2})
+	// Rates where whole nanoseconds round a token's cost far up, and above
+	// one token a nanosecond.
+	f.Add(uint16(0xff02), uint8(16), []byte{1, 1, 9, 0, 0, 16, 0xff, 1, 2, 0xff, 0, 2, 3, 0, 5})
+	f.Add(uint16(0xff0c), uint8(200), []byte{0, 0, 199, 0xff, 1, 7, 0xff, 0, 7, 5, 0, 3})
 	f.Fuzz(func(t *testing.T, rateB uint16, burstB uint8, script []byte) {
 		rate := math.Inf(1)
-		if rateB > 0 {
-			// From one event a minute to 65535 a second, with fractions.
+		switch {
+		case rateB >= 0xff00:
+			// From 1e8 a second to 2.56e10, beyond the clock's 1e9.
+			rate = float64(rateB-0xff00+1) * 1e8
+		case rateB > 0:
+			// From one event a minute to about 65000 a second, with
+			// fractions.
 			rate = float64(rateB) * float64(rateB) / 65535
 			rate = max(rate, 1.0/60)
 		}
@@ -186,11 +237,13 @@ func FuzzSlidingWindowCounter(f *testing.F) {
 	// drops: 7 of them weigh 6.58, and 4 more fit at 14.29 ns in, not 14.
 	f.Add(uint8(9), uint16(99), []byte{0, 0, 6, 30, 0, 3, 0xff, 1, 0, 0xff, 0, 0})
 	f.Add(uint8(15), uint16(65535), []byte{9, 3, 4, 0, 0, 15, 7, 9, 3, 0xff, 1, 2, 0xff, 0, 2, 200, 20, 1})
+	f.Add(uint8(0xf2), uint16(0), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 200, 23, 1})
+	f.Add(uint8(0xf2), uint16(7), []byte{0, 0, 0, 0, 0, 1, 0, 0, 2, 0xff, 0, 0, 200, 23, 1})
 	f.Fuzz(func(t *testing.T, limitB uint8, windowB uint16, script []byte) {
 		limit, window := windowParams(limitB, windowB)
 		c := NewSlidingWindowCounter(limit, time.Duration(window))
 
-		now, last := fuzzStart, refusal{}
+		now, last := startOf(windowB&1 == 1), refusal{}
 		for len(script) >= 3 {
 			var n int
 			var retry, early bool

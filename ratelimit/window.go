@@ -91,14 +91,27 @@ func (s *SlidingWindow) check() {
 // at returns the time of the i'th oldest of the last limit grants.
 func (s *SlidingWindow) at(i int) int64 { return s.times[(s.head+i)%s.limit] }
 
-// leavesAt returns when the i'th oldest of the last limit grants leaves the
-// window; never if it never happened.
-func (s *SlidingWindow) leavesAt(i int) int64 {
+// untilLeaves returns how long from now until the i'th oldest of the last
+// limit grants leaves the window: 0 if it has, or never happened. It counts
+// in differences of times, which are exact where the time it leaves, beyond
+// math.MaxInt64, is not.
+func (s *SlidingWindow) untilLeaves(i int, now int64) int64 {
 	t := s.at(i)
 	if t == never {
-		return never // and not never+window, which may be after now
+		return 0 // and not never+window, which may be after now
 	}
-	return addSat(t, s.window)
+	return max(0, subSat(s.window, subSat(now, t)))
+}
+
+// waitLocked returns how long from now until n events fit after ahead
+// events queued before them.
+func (s *SlidingWindow) waitLocked(ahead, n int, now int64) int64 {
+	if k := ahead + n; k <= s.limit {
+		return s.untilLeaves(k-1, now)
+	}
+	// Some of these events must wait for grants still to come, which
+	// happen at now or later, to leave the window.
+	return s.window
 }
 
 // syncLocked resets the window if its times come from another clock (see
@@ -168,13 +181,13 @@ func (s *SlidingWindow) take(n int, now int64, d *Decision) bool {
 		// oldest of them.
 		from := subSat(now, s.window)
 		d.Remaining = sort.Search(s.limit, func(i int) bool { return s.at(i) > from })
-		d.ResetAfter = time.Duration(max(0, subSat(s.leavesAt(s.limit-1), now)))
+		d.ResetAfter = time.Duration(s.untilLeaves(s.limit-1, now))
 		switch ahead := s.w.queued; {
 		case ok:
 		case n > s.limit:
 			d.RetryAfter = -1
 		default:
-			d.RetryAfter = time.Duration(max(0, (*windowWaitable)(s).earliestLocked(ahead, n, now)-now))
+			d.RetryAfter = time.Duration(s.waitLocked(ahead, n, now))
 		}
 	}
 	return ok
@@ -218,15 +231,9 @@ func (s *windowWaitable) takeLocked(n int, now int64) (bool, int64) {
 		sw.recordLocked(n, now)
 		return true, 0
 	}
-	return false, subSat(sw.leavesAt(n-1), now)
+	return false, sw.untilLeaves(n-1, now)
 }
 
 func (s *windowWaitable) earliestLocked(ahead, n int, now int64) int64 {
-	sw := (*SlidingWindow)(s)
-	if k := ahead + n; k <= s.limit {
-		return max(now, sw.leavesAt(k-1))
-	}
-	// Some of these events must wait for grants still to come, which
-	// happen at now or later, to leave the window.
-	return addSat(now, s.window)
+	return addSat(now, (*SlidingWindow)(s).waitLocked(ahead, n, now))
 }
