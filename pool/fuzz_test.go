@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -29,16 +30,17 @@ type poolModel struct {
 	checked                 bool              // a HealthCheck is set
 	made, lastUsed          map[int]time.Time // of each value
 	bad                     map[int]bool      // values the HealthCheck fails
+	panicky                 map[int]bool      // values the HealthCheck panics on
 	now                     func() time.Time  // the bubble's clock
 	period                  time.Duration     // of the sweep; 0 for none while the script runs
 	swept                   time.Time         // when the last sweep ran
 
-	next     int // the value the next New makes
-	failNext int // how many calls to New fail from now on
+	next  int    // the value the next New makes
+	fails []bool // the calls to New that fail from now on: true for a panic, false for an error
 
 	created, createFailures, closedDestroy, closedPool int64
 	closedLifetime, closedIdle, closedHealth           int64
-	acquired, canceled, empty, waited                  int64
+	acquired, canceled, empty, waited, closeErrors     int64
 }
 
 // A poolWaiter is an Acquire run in a goroutine, and what the model says it
@@ -47,31 +49,35 @@ type poolWaiter struct {
 	cancel context.CancelFunc
 	res    chan acquired
 
-	settled bool
-	value   int
-	err     error
+	settled  bool
+	value    int
+	err      error
+	panicked bool // the Acquire panics (with New's or HealthCheck's panic)
 }
 
 type acquired struct {
-	r   *Resource[int]
-	err error
+	r        *Resource[int]
+	err      error
+	panicked any
 }
 
 var errNew = errors.New("New failed")
 
 func (m *poolModel) total() int { return len(m.idle) + len(m.out) }
 
-// makeOne is a call to New: the value it makes, or its error.
-func (m *poolModel) makeOne() (int, error) {
-	if m.failNext > 0 {
-		m.failNext--
+// makeOne is a call to New: the value it makes, or its error, or whether it
+// panicked.
+func (m *poolModel) makeOne() (int, error, bool) {
+	if len(m.fails) > 0 {
+		panicked := m.fails[0]
+		m.fails = m.fails[1:]
 		m.createFailures++
-		return 0, errNew
+		return 0, errNew, panicked
 	}
 	m.next++
 	m.created++
 	m.made[m.next], m.lastUsed[m.next] = m.now(), m.now()
-	return m.next, nil
+	return m.next, nil, false
 }
 
 func (m *poolModel) pastLifetime(v int) bool {
@@ -123,8 +129,9 @@ func (m *poolModel) sweepUntil(t time.Time) {
 
 // takeIdle pops the warmest idle value that is still good, closing those that
 // are not: past their lifetime, idle too long, or (if check) failing the
-// HealthCheck, which a value released within skip is spared.
-func (m *poolModel) takeIdle(check bool) (int, bool) {
+// HealthCheck, which a value released within skip is spared. A HealthCheck
+// that panics closes its value and ends the search: the Acquire panics.
+func (m *poolModel) takeIdle(check bool) (v int, ok, panicked bool) {
 	for len(m.idle) > 0 {
 		v := m.idle[len(m.idle)-1]
 		m.idle = m.idle[:len(m.idle)-1]
@@ -134,13 +141,16 @@ func (m *poolModel) takeIdle(check bool) (int, bool) {
 			m.closedLifetime++
 		case m.maxIdle > 0 && idleFor >= m.maxIdle:
 			m.closedIdle++
-		case check && m.checked && m.bad[v] && (m.skip < 0 || idleFor >= m.skip):
+		case check && m.checked && (m.bad[v] || m.panicky[v]) && (m.skip < 0 || idleFor >= m.skip):
 			m.closedHealth++
+			if m.panicky[v] {
+				return 0, false, true
+			}
 		default:
-			return v, true
+			return v, true, false
 		}
 	}
-	return 0, false
+	return 0, false, false
 }
 
 func (m *poolModel) give(w *poolWaiter, v int) {
@@ -157,7 +167,12 @@ func (m *poolModel) acquire(w *poolWaiter) {
 	case m.closed:
 		m.fail(w, ErrClosed)
 	default:
-		if v, ok := m.takeIdle(true); ok {
+		v, ok, panicked := m.takeIdle(true)
+		if panicked {
+			w.settled, w.panicked = true, true
+			return
+		}
+		if ok {
 			m.give(w, v)
 			return
 		}
@@ -176,7 +191,9 @@ func (m *poolModel) fill() {
 	for len(m.waiting) > 0 && m.total() < m.maxSize {
 		w := m.waiting[0]
 		m.waiting = m.waiting[1:]
-		if v, err := m.makeOne(); err != nil {
+		if v, err, panicked := m.makeOne(); panicked {
+			w.settled, w.panicked = true, true
+		} else if err != nil {
 			m.fail(w, err)
 		} else {
 			m.give(w, v)
@@ -201,8 +218,10 @@ func (m *poolModel) takeBack(v int) {
 // Acquire's outcome (the value it got, or its error) and Stats; at the end,
 // that Config.Close ran once on every value made. The first byte sets the
 // size (its low bits) and which of MaxLifetime, MaxIdleTime, HealthCheck and
-// a sweep every 50 ms are on; each step of the script is two bytes: an
-// operation and its argument.
+// a sweep every 50 ms are on, and whether the times are math.MaxInt64; each
+// step of the script is two bytes: an operation and its argument, whose high
+// bit makes Config.Close panic in a Destroy, and a HealthCheck panic, and
+// whose low bit makes New panic rather than fail.
 func FuzzPoolModel(f *testing.F) {
 	// Fill the pool, wait, get released resources in order, the warmest
 	// first when idle.
@@ -233,21 +252,36 @@ func FuzzPoolModel(f *testing.F) {
 	f.Add(uint8(1<<6|1<<3), []byte{0, 0, 2, 0, 7, 7, 7, 3, 1, 0})
 	f.Add(uint8(1<<6|1<<2), []byte{0, 0, 2, 0, 7, 7, 7, 3, 1, 0})
 	f.Add(uint8(1<<6|1<<5|1<<4|1), []byte{0, 0, 0, 0, 2, 0, 2, 1, 7, 5, 1, 0, 1, 0})
+	// A panic of New reaches the Acquire it was made for; one of
+	// Config.Close reaches Destroy's caller; one of HealthCheck reaches the
+	// Acquire that ran it: each time the slot frees.
+	f.Add(uint8(1), []byte{5, 1, 0, 0, 0, 0, 2, 0})
+	f.Add(uint8(2), []byte{0, 0, 0, 0, 5, 1, 0, 0, 3, 0x80, 2, 0, 2, 0})
+	f.Add(uint8(1<<4|1), []byte{0, 0, 2, 0, 8, 0x80, 7, 3, 0, 0, 0, 0, 2, 0})
+	// A lifetime and an idle time of math.MaxInt64 never end.
+	f.Add(uint8(1<<7|1<<3|1<<2), []byte{0, 0, 2, 0, 7, 7, 7, 7, 0, 0, 2, 0, 7, 9, 1, 0})
 	f.Fuzz(func(t *testing.T, sizeB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			m := &poolModel{maxSize: 1 + int(sizeB%4)%3, now: time.Now,
-				made: map[int]time.Time{}, lastUsed: map[int]time.Time{}, bad: map[int]bool{}}
+				made: map[int]time.Time{}, lastUsed: map[int]time.Time{}, bad: map[int]bool{}, panicky: map[int]bool{}}
 			cfg := Config[int]{HealthCheckPeriod: 1000 * time.Hour} // no sweep while the script runs
 			if sizeB&(1<<6) != 0 {
 				m.period, m.swept = 50*time.Millisecond, time.Now()
 				cfg.HealthCheckPeriod = m.period
 			}
+			huge := sizeB&(1<<7) != 0 // times at the end of the clock: never
 			if sizeB&(1<<2) != 0 {
 				m.lifetime = 100 * time.Millisecond
+				if huge {
+					m.lifetime = math.MaxInt64
+				}
 				cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, NoJitter
 			}
 			if sizeB&(1<<3) != 0 {
 				m.maxIdle = 60 * time.Millisecond
+				if huge {
+					m.maxIdle = math.MaxInt64
+				}
 				cfg.MaxIdleTime = m.maxIdle
 			}
 			m.checked = sizeB&(1<<4) != 0
@@ -258,13 +292,17 @@ func FuzzPoolModel(f *testing.F) {
 			cfg.HealthCheckSkip = m.skip
 
 			var mu sync.Mutex // guards the fields below, which the pool's goroutines use
-			failNext := 0     // New's copy of m.failNext, set before each step
+			var fails []bool  // New's copy of m.fails, set before each step
 			made, closes := 0, map[int]int{}
-			bad := map[int]bool{}
+			bad, panicky := map[int]bool{}, map[int]bool{}
+			closePanics := false // Config.Close panics, for one Destroy
 			if m.checked {
 				cfg.HealthCheck = func(_ context.Context, v int) error {
 					mu.Lock()
 					defer mu.Unlock()
+					if panicky[v] {
+						panic("check exploded")
+					}
 					if bad[v] {
 						return errors.New("gone bad")
 					}
@@ -275,8 +313,12 @@ func FuzzPoolModel(f *testing.F) {
 			cfg.New = func(context.Context) (int, error) {
 				mu.Lock()
 				defer mu.Unlock()
-				if failNext > 0 {
-					failNext--
+				if len(fails) > 0 {
+					panicked := fails[0]
+					fails = fails[1:]
+					if panicked {
+						panic("New exploded")
+					}
 					return 0, errNew
 				}
 				made++
@@ -286,6 +328,9 @@ func FuzzPoolModel(f *testing.F) {
 				mu.Lock()
 				defer mu.Unlock()
 				closes[v]++
+				if closePanics {
+					panic("Close exploded")
+				}
 				return nil
 			}
 			p, err := New(cfg)
@@ -295,7 +340,7 @@ func FuzzPoolModel(f *testing.F) {
 			for ; len(script) >= 2; script = script[2:] {
 				op, arg := script[0]%9, int(script[1])
 				mu.Lock()
-				failNext = m.failNext
+				fails = append(fails[:0], m.fails...)
 				mu.Unlock()
 				switch op {
 				case 0:
@@ -303,15 +348,20 @@ func FuzzPoolModel(f *testing.F) {
 					w := &poolWaiter{cancel: cancel, res: make(chan acquired, 1)}
 					all = append(all, w)
 					go func() {
+						defer func() {
+							if v := recover(); v != nil {
+								w.res <- acquired{panicked: v}
+							}
+						}()
 						r, err := p.Acquire(ctx)
-						w.res <- acquired{r, err}
+						w.res <- acquired{r: r, err: err}
 					}()
 					m.acquire(w)
 				case 1:
 					r, ok := p.TryAcquire()
 					v, want := 0, false
 					if !m.closed {
-						v, want = m.takeIdle(false)
+						v, want, _ = m.takeIdle(false)
 					}
 					require.Equal(t, want, ok, "TryAcquire with %d idle", len(m.idle))
 					if want {
@@ -324,7 +374,7 @@ func FuzzPoolModel(f *testing.F) {
 					if len(m.out) == 0 {
 						continue
 					}
-					v := m.out[arg%len(m.out)]
+					v := m.out[(arg&0x7f)%len(m.out)]
 					r := out[v]
 					delete(out, v)
 					m.takeBack(v)
@@ -345,7 +395,20 @@ func FuzzPoolModel(f *testing.F) {
 						}
 						break
 					}
-					r.Destroy()
+					if arg&0x80 == 0 {
+						r.Destroy()
+					} else {
+						// Config.Close panics: the panic reaches Destroy's
+						// caller, and the slot frees all the same.
+						mu.Lock()
+						closePanics = true
+						mu.Unlock()
+						require.PanicsWithValue(t, "Close exploded", r.Destroy)
+						mu.Lock()
+						closePanics = false
+						mu.Unlock()
+						m.closeErrors++
+					}
 					m.closedDestroy++
 					m.fill()
 				case 4:
@@ -359,7 +422,7 @@ func FuzzPoolModel(f *testing.F) {
 					m.fail(w, context.Canceled)
 					m.canceled++
 				case 5:
-					m.failNext++
+					m.fails = append(m.fails, arg&1 == 1) // odd: New panics
 					continue
 				case 7:
 					time.Sleep(time.Duration(arg%8) * 10 * time.Millisecond)
@@ -368,7 +431,17 @@ func FuzzPoolModel(f *testing.F) {
 					if m.next == 0 {
 						continue
 					}
-					v := 1 + arg%m.next
+					v := 1 + (arg&0x7f)%m.next
+					// With the high bit, the check panics; not while the
+					// background sweep runs, where a panic would end the
+					// program (see Pool).
+					if arg&0x80 != 0 && m.period == 0 {
+						m.panicky[v] = true
+						mu.Lock()
+						panicky[v] = true
+						mu.Unlock()
+						continue
+					}
 					m.bad[v] = true
 					mu.Lock()
 					bad[v] = true
@@ -409,6 +482,11 @@ func FuzzPoolModel(f *testing.F) {
 					}
 					require.NotEmpty(t, w.res, "an Acquire still waits; the model says it returned (%d, %v)", w.value, w.err)
 					a := <-w.res
+					if w.panicked {
+						require.NotNil(t, a.panicked, "an Acquire returned (%v, %v); the model says it panicked", a.r, a.err)
+						continue
+					}
+					require.Nil(t, a.panicked, "an Acquire panicked")
 					require.Equal(t, w.err, a.err)
 					if w.err == nil {
 						require.Equal(t, w.value, a.r.Value())
@@ -424,6 +502,7 @@ func FuzzPoolModel(f *testing.F) {
 					CanceledAcquires: m.canceled, Created: m.created, CreateFailures: m.createFailures,
 					ClosedDestroy: m.closedDestroy, ClosedPool: m.closedPool,
 					ClosedLifetime: m.closedLifetime, ClosedIdle: m.closedIdle, ClosedHealth: m.closedHealth,
+					CloseErrors: m.closeErrors,
 				}
 				s.WaitDuration = 0
 				require.Equal(t, want, s)
