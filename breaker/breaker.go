@@ -144,19 +144,33 @@ type Metrics struct {
 //
 // Closed, it lets calls through and watches their outcomes. Enough failures
 // (by the rules of its Settings) open it: it then refuses calls at once with
-// an *OpenError, for the open time. Once that has passed, the next call finds
-// it half-open (there is no timer), and a few trial calls decide: enough
-// successes close it, a failure opens it again.
+// an *OpenError, for the open time. Once that has passed, it is half-open: the
+// next call, or State, Counts or Metrics, finds it so and moves it there
+// (nothing runs in the background), and a few trial calls decide: enough
+// successes close it, a failure opens it again. An open time near
+// math.MaxInt64 keeps it open for good: the end saturates, never wraps.
 //
 // A call that succeeds while the breaker is closed costs no lock, no clock
 // read and no allocation (with slow-call tracking off and no rate rule).
 //
 // The rules judge the calls of the current state alone: a call still running
-// when the breaker changes state, or is Reset, shows in Counts when it ends,
-// but does not count toward opening or closing the breaker of the new state.
+// when the breaker changes state, or is Reset, shows in Counts and Metrics
+// when it ends, whatever state it started in (a trial call included), but
+// does not count toward opening or closing the breaker of the new state.
 //
-// Use New; the zero Breaker is not usable. A Breaker must not be copied after
-// first use. It is safe for concurrent use by multiple goroutines.
+// No user function (IsFailure, IsIgnored, OnStateChange, OpenBackoff, the
+// call itself) runs under the breaker's lock. If one panics, the panic goes
+// on to the caller that ran it, and the breaker keeps no trial slot and no
+// lock: see Settings for how each such call counts.
+//
+// A Breaker made outside a testing/synctest bubble works inside one, and one
+// made inside works after the bubble ends: an opening set on the other
+// clock counts as over. A breaker opened outside and used inside may refuse
+// up to 63 calls before a refusal reads the clock and finds that out (State
+// finds it at once).
+//
+// Use New: the zero Breaker panics at first use. A Breaker must not be copied
+// after first use. It is safe for concurrent use by multiple goroutines.
 type Breaker struct {
 	_ nocopy.NoCopy
 	s settings
@@ -171,7 +185,7 @@ type Breaker struct {
 
 	// expired holds the generation of the last opening whose time is nearly
 	// up, set by its timer, so that a refusal before then need not read the
-	// clock.
+	// clock. It only grows.
 	expired atomic.Uint64
 	// openErr is the error of the current opening; halfOpenErr that of a
 	// half-open breaker with its trial slots taken.
@@ -200,10 +214,14 @@ type Breaker struct {
 
 	window *window // nil without a rate rule
 
+	// openings is the number of consecutive openings. Written with mu
+	// held; read without it to ask OpenBackoff, outside the lock, for the
+	// length of the next opening.
+	openings atomic.Int64
+
 	mu         sync.Mutex  // guards the fields below, and changes of state
-	timer      *time.Timer // marks the current opening expired
+	timer      *time.Timer // marks the current opening expired; never one of a synctest bubble
 	forced     bool        // opened by ForceOpen: stays open until Reset
-	openings   int         // consecutive openings
 	probes     int         // trial calls in flight
 	probeWins  int         // successful trial calls
 	total      Counts      // of the states before the current one
@@ -296,21 +314,40 @@ func (b *Breaker) Allow(ctx context.Context) (done func(err error), err error) {
 	}, nil
 }
 
-// State returns the state of the breaker. An open breaker whose time is up
-// reports Open until a call finds it and moves it to HalfOpen.
-func (b *Breaker) State() State { return State(b.state.Load() & stateMask) }
+// State returns the state of the breaker at the moment of the call. An open
+// breaker whose time is up is half-open, whether or not a call has come
+// since: State moves it there (reporting the change to OnStateChange, once),
+// as the next call would. For that, State reads the clock when the breaker is
+// open, and not forced open.
+func (b *Breaker) State() State {
+	b.check()
+	s := b.state.Load()
+	if s&(stateMask|disabledBit) == uint64(Open) && !b.openErr.Load().Forced && b.openTimeUp(clock.Now()) {
+		b.mu.Lock()
+		b.advanceLocked()
+		s = b.state.Load()
+		b.unlock()
+	}
+	return State(s & stateMask)
+}
 
-// Counts returns the counts of the current state.
+// Counts returns the counts of the current state. An open breaker whose time
+// is up moves to half-open first, as with State.
 func (b *Breaker) Counts() Counts {
+	b.check()
 	b.mu.Lock()
 	defer b.unlock()
+	b.advanceLocked()
 	return b.countsLocked()
 }
 
-// Metrics returns a snapshot of the breaker.
+// Metrics returns a snapshot of the breaker. An open breaker whose time is up
+// moves to half-open first, as with State.
 func (b *Breaker) Metrics() Metrics {
+	b.check()
 	b.mu.Lock()
 	defer b.unlock()
+	b.advanceLocked()
 	s := b.state.Load()
 	m := Metrics{
 		Name:         b.s.Name,
@@ -319,7 +356,7 @@ func (b *Breaker) Metrics() Metrics {
 		Total:        b.total,
 		FailureRate:  -1,
 		SlowCallRate: -1,
-		Openings:     b.openings,
+		Openings:     int(b.openings.Load()),
 		Disabled:     s&disabledBit != 0,
 	}
 	m.Total.add(m.Counts)
@@ -340,13 +377,28 @@ func (b *Breaker) Metrics() Metrics {
 
 // ForceOpen opens the breaker and keeps it open, refusing every call, until
 // Reset: for maintenance, say. The *OpenError of its refusals has Forced set.
+//
+// The length of the opening (OpenTimeout, or OpenBackoff's) sets the pace
+// that RetryAfter suggests.
 func (b *Breaker) ForceOpen() {
-	b.mu.Lock()
+	b.check()
+	var d time.Duration
+	for {
+		// OpenBackoff is user code: ask it before taking the lock, for
+		// the openings there are then, and again if they changed meanwhile.
+		n := b.openings.Load() + 1
+		d = b.openDuration(n)
+		b.mu.Lock()
+		if b.openings.Load()+1 == n {
+			break
+		}
+		b.mu.Unlock() // nothing changed here: nothing to report
+	}
 	defer b.unlock()
 	b.forced = true
 	b.state.Store(b.state.Load() &^ disabledBit)
-	if b.State() != Open {
-		b.tripLocked()
+	if State(b.state.Load()&stateMask) != Open {
+		b.tripLocked(d)
 		return
 	}
 	// Open already: keep the opening, with refusals that say it is forced.
@@ -357,10 +409,11 @@ func (b *Breaker) ForceOpen() {
 // and its window cleared, its consecutive openings forgotten, a ForceOpen or a
 // Disable ended.
 func (b *Breaker) Reset() {
+	b.check()
 	b.mu.Lock()
 	defer b.unlock()
 	b.forced = false
-	b.openings = 0
+	b.openings.Store(0)
 	b.state.Store(b.state.Load() &^ disabledBit)
 	b.setStateLocked(Closed) // which clears the window
 	b.total = Counts{}
@@ -370,10 +423,11 @@ func (b *Breaker) Reset() {
 // every call through and keeps counting, for observing what its settings
 // would do before trusting them. It closes the breaker first.
 func (b *Breaker) Disable() {
+	b.check()
 	b.mu.Lock()
 	defer b.unlock()
 	b.forced = false
-	if b.State() != Closed {
+	if State(b.state.Load()&stateMask) != Closed {
 		b.setStateLocked(Closed)
 	}
 	b.state.Store(b.state.Load() | disabledBit)
@@ -381,6 +435,7 @@ func (b *Breaker) Disable() {
 
 // Enable ends Disable: the breaker, closed, applies its rules again.
 func (b *Breaker) Enable() {
+	b.check()
 	b.mu.Lock()
 	defer b.unlock()
 	b.state.Store(b.state.Load() &^ disabledBit)

@@ -152,7 +152,7 @@ func TestSuccessThreshold(t *testing.T) {
 		b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Second, SuccessThreshold: 3})
 		require.Error(t, b.Execute(t.Context(), fail))
 		time.Sleep(time.Second)
-		require.Equal(t, Open, b.State(), "open until a call finds its time up")
+		require.Equal(t, HalfOpen, b.State(), "its time is up: half-open, before any call")
 		for i := range 3 {
 			require.NoError(t, b.Execute(t.Context(), succeed))
 			if i < 2 {

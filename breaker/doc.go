@@ -14,9 +14,10 @@
 // watches their outcomes; its rules (consecutive failures, a failure rate, a
 // slow-call rate, over a window of recent calls) open it. Open, it refuses
 // calls with an *OpenError until its open time is up; the open time can grow
-// with each consecutive opening, with jitter. Then the next call finds it
-// half-open: a few trial calls go through, and their outcomes close it or open
-// it again. Nothing runs in the background: every change happens in a call.
+// with each consecutive opening, with jitter. Then it is half-open: a few
+// trial calls go through, and their outcomes close it or open it again.
+// Nothing runs in the background: every change happens in a call, or when
+// State, Counts or Metrics finds that the open time is up.
 //
 // Each outcome is a failure, a success, or ignored: by default a canceled
 // context is ignored, since the caller gave up and the dependency is not at

@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,11 +13,14 @@ import (
 
 // breakerModel is what a Breaker should be, with the consecutive-failure rule
 // and, if set, the failure-rate and slow-call-rate rules over a count window.
-// gen counts changes of state (and Resets): a call's outcome counts only in
-// the generation that admitted it.
+// gen counts changes of state (and Resets): a call's outcome counts for the
+// rules only in the generation that admitted it, but in counts whenever it
+// ends.
 type breakerModel struct {
 	threshold, maxTrials, successes int // threshold 0: the rule is off
 	openTimeout                     time.Duration
+	backoff                         bool // open for openings × openTimeout
+	forever                         bool // open for math.MaxInt64
 	failureRate, slowRate           bool // the rate rules: 50% of at least minCalls
 	slowCall                        time.Duration
 
@@ -26,8 +30,12 @@ type breakerModel struct {
 	window      []outcome // the last windowSize outcomes, closed
 	until       time.Time // open
 	forced      bool
-	trials      int // half-open: calls in flight
-	wins        int // half-open: calls that succeeded
+	openings    int      // consecutive openings
+	trials      int      // half-open: calls in flight
+	wins        int      // half-open: calls that succeeded
+	counts      Counts   // but for the consecutive ones
+	winsInARow  int      // successes since the last failure of this state
+	moves       []string // the changes of state, as OnStateChange reports them
 }
 
 type outcome struct{ failed, slow bool }
@@ -55,17 +63,25 @@ func (m *breakerModel) ratesTrip() bool {
 	return m.failureRate && 2*failed >= len(m.window) || m.slowRate && 2*slow >= len(m.window)
 }
 
+// observe moves an open breaker whose time is up to half-open: State,
+// Counts and Metrics tell the truth without waiting for a call.
+func (m *breakerModel) observe(now time.Time) {
+	if m.state == Open && !m.forced && !now.Before(m.until) {
+		m.move(HalfOpen, now)
+	}
+}
+
 // admit decides on a call at now: the generation it is admitted in, or the
 // state it is refused in.
 func (m *breakerModel) admit(now time.Time) (gen int, refused State, ok bool) {
+	m.observe(now)
 	if m.state == Open {
-		if m.forced || now.Before(m.until) {
-			return 0, Open, false
-		}
-		m.move(HalfOpen, now)
+		m.counts.Rejected++
+		return 0, Open, false
 	}
 	if m.state == HalfOpen {
 		if m.trials == m.maxTrials {
+			m.counts.Rejected++
 			return 0, HalfOpen, false
 		}
 		m.trials++
@@ -73,13 +89,35 @@ func (m *breakerModel) admit(now time.Time) (gen int, refused State, ok bool) {
 	return m.gen, 0, true
 }
 
+// errBadPredicate makes the fuzz target's IsFailure panic: the call counts
+// as ignored.
+func isIgnored(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, errBadPredicate)
+}
+
 // finish records the outcome of a call admitted in generation gen at start.
 func (m *breakerModel) finish(gen int, err error, start, now time.Time) {
-	if gen != m.gen {
-		return // admitted before a change of state
-	}
-	ignored, failed := errors.Is(err, context.Canceled), err != nil
+	ignored, failed := isIgnored(err), err != nil
 	slow := m.slowCall > 0 && now.Sub(start) > m.slowCall
+	if slow {
+		m.counts.Slow++
+	}
+	m.counts.Requests++
+	switch {
+	case ignored:
+		m.counts.Ignored++
+	case failed:
+		m.counts.Failures++
+	default:
+		m.counts.Successes++
+		m.winsInARow++ // a late one too: it is a success since the last failure
+	}
+	if gen != m.gen {
+		return // admitted before a change of state: counts only
+	}
+	if failed && !ignored {
+		m.winsInARow = 0
+	}
 	switch m.state {
 	case Closed:
 		if ignored {
@@ -109,18 +147,41 @@ func (m *breakerModel) finish(gen int, err error, start, now time.Time) {
 			m.move(Open, now)
 		default:
 			if m.wins++; m.wins >= m.successes {
+				m.openings = 0
 				m.move(Closed, now)
 			}
 		}
 	}
 }
 
+// wantCounts returns the counts Counts should return.
+func (m *breakerModel) wantCounts() Counts {
+	c := m.counts
+	c.ConsecutiveFailures = int64(m.consecutive)
+	if m.consecutive == 0 {
+		c.ConsecutiveSuccesses = int64(m.winsInARow)
+	}
+	return c
+}
+
 func (m *breakerModel) move(to State, now time.Time) {
+	if m.state != to {
+		m.moves = append(m.moves, m.state.String()+">"+to.String())
+	}
 	m.state = to
 	m.gen++
 	m.consecutive, m.trials, m.wins, m.window = 0, 0, 0, nil
+	m.counts, m.winsInARow = Counts{}, 0
 	if to == Open {
-		m.until = now.Add(m.openTimeout)
+		m.openings++
+		switch {
+		case m.forever:
+			m.until = now.AddDate(200, 0, 0)
+		case m.backoff:
+			m.until = now.Add(time.Duration(m.openings) * m.openTimeout)
+		default:
+			m.until = now.Add(m.openTimeout)
+		}
 	}
 }
 
@@ -134,12 +195,14 @@ type call struct {
 }
 
 // FuzzBreakerModel runs a script of calls, some finishing at once and some
-// held in flight, with the passing of virtual time, ForceOpen and Reset,
-// against breakerModel, with settings from the first byte and rate rules from
-// the second: after each step, every call's outcome (its func's
-// error, or a refusal in the state the model says), State, and the
-// consecutive failures in Counts. Each step is two bytes: an operation and
-// its argument.
+// held in flight, some panicking in their func or in IsFailure, with the
+// passing of virtual time, ForceOpen and Reset, against breakerModel, with
+// settings from the first byte and rate rules and open times (a backoff that
+// calls the breaker back, an open time of math.MaxInt64) from the second:
+// after each step, every call's outcome (its func's error, or a refusal in
+// the state the model says), State, Counts and the changes reported to
+// OnStateChange, which calls the breaker back. Each step is two bytes: an
+// operation and its argument.
 func FuzzBreakerModel(f *testing.F) {
 	// Three failures open it; the open time ends; one trial closes it.
 	f.Add(uint8(0x12), uint8(0), []byte{1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 4, 3, 0, 0, 4, 1, 0, 0, 0, 0})
@@ -158,7 +221,22 @@ func FuzzBreakerModel(f *testing.F) {
 	f.Add(uint8(0x03), uint8(0b110), []byte{2, 0, 4, 1, 3, 0, 0, 0})
 	// The window holds the last four: the first of five leaves it.
 	f.Add(uint8(0x03), uint8(0b101), []byte{0, 0, 0, 0, 0, 0, 1, 0, 1, 0})
-	f.Fuzz(func(t *testing.T, settingsB, rulesB uint8, script []byte) {
+	// A late trial: two trials, the first closes it, the second fails
+	// after, and shows in Counts.
+	f.Add(uint8(0x04), uint8(0), []byte{1, 0, 4, 4, 2, 0, 2, 0, 3, 0, 3, 1, 0, 0})
+	// Panics in the func and in IsFailure, half-open: the slot comes back.
+	f.Add(uint8(0x00), uint8(0), []byte{1, 0, 4, 4, 8, 0, 0, 0, 1, 0, 4, 4, 7, 0, 4, 4, 0, 0})
+	// Open for math.MaxInt64: it stays open, however long the wait.
+	f.Add(uint8(0x00), uint8(0b1000), []byte{1, 0, 4, 7, 0, 0, 4, 7, 0, 0, 6, 0, 0, 0})
+	// A backoff: each consecutive opening is a second longer; State moves
+	// the breaker to half-open with no call.
+	f.Add(uint8(0x00), uint8(0b10000), []byte{1, 0, 4, 4, 1, 0, 4, 4, 0, 0, 4, 7, 4, 1, 0, 0, 5, 0, 6, 0})
+	f.Fuzz(runBreakerScript)
+}
+
+// runBreakerScript is the body of FuzzBreakerModel.
+func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
+	{
 		synctest.Test(t, func(t *testing.T) {
 			m := &breakerModel{
 				threshold:   1 + int(settingsB&3),
@@ -167,7 +245,11 @@ func FuzzBreakerModel(f *testing.F) {
 				openTimeout: time.Second,
 				failureRate: rulesB&1 != 0,
 				slowRate:    rulesB&2 != 0,
+				forever:     rulesB&8 != 0,
+				backoff:     rulesB&8 == 0 && rulesB&16 != 0,
 			}
+			var b *Breaker
+			var tr transitions
 			s := Settings{
 				FailureThreshold: m.threshold,
 				HalfOpenMaxCalls: m.maxTrials,
@@ -175,6 +257,20 @@ func FuzzBreakerModel(f *testing.F) {
 				OpenTimeout:      m.openTimeout,
 				WindowSize:       windowSize,
 				MinimumCalls:     minCalls,
+				IsFailure:        panickyIsFailure,
+				OnStateChange: func(from, to State, c Counts) {
+					_ = b.Counts() // a callback may call the breaker
+					tr.record(from, to, c)
+				},
+			}
+			if m.forever {
+				s.OpenTimeout = math.MaxInt64
+			}
+			if m.backoff {
+				s.OpenBackoff = func(n int) time.Duration {
+					_ = b.Counts() // it runs outside the lock
+					return time.Duration(n) * m.openTimeout
+				}
 			}
 			if m.failureRate {
 				s.FailureRateThreshold = 50
@@ -186,7 +282,7 @@ func FuzzBreakerModel(f *testing.F) {
 			if (m.failureRate || m.slowRate) && rulesB&4 != 0 {
 				m.threshold, s.FailureThreshold = 0, -1
 			}
-			b := New(s)
+			b = New(s)
 			ctx := t.Context()
 			var inFlight []*call
 			refusedIn := func(err error) State {
@@ -195,7 +291,7 @@ func FuzzBreakerModel(f *testing.F) {
 				return oe.State
 			}
 			for ; len(script) >= 2; script = script[2:] {
-				op, arg := script[0]%7, int(script[1])
+				op, arg := script[0]%9, int(script[1])
 				switch op {
 				case 0, 1: // a call that succeeds or fails at once
 					var want error
@@ -239,6 +335,11 @@ func FuzzBreakerModel(f *testing.F) {
 				case 4:
 					time.Sleep(time.Duration(arg%8) * m.openTimeout / 4)
 				case 5:
+					if m.backoff {
+						// OpenBackoff reads Counts, which moves a breaker
+						// whose open time is up to half-open.
+						m.observe(time.Now())
+					}
 					b.ForceOpen()
 					if m.state != Open {
 						m.move(Open, time.Now())
@@ -246,16 +347,38 @@ func FuzzBreakerModel(f *testing.F) {
 					m.forced = true
 				case 6:
 					b.Reset()
-					m.forced = false
+					m.forced, m.openings = false, 0
 					m.move(Closed, time.Now())
+				case 7, 8: // a call whose func, or whose IsFailure, panics
+					gen, state, ok := m.admit(time.Now())
+					var err error
+					r := func() (r any) {
+						defer func() { r = recover() }()
+						err = b.Execute(ctx, func(context.Context) error {
+							if op == 7 {
+								panic("fn panicked")
+							}
+							return errBadPredicate
+						})
+						return nil
+					}()
+					if !ok {
+						require.Nil(t, r)
+						require.Equal(t, state, refusedIn(err), "refused in")
+						break
+					}
+					require.Equal(t, []any{"fn panicked", "IsFailure panicked"}[op-7], r)
+					m.finish(gen, []error{errBoom, errBadPredicate}[op-7], time.Now(), time.Now())
 				}
+				m.observe(time.Now())
 				require.Equal(t, m.state, b.State(), "after op %d", op)
-				require.Equal(t, int64(m.consecutive), b.Counts().ConsecutiveFailures, "after op %d", op)
+				require.Equal(t, m.wantCounts(), b.Counts(), "after op %d", op)
+				require.Equal(t, m.moves, tr.list(), "after op %d", op)
 			}
 			for _, c := range inFlight {
 				c.finish <- nil
 				<-c.res
 			}
 		})
-	})
+	}
 }

@@ -3,7 +3,6 @@ package breaker
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
@@ -59,30 +58,45 @@ func (b *Breaker) succeeded(s uint64) {
 	}
 }
 
+// useNew is the panic of a zero Breaker at first use.
+const useNew = "breaker: use New to make a Breaker"
+
+// check panics if b is the zero Breaker, which New did not fill in. It reads
+// a field New sets once, so it costs no synchronization.
+func (b *Breaker) check() {
+	if b.halfOpenErr == nil {
+		panic(useNew)
+	}
+}
+
 // admit decides, on the slow path, whether a call may go ahead, the breaker's
 // state word having been s. It returns the state word the call is admitted
 // under (an open breaker may have become half-open), and the call's start
 // time if slow calls are tracked.
 func (b *Breaker) admit(s uint64) (admitted uint64, start int64, err error) {
+	b.check()
 	st := State(s & stateMask)
-	if s&disabledBit == 0 && st == Open && b.expired.Load() != s>>stateBits {
-		// The open time runs: refuse without the lock and without the
-		// clock, which the opening's timer reads for us. Every refusalCheck
-		// refusals, read it anyway, in case that timer cannot fire (it
-		// belonged to a synctest bubble that has ended).
+	if s&disabledBit == 0 && st == Open {
+		// Refuse without the lock, and without the clock while the open
+		// time runs: a forced opening has no end, and the opening's timer
+		// marks when the end nears (see tripLocked). Every refusalCheck
+		// refusals, read the clock anyway, in case that timer cannot tell:
+		// the opening was set on another clock.
+		e := b.openErr.Load()
 		n := b.rejected.Add(1)
-		if n%refusalCheck != 0 || !b.openTimeUp() {
-			return 0, 0, b.openErr.Load()
+		if e.Forced || b.expired.Load() < s>>stateBits && (n%refusalCheck != 0 || !b.openTimeUp(clock.Now())) {
+			return 0, 0, e
 		}
 		b.rejected.Add(-1)
 	}
 	if s&disabledBit == 0 && st != Closed {
 		b.mu.Lock()
 		s, err = b.admitLocked()
-		b.unlock()
 		if err != nil {
+			b.unlock()
 			return 0, 0, err
 		}
+		b.unlockAdmitted(s)
 	}
 	if b.s.SlowCallDuration > 0 {
 		start = clock.Now()
@@ -94,19 +108,15 @@ func (b *Breaker) admit(s uint64) (admitted uint64, start int64, err error) {
 // half-open if its time is up, and takes a trial slot. It returns the state
 // word the call is admitted under. b.mu must be held.
 func (b *Breaker) admitLocked() (uint64, error) {
+	b.advanceLocked()
 	s := b.state.Load()
 	if s&disabledBit != 0 {
 		return s, nil
 	}
 	switch State(s & stateMask) {
 	case Open:
-		if b.forced || !b.openTimeUp() {
-			b.rejected.Add(1)
-			return 0, b.openErr.Load()
-		}
-		b.setStateLocked(HalfOpen)
-		s = b.state.Load()
-		fallthrough
+		b.rejected.Add(1)
+		return 0, b.openErr.Load()
 	case HalfOpen:
 		if b.probes >= b.s.HalfOpenMaxCalls {
 			b.rejected.Add(1)
@@ -117,31 +127,44 @@ func (b *Breaker) admitLocked() (uint64, error) {
 	return s, nil
 }
 
+// unlockAdmitted unlocks b.mu for a call just admitted in state word s.
+// Unlocking reports the changes of state queued meanwhile (this call's move
+// to half-open, say) to OnStateChange, which is user code: if it panics, the
+// call does not go ahead, and gives back the trial slot it took.
+func (b *Breaker) unlockAdmitted(s uint64) {
+	if len(b.events) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	ok := false
+	defer func() {
+		if !ok && s&(stateMask|disabledBit) == uint64(HalfOpen) {
+			b.mu.Lock()
+			if b.state.Load() == s {
+				b.probes--
+			}
+			// A plain unlock: this queued no change, and the changes
+			// others queued wait for the next unlock rather than run
+			// OnStateChange again in the middle of its panic.
+			b.mu.Unlock()
+		}
+	}()
+	b.unlock()
+	ok = true
+}
+
 // refusalCheck is how often a refusal reads the clock, in case the timer of
 // the opening cannot fire.
 const refusalCheck = 64
-
-// openTimeUp reads the clock to tell whether the open time is up. An end
-// further in the future than any opening lasts was set on another clock (see
-// internal/clock), and counts as up.
-func (b *Breaker) openTimeUp() bool {
-	now := clock.Now()
-	until := b.openUntil.Load()
-	return now >= until || until-now > 2*int64(time.Hour)+b.openFor.Load()
-}
 
 // finish records the outcome of a call admitted in state word s. admitted
 // reports that the call went through admit (and holds a trial slot if s was
 // half-open).
 func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
-	var failure, ignored bool
-	switch {
-	case err == errPanic:
-		failure = true
-	case err != nil && b.s.IsIgnored(err):
-		ignored = true
-	default:
-		failure = b.s.IsFailure(err)
+	trial := admitted && s&(stateMask|disabledBit) == uint64(HalfOpen)
+	failure, ignored := true, false
+	if err != errPanic {
+		failure, ignored = b.judge(s, err, trial)
 	}
 	slow := false
 	var now int64
@@ -152,13 +175,11 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 	if slow {
 		b.slow.Add(1)
 	}
-	st := State(s & stateMask)
-	if s&disabledBit == 0 && st == HalfOpen && admitted {
-		b.mu.Lock()
-		b.finishTrialLocked(s, failure, ignored)
-		b.unlock()
+	if trial {
+		b.finishTrial(s, failure, ignored)
 		return
 	}
+	st := State(s & stateMask)
 	switch {
 	case ignored:
 		b.ignored.Add(1)
@@ -173,13 +194,36 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 		// its rules would do; it only never trips.
 		calls, failures, slows, ok := b.window.add(s>>stateBits, now, failure, slow)
 		if ok && s&disabledBit == 0 && b.ratesTrip(calls, failures, slows) {
-			b.mu.Lock()
-			if b.state.Load() == s {
-				b.tripLocked()
-			}
-			b.unlock()
+			b.trip(s)
 		}
 	}
+}
+
+// judge tells whether err, the error of a call admitted in state word s, is a
+// failure, or ignored. IsIgnored and IsFailure are user code: if one panics,
+// the call counts as ignored, since its outcome is unknown, it gives back its
+// trial slot, and the panic goes on.
+func (b *Breaker) judge(s uint64, err error, trial bool) (failure, ignored bool) {
+	ok := false
+	defer func() {
+		if ok {
+			return
+		}
+		if !trial {
+			b.ignored.Add(1)
+			return
+		}
+		b.mu.Lock()
+		b.finishTrialLocked(s, false, true, noOpening)
+		b.mu.Unlock() // an ignored trial changes no state: nothing to report
+	}()
+	if err != nil && b.s.IsIgnored(err) {
+		ignored = true
+	} else {
+		failure = b.s.IsFailure(err)
+	}
+	ok = true
+	return failure, ignored
 }
 
 // failed records a failure of a call admitted in state word s, outside
@@ -188,7 +232,6 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 // Counts only.
 func (b *Breaker) failed(s uint64) {
 	b.failures.Add(1)
-	b.successesAtFailure.Store(b.successes.Load())
 	tag := consecTag(s)
 	var n uint64
 	for {
@@ -196,17 +239,21 @@ func (b *Breaker) failed(s uint64) {
 		if c&^consecCount != tag {
 			return
 		}
+		b.successesAtFailure.Store(b.successes.Load())
+		if c&consecCount == consecCount {
+			// Saturated: one more would carry into the tag. No threshold
+			// above this count can be reached (a disabled breaker or one
+			// without the rule counts on, though).
+			n = consecCount
+			break
+		}
 		if b.consec.CompareAndSwap(c, c+1) {
 			n = c + 1 - tag
 			break
 		}
 	}
 	if b.s.consecutive && n >= uint64(b.s.FailureThreshold) && s&(stateMask|disabledBit) == uint64(Closed) {
-		b.mu.Lock()
-		if b.state.Load() == s {
-			b.tripLocked()
-		}
-		b.unlock()
+		b.trip(s)
 	}
 }
 
@@ -221,10 +268,50 @@ func (b *Breaker) ratesTrip(calls, failures, slows int) bool {
 		(b.s.SlowCallRateThreshold > 0 && pct(slows) >= b.s.SlowCallRateThreshold)
 }
 
-// finishTrialLocked records the outcome of a trial call. b.mu must be held.
-func (b *Breaker) finishTrialLocked(s uint64, failure, ignored bool) {
+// finishTrial records the outcome of a trial call admitted in state word s,
+// and gives back its slot.
+func (b *Breaker) finishTrial(s uint64, failure, ignored bool) {
+	d := time.Duration(noOpening)
+	if failure {
+		// A failed trial opens the breaker again, for a time that
+		// OpenBackoff, user code, may tell: ask before taking the lock. If
+		// it panics, the failure counts but opens nothing, the slot comes
+		// back, and the panic goes on.
+		ok := false
+		defer func() {
+			if !ok {
+				b.mu.Lock()
+				b.finishTrialLocked(s, true, false, noOpening)
+				b.mu.Unlock() // no change of state: nothing to report
+			}
+		}()
+		d = b.openDuration(b.openings.Load() + 1)
+		ok = true
+	}
+	b.mu.Lock()
+	b.finishTrialLocked(s, failure, ignored, d)
+	b.unlock()
+}
+
+// noOpening, as the length of the next opening, says that a failed trial
+// must not open the breaker: the length is unknown.
+const noOpening = -1
+
+// finishTrialLocked records the outcome of a trial call admitted in state
+// word s; a failure opens the breaker for d. b.mu must be held.
+func (b *Breaker) finishTrialLocked(s uint64, failure, ignored bool, d time.Duration) {
 	if b.state.Load() != s {
-		return // the breaker changed state since: the call's slot is gone
+		// The breaker changed state since: the call's slot went with the
+		// state, and its outcome counts in Counts alone.
+		switch {
+		case ignored:
+			b.ignored.Add(1)
+		case failure:
+			b.failures.Add(1)
+		default:
+			b.successes.Add(1)
+		}
+		return
 	}
 	b.probes--
 	switch {
@@ -232,52 +319,22 @@ func (b *Breaker) finishTrialLocked(s uint64, failure, ignored bool) {
 		b.ignored.Add(1)
 	case failure:
 		b.failures.Add(1)
-		b.consec.Add(1)
+		if c := b.consec.Load(); c&consecCount != consecCount {
+			b.consec.Store(c + 1)
+		}
 		b.successesAtFailure.Store(b.successes.Load())
-		b.tripLocked()
+		if d != noOpening {
+			b.tripLocked(d)
+		}
 	default:
 		b.successes.Add(1)
 		b.consec.Store(consecTag(s))
 		b.probeWins++
 		if b.probeWins >= b.s.SuccessThreshold {
-			b.openings = 0
+			b.openings.Store(0)
 			b.setStateLocked(Closed)
 		}
 	}
-}
-
-// tripLocked opens the breaker. b.mu must be held.
-func (b *Breaker) tripLocked() {
-	b.openings++
-	d := b.s.OpenTimeout
-	if b.s.OpenBackoff != nil {
-		d = b.s.OpenBackoff(b.openings)
-	}
-	if b.s.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 + b.s.Jitter*(2*rand.Float64()-1)))
-	}
-	until := clock.Now() + int64(d)
-	b.openFor.Store(int64(d))
-	b.openUntil.Store(until)
-	b.openErr.Store(b.openError(until, d))
-	b.setStateLocked(Open)
-	gen := b.state.Load() >> stateBits
-	// A runtime timer, not a goroutine, marks the opening as nearly over, a
-	// little before its end. Until it fires, refusals need no clock; after,
-	// they read it, so that the end is exact (and a call at the very end,
-	// on a synctest bubble's clock, is not refused for want of the timer's
-	// goroutine having run). The next call after the end moves the breaker
-	// to half-open.
-	b.timer = time.AfterFunc(d-min(d/10, 100*time.Millisecond), func() { b.expired.Store(gen) })
-}
-
-// openError returns the error that refuses calls during an opening of length
-// d that ends at until. b.mu must be held.
-func (b *Breaker) openError(until int64, d time.Duration) *OpenError {
-	if b.forced {
-		return &OpenError{Name: b.s.Name, State: Open, Forced: true, openFor: d}
-	}
-	return &OpenError{Name: b.s.Name, State: Open, Until: clock.Time(until), openFor: d}
 }
 
 // setStateLocked moves to state to, starting a new generation of counts, and

@@ -37,7 +37,8 @@ type Settings struct {
 	SlowCallRateThreshold float64
 
 	// WindowSize is the number of most recent calls the rate rules look at
-	// (a count-based window). 0 means 100. Ignored if WindowDuration is set.
+	// (a count-based window), at most 1<<24. 0 means 100. Ignored if
+	// WindowDuration is set.
 	WindowSize int
 
 	// WindowDuration makes the window time-based: the rate rules look at the
@@ -45,11 +46,13 @@ type Settings struct {
 	// Each call then reads the clock once.
 	WindowDuration time.Duration
 
-	// WindowBuckets is the number of buckets of a time-based window. 0 means 10.
+	// WindowBuckets is the number of buckets of a time-based window, at
+	// most 1<<16. 0 means 10.
 	WindowBuckets int
 
 	// MinimumCalls is the number of calls the window must hold before a rate
-	// rule may open the breaker. 0 means 10.
+	// rule may open the breaker. 0 means 10. A count-based window never
+	// holds more than WindowSize: above it, WindowSize stands in for it.
 	MinimumCalls int
 
 	// OpenTimeout is how long the breaker stays open before it lets trial
@@ -59,7 +62,13 @@ type Settings struct {
 	// OpenBackoff, if not nil, replaces OpenTimeout: it returns how long the
 	// breaker stays open after its n'th consecutive opening (n from 1), so
 	// that a dependency that stays down is probed less and less often. See
-	// ExponentialBackoff.
+	// ExponentialBackoff. 0 ends the opening at once; a negative duration
+	// is misuse, and panics in the call that would have opened the breaker,
+	// which stays as it was.
+	//
+	// It runs outside the breaker's lock, and may call the breaker. It may
+	// be called for an opening that a concurrent change of state then
+	// preempts, so it should be a pure function of n.
 	OpenBackoff func(n int) time.Duration
 
 	// Jitter spreads each open duration at random by up to this fraction
@@ -78,6 +87,10 @@ type Settings struct {
 	// IsFailure reports whether an error returned by a call is a failure of
 	// the dependency. The default is err != nil. A call whose error is not a
 	// failure counts as a success, unless IsIgnored says otherwise.
+	//
+	// If IsFailure or IsIgnored panics, the call counts as ignored (its
+	// outcome is unknown) and gives back its trial slot, and the panic goes
+	// on to the caller of Execute, or of Allow's done.
 	IsFailure func(err error) bool
 
 	// IsIgnored reports whether a call's error says nothing of the
@@ -89,7 +102,12 @@ type Settings struct {
 
 	// OnStateChange, if not nil, is called on every change of state with the
 	// counts of the state left. Calls happen outside the breaker's lock, so
-	// it may call the breaker, and in the order of the changes.
+	// it may call the breaker, and in the order of the changes, one at a
+	// time, by the goroutine whose call made the change (or by the one
+	// reporting already). If it panics, the panic goes on to that caller; a
+	// call whose move to half-open it was reporting does not go ahead, and
+	// gives back its trial slot. Changes queued behind it are reported at
+	// the breaker's next change.
 	OnStateChange func(from, to State, counts Counts)
 }
 
@@ -112,6 +130,13 @@ func ExponentialBackoff(initial, max time.Duration) func(n int) time.Duration {
 		return time.Duration(d)
 	}
 }
+
+// The largest windows: a count window takes a byte per call, and a time window
+// 32 bytes per bucket. Beyond these, memory, not the settings, would decide.
+const (
+	maxWindowSize    = 1 << 24
+	maxWindowBuckets = 1 << 16
+)
 
 func defaultIsFailure(err error) bool { return err != nil }
 
@@ -141,6 +166,10 @@ func (s Settings) normalize() settings {
 		bad("negative count")
 	case s.Jitter < 0 || s.Jitter > 1 || math.IsNaN(s.Jitter):
 		bad("Jitter %v is not between 0 and 1", s.Jitter)
+	case s.WindowSize > maxWindowSize:
+		bad("WindowSize %d is above %d", s.WindowSize, maxWindowSize)
+	case s.WindowBuckets > maxWindowBuckets:
+		bad("WindowBuckets %d is above %d", s.WindowBuckets, maxWindowBuckets)
 	}
 	n := settings{Settings: s}
 	n.rates = s.FailureRateThreshold > 0 || s.SlowCallRateThreshold > 0
@@ -156,6 +185,10 @@ func (s Settings) normalize() settings {
 	}
 	if n.MinimumCalls == 0 {
 		n.MinimumCalls = 10
+	}
+	if n.WindowDuration == 0 {
+		// Else the rate rules could never open the breaker.
+		n.MinimumCalls = min(n.MinimumCalls, n.WindowSize)
 	}
 	if n.OpenTimeout == 0 {
 		n.OpenTimeout = 30 * time.Second
