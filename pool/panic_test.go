@@ -3,8 +3,10 @@ package pool
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -265,4 +267,98 @@ func TestBackgroundPanicEndsProgram(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "the program went on: %s", out)
 	require.Contains(t, string(out), "panic: refill exploded")
+}
+
+// TestHammerPoolPanics: goroutines acquire with random timeouts, use
+// resources through With, release and destroy them, while HealthCheck,
+// Config.Close, Config.Broken and fn panic at random (New fails at random: a
+// panic of New whose Acquire has given up would end the program, see Pool).
+// Each panic reaches the goroutine that ran the function; at the end nothing
+// is held, the pool never had more than MaxSize alive, and every resource was
+// closed once.
+func TestHammerPoolPanics(t *testing.T) {
+	var panics atomic.Int32
+	defer func() { require.Positive(t, panics.Load(), "nothing panicked: the test tests nothing") }()
+	for seed := range uint64(testutil.HammerRounds(10)) {
+		synctest.Test(t, func(t *testing.T) {
+			l := newLedger()
+			const maxSize = 3
+			cfg := l.config(maxSize)
+			var rmu sync.Mutex
+			r0 := rand.New(rand.NewPCG(seed, 11))
+			chance := func(n int) bool {
+				rmu.Lock()
+				defer rmu.Unlock()
+				return r0.IntN(n) == 0
+			}
+			var calm atomic.Bool // no more panics: the end is near
+			inner := cfg.New
+			cfg.New = func(ctx context.Context) (*conn, error) {
+				time.Sleep(time.Millisecond)
+				if chance(6) {
+					return nil, errors.New("flaky")
+				}
+				return inner(ctx)
+			}
+			cfg.HealthCheckSkip = -1
+			cfg.HealthCheckPeriod = 1000 * time.Hour // checks at Acquire only
+			cfg.HealthCheck = func(context.Context, *conn) error {
+				if !calm.Load() && chance(8) {
+					panic("check exploded")
+				}
+				return nil
+			}
+			cfg.MaxLifetime = 5 * time.Millisecond
+			cfg.Close = func(c *conn) error {
+				_ = l.close(c)
+				if !calm.Load() && chance(8) {
+					panic("close exploded")
+				}
+				return nil
+			}
+			cfg.Broken = func(*conn, error) bool {
+				if chance(10) {
+					panic("broken exploded")
+				}
+				return chance(5)
+			}
+			p := mustNew(t, cfg)
+			var wg sync.WaitGroup
+			for g := range 6 {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(seed, uint64(g)))
+					for range 30 {
+						func() {
+							defer func() {
+								if recover() != nil {
+									panics.Add(1)
+								}
+							}()
+							if r.IntN(2) == 0 {
+								churn(t, p, r, 4, 4)
+								return
+							}
+							ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(4))*time.Millisecond)
+							defer cancel()
+							_ = p.With(ctx, func(*conn) error {
+								time.Sleep(time.Duration(r.IntN(2)) * time.Millisecond)
+								if r.IntN(10) == 0 {
+									panic("fn exploded")
+								}
+								return nil
+							})
+						}()
+					}
+				})
+			}
+			wg.Wait()
+			calm.Store(true)
+			synctest.Wait() // calls to New for Acquires that gave up end
+			require.NoError(t, p.Close(t.Context()))
+			l.check(t)
+			s := p.Stats()
+			require.Zero(t, s.Total, "%+v", s)
+			require.LessOrEqual(t, l.maxLive, maxSize, "more than MaxSize alive")
+		})
+	}
 }
