@@ -22,7 +22,7 @@ const (
 
 var (
 	errAction   = errors.New("the action failed")
-	errPanicked = errors.New("Wait panicked")
+	errPanicked = errors.New("the call panicked")
 )
 
 // A barrierParty is a Wait that has arrived, and its arrival index.

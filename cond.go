@@ -69,9 +69,15 @@ func (c *Condition) Locked() bool { return c.lock().Locked() }
 // right; the re-lock does not give up when ctx ends, since it cannot without
 // breaking that promise.
 //
-// The caller must hold the Lock, or Wait panics. As with sync.Cond, the state
-// may have changed again by the time Wait returns: call it in a loop, or use
-// WaitFor.
+// The caller must hold the Lock. Wait panics if the Lock is not locked, but it
+// cannot tell who locked it: a Lock is not tied to a goroutine (one may lock
+// it and another unlock it), and Go gives no cheap way to know which goroutine
+// is running. So, as with sync.Cond, it is the caller's responsibility to
+// hold the Lock: a Wait by a goroutine that does not unlocks the Lock under
+// the goroutine that holds it.
+//
+// As with sync.Cond, the state may have changed again by the time Wait
+// returns: call it in a loop, or use WaitFor.
 //
 // On failure it returns ctx.Err(); a ctx that is already done fails at once,
 // without unlocking. A notification that reaches a waiter as its ctx ends is
@@ -118,10 +124,16 @@ func lockUncancelable(l *Lock) {
 }
 
 // WaitFor waits until pred returns true, calling Wait while it does not. pred
-// runs with the Lock held. WaitFor returns holding the Lock, as Wait does.
+// runs with the Lock held, in the caller's goroutine, and may call Notify and
+// NotifyAll. WaitFor returns holding the Lock, as Wait does.
 //
-// The caller must hold the Lock, or WaitFor panics. On failure it returns
-// ctx.Err(); a ctx that is already done fails at once, without calling pred.
+// If pred panics, the panic goes on in the caller, which holds the Lock then
+// as it would on return, and is no longer waiting for a notification: a
+// deferred Unlock stays right, and the Condition is whole.
+//
+// The caller must hold the Lock, as for Wait; WaitFor panics if the Lock is
+// not locked, or if pred is nil. On failure it returns ctx.Err(); a ctx that
+// is already done fails at once, without calling pred.
 func (c *Condition) WaitFor(ctx context.Context, pred func() bool) error {
 	if pred == nil {
 		panic("ctxsync: Condition.WaitFor with nil predicate")
@@ -141,7 +153,8 @@ func (c *Condition) WaitFor(ctx context.Context, pred func() bool) error {
 }
 
 // Notify wakes at most n waiters, the ones that have waited longest. It does
-// nothing if n is 0 or nobody waits. The caller may, but need not, hold the
+// nothing if n is 0 or nobody waits; an n larger than the number of waiters
+// (math.MaxInt, say) wakes them all, as NotifyAll does. The caller may, but need not, hold the
 // Lock; holding it is what makes the change it announces visible in full.
 //
 // Notify panics if n is negative.

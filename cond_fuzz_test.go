@@ -2,6 +2,7 @@ package ctxsync_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"testing/synctest"
 
@@ -17,6 +18,7 @@ import (
 // Lock while the script holds it, in order: waiters still to call Wait, and
 // waiters that Wait must lock for again before it returns.
 type condModel struct {
+	panics      map[*modelWaiter]bool // waiters in WaitFor, whose predicate panics once woken
 	scriptHolds bool
 	waiting     []*modelWaiter // in Wait, for a notification
 	locking     []condLocker   // for the Lock, held by the script
@@ -33,6 +35,9 @@ type condLocker struct {
 func (m *condModel) wake(i int, err error) {
 	mw := m.waiting[i]
 	m.waiting = append(m.waiting[:i], m.waiting[i+1:]...)
+	if err == nil && m.panics[mw] {
+		err = errPanicked // WaitFor calls the predicate again, holding the Lock
+	}
 	if m.scriptHolds {
 		mw.want = err // returned once Wait has the Lock again
 		m.locking = append(m.locking, condLocker{w: mw, inWait: true})
@@ -61,7 +66,9 @@ func (m *condModel) unlock() {
 // FuzzConditionModel checks a Condition against condModel (see
 // model_test.go): after each step, every Wait's outcome, Waiting and Locked.
 // Each step is two bytes: an operation and its argument (how many to Notify,
-// which waiter's ctx to end).
+// which waiter's ctx to end). Some waiters call WaitFor with a predicate that
+// panics when it is called after a wake-up: the panic must reach them with the
+// Lock held, so that their deferred Unlock stays right.
 func FuzzConditionModel(f *testing.F) {
 	// Notify wakes the oldest; NotifyAll the rest; a waiter whose ctx ends
 	// leaves the queue and returns its error.
@@ -73,22 +80,43 @@ func FuzzConditionModel(f *testing.F) {
 	// Misuse: Unlock of an unlocked Lock, Wait without the Lock.
 	f.Add([]byte{2, 0, 6, 0, 1, 0, 1, 0, 2, 0, 2, 0})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 0, 4, 0, 5, 1, 3, 2, 2, 0})
+	// Predicates that panic after a wake-up, by Notify(math.MaxInt) and by
+	// Notify with the Lock held.
+	f.Add([]byte{7, 0, 0, 0, 7, 0, 3, 255, 7, 0, 1, 0, 3, 1, 5, 0, 2, 0})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
-			var m condModel
+			m := condModel{panics: make(map[*modelWaiter]bool)}
 			c := ctxsync.NewCondition(nil)
 			var all []*modelWaiter
 			for ; len(script) >= 2; script = script[2:] {
-				switch op, arg := script[0]%7, int(script[1]); op {
-				case 0:
+				switch op, arg := script[0]%8, int(script[1]); op {
+				case 0, 7:
+					call := func(ctx context.Context) error { return c.Wait(ctx) }
+					if op == 7 {
+						call = func(ctx context.Context) (err error) {
+							defer func() {
+								if recover() != nil {
+									err = errPanicked
+								}
+							}()
+							calls := 0
+							return c.WaitFor(ctx, func() bool {
+								if calls++; calls > 1 {
+									panic("the predicate panicked")
+								}
+								return false
+							})
+						}
+					}
 					mw := startWaiter(t.Context(), "Wait", func(ctx context.Context) error {
 						if err := c.Lock(context.Background()); err != nil {
 							return err
 						}
-						defer c.Unlock()
-						return c.Wait(ctx)
+						defer c.Unlock() // panics if WaitFor let its panic go without the Lock
+						return call(ctx)
 					})
 					all = append(all, mw)
+					m.panics[mw] = op == 7
 					if m.scriptHolds {
 						m.locking = append(m.locking, condLocker{w: mw})
 					} else {
@@ -106,6 +134,9 @@ func FuzzConditionModel(f *testing.F) {
 					m.unlock()
 				case 3:
 					n := arg % 4
+					if arg >= 128 {
+						n = math.MaxInt
+					}
 					c.Notify(n)
 					for range min(n, len(m.waiting)) {
 						m.wake(0, nil)

@@ -288,6 +288,9 @@ func TestConditionMisuse(t *testing.T) {
 	c.Unlock()
 }
 
+// TestHammerCondition: goroutines notify, wait and wait for predicates (which
+// panic now and then) with random cancellation. Only one goroutine ever holds
+// the Lock, and at the end nobody waits and the Lock is free.
 func TestHammerCondition(t *testing.T) {
 	c := ctxsync.NewCondition(nil)
 	var holders atomic.Int32 // goroutines that hold the Lock, by their own count
@@ -302,7 +305,7 @@ func TestHammerCondition(t *testing.T) {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 9))
 			for range rounds {
-				switch r.IntN(5) {
+				switch r.IntN(6) {
 				case 0:
 					c.Notify(r.IntN(3))
 				case 1:
@@ -315,6 +318,32 @@ func TestHammerCondition(t *testing.T) {
 					c.Notify(1 + r.IntN(2))
 					holders.Add(-1)
 					c.Unlock()
+				case 3:
+					// WaitFor whose predicate panics now and then: the
+					// panic comes back with the Lock held, ours alone.
+					ctx, cancel := endingCtx(r)
+					_ = c.Lock(context.Background())
+					enter()
+					holders.Add(-1)
+					pred := func() bool {
+						enter()
+						holders.Add(-1)
+						switch r.IntN(4) {
+						case 0:
+							panic("the predicate panicked")
+						case 1:
+							return true
+						}
+						return false
+					}
+					func() {
+						defer func() { _ = recover() }()
+						_ = c.WaitFor(ctx, pred)
+					}()
+					enter()
+					holders.Add(-1)
+					c.Unlock()
+					cancel()
 				default:
 					ctx, cancel := endingCtx(r)
 					_ = c.Lock(context.Background())
