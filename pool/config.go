@@ -88,7 +88,8 @@ type Config[T any] struct {
 	LeakThreshold time.Duration
 
 	// OnLeak receives the reports of LeakThreshold. Required with it. It runs
-	// in a goroutine of its own, without any lock of the pool held.
+	// in a goroutine of its own, without any lock of the pool held; a panic
+	// there ends the program, as in any goroutine.
 	OnLeak func(Leak)
 }
 

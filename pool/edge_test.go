@@ -36,6 +36,7 @@ func TestZeroResourcePanics(t *testing.T) {
 	require.PanicsWithValue(t, "pool: Release of a Resource not from Acquire", nilRes.Release)
 	require.PanicsWithValue(t, "pool: Destroy of a Resource not from Acquire", nilRes.Destroy)
 	require.PanicsWithValue(t, "pool: Value of a nil Resource", func() { nilRes.Value() })
+	require.PanicsWithValue(t, "pool: CreatedAt of a nil Resource", func() { nilRes.CreatedAt() })
 }
 
 // TestNilArguments: a nil ctx panics as the standard library's do, and so
@@ -213,6 +214,31 @@ func TestNewCallsBackIntoPool(t *testing.T) {
 		acquireWithin(t, p).Destroy()
 		require.NoError(t, p.Close(t.Context()))
 		l.check(t)
+	})
+}
+
+// TestAcquireInsideNew: a New that waits in Acquire for the pool's only
+// place, which its own call holds, holds up nobody but the caller that asked
+// for it (which gives up) and Close, which cancels New's ctx and so ends the
+// wait.
+func TestAcquireInsideNew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var p *Pool[int]
+		p = mustNew(t, Config[int]{MaxSize: 1, New: func(ctx context.Context) (int, error) {
+			r, err := p.Acquire(ctx)
+			if err != nil {
+				return 0, err
+			}
+			r.Release()
+			return 1, nil
+		}})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := p.Acquire(ctx)
+		require.Equal(t, context.DeadlineExceeded, err)
+		require.Equal(t, 1, p.Stats().Constructing)
+		require.NoError(t, p.Close(t.Context()))
+		require.Zero(t, p.Stats().Total)
 	})
 }
 

@@ -44,7 +44,12 @@ func (r *Resource[T]) Value() T {
 }
 
 // CreatedAt returns when the resource was made.
-func (r *Resource[T]) CreatedAt() time.Time { return clock.Time(r.created) }
+func (r *Resource[T]) CreatedAt() time.Time {
+	if r == nil {
+		panic("pool: CreatedAt of a nil Resource")
+	}
+	return clock.Time(r.created)
+}
 
 // acquired starts the leak report of a resource just acquired.
 func (p *Pool[T]) acquired(r *Resource[T]) {
