@@ -378,3 +378,20 @@ func TestKeyedEvictsKeysOfAnotherClock(t *testing.T) {
 		require.False(t, held, "the key of the real clock is still held")
 	})
 }
+
+// TestTokenBucketSetKeepsWholeTokens: SetBurst and SetRate carried the tokens
+// through a float, which above 2^53 ns of credit (104 days) could round off
+// the nanosecond that makes the last token whole: a bucket of 9 tokens kept
+// 8.
+func TestTokenBucketSetKeepsWholeTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewTokenBucket(7.452e-07, 9) // a token every 15 days
+		b.SetBurst(33)
+		require.True(t, b.AllowN(9), "the 9 tokens stay")
+		require.False(t, b.Allow())
+		b = NewTokenBucket(7.452e-07, 9)
+		b.SetRate(7.452e-07 * 3)
+		require.True(t, b.AllowN(9), "the 9 tokens stay")
+		require.False(t, b.Allow())
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -340,16 +341,33 @@ func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
 		}
 	}
 	now := clampNow(nowNs())
-	tokens := float64(old.burst)
-	if old.tokenNs > 0 {
-		tokens = float64(old.burstNs-(b.base(s, now, old)-now)) / float64(old.tokenNs)
-	}
-	tokens = min(tokens, float64(p.burst))
+	credit := old.burstNs - (b.base(s, now, old) - now) // the tokens held, in ns
 	b.params.Store(p)
-	tat := now + p.burstNs - int64(tokens*float64(p.tokenNs))
+	tat := now + p.burstNs - carryCredit(credit, old, p)
 	b.state.Store(tat<<tbShift | s&tbQueued)
 	b.w.refuseLocked((*bucketWaitable)(b), now)
 	b.w.kickLocked()
+}
+
+// carryCredit returns what credit, the tokens a bucket with parameters old
+// holds, counted in nanoseconds of old's tokens, is in nanoseconds of p's:
+// the same tokens, up to p's burst, rounded down. It counts in integers: a
+// float holds 53 bits, and rounding a credit of more than 2^53 ns (104 days)
+// could lose the nanosecond that makes the last token whole.
+func carryCredit(credit int64, old, p *bucketParams) int64 {
+	switch {
+	case old.tokenNs == 0: // a bucket without a limit on the rate is always full
+		return int64(min(old.burst, p.burst)) * p.tokenNs
+	case credit < 0: // debt from an AllowNAt ahead of now: carried the same way
+		return -carryCredit(-credit, old, p)
+	case credit/old.tokenNs >= int64(p.burst):
+		return p.burstNs
+	}
+	// Below p's burst, the result is below p.burstNs, 2^57 at most: only
+	// the product needs 128 bits.
+	hi, lo := bits.Mul64(uint64(credit), uint64(p.tokenNs))
+	q, _ := bits.Div64(hi, lo, uint64(old.tokenNs))
+	return int64(q)
 }
 
 // bucketWaitable is a TokenBucket seen by its waiters.
