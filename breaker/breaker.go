@@ -201,9 +201,9 @@ type Breaker struct {
 	// The counts of the current state, on cache lines of their own: written
 	// by every call, they must not share one with the state word that every
 	// call reads, or cores would steal the line from each other. Counted
-	// without the lock; reset with it, at changes of state. A call from
-	// before a change can land in the counts after it: the counts are a good
-	// view, not a ledger.
+	// without the lock; taken into total with it, at changes of state, each
+	// by a swap, so that every outcome lands in the counts of one state (a
+	// call from before a change in those after it) and total misses none.
 	_                                 [64]byte
 	failures, ignored, rejected, slow atomic.Int64
 	successesAtFailure                atomic.Int64 // successes at the last failure

@@ -79,15 +79,17 @@ func (b *Breaker) admit(s uint64) (admitted uint64, start int64, err error) {
 	if s&disabledBit == 0 && st == Open {
 		// Refuse without the lock, and without the clock while the open
 		// time runs: a forced opening has no end, and the opening's timer
-		// marks when the end nears (see tripLocked). Every refusalCheck
-		// refusals, read the clock anyway, in case that timer cannot tell:
-		// the opening was set on another clock.
+		// marks when the end nears (see tripLocked). About every
+		// refusalCheck refusals, read the clock anyway, in case that timer
+		// cannot tell: the opening was set on another clock. Near the end,
+		// read it, and refuse still without the lock until the end.
 		e := b.openErr.Load()
-		n := b.rejected.Add(1)
-		if e.Forced || b.expired.Load() < s>>stateBits && (n%refusalCheck != 0 || !b.openTimeUp(clock.Now())) {
+		if e.Forced ||
+			b.expired.Load() < s>>stateBits && b.rejected.Load()%refusalCheck != refusalCheck-1 ||
+			!b.openTimeUp(clock.Now()) {
+			b.rejected.Add(1)
 			return 0, 0, e
 		}
-		b.rejected.Add(-1)
 	}
 	if s&disabledBit == 0 && st != Closed {
 		b.mu.Lock()
@@ -343,13 +345,8 @@ func (b *Breaker) setStateLocked(to State) {
 	old := b.state.Load()
 	from := State(old & stateMask)
 	gen := old>>stateBits + 1
-	counts := b.countsLocked()
+	counts := b.takeCountsLocked()
 	b.total.add(counts)
-	b.successes.Store(0)
-	b.failures.Store(0)
-	b.ignored.Store(0)
-	b.rejected.Store(0)
-	b.slow.Store(0)
 	b.consec.Store(consecTag(gen << stateBits))
 	b.successesAtFailure.Store(0)
 	b.probes, b.probeWins = 0, 0
@@ -400,6 +397,27 @@ func (b *Breaker) deliver(e event) {
 	}()
 	b.s.OnStateChange(e.from, e.to, e.counts)
 	ok = true
+}
+
+// takeCountsLocked returns the counts of the current state and starts them
+// again from 0. Each count is swapped, not read then cleared, so that an
+// outcome counted meanwhile lands in one state or the next, never in
+// neither: Metrics' Total misses nothing. b.mu must be held.
+func (b *Breaker) takeCountsLocked() Counts {
+	consec, atFailure := b.consec.Load(), b.successesAtFailure.Load()
+	c := Counts{
+		Successes:           b.successes.Take(),
+		Failures:            b.failures.Swap(0),
+		Ignored:             b.ignored.Swap(0),
+		Rejected:            b.rejected.Swap(0),
+		Slow:                b.slow.Swap(0),
+		ConsecutiveFailures: int64(consec & consecCount),
+	}
+	c.Requests = c.Successes + c.Failures + c.Ignored
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveSuccesses = max(0, c.Successes-atFailure)
+	}
+	return c
 }
 
 // countsLocked returns the counts of the current state. b.mu must be held.

@@ -43,10 +43,12 @@ func (c *stripedCount) Load() int64 {
 	return sum
 }
 
-// Store sets the count to n. Adds that race with it may land before or after.
-func (c *stripedCount) Store(n int64) {
-	c.s[0].n.Store(n)
-	for i := 1; i < len(c.s); i++ {
-		c.s[i].n.Store(0)
+// Take sets the count to 0 and returns what it was. Each add that races with
+// it lands either before (in the sum returned) or after (in the new count).
+func (c *stripedCount) Take() int64 {
+	var sum int64
+	for i := range c.s {
+		sum += c.s[i].n.Swap(0)
 	}
+	return sum
 }
