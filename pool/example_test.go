@@ -73,6 +73,31 @@ func ExamplePool_With() {
 	// <nil>
 }
 
+// A function given to With that finds its resource broken says so by
+// wrapping ErrBroken in its error: the resource is closed, and the next call
+// gets a new one. Config.Broken can decide otherwise, from the value and the
+// error.
+func ExamplePool_With_broken() {
+	var made atomic.Int32
+	p, _ := pool.New(pool.Config[*client]{
+		New:     func(context.Context) (*client, error) { return &client{id: int(made.Add(1))}, nil },
+		MaxSize: 1,
+	})
+	defer p.Close(context.Background())
+	ctx := context.Background()
+	err := p.With(ctx, func(c *client) error {
+		return fmt.Errorf("client %d: read: connection reset: %w", c.id, pool.ErrBroken)
+	})
+	fmt.Println(err)
+	_ = p.With(ctx, func(c *client) error {
+		fmt.Println("next call on client", c.id)
+		return nil
+	})
+	// Output:
+	// client 1: read: connection reset: pool: resource broken
+	// next call on client 2
+}
+
 // Destroy closes a resource found broken; the pool makes a new one when
 // needed.
 func ExampleResource_Destroy() {
