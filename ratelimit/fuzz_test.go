@@ -283,10 +283,10 @@ type waitModel interface {
 	allow(n int, now int64) bool
 	// fitsAt returns the earliest time from on at which n events fit.
 	fitsAt(n int, from int64) int64
-	// earliest is what a refusal's RetryAfter counts to, when ahead events
-	// wait before n: the time they all fit, or for a window where they
-	// cannot all fit at once, a window from now.
-	earliest(ahead, n int, now int64) int64
+	// retryAfter is a refusal's RetryAfter, when ahead events wait before
+	// n: until they all fit, or for a window where they cannot all fit at
+	// once, a window.
+	retryAfter(ahead, n int, now int64) int64
 	// most is the most events that ever fit at once.
 	most() int
 }
@@ -315,7 +315,7 @@ func (m *bucketModel) fitsAt(n int, from int64) int64 {
 
 func (m *bucketModel) most() int { return m.burst }
 
-func (m *bucketModel) earliest(ahead, n int, now int64) int64 { return m.fitsAt(ahead+n, now) }
+func (m *bucketModel) retryAfter(ahead, n int, now int64) int64 { return m.fitsAt(ahead+n, now) - now }
 
 // windowModel is a SlidingWindow as the times of its grants.
 type windowModel struct {
@@ -324,10 +324,11 @@ type windowModel struct {
 	grants []int64
 }
 
-// in returns the grants inside the window that ends at now.
+// in returns the grants inside the window that ends at now. It counts in
+// differences of times, which fit in an int64 whatever the window.
 func (m *windowModel) in(now int64) []int64 {
 	first := len(m.grants)
-	for first > 0 && m.grants[first-1] > now-m.window {
+	for first > 0 && now-m.grants[first-1] < m.window {
 		first--
 	}
 	return m.grants[first:]
@@ -346,18 +347,22 @@ func (m *windowModel) allow(n int, now int64) bool {
 func (m *windowModel) fitsAt(n int, from int64) int64 {
 	in := m.in(from)
 	if k := len(in) + n - m.limit; k > 0 {
-		return in[k-1] + m.window // the k oldest must leave first
+		return addSatModel(in[k-1], m.window) // the k oldest must leave first
 	}
 	return from
 }
 
 func (m *windowModel) most() int { return m.limit }
 
-func (m *windowModel) earliest(ahead, n int, now int64) int64 {
+func (m *windowModel) retryAfter(ahead, n int, now int64) int64 {
 	if ahead+n > m.limit {
-		return now + m.window
+		return m.window
 	}
-	return m.fitsAt(ahead+n, now)
+	in := m.in(now)
+	if k := len(in) + ahead + n - m.limit; k > 0 {
+		return m.window - (now - in[k-1])
+	}
+	return 0
 }
 
 // waitLimiter is what the fuzz targets of WaitN drive.
@@ -378,14 +383,23 @@ func FuzzTokenBucketWait(f *testing.F) {
 	f.Add(uint8(1), uint8(5), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
 	// Take while waiters queue: refused, with RetryAfter after theirs.
 	f.Add(uint8(2), uint8(3), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
+	// Above the clock's rate, and near the slowest allowed.
+	f.Add(uint8(3), uint8(247), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
+	f.Add(uint8(3), uint8(248), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
 	f.Fuzz(func(t *testing.T, burstB, rateB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			burst, rate := 1+int(burstB%4), float64(1+rateB%8)
+			switch {
+			case rateB == 247:
+				rate = 2e9 // kept as 1e9
+			case rateB > 247:
+				rate = 3e-8 * float64(rateB-247) // a token a year, or more
+			}
 			b := NewTokenBucket(rate, burst)
 			tokenNs := int64(math.Ceil(1e9 / rate))
 			m := &bucketModel{tokenNs: tokenNs, full: int64(burst) * tokenNs, burst: burst, last: nowNs()}
 			m.credit = m.full
-			fuzzWait(t, b, m, time.Duration(tokenNs), script)
+			fuzzWait(t, b, m, min(time.Duration(tokenNs), 1000*time.Hour), script)
 		})
 	})
 }
@@ -398,11 +412,17 @@ func FuzzSlidingWindowWait(f *testing.F) {
 	f.Add(uint8(1), uint8(5), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
 	f.Add(uint8(2), uint8(3), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
 	f.Add(uint8(3), uint8(1), []byte{4, 0, 4, 1, 0, 1, 0, 0, 4, 0, 4, 1, 2, 3, 4, 2})
+	// A window near math.MaxInt64: the waiters' waits saturate.
+	f.Add(uint8(2), uint8(255), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
 	f.Fuzz(func(t *testing.T, limitB, windowB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			limit, window := 1+int(limitB%4), time.Duration(1+windowB%8)*time.Second
+			tick := window / 4
+			if windowB >= 248 {
+				window, tick = time.Duration(math.MaxInt64-int64(windowB-248)), time.Hour
+			}
 			s := NewSlidingWindow(limit, window)
-			fuzzWait(t, s, &windowModel{limit: limit, window: int64(window)}, window/4, script)
+			fuzzWait(t, s, &windowModel{limit: limit, window: int64(window)}, tick, script)
 		})
 	})
 }
@@ -476,7 +496,7 @@ func fuzzWait(t *testing.T, l waitLimiter, m waitModel, tick time.Duration, scri
 			case n > m.most():
 				require.Equal(t, time.Duration(-1), d.RetryAfter)
 			default:
-				require.Equal(t, time.Duration(m.earliest(ahead, n, now)-now), d.RetryAfter,
+				require.Equal(t, time.Duration(m.retryAfter(ahead, n, now)), d.RetryAfter,
 					"Take(%d) with %d events waiting", n, ahead)
 			}
 		case 3:
