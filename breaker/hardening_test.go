@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -485,4 +486,53 @@ func TestResetRacesWithTrials(t *testing.T) {
 			defer done(nil)
 		}
 	})
+}
+
+// TestTimeWindowModel: the time window, which empties only the buckets of
+// the stretches that passed since the last call, against a list of dated
+// outcomes: after every add and read, the totals are those of the outcomes
+// dated in the last len(buckets) stretches.
+func TestTimeWindowModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		nb, bucketNs := 1+r.IntN(6), int64(1+r.IntN(5))
+		w := newWindow(settings{Settings: Settings{WindowDuration: time.Duration(int64(nb) * bucketNs), WindowBuckets: nb}})
+		type dated struct {
+			epoch        int64
+			failed, slow bool
+		}
+		var model []dated
+		now := int64(r.IntN(100)) - 50
+		latest := int64(math.MinInt64)
+		for range 100 {
+			now += int64(r.IntN(int(bucketNs)*nb*3/2 + 1))
+			at := now
+			if r.IntN(5) == 0 {
+				at -= int64(r.IntN(3)) // a stale reading
+			}
+			latest = max(latest, at)
+			epoch := floorDiv(latest, bucketNs)
+			var calls, failures, slows int
+			if r.IntN(4) == 0 {
+				calls, failures, slows = w.totals(at)
+			} else {
+				d := dated{epoch, r.IntN(2) == 0, r.IntN(3) == 0}
+				model = append(model, d)
+				calls, failures, slows, _ = w.add(0, at, d.failed, d.slow)
+			}
+			var want [3]int
+			for _, d := range model {
+				if d.epoch > epoch-int64(nb) {
+					want[0]++
+					if d.failed {
+						want[1]++
+					}
+					if d.slow {
+						want[2]++
+					}
+				}
+			}
+			require.Equal(t, want, [3]int{calls, failures, slows}, "buckets %d of %dns at %d", nb, bucketNs, at)
+		}
+	}
 }

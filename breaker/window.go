@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"math"
 	"sync"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
@@ -19,10 +20,13 @@ type window struct {
 	pos  int
 
 	// Time-based: buckets of bucketNs each, in a ring. latest is the latest
-	// time an outcome was dated or the totals were read at.
+	// time an outcome was dated or the totals were read at, and epoch the
+	// stretch of bucketNs it falls in: the buckets hold no older outcomes
+	// than the window from it.
 	bucketNs int64
 	buckets  []bucket
 	latest   int64
+	epoch    int64
 
 	calls, failures, slow int // totals in the window
 }
@@ -42,7 +46,11 @@ type bucket struct {
 
 func newWindow(s settings) *window {
 	if s.WindowDuration > 0 {
-		w := &window{bucketNs: max(1, int64(s.WindowDuration)/int64(s.WindowBuckets)), buckets: make([]bucket, s.WindowBuckets)}
+		w := &window{
+			bucketNs: max(1, int64(s.WindowDuration)/int64(s.WindowBuckets)),
+			buckets:  make([]bucket, s.WindowBuckets),
+			latest:   math.MinInt64, // no time yet: the first is not stale
+		}
 		w.resetLocked()
 		return w
 	}
@@ -123,21 +131,18 @@ func (w *window) bucketLocked(now int64) *bucket {
 	w.latest = now
 	epoch := floorDiv(now, w.bucketNs)
 	n := int64(len(w.buckets))
-	for i := range w.buckets {
-		bk := &w.buckets[i]
-		if bk.epoch <= epoch-n {
-			// Out of the window.
-			w.calls -= bk.calls
-			w.failures -= bk.failures
-			w.slow -= bk.slow
-			*bk = bucket{epoch: epoch - n}
-		}
+	// Empty the buckets of the stretches between the last epoch and this
+	// one, which held outcomes a window older: at most every bucket, once
+	// per stretch, not every bucket at every call.
+	for e := max(w.epoch+1, epoch-n+1); e <= epoch; e++ {
+		bk := &w.buckets[int(((e%n)+n)%n)]
+		w.calls -= bk.calls
+		w.failures -= bk.failures
+		w.slow -= bk.slow
+		*bk = bucket{epoch: e}
 	}
-	bk := &w.buckets[int(((epoch%n)+n)%n)]
-	if bk.epoch != epoch {
-		*bk = bucket{epoch: epoch}
-	}
-	return bk
+	w.epoch = max(w.epoch, epoch)
+	return &w.buckets[int(((epoch%n)+n)%n)]
 }
 
 // totals returns the totals of the window at now.
@@ -164,6 +169,7 @@ func (w *window) resetLocked() {
 	for i := range w.buckets {
 		w.buckets[i] = bucket{epoch: -1 << 62}
 	}
+	w.epoch = -1 << 62
 	w.calls, w.failures, w.slow = 0, 0, 0
 }
 
