@@ -254,34 +254,6 @@ func (p *Pool[T]) make(parent context.Context) {
 	}
 }
 
-// closable returns a ctx derived from parent that Close cancels, canceled
-// already if the pool is closed, and the func to call once done with it.
-//
-// The pool keeps the cancel funcs rather than derive every ctx from one of
-// its own: that one's Done channel would belong to the testing/synctest
-// bubble of whichever goroutine first asked for it, and a Close from outside
-// that bubble (a pool made in a bubble, used after it) would be refused by
-// the runtime. Each ctx here belongs to the goroutine that uses it.
-func (p *Pool[T]) closable(parent context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
-	p.q.Lock()
-	if p.closed {
-		p.q.Unlock()
-		cancel()
-		return ctx, cancel
-	}
-	id := p.nextCancel
-	p.nextCancel++
-	p.cancels[id] = cancel
-	p.q.Unlock()
-	return ctx, func() {
-		p.q.Lock()
-		delete(p.cancels, id)
-		p.q.Unlock()
-		cancel()
-	}
-}
-
 // errNewExited is the error of a call to New that ended its goroutine with
 // runtime.Goexit (a t.FailNow in a test's New, say) instead of returning.
 var errNewExited = errors.New("pool: Config.New did not return (runtime.Goexit)")

@@ -91,12 +91,12 @@ type Stats struct {
 //     MaxLifetime or HealthCheckPeriod set) runs it in a goroutine started by
 //     New, in New's bubble or outside any. Made inside a bubble, it must be
 //     closed there: the bubble cannot end while that goroutine runs. Made
-//     outside, that goroutine must not hand a resource to an Acquire waiting
-//     inside a bubble: the runtime ends the program ("send on synctest
-//     channel from outside bubble") when it does. That happens only when a
-//     background health check or a resource made for MinIdle ends while an
-//     Acquire in a bubble waits; a pool without background work is free of
-//     it.
+//     outside, that goroutine must not wake a goroutine of a bubble: the
+//     runtime ends the program ("send on synctest channel from outside
+//     bubble") when it does. That happens only when a background health
+//     check, or a call to New that the background goroutine started (for
+//     MinIdle, or for waiters), ends while an Acquire or a Close waits in a
+//     bubble; a pool without background work is free of it.
 //   - With LeakThreshold, a resource acquired inside a bubble must be
 //     released or destroyed inside it, and the pool not closed outside it
 //     while that resource is out: the runtime refuses to stop a bubble's
@@ -400,90 +400,4 @@ func (p *Pool[T]) Stats() Stats {
 	s.Total = p.totalLocked()
 	s.WaitDuration = time.Duration(p.waitNs.Load())
 	return s
-}
-
-// drainedLocked releases the Close calls waiting for the pool to drain, once
-// it has. p.q must be locked.
-func (p *Pool[T]) drainedLocked() {
-	if !p.closed || p.inUse > 0 || p.making > 0 || p.closing > 0 {
-		return
-	}
-	for w := p.closers.Front(); w != nil; w = p.closers.Front() {
-		p.closers.Grant(&p.q.Mutex, w, struct{}{})
-	}
-}
-
-// Close closes the pool: Acquire fails with ErrClosed from now on, waiting
-// Acquires are released with ErrClosed, and idle resources are closed. Close
-// then waits for the resources out to come back (each is closed as it is
-// released) and for calls to New under way, which it cancels, until ctx is
-// done; then it closes the resources still out, whose later Release or Destroy
-// does nothing, and returns ctx.Err(). A resource under a health check is
-// left to the check, whose end closes it: Config.Close never runs on a value
-// while Config.HealthCheck does. Close returns only when the pool's
-// goroutines have ended, so New should honour its context. Closing a closed
-// pool waits again, as the first Close does.
-//
-// Close panics if ctx is nil, or with the panic of Config.Close, once every
-// other resource it had to close is closed.
-func (p *Pool[T]) Close(ctx context.Context) error {
-	p.mustBeMade()
-	if ctx == nil {
-		panic("pool: nil Context")
-	}
-	p.q.Lock()
-	var idle []*Resource[T]
-	var cancels []context.CancelFunc
-	if !p.closed {
-		p.closed = true
-		if p.quit != nil {
-			close(p.quit)
-		}
-		for _, c := range p.cancels {
-			cancels = append(cancels, c)
-		}
-		clear(p.cancels)
-		for w := p.q.Front(); w != nil; w = p.q.Front() {
-			p.q.Grant(w, handoff[T]{err: ErrClosed})
-		}
-		idle = p.idle
-		p.idle = nil
-		for _, r := range idle {
-			p.retireLocked(r, &p.stats.ClosedPool)
-		}
-	}
-	p.q.Unlock()
-	for _, c := range cancels {
-		c()
-	}
-	p.closeValues(idle)
-	p.q.Lock()
-	var w *waitq.Waiter[struct{}]
-	if p.inUse > 0 || p.making > 0 || p.closing > 0 {
-		w = p.closers.Push(struct{}{})
-	}
-	p.q.Unlock()
-
-	var err error
-	if w != nil {
-		if _, ok := p.closers.Wait(ctx, w); !ok {
-			p.q.Lock()
-			if _, drained, _ := p.closers.Cancel(w); !drained {
-				err = ctx.Err()
-			}
-			var out []*Resource[T]
-			for r := range p.live {
-				if r.state == stateInUse {
-					out = append(out, r)
-					p.closeLocked(r, &p.stats.ClosedPool)
-				}
-			}
-			p.q.Unlock()
-			p.closeValues(out)
-		}
-	}
-	if p.stopped != nil {
-		<-p.stopped
-	}
-	return err
 }

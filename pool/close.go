@@ -1,0 +1,121 @@
+package pool
+
+import (
+	"context"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// Close closes the pool: Acquire fails with ErrClosed from now on, waiting
+// Acquires are released with ErrClosed, and idle resources are closed. Close
+// then waits for the resources out to come back (each is closed as it is
+// released) and for calls to New under way, which it cancels, until ctx is
+// done; then it closes the resources still out, whose later Release or Destroy
+// does nothing, and returns ctx.Err(). A resource under a health check is
+// left to the check, whose end closes it: Config.Close never runs on a value
+// while Config.HealthCheck does. Close returns only when the pool's
+// goroutines have ended, so New should honour its context. Closing a closed
+// pool waits again, as the first Close does.
+//
+// Close panics if ctx is nil, or with the panic of Config.Close, once every
+// other resource it had to close is closed.
+func (p *Pool[T]) Close(ctx context.Context) error {
+	p.mustBeMade()
+	if ctx == nil {
+		panic("pool: nil Context")
+	}
+	p.q.Lock()
+	var idle []*Resource[T]
+	var cancels []context.CancelFunc
+	if !p.closed {
+		p.closed = true
+		if p.quit != nil {
+			close(p.quit)
+		}
+		for _, c := range p.cancels {
+			cancels = append(cancels, c)
+		}
+		clear(p.cancels)
+		for w := p.q.Front(); w != nil; w = p.q.Front() {
+			p.q.Grant(w, handoff[T]{err: ErrClosed})
+		}
+		idle = p.idle
+		p.idle = nil
+		for _, r := range idle {
+			p.retireLocked(r, &p.stats.ClosedPool)
+		}
+	}
+	p.q.Unlock()
+	for _, c := range cancels {
+		c()
+	}
+	p.closeValues(idle)
+	p.q.Lock()
+	var w *waitq.Waiter[struct{}]
+	if p.inUse > 0 || p.making > 0 || p.closing > 0 {
+		w = p.closers.Push(struct{}{})
+	}
+	p.q.Unlock()
+
+	var err error
+	if w != nil {
+		if _, ok := p.closers.Wait(ctx, w); !ok {
+			p.q.Lock()
+			if _, drained, _ := p.closers.Cancel(w); !drained {
+				err = ctx.Err()
+			}
+			var out []*Resource[T]
+			for r := range p.live {
+				if r.state == stateInUse {
+					out = append(out, r)
+					p.closeLocked(r, &p.stats.ClosedPool)
+				}
+			}
+			p.q.Unlock()
+			p.closeValues(out)
+		}
+	}
+	if p.stopped != nil {
+		<-p.stopped
+	}
+	return err
+}
+
+// drainedLocked releases the Close calls waiting for the pool to drain, once
+// it has. p.q must be locked.
+func (p *Pool[T]) drainedLocked() {
+	if !p.closed || p.inUse > 0 || p.making > 0 || p.closing > 0 {
+		return
+	}
+	for w := p.closers.Front(); w != nil; w = p.closers.Front() {
+		p.closers.Grant(&p.q.Mutex, w, struct{}{})
+	}
+}
+
+// closable returns a ctx derived from parent that Close cancels, canceled
+// already if the pool is closed, and the func to call once done with it.
+//
+// The pool keeps the cancel funcs rather than derive every ctx from one of
+// its own: that one's Done channel would belong to the testing/synctest
+// bubble of whichever goroutine first asked for it, and a Close from outside
+// that bubble (a pool made in a bubble, used after it) would be refused by
+// the runtime. Each ctx here belongs to the goroutine that uses it.
+func (p *Pool[T]) closable(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	p.q.Lock()
+	if p.closed {
+		p.q.Unlock()
+		cancel()
+		return ctx, cancel
+	}
+	id := p.nextCancel
+	p.nextCancel++
+	p.cancels[id] = cancel
+	p.q.Unlock()
+	return ctx, func() {
+		p.q.Lock()
+		delete(p.cancels, id)
+		p.q.Unlock()
+		cancel()
+	}
+}
