@@ -1,0 +1,64 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrOpen is the error a refused call matches with errors.Is: the breaker is
+// open, or half-open with its trial calls all in flight. The error returned is
+// an *OpenError.
+var ErrOpen = errors.New("breaker: circuit open")
+
+// An OpenError is returned for a call the breaker refused. Every call refused
+// during one opening gets the same *OpenError: refusing allocates nothing.
+type OpenError struct {
+	Name  string // the breaker's Settings.Name
+	State State  // Open, or HalfOpen with every trial slot taken
+	// Until is when the open time ends and the breaker lets a trial call
+	// through; zero when half-open or forced open.
+	Until time.Time
+	// Forced reports that ForceOpen opened the breaker: it refuses every
+	// call until Reset, whatever the time.
+	Forced bool
+
+	openFor time.Duration // the length of the opening
+}
+
+// RetryAfter returns how long until the breaker lets a trial call through:
+// the rest of the open time, or 0 once it is over or when half-open. It reads
+// the clock.
+//
+// A breaker forced open has no end in time. For it RetryAfter returns the
+// length of an opening (OpenTimeout, or OpenBackoff's), as the pace at which
+// to look again: 0 would tell callers that honour it to retry at once, over
+// and over.
+func (e *OpenError) RetryAfter() time.Duration {
+	switch {
+	case e.Forced:
+		return e.openFor
+	case e.Until.IsZero():
+		return 0
+	}
+	return max(0, time.Until(e.Until))
+}
+
+// Error says that the call was refused, and for an open breaker, for how long
+// it will refuse calls.
+func (e *OpenError) Error() string {
+	name := ""
+	if e.Name != "" {
+		name = " " + e.Name
+	}
+	switch {
+	case e.State == HalfOpen:
+		return "breaker:" + name + " circuit half-open, trial calls in flight"
+	case e.Forced:
+		return "breaker:" + name + " circuit forced open"
+	}
+	return fmt.Sprintf("breaker:%s circuit open, retry after %v", name, e.RetryAfter().Round(time.Millisecond))
+}
+
+// Is reports whether target is ErrOpen.
+func (e *OpenError) Is(target error) bool { return target == ErrOpen }
