@@ -142,6 +142,12 @@ func (b *Barrier) Wait(ctx context.Context) (int, error) {
 	if b.running {
 		return b.awaitTurn(ctx, round, index)
 	}
+	if b.action == nil {
+		// No user code to run: release the round without unlocking.
+		b.releaseLocked(round)
+		b.q.Unlock()
+		return index, nil
+	}
 	b.running, b.runRound = true, round
 	b.q.Unlock()
 	return b.trip(round, index)
@@ -203,8 +209,8 @@ func (b *Barrier) awaitTurn(ctx context.Context, round uint64, index int) (int, 
 }
 
 // trip runs the action of round, which is complete, in its last party, outside
-// the lock, then ends the round and hands the turn on. b.running must be set
-// for round.
+// the lock, then ends the round and hands the turn on. b.action must not be
+// nil, and b.running must be set for round.
 func (b *Barrier) trip(round uint64, index int) (int, error) {
 	returned := false
 	defer func() {
@@ -214,10 +220,7 @@ func (b *Barrier) trip(round uint64, index int) (int, error) {
 			b.endRound(round, errActionPanicked)
 		}
 	}()
-	var err error
-	if b.action != nil {
-		err = b.action()
-	}
+	err := b.action()
 	returned = true
 	if err = b.endRound(round, err); err != nil {
 		return 0, err
@@ -246,9 +249,7 @@ func (b *Barrier) endRound(round uint64, err error) error {
 	case err != nil:
 		b.breakFromLocked(round)
 	default:
-		for w := b.q.Front(); w != nil && w.Val.round == round; w = b.q.Front() {
-			b.q.Grant(w, barrierWait{})
-		}
+		b.releaseLocked(round)
 	}
 	// Rounds end in order, so the oldest turn waiter is the next round to
 	// run its action.
@@ -260,6 +261,14 @@ func (b *Barrier) endRound(round uint64, err error) error {
 		}
 	}
 	return err
+}
+
+// releaseLocked ends round, which is complete, releasing its parties. They
+// are at the front of q: every earlier round has ended. b.q must be locked.
+func (b *Barrier) releaseLocked(round uint64) {
+	for w := b.q.Front(); w != nil && w.Val.round == round; w = b.q.Front() {
+		b.q.Grant(w, barrierWait{})
+	}
 }
 
 // breakFromLocked breaks the barrier at round: the parties of that round and
