@@ -36,6 +36,21 @@ func ExampleNewTokenBucket() {
 	// ratelimit: wait would exceed the context deadline: context deadline exceeded
 }
 
+// ValidateTokenBucket checks a rate and burst read from configuration,
+// which NewTokenBucket would panic on.
+func ExampleValidateTokenBucket() {
+	for _, c := range []struct {
+		rate  float64
+		burst int
+	}{{100, 10}, {0, 10}, {1e-12, 1}} {
+		fmt.Println(ratelimit.ValidateTokenBucket(c.rate, c.burst))
+	}
+	// Output:
+	// <nil>
+	// ratelimit: rate 0; the rate must be above 0
+	// ratelimit: rate 1e-12 and burst 1: refilling would take over four years
+}
+
 // Take explains a decision: what remains, and when to come back.
 func ExampleTokenBucket_Take() {
 	b := ratelimit.NewTokenBucket(1, 5)

@@ -588,7 +588,8 @@ func TestHammerTokenBucket(t *testing.T) {
 }
 
 // TestHammerTokenBucketSet: waiters with random cancellation and deadlines
-// while the burst and the rate move up and down, turning away queued waiters.
+// while the burst and the rate move up and down, to no limit and beyond the
+// clock's, turning away queued waiters, and settings out of range are refused.
 // Afterwards the queue's accounting is back at zero and the bucket refills to
 // its burst.
 func TestHammerTokenBucketSet(t *testing.T) {
@@ -606,9 +607,26 @@ func TestHammerTokenBucketSet(t *testing.T) {
 					b.SetRate(1000)
 					return
 				case <-time.After(3 * time.Millisecond):
-					if i%2 == 0 {
+					switch {
+					case i%7 == 3:
+						// Settings refused: nothing changes, and the
+						// waiters go on as they were.
+						rate, burst := b.Rate(), b.Burst()
+						for _, set := range []func(){
+							func() { b.SetRate(1e-300) }, func() { b.SetRate(math.NaN()) },
+							func() { b.SetBurst(math.MaxInt) }, func() { b.SetBurst(0) },
+						} {
+							assert.Panics(t, set)
+						}
+						assert.Equal(t, rate, b.Rate())
+						assert.Equal(t, burst, b.Burst())
+					case i%11 == 5:
+						b.SetRate(math.Inf(1)) // serves every waiter at once
+					case i%13 == 6:
+						b.SetRate(2e9) // kept as 1e9
+					case i%2 == 0:
 						b.SetBurst(2 + i%(burst-1))
-					} else {
+					default:
 						b.SetRate(float64(250 * (1 + i%5)))
 					}
 				}

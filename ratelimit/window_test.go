@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -220,59 +222,92 @@ func TestWindowMisuse(t *testing.T) {
 }
 
 // TestHammerWindows: waiters and Allow callers with random cancellation; the
-// exact window holds its limit in every interval.
+// exact window holds its limit in every interval. With a window near
+// math.MaxInt64, whose waits saturate, exactly limit events are allowed in
+// all, and the waiters, which never get anything, all leave.
 func TestHammerWindows(t *testing.T) {
 	for _, k := range windowKinds {
-		t.Run(k.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				const limit, window = 5, 100 * time.Millisecond
-				w := k.new(limit, window)
-				start := time.Now()
-				var mu sync.Mutex
-				var grants []time.Duration
-				var count atomic.Int64
-				var wg sync.WaitGroup
-				for g := range 24 {
-					wg.Go(func() {
-						r := rand.New(rand.NewPCG(uint64(g), 4))
-						for range testutil.HammerRounds(50) {
-							n := 1 + r.IntN(limit)
-							ok := false
-							var pause time.Duration
-							if r.IntN(4) == 0 {
-								ok = w.AllowN(n)
-								pause = time.Duration(r.IntN(5)) * time.Millisecond
-							} else {
-								ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(300))*time.Millisecond)
-								err := w.WaitN(ctx, n)
-								cancel()
-								ok = err == nil
-								if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-									t.Errorf("WaitN = %v", err)
-								}
-							}
-							if ok { // record the time of the grant, before any pause
-								count.Add(int64(n))
-								mu.Lock()
-								for range n {
-									grants = append(grants, time.Since(start))
-								}
-								mu.Unlock()
-							}
-							time.Sleep(pause)
-						}
-					})
-				}
-				wg.Wait()
-				if k.exact {
-					checkWindows(t, grants, limit, window)
-				}
-				require.Greater(t, count.Load(), int64(limit))
-				time.Sleep(time.Second)
-				require.True(t, w.AllowN(limit), "left with waiters")
+		for _, window := range []time.Duration{100 * time.Millisecond, math.MaxInt64} {
+			t.Run(fmt.Sprintf("%s/window=%v", k.name, window), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { hammerWindow(t, k.new, k.exact, window) })
 			})
+		}
+	}
+}
+
+func hammerWindow(t *testing.T, newWindow func(int, time.Duration) windowed, exact bool, window time.Duration) {
+	const limit = 5
+	huge := window == math.MaxInt64
+	w := newWindow(limit, window)
+	start := time.Now()
+	var mu sync.Mutex
+	var grants []time.Duration
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 24 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 4))
+			for range testutil.HammerRounds(50) {
+				n := 1 + r.IntN(limit)
+				ok := false
+				var pause time.Duration
+				switch r.IntN(4) {
+				case 0:
+					ok = w.AllowN(n)
+					pause = time.Duration(r.IntN(5)) * time.Millisecond
+				case 1:
+					// No deadline to fail fast on: it queues, and its
+					// ctx ends while it waits, or as it is served.
+					ctx, cancel := context.WithCancel(t.Context())
+					stop := time.AfterFunc(time.Duration(r.IntN(300))*time.Millisecond, cancel)
+					err := w.WaitN(ctx, n)
+					stop.Stop()
+					cancel()
+					ok = err == nil
+					if err != nil && err != context.Canceled {
+						t.Errorf("WaitN = %v", err)
+					}
+				default:
+					ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(300))*time.Millisecond)
+					err := w.WaitN(ctx, n)
+					cancel()
+					ok = err == nil
+					if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("WaitN = %v", err)
+					}
+				}
+				if ok { // record the time of the grant, before any pause
+					count.Add(int64(n))
+					mu.Lock()
+					for range n {
+						grants = append(grants, time.Since(start))
+					}
+					mu.Unlock()
+				}
+				time.Sleep(pause)
+			}
 		})
 	}
+	wg.Wait()
+	if exact {
+		checkWindows(t, grants, limit, window)
+	}
+	if huge {
+		require.LessOrEqual(t, count.Load(), int64(limit))
+		require.Positive(t, count.Load())
+		d := w.Take(1)
+		require.False(t, d.Allowed)
+		require.Positive(t, d.RetryAfter)
+		// Not refused for waiters left behind: with none, what is left is
+		// there at once.
+		if left := limit - int(count.Load()); left > 0 {
+			require.True(t, w.AllowN(left), "left with waiters")
+		}
+		return
+	}
+	require.Greater(t, count.Load(), int64(limit))
+	time.Sleep(time.Second)
+	require.True(t, w.AllowN(limit), "left with waiters")
 }
 
 // TestSlidingWindowStaleTime: a caller that read the clock before another
