@@ -433,6 +433,28 @@ func TestExtremeSettings(t *testing.T) {
 	}
 	require.Equal(t, Closed, b.State())
 
+	// A negative FailureThreshold turns the rule off.
+	b = New(Settings{FailureThreshold: -1})
+	for range 100 {
+		require.Equal(t, errBoom, b.Execute(ctx, fail))
+	}
+	require.Equal(t, Closed, b.State())
+
+	// Rate rules at their extremes: the tiniest rate, one failure in a
+	// window of one, all of the calls.
+	for _, s := range []Settings{
+		{FailureRateThreshold: math.SmallestNonzeroFloat64, MinimumCalls: 1},
+		{FailureRateThreshold: 100, WindowSize: 1},
+		{FailureRateThreshold: 100, WindowDuration: time.Nanosecond, WindowBuckets: 1, MinimumCalls: 1},
+		{SlowCallDuration: 1, SlowCallRateThreshold: 100, MinimumCalls: 1, Jitter: 1},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			b := New(s)
+			_ = b.Execute(t.Context(), func(context.Context) error { time.Sleep(time.Microsecond); return errBoom })
+			require.Equal(t, Open, b.State(), "%+v", s)
+		})
+	}
+
 	// A time window far longer than any run, and one of a nanosecond.
 	for _, d := range []time.Duration{math.MaxInt64, 1} {
 		b = New(Settings{FailureRateThreshold: 50, WindowDuration: d, WindowBuckets: 1000, MinimumCalls: 2})

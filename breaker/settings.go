@@ -63,12 +63,14 @@ type Settings struct {
 	// breaker stays open after its n'th consecutive opening (n from 1), so
 	// that a dependency that stays down is probed less and less often. See
 	// ExponentialBackoff. 0 ends the opening at once; a negative duration
-	// is misuse, and panics in the call that would have opened the breaker,
-	// which stays as it was.
+	// is misuse, and panics.
 	//
 	// It runs outside the breaker's lock, and may call the breaker. It may
 	// be called for an opening that a concurrent change of state then
-	// preempts, so it should be a pure function of n.
+	// preempts, so it should be a pure function of n. If it panics (or
+	// returns a negative duration), the panic goes on to the caller whose
+	// call would have opened the breaker, and the breaker stays as it was:
+	// the failure counts, a trial call gives back its slot.
 	OpenBackoff func(n int) time.Duration
 
 	// Jitter spreads each open duration at random by up to this fraction
@@ -106,8 +108,9 @@ type Settings struct {
 	// time, by the goroutine whose call made the change (or by the one
 	// reporting already). If it panics, the panic goes on to that caller; a
 	// call whose move to half-open it was reporting does not go ahead, and
-	// gives back its trial slot. Changes queued behind it are reported at
-	// the breaker's next change.
+	// gives back its trial slot. Changes queued behind it are reported by
+	// the next goroutine to take the breaker's lock (at the latest, at the
+	// next change of state).
 	OnStateChange func(from, to State, counts Counts)
 }
 
