@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -394,4 +395,42 @@ func TestTokenBucketSetKeepsWholeTokens(t *testing.T) {
 		require.True(t, b.AllowN(9), "the 9 tokens stay")
 		require.False(t, b.Allow())
 	})
+}
+
+// TestWaitAcrossBubbles: limiters made outside a bubble queue waiters inside
+// one, and limiters whose waiters queued in a bubble queue them again after
+// it: nothing of a wait outlives it, to be touched from the wrong side.
+func TestWaitAcrossBubbles(t *testing.T) {
+	wait := func(t *testing.T, l Limiter, n int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { require.NoError(t, l.WaitN(ctx, n)) })
+		}
+		wg.Wait()
+	}
+	limiters := func() []Limiter {
+		return []Limiter{
+			NewTokenBucket(1000, 1), NewSlidingWindow(1, time.Millisecond),
+			NewSlidingWindowCounter(1, time.Millisecond), newBuckets(1000, 1, KeyedOptions{}).Limiter("a"),
+		}
+	}
+	outside := limiters()
+	synctest.Test(t, func(t *testing.T) {
+		for _, l := range outside {
+			wait(t, l, 1)
+		}
+	})
+	var inside []Limiter
+	synctest.Test(t, func(t *testing.T) {
+		inside = limiters()
+		for _, l := range inside {
+			wait(t, l, 1)
+		}
+	})
+	for _, l := range inside {
+		wait(t, l, 1)
+	}
 }

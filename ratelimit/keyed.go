@@ -237,6 +237,8 @@ func (k *Keyed[K, L]) evictLocked(s *keyedShard[K, L], now int64) {
 func (k *Keyed[K, L]) Allow(key K) bool { return k.AllowN(key, 1) }
 
 // AllowN reports whether n events of key may happen now, and takes them if so.
+//
+// AllowN panics if n is below 1.
 func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 	checkN(n, "Keyed.AllowN")
 	e, now := k.entry(key, false)
@@ -248,6 +250,8 @@ func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 
 // WaitN waits until n events of key may happen, as the key's limiter's WaitN
 // does.
+//
+// WaitN panics if n is below 1.
 func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	checkN(n, "Keyed.WaitN")
 	k.check() // the zero Keyed panics even with a done ctx
@@ -264,6 +268,8 @@ func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 
 // Take is AllowN with the details of the decision. If the key's limiter is
 // not a Taker, the decision has only Allowed, and Remaining -1.
+//
+// Take panics if n is below 1.
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	checkN(n, "Keyed.Take")
 	e, _ := k.entry(key, false)
