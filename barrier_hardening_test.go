@@ -459,3 +459,54 @@ func TestBarrierReleaseRacesCancel(t *testing.T) {
 		require.False(t, b.Broken())
 	}
 }
+
+// TestBarrierResetRacesCancel: a party's ctx ends, and before it runs again a
+// Reset releases it. It reports one or the other, and the barrier is whole.
+func TestBarrierResetRacesCancel(t *testing.T) {
+	b := ctxsync.NewBarrier(3, nil)
+	errA, errB := runGrantRace(t, func(t *testing.T) grantRace {
+		wait := func(ctx context.Context) error { _, err := b.Wait(ctx); return err }
+		return grantRace{first: wait, second: wait, grant: b.Reset}
+	})
+	require.Contains(t, []error{ctxsync.ErrBrokenBarrier, context.Canceled}, errA)
+	require.Equal(t, ctxsync.ErrBrokenBarrier, errB)
+	require.False(t, b.Broken())
+	require.Equal(t, 0, b.Waiting())
+}
+
+// TestBarrierTurnRacesCancel: the last party of a complete round, waiting for
+// an earlier action, has its ctx end, and before it runs again the action
+// returns and hands it the turn. It runs its round's action all the same, and
+// the round ends well.
+func TestBarrierTurnRacesCancel(t *testing.T) {
+	testutil.OneProcessor(t)
+	synctest.Test(t, func(t *testing.T) {
+		var b *ctxsync.Barrier
+		var c, d <-chan arrival
+		calls := 0
+		b = ctxsync.NewBarrier(2, func() error {
+			if calls++; calls > 1 {
+				return nil
+			}
+			// Round 1's action, run by this test's goroutine: round 2
+			// completes meanwhile, d waiting for its turn.
+			c = arriveAsync(t.Context(), b)
+			synctest.Wait()
+			ctx, cancel := context.WithCancel(t.Context())
+			d = arriveAsync(ctx, b)
+			synctest.Wait()
+			cancel() // d cannot run before the action has returned
+			return nil
+		})
+		first := arriveAsync(t.Context(), b)
+		synctest.Wait()
+		i, err := b.Wait(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, i)
+		require.Equal(t, arrival{0, nil}, <-first)
+		require.Equal(t, arrival{0, nil}, <-c)
+		require.Equal(t, arrival{1, nil}, <-d)
+		require.Equal(t, 2, calls)
+		require.False(t, b.Broken())
+	})
+}
