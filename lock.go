@@ -54,18 +54,22 @@ func NewLock() *Lock { return new(Lock) }
 // same moment that ctx ends, Lock either returns nil holding it or passes it on
 // to the next waiter and returns ctx.Err(); it is never lost.
 func (l *Lock) Lock(ctx context.Context) error {
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
-		return err
-	}
+	waitq.CheckCtx(ctx, "ctxsync")
 	if l.state.CompareAndSwap(0, lockHeld) {
-		return nil
+		// Take first, look at ctx after: looking first would leave a moment
+		// in which the ctx could end and the lock be freed after it, and we
+		// would take a lock freed after our ctx ended.
+		return l.keep(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return l.lockSlow(ctx)
 }
 
 func (l *Lock) lockSlow(ctx context.Context) error {
 	if waitq.Pause(); l.TryLock() {
-		return nil
+		return l.keep(ctx)
 	}
 	l.q.Lock()
 	for {
@@ -74,7 +78,7 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 			// Free and, since the waiters bit is clear, nobody is queued.
 			if l.state.CompareAndSwap(0, lockHeld) {
 				l.q.Unlock()
-				return nil
+				return l.keep(ctx)
 			}
 			continue
 		}
@@ -84,7 +88,7 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 			break
 		}
 	}
-	w := l.q.Push(struct{}{})
+	w := l.q.PushCtx(ctx, struct{}{})
 	l.q.Unlock()
 
 	if _, ok := l.q.Wait(ctx, w); ok {
@@ -97,12 +101,26 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 		// caller, told of the error, holds nothing.
 		l.unlockLocked()
 	} else if l.q.Len() == 0 {
-		// We were the last waiter. The lock is held by someone else (it is
-		// never free while a waiter is queued): keep it held, drop the bit.
-		l.state.Store(lockHeld)
+		// We were the last waiter: drop the bit. The lock is held by someone
+		// else (it is never free while a waiter is queued), unless an Unlock
+		// dropped us from the queue for our ended ctx and freed it: then the
+		// bit is gone already, and the CAS leaves the state alone.
+		l.state.CompareAndSwap(lockHeld|lockWaiters, lockHeld)
 	}
 	l.q.Unlock()
 	return ctx.Err()
+}
+
+// keep settles a lock that lockSlow took by itself, after the caller's ctx was
+// first checked: if ctx has ended since, the lock may have been freed after
+// the ctx ended, and a caller whose ctx ended must not get it. It is handed
+// on, and keep returns ctx.Err().
+func (l *Lock) keep(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		l.Unlock()
+		return err
+	}
+	return nil
 }
 
 // TryLock locks l if it is free and nobody is waiting for it, and reports

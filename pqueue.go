@@ -75,9 +75,10 @@ func (q *PriorityQueue[T]) TryPut(priority int, v T) bool {
 // waiting, until an item comes or ctx is done.
 //
 // On failure it returns ctx.Err(), or ErrClosed once the queue is closed and
-// empty. A ctx that is already done fails even when items wait. An item that
-// reaches a consumer as its ctx ends is not lost: it goes to the next
-// consumer, or back into the queue in its old place.
+// empty. A ctx that is already done fails even when items wait. An item is
+// never handed to a consumer whose ctx has ended: it goes to the next one, or
+// stays in the queue. An item handed over just before ctx ends is kept: Get
+// returns it and a nil error.
 func (q *PriorityQueue[T]) Get(ctx context.Context) (T, error) {
 	it, err := q.get(ctx)
 	return it.v, err
@@ -123,9 +124,6 @@ func (h *pheap[T]) push(it pqItem[T]) {
 	it.seq = h.seq
 	h.insert(it)
 }
-
-// unpop puts back an item taken out: its sequence number restores its place.
-func (h *pheap[T]) unpop(it pqItem[T]) { h.insert(it) }
 
 func (h *pheap[T]) insert(it pqItem[T]) {
 	h.items = append(h.items, it)

@@ -100,12 +100,19 @@ func (q *Queue[T]) Put(ctx context.Context, v T) error {
 		return ErrClosed
 	}
 	if q.putters.Len() == 0 && !q.full() {
+		// Look at ctx again now that the room is seen: room made after ctx
+		// ended (a Get that followed the cancel) must not let us in, and the
+		// check above may have run before the cancel.
+		if err := ctx.Err(); err != nil {
+			q.putMu.Unlock()
+			return err
+		}
 		q.pushLocked(v)
 		q.putMu.Unlock()
 		q.settle(q.gettersWait(), false)
 		return nil
 	}
-	w := q.putters.Push(putResult[T]{it: v})
+	w := q.putters.PushCtx(ctx, putResult[T]{it: v})
 	q.nPutters.Add(1)
 	filled := q.servePuttersLocked() // room came as we queued: a Get may have missed us
 	q.putMu.Unlock()
@@ -147,9 +154,10 @@ func (q *Queue[T]) TryPut(v T) bool {
 // or ctx is done.
 //
 // On failure it returns ctx.Err(), or ErrClosed once the queue is closed and
-// empty. A ctx that is already done fails even when items wait. An item that
-// reaches a consumer as its ctx ends is not lost: it goes to the next
-// consumer, or back to the front of the queue.
+// empty. A ctx that is already done fails even when items wait. An item is
+// never handed to a consumer whose ctx has ended: it goes to the next one, or
+// stays in the queue. An item handed over just before ctx ends is kept: Get
+// returns it and a nil error.
 func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 	var zero T
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
@@ -157,6 +165,13 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 	}
 	q.takeMu.Lock()
 	if q.getters.Len() == 0 && q.ring.hasItem() {
+		// Look at ctx again now that the item is seen: an item put after
+		// ctx ended is not ours, and the check above may have run before the
+		// cancel. (The item's arrival orders the cancel before this read.)
+		if err := ctx.Err(); err != nil {
+			q.takeMu.Unlock()
+			return zero, err
+		}
 		v := q.popLocked()
 		q.takeMu.Unlock()
 		q.settle(false, q.puttersWait())
@@ -166,7 +181,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 		q.takeMu.Unlock()
 		return zero, ErrClosed
 	}
-	w := q.getters.Push(getResult[T]{})
+	w := q.getters.PushCtx(ctx, getResult[T]{})
 	q.nGetters.Add(1)
 	madeRoom := q.serveGettersLocked() // an item came as we queued: a Put may have missed us
 	q.takeMu.Unlock()
@@ -175,25 +190,19 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 	if r, ok := q.getters.Wait(ctx, w); ok {
 		return r.it, r.err
 	}
-	// Both locks: handing the item back may grow the ring.
-	q.putMu.Lock()
 	q.takeMu.Lock()
 	r, granted, _ := q.getters.Cancel(w)
 	if !granted {
 		q.nGetters.Add(-1)
-	} else if r.err == nil {
-		// An item reached us as ctx ended. Hand it to the next consumer,
-		// or put it back where it was, at the front: it must not be lost,
-		// nor overtaken by items that came after it.
-		if next := q.getters.Front(); next != nil {
-			q.getters.Grant(&q.takeMu, next, r)
-			q.nGetters.Add(-1)
-		} else {
-			q.ring.unpop(r.it)
-		}
 	}
 	q.takeMu.Unlock()
-	q.putMu.Unlock()
+	if granted {
+		// The item (or ErrClosed) came before ctx ended, or it would not
+		// have come (see waitq.List.Front): keep it. Handing it back would
+		// reorder the queue, and a Get that found the queue closed and empty
+		// in between would have seen an item reappear after it.
+		return r.it, r.err
+	}
 	return zero, ctx.Err()
 }
 
@@ -349,9 +358,10 @@ func (q *Queue[T]) Join(ctx context.Context) error {
 	q.joinMu.Lock()
 	if q.done == q.ring.tail.Load() {
 		q.joinMu.Unlock()
-		return nil
+		// A TaskDone that followed the end of ctx does not count for us.
+		return ctx.Err()
 	}
-	w := q.joiners.Push(struct{}{})
+	w := q.joiners.PushCtx(ctx, struct{}{})
 	q.joinMu.Unlock()
 	if _, ok := q.joiners.Wait(ctx, w); ok {
 		return nil

@@ -19,7 +19,6 @@ const storeMinShrink = 64
 type store[I any] interface {
 	len() int
 	push(it I)  // a new item, in its order
-	unpop(it I) // an item handed back after pop: it takes its old place
 	pop() I     // the next item; len() > 0
 }
 
@@ -28,9 +27,7 @@ type store[I any] interface {
 // (Queue, whose order needs no heap, gives each side a lock of its own.)
 //
 // Getters wait only while the store is empty, and putters only while it is
-// full, so the two never wait at once, with one exception: an item handed back
-// by a getter whose ctx ended goes back to the front even when the store is
-// full, and may leave it one over capacity for a moment.
+// full, so the two never wait at once.
 type queueCore[I any] struct {
 	mu       waitq.Mutex // guards the fields below
 	items    store[I]
@@ -69,11 +66,17 @@ func (q *queueCore[I]) put(ctx context.Context, it I) error {
 		return err
 	}
 	q.mu.Lock()
+	// Look at ctx again under the lock: room made after ctx ended (by a Get
+	// that followed the cancel) must not let us in.
+	if err := ctx.Err(); err != nil {
+		q.mu.Unlock()
+		return err
+	}
 	if ok, err := q.tryPutLocked(it); ok || err != nil {
 		q.mu.Unlock()
 		return err
 	}
-	w := q.putters.Push(putResult[I]{it: it})
+	w := q.putters.PushCtx(ctx, putResult[I]{it: it})
 	q.mu.Unlock()
 
 	if r, ok := q.putters.Wait(ctx, w); ok {
@@ -124,6 +127,12 @@ func (q *queueCore[I]) get(ctx context.Context) (I, error) {
 		return zero, err
 	}
 	q.mu.Lock()
+	// Look at ctx again under the lock: an item put after ctx ended is not
+	// ours.
+	if err := ctx.Err(); err != nil {
+		q.mu.Unlock()
+		return zero, err
+	}
 	if it, ok := q.tryGetLocked(); ok {
 		q.mu.Unlock()
 		return it, nil
@@ -132,24 +141,22 @@ func (q *queueCore[I]) get(ctx context.Context) (I, error) {
 		q.mu.Unlock()
 		return zero, ErrClosed
 	}
-	w := q.getters.Push(getResult[I]{})
+	w := q.getters.PushCtx(ctx, getResult[I]{})
 	q.mu.Unlock()
 
 	if r, ok := q.getters.Wait(ctx, w); ok {
 		return r.it, r.err
 	}
 	q.mu.Lock()
-	if r, granted, _ := q.getters.Cancel(w); granted && r.err == nil {
-		// An item reached us as ctx ended. Hand it to the next consumer,
-		// or put it back where it was, at the front: it must not be lost,
-		// nor overtaken by items that came after it.
-		if next := q.getters.Front(); next != nil {
-			q.getters.Grant(&q.mu, next, r)
-		} else {
-			q.items.unpop(r.it)
-		}
-	}
+	r, granted, _ := q.getters.Cancel(w)
 	q.mu.Unlock()
+	if granted {
+		// The item (or ErrClosed) came before ctx ended, or it would not
+		// have come (see waitq.List.Front): keep it. Handing it back would
+		// reorder the queue, and a Get that found the queue closed and empty
+		// in between would have seen an item reappear after it.
+		return r.it, r.err
+	}
 	return zero, ctx.Err()
 }
 

@@ -86,17 +86,6 @@ func (r *ring[T]) pop() (T, int64) {
 	return v, int64(r.tailSeen - h - 1)
 }
 
-// unpop puts v back at the front. The caller holds both sides.
-func (r *ring[T]) unpop(v T) {
-	if r.full() {
-		r.grow()
-	}
-	h := r.head.Load() - 1
-	r.buf[h&uint64(len(r.buf)-1)] = v
-	r.head.Store(h)
-	r.headSeen = h // it must not be ahead of head
-}
-
 // shrinkable reports whether the ring, holding about n items, may be a quarter
 // full or less, and is larger than storeMinShrink: then shrink may halve it.
 func (r *ring[T]) shrinkable(n int64) bool {

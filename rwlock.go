@@ -69,10 +69,13 @@ func readers(s int64) int64 { return s / rwReader }
 // same moment that ctx ends, RLock either returns nil holding it or passes it
 // on and returns ctx.Err().
 func (rw *RWLock) RLock(ctx context.Context) error {
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
-		return err
-	}
+	waitq.CheckCtx(ctx, "ctxsync")
 	if rw.state.Add(rwReader)&(rwWriter|rwWaiters) == 0 {
+		// Take first, look at ctx after (see Lock.Lock).
+		if err := ctx.Err(); err != nil {
+			rw.RUnlock()
+			return err
+		}
 		return nil
 	}
 	return rw.rlockSlow(ctx)
@@ -84,6 +87,10 @@ func (rw *RWLock) rlockSlow(ctx context.Context) error {
 	rw.q.Lock()
 	rw.state.Add(-rwReader)
 	rw.dispatchLocked() // our phantom may have held back a writer
+	if err := ctx.Err(); err != nil {
+		rw.q.Unlock()
+		return err
+	}
 	return rw.queueLocked(ctx, false)
 }
 
@@ -132,13 +139,25 @@ func (rw *RWLock) runlockSlow(s int64) {
 // same moment that ctx ends, Lock either returns nil holding it or passes it on
 // and returns ctx.Err().
 func (rw *RWLock) Lock(ctx context.Context) error {
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
-		return err
-	}
+	waitq.CheckCtx(ctx, "ctxsync")
 	if rw.state.CompareAndSwap(0, rwWriter) {
+		// Take first, look at ctx after (see Lock.Lock).
+		if err := ctx.Err(); err != nil {
+			rw.Unlock()
+			return err
+		}
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if waitq.Pause(); rw.TryLock() {
+		if err := ctx.Err(); err != nil {
+			// Freed, perhaps, after ctx ended: not ours to keep (see
+			// queueLocked).
+			rw.Unlock()
+			return err
+		}
 		return nil
 	}
 	rw.q.Lock()
@@ -192,6 +211,15 @@ func (rw *RWLock) queueLocked(ctx context.Context, writer bool) error {
 				next = s + rwReader
 			}
 			if rw.state.CompareAndSwap(s, next) {
+				if err := ctx.Err(); err != nil {
+					// ctx was checked before we locked; the lock may have
+					// been freed since, after ctx ended, and a caller whose
+					// ctx ended must not get it. Give it back.
+					rw.state.Add(-next + s)
+					rw.dispatchLocked()
+					rw.q.Unlock()
+					return err
+				}
 				rw.q.Unlock()
 				return nil
 			}
@@ -204,7 +232,7 @@ func (rw *RWLock) queueLocked(ctx context.Context, writer bool) error {
 			break
 		}
 	}
-	w := rw.q.Push(writer)
+	w := rw.q.PushCtx(ctx, writer)
 	rw.q.Unlock()
 
 	if _, ok := rw.q.Wait(ctx, w); ok {

@@ -76,11 +76,10 @@ func NewSemaphore(n int) *Semaphore {
 // over at the same moment that ctx ends, Acquire either returns nil holding it
 // or passes it on and returns ctx.Err(); it is never lost.
 func (s *Semaphore) Acquire(ctx context.Context) error {
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
-		return err
-	}
+	waitq.CheckCtx(ctx, "ctxsync")
 	if s.state.Add(-1) >= 0 {
-		return nil
+		// Take first, look at ctx after (see Lock.Lock).
+		return s.keep(ctx)
 	}
 	return s.acquireSlow(ctx)
 }
@@ -89,15 +88,18 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 // counted the caller as waiting.
 func (s *Semaphore) acquireSlow(ctx context.Context) error {
 	if s.withdraw() {
+		if err := ctx.Err(); err != nil {
+			return err // out of the count: nothing changed
+		}
 		// Out of the count, pause and look again before counting ourselves
 		// in for good (see waitq.Pause).
 		if waitq.Pause(); s.TryAcquire() {
-			return nil
+			return s.keep(ctx)
 		}
 		s.q.Lock()
 		if s.state.Add(-1) >= 0 {
 			s.q.Unlock()
-			return nil
+			return s.keep(ctx)
 		}
 	} else {
 		// A permit is promised to every goroutine counted, the caller
@@ -107,9 +109,9 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 	if s.owed > 0 {
 		s.owed-- // promised to a goroutine not yet queued: us
 		s.q.Unlock()
-		return nil
+		return s.keep(ctx)
 	}
-	w := s.q.Push(struct{}{})
+	w := s.q.PushCtx(ctx, struct{}{})
 	s.q.Unlock()
 
 	if _, ok := s.q.Wait(ctx, w); ok {
@@ -130,6 +132,18 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 	}
 	s.q.Unlock()
 	return ctx.Err()
+}
+
+// keep settles a permit that acquireSlow took by itself, after the caller's ctx
+// was first checked: if ctx has ended since, the permit may have been freed
+// after the ctx ended, and a caller whose ctx ended must not get it. It is
+// given back, and keep returns ctx.Err().
+func (s *Semaphore) keep(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		s.Release()
+		return err
+	}
+	return nil
 }
 
 // withdraw takes the caller, counted as waiting, back out of the count if
@@ -190,9 +204,14 @@ func (s *Semaphore) deliverLocked() {
 	switch {
 	case s.owed < 0:
 		s.owed++ // its waiter left, and put a permit back
-	case s.q.Len() > 0:
-		s.q.Grant(s.q.Front(), struct{}{})
 	default:
+		if w := s.q.Front(); w != nil {
+			s.q.Grant(w, struct{}{})
+			return
+		}
+		// Nobody queued, or only waiters whose ctx ended (Front dropped
+		// them): the permit is owed to a goroutine counted and not queued,
+		// which a dropped waiter is too, until its Cancel settles it.
 		s.owed++
 	}
 }

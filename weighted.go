@@ -121,10 +121,15 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 	// The fast path takes first and looks after: one atomic Add costs less
 	// than a load and a CAS. It leaves the capacity alone: the free units
 	// never exceed it, so a request that they cover is a valid one.
-	if uint64(n) <= maxFastWeight && ctx != nil && ctx.Err() == nil {
+	if uint64(n) <= maxFastWeight && ctx != nil {
 		// A result not negative with no flag: n units were free and nobody
-		// was queued or resizing, so they are ours.
+		// was queued or resizing, so they are ours, unless ctx has ended:
+		// it is looked at after the take, not before (see Lock.Lock).
 		if s := w.state.Add(-n << weightedShift); s >= 0 && s&(weightedWaiters|weightedResizing) == 0 {
+			if err := ctx.Err(); err != nil {
+				w.giveBack(n)
+				return err
+			}
 			return nil
 		}
 		w.giveBack(n)
@@ -175,7 +180,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		return nil // too large for the fast path's Add, which this replaces
 	}
 	if waitq.Pause(); w.TryAcquire(n) {
-		return nil
+		return w.keep(ctx, n)
 	}
 	w.q.Lock()
 	if n > w.capacity.Load() { // a Resize shrank it since checkRequest looked
@@ -189,7 +194,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 			// holds the lock while it is).
 			if w.state.CompareAndSwap(s, s-n<<weightedShift) {
 				w.q.Unlock()
-				return nil
+				return w.keep(ctx, n)
 			}
 			continue
 		}
@@ -197,7 +202,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 			break
 		}
 	}
-	node := w.q.Push(n)
+	node := w.q.PushCtx(ctx, n)
 	w.q.Unlock()
 
 	if v, ok := w.q.Wait(ctx, node); ok {
@@ -222,11 +227,27 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		// not for units: wake the ones that fit now (x/sync's golang/go#37852).
 		w.notifyLocked()
 	case w.q.Len() == 0:
-		// The last waiter left: the bit, set while we were queued, goes.
-		w.state.Add(-weightedWaiters)
+		// The last waiter left: the bit, set while we were queued, goes. (If
+		// a grant dropped us for our ended ctx and emptied the queue, it
+		// cleared the bit itself.)
+		w.clearWaitersLocked()
 	}
 	w.q.Unlock()
 	return ctx.Err()
+}
+
+// keep settles n units that acquireSlow took by itself, after the caller's ctx
+// was first checked: if ctx has ended since, the units may have been freed
+// after the ctx ended, and a caller whose ctx ended must not get them. They
+// are given back, and keep returns ctx.Err().
+func (w *Weighted) keep(ctx context.Context, n int64) error {
+	if err := ctx.Err(); err != nil {
+		w.q.Lock()
+		w.releaseLocked(n)
+		w.q.Unlock()
+		return err
+	}
+	return nil
 }
 
 // TryAcquire takes n units if they are free and nobody is waiting, and reports

@@ -92,8 +92,14 @@ type Waiter[T any] struct {
 	next, prev *Waiter[T] // guarded by the Mutex: links in the list
 	wake       wakeLink
 
-	queued bool // guarded by the Mutex: in the list, not yet granted or removed
-	alone  bool // set by Push for its caller's Wait: the list was empty before it
+	// done is the waiter's ctx.Done(), set by PushCtx: nil if the ctx never
+	// ends, or for a waiter pushed with Push. Front and Next drop a waiter
+	// whose done is closed instead of returning it (see Front).
+	done <-chan struct{}
+
+	queued  bool // guarded by the Mutex: in the list, not yet granted or removed
+	dropped bool // guarded by the Mutex: taken out by Front or Next, its ctx having ended
+	alone   bool // set by Push for its caller's Wait: the list was empty before it
 
 	// Val is the primitive's payload: a weight, an item, a reader/writer flag.
 	// It is written with the Mutex held; the waiter reads it after its grant,
@@ -135,11 +141,57 @@ func (q *Queue[T]) Grant(w *Waiter[T], v T) { q.List.Grant(&q.Mutex, w, v) }
 // Len returns the number of queued waiters.
 func (l *List[T]) Len() int { return l.len }
 
-// Front returns the oldest queued waiter, or nil.
-func (l *List[T]) Front() *Waiter[T] { return l.head }
+// Front returns the oldest queued waiter whose ctx has not ended, or nil.
+//
+// Waiters ahead of it whose ctx has ended are dropped from the list on the
+// way: whoever calls Front is about to grant, and a waiter whose ctx ended
+// before the grant must never have it (a permit freed after the caller had
+// cancelled would otherwise make its Acquire succeed). A dropped waiter's
+// goroutine finds its ctx done when it wakes, and its Cancel reports it
+// dropped; it is no longer counted by Len. Those behind it are the caller's
+// to serve, as it goes on granting.
+func (l *List[T]) Front() *Waiter[T] {
+	for w := l.head; w != nil; w = l.head {
+		if !w.ended() {
+			return w
+		}
+		l.drop(w)
+	}
+	return nil
+}
 
-// Next returns the waiter queued after w, or nil.
-func (l *List[T]) Next(w *Waiter[T]) *Waiter[T] { return w.next }
+// Next returns the waiter queued after w whose ctx has not ended, or nil,
+// dropping those in between whose ctx has ended, as Front does.
+func (l *List[T]) Next(w *Waiter[T]) *Waiter[T] {
+	for n := w.next; n != nil; n = w.next {
+		if !n.ended() {
+			return n
+		}
+		l.drop(n)
+	}
+	return nil
+}
+
+// ended reports whether the ctx of w has ended. It reads the channel without
+// blocking: a closed channel is seen with one atomic load, an open one too.
+func (w *Waiter[T]) ended() bool {
+	if w.done == nil {
+		return false
+	}
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// drop takes w, whose ctx has ended, out of the list. Its goroutine still owns
+// the node: Cancel recycles it.
+func (l *List[T]) drop(w *Waiter[T]) {
+	l.unlink(w)
+	w.dropped = true
+}
 
 // Push appends a waiter carrying v at the back of the list and returns it.
 func (l *List[T]) Push(v T) *Waiter[T] {
@@ -155,6 +207,15 @@ func (l *List[T]) Push(v T) *Waiter[T] {
 	}
 	l.tail = w
 	l.len++
+	return w
+}
+
+// PushCtx is Push for a waiter that waits under ctx: once ctx has ended, Front
+// and Next drop it rather than return it, so that it is never granted
+// anything. The Mutex must be held.
+func (l *List[T]) PushCtx(ctx context.Context, v T) *Waiter[T] {
+	w := l.Push(v)
+	w.done = ctx.Done()
 	return w
 }
 
@@ -239,15 +300,22 @@ func (l *List[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
 // Cancel settles a waiter whose ctx ended, after Wait returned false. If w was
 // still queued it is removed and Cancel returns granted == false; front reports
 // whether it was at the head of the list, so the primitive can wake those behind
-// it that may now proceed. If a grant won the race, Cancel consumes it and returns
-// the granted value with granted == true: the primitive must then either keep the
-// grant or pass it on, so that it is never lost.
+// it that may now proceed. If Front or Next dropped it already (see Front),
+// Cancel returns granted == false and front == false: the caller that dropped it
+// served those behind it. If a grant won the race, Cancel consumes it and returns
+// the granted value with granted == true: the grant came before the ctx ended
+// (Front would have dropped the waiter otherwise), and the primitive must either
+// keep it or pass it on, so that it is never lost.
 func (l *List[T]) Cancel(w *Waiter[T]) (v T, granted, front bool) {
-	if w.queued {
-		front = l.head == w
-		l.unlink(w)
+	if w.queued || w.dropped {
+		if w.queued {
+			front = l.head == w
+			l.unlink(w)
+		}
+		w.dropped = false
 		var zero T
 		w.Val = zero
+		w.done = nil
 		w.wake.state.Store(wakeFree)
 		l.recycle(w)
 		return zero, false, front
@@ -264,6 +332,7 @@ func (l *List[T]) finish(w *Waiter[T]) T {
 	v := w.Val
 	var zero T
 	w.Val = zero // drop references held by the payload
+	w.done = nil
 	w.wake.state.Store(wakeFree)
 	return v
 }

@@ -321,3 +321,69 @@ func TestNodeReuseMany(t *testing.T) {
 	_, ok = o.q.Wait(context.Background(), fresh)
 	require.True(t, ok)
 }
+
+// TestFrontDropsEndedWaiters: a waiter pushed with PushCtx whose ctx has ended
+// is never returned by Front or Next, so never granted. Its goroutine's Cancel
+// reports it neither granted nor at the front, and its node is reused.
+func TestFrontDropsEndedWaiters(t *testing.T) {
+	var q Queue[int]
+	ctxA, cancelA := context.WithCancel(context.Background())
+	ctxC, cancelC := context.WithCancel(context.Background())
+	q.Lock()
+	a := q.PushCtx(ctxA, 1)
+	b := q.PushCtx(context.Background(), 2)
+	c := q.PushCtx(ctxC, 3)
+	d := q.Push(4) // no ctx: never dropped
+	q.Unlock()
+
+	cancelA()
+	cancelC()
+	q.Lock()
+	require.Same(t, b, q.Front(), "a's ctx ended: dropped")
+	require.Same(t, d, q.Next(b), "c's ctx ended: dropped")
+	require.Nil(t, q.Next(d))
+	require.Equal(t, 2, q.Len())
+	require.False(t, a.Queued())
+	q.Grant(b, 20)
+	q.Unlock()
+
+	_, ok := q.Wait(ctxA, a)
+	require.False(t, ok, "a dropped waiter is not granted")
+	q.Lock()
+	v, granted, front := q.Cancel(a)
+	require.Zero(t, v)
+	require.False(t, granted)
+	require.False(t, front, "whoever dropped it served those behind")
+	q.Unlock()
+
+	v, ok = q.Wait(context.Background(), b)
+	require.True(t, ok)
+	require.Equal(t, 20, v)
+
+	q.Lock()
+	_, granted, _ = q.Cancel(c)
+	require.False(t, granted)
+	require.Same(t, d, q.Front())
+	require.Equal(t, 1, q.Len())
+	e := q.Push(5) // busy list: a freed node comes back
+	require.True(t, e == a || e == b || e == c, "a freed node is reused")
+	q.Unlock()
+}
+
+// TestGrantBeforeCtxEndsIsKept: a waiter granted while its ctx was live keeps
+// the grant, even if its ctx has ended by the time it looks.
+func TestGrantBeforeCtxEndsIsKept(t *testing.T) {
+	var q Queue[int]
+	ctx, cancel := context.WithCancel(context.Background())
+	q.Lock()
+	w := q.PushCtx(ctx, 1)
+	q.Unlock()
+	q.Lock()
+	require.Same(t, w, q.Front())
+	q.Grant(w, 7)
+	q.Unlock()
+	cancel()
+	v, ok := q.Wait(ctx, w)
+	require.True(t, ok)
+	require.Equal(t, 7, v)
+}
