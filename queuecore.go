@@ -18,8 +18,8 @@ const storeMinShrink = 64
 // store holds the items of a queueCore.
 type store[I any] interface {
 	len() int
-	push(it I)  // a new item, in its order
-	pop() I     // the next item; len() > 0
+	push(it I) // a new item, in its order
+	pop() I    // the next item; len() > 0
 }
 
 // queueCore is PriorityQueue's engine: a store, a capacity, and getters and
