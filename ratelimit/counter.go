@@ -25,9 +25,9 @@ import (
 //
 // Any window above 0 is valid, up to math.MaxInt64, as for SlidingWindow.
 //
-// Use NewSlidingWindowCounter; the zero value is not usable. A
-// SlidingWindowCounter must not be copied after first use. It is safe for
-// concurrent use by multiple goroutines.
+// Use NewSlidingWindowCounter; the zero value is not usable: its methods
+// panic. A SlidingWindowCounter must not be copied after first use. It is
+// safe for concurrent use by multiple goroutines.
 type SlidingWindowCounter struct {
 	_      nocopy.NoCopy
 	limit  int

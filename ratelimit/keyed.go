@@ -46,8 +46,9 @@ const (
 // rarely contend. A key unused for the TTL may be evicted when new keys
 // arrive, and the number of keys is capped; see KeyedOptions.
 //
-// Use NewKeyed; the zero Keyed is not usable. A Keyed must not be copied after
-// first use. It is safe for concurrent use by multiple goroutines.
+// Use NewKeyed; the zero Keyed is not usable: its methods panic. A Keyed must
+// not be copied after first use. It is safe for concurrent use by multiple
+// goroutines.
 type Keyed[K comparable, L Limiter] struct {
 	_        nocopy.NoCopy
 	newLimit func(K) L

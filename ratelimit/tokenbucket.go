@@ -34,9 +34,9 @@ import (
 // Waiters in WaitN are served first in, first out, and while any waits, Allow
 // and Take refuse, so that no newcomer overtakes them.
 //
-// Use NewTokenBucket; the zero TokenBucket is not usable. A TokenBucket must
-// not be copied after first use. It is safe for concurrent use by multiple
-// goroutines.
+// Use NewTokenBucket; the zero TokenBucket is not usable: its methods panic.
+// A TokenBucket must not be copied after first use. It is safe for concurrent
+// use by multiple goroutines.
 type TokenBucket struct {
 	_ nocopy.NoCopy
 

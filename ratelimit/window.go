@@ -43,9 +43,9 @@ const never = math.MinInt64
 // Waiters in WaitN are served first in, first out, and while any waits, Allow
 // and Take refuse, so that no newcomer overtakes them.
 //
-// Use NewSlidingWindow; the zero SlidingWindow is not usable. A SlidingWindow
-// must not be copied after first use. It is safe for concurrent use by
-// multiple goroutines.
+// Use NewSlidingWindow; the zero SlidingWindow is not usable: its methods
+// panic. A SlidingWindow must not be copied after first use. It is safe for
+// concurrent use by multiple goroutines.
 type SlidingWindow struct {
 	_      nocopy.NoCopy
 	limit  int
