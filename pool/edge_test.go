@@ -262,3 +262,18 @@ func TestCloseConcurrently(t *testing.T) {
 		l.check(t)
 	})
 }
+
+// TestMaxSizeHuge: a MaxSize of math.MaxInt is a pool without a bound; sums
+// against it do not wrap.
+func TestMaxSizeHuge(t *testing.T) {
+	l := newLedger()
+	cfg := l.config(math.MaxInt)
+	cfg.MinIdle = 2
+	p := mustNew(t, cfg)
+	releaseAll(acquireN(t, p, 5))
+	s := p.Stats()
+	require.Equal(t, math.MaxInt, s.Max)
+	require.GreaterOrEqual(t, s.Idle, 5)
+	require.NoError(t, p.Close(context.Background()))
+	l.check(t)
+}

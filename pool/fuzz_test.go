@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // poolModel is what a Pool of MaxSize resources (with MaxLifetime,
@@ -260,265 +262,280 @@ func FuzzPoolModel(f *testing.F) {
 	f.Add(uint8(1<<4|1), []byte{0, 0, 2, 0, 8, 0x80, 7, 3, 0, 0, 0, 0, 2, 0})
 	// A lifetime and an idle time of math.MaxInt64 never end.
 	f.Add(uint8(1<<7|1<<3|1<<2), []byte{0, 0, 2, 0, 7, 7, 7, 7, 0, 0, 2, 0, 7, 9, 1, 0})
-	f.Fuzz(func(t *testing.T, sizeB uint8, script []byte) {
-		synctest.Test(t, func(t *testing.T) {
-			m := &poolModel{maxSize: 1 + int(sizeB%4)%3, now: time.Now,
-				made: map[int]time.Time{}, lastUsed: map[int]time.Time{}, bad: map[int]bool{}, panicky: map[int]bool{}}
-			cfg := Config[int]{HealthCheckPeriod: 1000 * time.Hour} // no sweep while the script runs
-			if sizeB&(1<<6) != 0 {
-				m.period, m.swept = 50*time.Millisecond, time.Now()
-				cfg.HealthCheckPeriod = m.period
-			}
-			huge := sizeB&(1<<7) != 0 // times at the end of the clock: never
-			if sizeB&(1<<2) != 0 {
-				m.lifetime = 100 * time.Millisecond
-				if huge {
-					m.lifetime = math.MaxInt64
-				}
-				cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, NoJitter
-			}
-			if sizeB&(1<<3) != 0 {
-				m.maxIdle = 60 * time.Millisecond
-				if huge {
-					m.maxIdle = math.MaxInt64
-				}
-				cfg.MaxIdleTime = m.maxIdle
-			}
-			m.checked = sizeB&(1<<4) != 0
-			m.skip = 30 * time.Millisecond
-			if sizeB&(1<<5) != 0 {
-				m.skip = -1 // check every time
-			}
-			cfg.HealthCheckSkip = m.skip
+	f.Fuzz(fuzzPoolModel)
+}
 
-			var mu sync.Mutex // guards the fields below, which the pool's goroutines use
-			var fails []bool  // New's copy of m.fails, set before each step
-			made, closes := 0, map[int]int{}
-			bad, panicky := map[int]bool{}, map[int]bool{}
-			closePanics := false // Config.Close panics, for one Destroy
-			if m.checked {
-				cfg.HealthCheck = func(_ context.Context, v int) error {
-					mu.Lock()
-					defer mu.Unlock()
-					if panicky[v] {
-						panic("check exploded")
-					}
-					if bad[v] {
-						return errors.New("gone bad")
-					}
-					return nil
-				}
+// fuzzPoolModel is the body of FuzzPoolModel.
+func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &poolModel{maxSize: 1 + int(sizeB%4)%3, now: time.Now,
+			made: map[int]time.Time{}, lastUsed: map[int]time.Time{}, bad: map[int]bool{}, panicky: map[int]bool{}}
+		cfg := Config[int]{HealthCheckPeriod: 1000 * time.Hour} // no sweep while the script runs
+		if sizeB&(1<<6) != 0 {
+			m.period, m.swept = 50*time.Millisecond, time.Now()
+			cfg.HealthCheckPeriod = m.period
+		}
+		huge := sizeB&(1<<7) != 0 // times at the end of the clock: never
+		if sizeB&(1<<2) != 0 {
+			m.lifetime = 100 * time.Millisecond
+			if huge {
+				m.lifetime = math.MaxInt64
 			}
-			cfg.MaxSize = m.maxSize
-			cfg.New = func(context.Context) (int, error) {
+			cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, NoJitter
+		}
+		if sizeB&(1<<3) != 0 {
+			m.maxIdle = 60 * time.Millisecond
+			if huge {
+				m.maxIdle = math.MaxInt64
+			}
+			cfg.MaxIdleTime = m.maxIdle
+		}
+		m.checked = sizeB&(1<<4) != 0
+		m.skip = 30 * time.Millisecond
+		if sizeB&(1<<5) != 0 {
+			m.skip = -1 // check every time
+		}
+		cfg.HealthCheckSkip = m.skip
+
+		var mu sync.Mutex // guards the fields below, which the pool's goroutines use
+		var fails []bool  // New's copy of m.fails, set before each step
+		made, closes := 0, map[int]int{}
+		bad, panicky := map[int]bool{}, map[int]bool{}
+		closePanics := false // Config.Close panics, for one Destroy
+		if m.checked {
+			cfg.HealthCheck = func(_ context.Context, v int) error {
 				mu.Lock()
 				defer mu.Unlock()
-				if len(fails) > 0 {
-					panicked := fails[0]
-					fails = fails[1:]
-					if panicked {
-						panic("New exploded")
-					}
-					return 0, errNew
+				if panicky[v] {
+					panic("check exploded")
 				}
-				made++
-				return made, nil
-			}
-			cfg.Close = func(v int) error {
-				mu.Lock()
-				defer mu.Unlock()
-				closes[v]++
-				if closePanics {
-					panic("Close exploded")
+				if bad[v] {
+					return errors.New("gone bad")
 				}
 				return nil
 			}
-			p, err := New(cfg)
-			require.NoError(t, err)
-			out := map[int]*Resource[int]{} // by value
-			var all []*poolWaiter
-			for ; len(script) >= 2; script = script[2:] {
-				op, arg := script[0]%9, int(script[1])
-				mu.Lock()
-				fails = append(fails[:0], m.fails...)
-				mu.Unlock()
-				switch op {
-				case 0:
-					ctx, cancel := context.WithCancel(t.Context())
-					w := &poolWaiter{cancel: cancel, res: make(chan acquired, 1)}
-					all = append(all, w)
-					go func() {
-						defer func() {
-							if v := recover(); v != nil {
-								w.res <- acquired{panicked: v}
-							}
-						}()
-						r, err := p.Acquire(ctx)
-						w.res <- acquired{r: r, err: err}
-					}()
-					m.acquire(w)
-				case 1:
-					r, ok := p.TryAcquire()
-					v, want := 0, false
-					if !m.closed {
-						v, want, _ = m.takeIdle(false)
-					}
-					require.Equal(t, want, ok, "TryAcquire with %d idle", len(m.idle))
-					if want {
-						require.Equal(t, v, r.Value(), "TryAcquire took")
-						m.out = append(m.out, v)
-						m.acquired++
-						out[v] = r
-					}
-				case 2, 3:
-					if len(m.out) == 0 {
-						continue
-					}
-					v := m.out[(arg&0x7f)%len(m.out)]
-					r := out[v]
-					delete(out, v)
-					m.takeBack(v)
-					if op == 2 {
-						r.Release()
-						if m.pastLifetime(v) {
-							m.closedLifetime++
-							m.fill()
-							break
-						}
-						m.lastUsed[v] = m.now()
-						if len(m.waiting) > 0 {
-							w := m.waiting[0]
-							m.waiting = m.waiting[1:]
-							m.give(w, v)
-						} else {
-							m.idle = append(m.idle, v)
-						}
-						break
-					}
-					if arg&0x80 == 0 {
-						r.Destroy()
-					} else {
-						// Config.Close panics: the panic reaches Destroy's
-						// caller, and the slot frees all the same.
-						mu.Lock()
-						closePanics = true
-						mu.Unlock()
-						require.PanicsWithValue(t, "Close exploded", r.Destroy)
-						mu.Lock()
-						closePanics = false
-						mu.Unlock()
-						m.closeErrors++
-					}
-					m.closedDestroy++
-					m.fill()
-				case 4:
-					if len(m.waiting) == 0 {
-						continue
-					}
-					i := arg % len(m.waiting)
-					w := m.waiting[i]
-					m.waiting = append(m.waiting[:i], m.waiting[i+1:]...)
-					w.cancel()
-					m.fail(w, context.Canceled)
-					m.canceled++
-				case 5:
-					m.fails = append(m.fails, arg&1 == 1) // odd: New panics
-					continue
-				case 7:
-					time.Sleep(time.Duration(arg%8) * 10 * time.Millisecond)
-					m.sweepUntil(time.Now())
-				case 8:
-					if m.next == 0 {
-						continue
-					}
-					v := 1 + (arg&0x7f)%m.next
-					// With the high bit, the check panics; not while the
-					// background sweep runs, where a panic would end the
-					// program (see Pool).
-					if arg&0x80 != 0 && m.period == 0 {
-						m.panicky[v] = true
-						mu.Lock()
-						panicky[v] = true
-						mu.Unlock()
-						continue
-					}
-					m.bad[v] = true
-					mu.Lock()
-					bad[v] = true
-					mu.Unlock()
-					continue
-				case 6:
-					// Close with a ctx already done: it does not wait for the
-					// resources out, it closes them.
-					ctx, cancel := context.WithCancel(t.Context())
-					cancel()
-					wantErr := error(nil)
-					if len(m.out) > 0 {
-						wantErr = context.Canceled
-					}
-					if m.closed {
-						wantErr = nil // nothing out: the first Close closed it all
-					}
-					require.Equal(t, wantErr, p.Close(ctx))
-					if !m.closed {
-						m.closed = true
-						for _, w := range m.waiting {
-							m.fail(w, ErrClosed)
-						}
-						m.waiting = nil
-						m.closedPool += int64(len(m.idle) + len(m.out))
-						m.idle, m.out = nil, nil
-						clear(out)
-					}
+		}
+		cfg.MaxSize = m.maxSize
+		cfg.New = func(context.Context) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(fails) > 0 {
+				panicked := fails[0]
+				fails = fails[1:]
+				if panicked {
+					panic("New exploded")
 				}
-				synctest.Wait()
-
-				waiting := all[:0]
-				for _, w := range all {
-					if !w.settled {
-						require.Empty(t, w.res, "an Acquire returned while the model has it waiting")
-						waiting = append(waiting, w)
-						continue
-					}
-					require.NotEmpty(t, w.res, "an Acquire still waits; the model says it returned (%d, %v)", w.value, w.err)
-					a := <-w.res
-					if w.panicked {
-						require.NotNil(t, a.panicked, "an Acquire returned (%v, %v); the model says it panicked", a.r, a.err)
-						continue
-					}
-					require.Nil(t, a.panicked, "an Acquire panicked")
-					require.Equal(t, w.err, a.err)
-					if w.err == nil {
-						require.Equal(t, w.value, a.r.Value())
-						out[w.value] = a.r
-					}
-				}
-				all = waiting
-
-				s := p.Stats()
-				want := Stats{
-					Idle: len(m.idle), InUse: len(m.out), Total: m.total(), Max: m.maxSize,
-					AcquireCount: m.acquired, EmptyAcquires: m.empty, WaitCount: m.waited,
-					CanceledAcquires: m.canceled, Created: m.created, CreateFailures: m.createFailures,
-					ClosedDestroy: m.closedDestroy, ClosedPool: m.closedPool,
-					ClosedLifetime: m.closedLifetime, ClosedIdle: m.closedIdle, ClosedHealth: m.closedHealth,
-					CloseErrors: m.closeErrors,
-				}
-				s.WaitDuration = 0
-				require.Equal(t, want, s)
+				return 0, errNew
 			}
+			made++
+			return made, nil
+		}
+		cfg.Close = func(v int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			closes[v]++
+			if closePanics {
+				panic("Close exploded")
+			}
+			return nil
+		}
+		p, err := New(cfg)
+		require.NoError(t, err)
+		out := map[int]*Resource[int]{} // by value
+		var all []*poolWaiter
+		defer func() {
+			// Also when a check fails: the waiters and the pool's
+			// goroutine must end, or the bubble runs its timers for
+			// ever instead of reporting the failure.
 			for _, w := range all {
 				w.cancel()
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			cancel()
-			_ = p.Close(ctx)
 			mu.Lock()
-			defer mu.Unlock()
-			for v := 1; v <= made; v++ {
-				require.Equal(t, 1, closes[v], "Config.Close of value %d", v)
+			closePanics = false
+			mu.Unlock()
+			_ = p.Close(testutil.Cancelled())
+		}()
+		for ; len(script) >= 2; script = script[2:] {
+			op, arg := script[0]%9, int(script[1])
+			mu.Lock()
+			fails = append(fails[:0], m.fails...)
+			mu.Unlock()
+			switch op {
+			case 0:
+				ctx, cancel := context.WithCancel(t.Context())
+				w := &poolWaiter{cancel: cancel, res: make(chan acquired, 1)}
+				all = append(all, w)
+				go func() {
+					defer func() {
+						if v := recover(); v != nil {
+							w.res <- acquired{panicked: v}
+						}
+					}()
+					r, err := p.Acquire(ctx)
+					w.res <- acquired{r: r, err: err}
+				}()
+				m.acquire(w)
+			case 1:
+				r, ok := p.TryAcquire()
+				v, want := 0, false
+				if !m.closed {
+					v, want, _ = m.takeIdle(false)
+				}
+				require.Equal(t, want, ok, "TryAcquire with %d idle", len(m.idle))
+				if want {
+					require.Equal(t, v, r.Value(), "TryAcquire took")
+					m.out = append(m.out, v)
+					m.acquired++
+					out[v] = r
+				}
+			case 2, 3:
+				if len(m.out) == 0 {
+					continue
+				}
+				v := m.out[(arg&0x7f)%len(m.out)]
+				r := out[v]
+				delete(out, v)
+				m.takeBack(v)
+				if op == 2 {
+					r.Release()
+					if m.pastLifetime(v) {
+						m.closedLifetime++
+						m.fill()
+						break
+					}
+					m.lastUsed[v] = m.now()
+					if len(m.waiting) > 0 {
+						w := m.waiting[0]
+						m.waiting = m.waiting[1:]
+						m.give(w, v)
+					} else {
+						m.idle = append(m.idle, v)
+					}
+					break
+				}
+				if arg&0x80 == 0 {
+					r.Destroy()
+				} else {
+					// Config.Close panics: the panic reaches Destroy's
+					// caller, and the slot frees all the same.
+					mu.Lock()
+					closePanics = true
+					mu.Unlock()
+					require.PanicsWithValue(t, "Close exploded", r.Destroy)
+					mu.Lock()
+					closePanics = false
+					mu.Unlock()
+					m.closeErrors++
+				}
+				m.closedDestroy++
+				m.fill()
+			case 4:
+				if len(m.waiting) == 0 {
+					continue
+				}
+				i := arg % len(m.waiting)
+				w := m.waiting[i]
+				m.waiting = append(m.waiting[:i], m.waiting[i+1:]...)
+				w.cancel()
+				m.fail(w, context.Canceled)
+				m.canceled++
+			case 5:
+				m.fails = append(m.fails, arg&1 == 1) // odd: New panics
+				continue
+			case 7:
+				time.Sleep(time.Duration(arg%8) * 10 * time.Millisecond)
+				m.sweepUntil(time.Now())
+			case 8:
+				if m.next == 0 {
+					continue
+				}
+				v := 1 + (arg&0x7f)%m.next
+				// With the high bit, the check panics; not while the
+				// background sweep runs, where a panic would end the
+				// program (see Pool).
+				if arg&0x80 != 0 && m.period == 0 {
+					m.panicky[v] = true
+					mu.Lock()
+					panicky[v] = true
+					mu.Unlock()
+					continue
+				}
+				m.bad[v] = true
+				mu.Lock()
+				bad[v] = true
+				mu.Unlock()
+				continue
+			case 6:
+				// Close with a ctx already done: it does not wait for the
+				// resources out, it closes them.
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				wantErr := error(nil)
+				if len(m.out) > 0 {
+					wantErr = context.Canceled
+				}
+				if m.closed {
+					wantErr = nil // nothing out: the first Close closed it all
+				}
+				require.Equal(t, wantErr, p.Close(ctx))
+				if !m.closed {
+					m.closed = true
+					for _, w := range m.waiting {
+						m.fail(w, ErrClosed)
+					}
+					m.waiting = nil
+					m.closedPool += int64(len(m.idle) + len(m.out))
+					m.idle, m.out = nil, nil
+					clear(out)
+				}
 			}
-			require.Len(t, closes, made)
-		})
+			synctest.Wait()
+
+			waiting := all[:0]
+			for _, w := range all {
+				if !w.settled {
+					require.Empty(t, w.res, "an Acquire returned while the model has it waiting")
+					waiting = append(waiting, w)
+					continue
+				}
+				require.NotEmpty(t, w.res, "an Acquire still waits; the model says it returned (%d, %v)", w.value, w.err)
+				a := <-w.res
+				if w.panicked {
+					require.NotNil(t, a.panicked, "an Acquire returned (%v, %v); the model says it panicked", a.r, a.err)
+					continue
+				}
+				require.Nil(t, a.panicked, "an Acquire panicked")
+				require.Equal(t, w.err, a.err)
+				if w.err == nil {
+					require.Equal(t, w.value, a.r.Value())
+					out[w.value] = a.r
+				}
+			}
+			all = waiting
+
+			s := p.Stats()
+			want := Stats{
+				Idle: len(m.idle), InUse: len(m.out), Total: m.total(), Max: m.maxSize,
+				AcquireCount: m.acquired, EmptyAcquires: m.empty, WaitCount: m.waited,
+				CanceledAcquires: m.canceled, Created: m.created, CreateFailures: m.createFailures,
+				ClosedDestroy: m.closedDestroy, ClosedPool: m.closedPool,
+				ClosedLifetime: m.closedLifetime, ClosedIdle: m.closedIdle, ClosedHealth: m.closedHealth,
+				CloseErrors: m.closeErrors,
+			}
+			s.WaitDuration = 0
+			require.Equal(t, want, s)
+		}
+		for _, w := range all {
+			w.cancel()
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_ = p.Close(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		for v := 1; v <= made; v++ {
+			require.Equal(t, 1, closes[v], "Config.Close of value %d", v)
+		}
+		require.Len(t, closes, made)
 	})
 }
