@@ -624,6 +624,8 @@ func TestHammerTokenBucketSet(t *testing.T) {
 						b.SetRate(math.Inf(1)) // serves every waiter at once
 					case i%13 == 6:
 						b.SetRate(2e9) // kept as 1e9
+					case i%17 == 8:
+						b.SetRate(4e-8) // near the slowest allowed: deadlines out of reach
 					case i%2 == 0:
 						b.SetBurst(2 + i%(burst-1))
 					default:
