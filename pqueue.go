@@ -23,16 +23,15 @@ import (
 // Put and Get take O(log n) time for n items, and allocate nothing beyond the
 // growth of the heap.
 //
-// Use NewPriorityQueue; the zero PriorityQueue is not usable. A PriorityQueue
-// must not be copied after first use. A PriorityQueue is safe for concurrent
+// The zero PriorityQueue is an empty, unbounded queue, ready to use. A
+// PriorityQueue must not be copied after first use. A PriorityQueue is safe for concurrent
 // use by multiple goroutines.
 //
 // In the terminology of the Go memory model, a Put is synchronized before the
 // Get that returns its item.
 type PriorityQueue[T any] struct {
-	_    nocopy.NoCopy
-	heap pheap[T] // the store: queueCore.items points here, beside the lock
-	queueCore[pqItem[T]]
+	_ nocopy.NoCopy
+	queueCore[T]
 }
 
 type pqItem[T any] struct {
@@ -47,7 +46,7 @@ type pqItem[T any] struct {
 // NewPriorityQueue panics if capacity is negative.
 func NewPriorityQueue[T any](capacity int) *PriorityQueue[T] {
 	q := new(PriorityQueue[T])
-	q.queueCore = newQueueCore[pqItem[T]](capacity, &q.heap, "NewPriorityQueue")
+	q.queueCore = newQueueCore[T](capacity, "NewPriorityQueue")
 	return q
 }
 
@@ -105,9 +104,8 @@ func (q *PriorityQueue[T]) Close() { q.close() }
 //
 // It numbers items as they enter. Producers that wait are let in first in,
 // first out, so among equal priorities items come out in the order of their
-// Puts. An item handed straight to a waiting consumer never enters; if that
-// consumer gives up, the item comes in numbered 0, ahead of its equals, all of
-// which were put after it.
+// Puts. An item handed straight to a waiting consumer never enters: the
+// consumer keeps it (see Get), so no item ever comes back into the heap.
 type pheap[T any] struct {
 	items []pqItem[T]
 	seq   uint64

@@ -23,8 +23,8 @@ import (
 // Close stops new items: Put then fails with ErrClosed, while Get drains the
 // items left, then fails with ErrClosed too.
 //
-// Use NewQueue; the zero Queue is not usable. A Queue must not be copied after
-// first use. A Queue is safe for concurrent use by multiple goroutines.
+// The zero Queue is an empty, unbounded queue, ready to use. A Queue must not
+// be copied after first use. A Queue is safe for concurrent use by multiple goroutines.
 //
 // In the terminology of the Go memory model, a Put is synchronized before the
 // Get that returns its item, and a TaskDone is synchronized before the return
@@ -305,7 +305,14 @@ func (q *Queue[T]) settle(getters, putters bool) {
 // q.takeMu must be held.
 func (q *Queue[T]) serveGettersLocked() (madeRoom bool) {
 	served := false
-	for w := q.getters.Front(); w != nil && q.ring.hasItem(); w = q.getters.Front() {
+	// See the item before looking for a getter: Front drops getters whose
+	// ctx has ended, and must see the end of a ctx that came before the
+	// item did.
+	for q.ring.hasItem() {
+		w := q.getters.Front()
+		if w == nil {
+			break
+		}
 		q.getters.Grant(&q.takeMu, w, getResult[T]{it: q.popLocked()})
 		q.nGetters.Add(-1)
 		served = true
@@ -318,7 +325,13 @@ func (q *Queue[T]) serveGettersLocked() (madeRoom bool) {
 // must be held.
 func (q *Queue[T]) servePuttersLocked() (filled bool) {
 	served := false
-	for w := q.putters.Front(); w != nil && !q.full(); w = q.putters.Front() {
+	// See the room before looking for a putter, as serveGettersLocked sees
+	// the item first.
+	for !q.full() {
+		w := q.putters.Front()
+		if w == nil {
+			break
+		}
 		q.pushLocked(w.Val.it)
 		q.putters.Grant(&q.putMu, w, putResult[T]{})
 		q.nPutters.Add(-1)

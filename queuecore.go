@@ -15,27 +15,20 @@ var ErrClosed = errors.New("ctxsync: queue closed")
 // leaves it a quarter full, but not below storeMinShrink items.
 const storeMinShrink = 64
 
-// store holds the items of a queueCore.
-type store[I any] interface {
-	len() int
-	push(it I) // a new item, in its order
-	pop() I    // the next item; len() > 0
-}
-
 // queueCore is PriorityQueue's engine: a store, a capacity, and getters and
 // putters that wait in FIFO order for items and for room, all under one lock.
 // (Queue, whose order needs no heap, gives each side a lock of its own.)
 //
 // Getters wait only while the store is empty, and putters only while it is
 // full, so the two never wait at once.
-type queueCore[I any] struct {
+type queueCore[T any] struct {
 	mu       waitq.Mutex // guards the fields below
-	items    store[I]
-	capacity int // 0: unbounded; never changes
+	items    pheap[T]    // the items, in priority order
+	capacity int         // 0: unbounded; never changes
 	closed   bool
-	accepted uint64                   // items ever accepted
-	getters  waitq.List[getResult[I]] // waiting for an item
-	putters  waitq.List[putResult[I]] // waiting for room; their value is their item
+	accepted uint64                           // items ever accepted
+	getters  waitq.List[getResult[pqItem[T]]] // waiting for an item
+	putters  waitq.List[putResult[pqItem[T]]] // waiting for room; their value is their item
 }
 
 type getResult[I any] struct {
@@ -48,20 +41,20 @@ type putResult[I any] struct {
 	err error
 }
 
-func newQueueCore[I any](capacity int, items store[I], fn string) queueCore[I] {
+func newQueueCore[T any](capacity int, fn string) queueCore[T] {
 	if capacity < 0 {
 		panic("ctxsync: " + fn + " with negative capacity")
 	}
-	return queueCore[I]{capacity: capacity, items: items}
+	return queueCore[T]{capacity: capacity}
 }
 
 // full reports whether a new item must wait. q.mu must be held.
-func (q *queueCore[I]) full() bool {
+func (q *queueCore[T]) full() bool {
 	return q.putters.Len() > 0 || (q.capacity > 0 && q.items.len() >= q.capacity)
 }
 
 // put adds it, waiting for room if need be.
-func (q *queueCore[I]) put(ctx context.Context, it I) error {
+func (q *queueCore[T]) put(ctx context.Context, it pqItem[T]) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
@@ -76,7 +69,7 @@ func (q *queueCore[I]) put(ctx context.Context, it I) error {
 		q.mu.Unlock()
 		return err
 	}
-	w := q.putters.PushCtx(ctx, putResult[I]{it: it})
+	w := q.putters.PushCtx(ctx, putResult[pqItem[T]]{it: it})
 	q.mu.Unlock()
 
 	if r, ok := q.putters.Wait(ctx, w); ok {
@@ -95,13 +88,13 @@ func (q *queueCore[I]) put(ctx context.Context, it I) error {
 
 // tryPutLocked adds it if that needs no wait, and reports whether it did; it
 // returns ErrClosed if the queue is closed. q.mu must be held.
-func (q *queueCore[I]) tryPutLocked(it I) (bool, error) {
+func (q *queueCore[T]) tryPutLocked(it pqItem[T]) (bool, error) {
 	if q.closed {
 		return false, ErrClosed
 	}
 	if w := q.getters.Front(); w != nil {
 		// A consumer waits, so the store is empty: hand it over directly.
-		q.getters.Grant(&q.mu, w, getResult[I]{it: it})
+		q.getters.Grant(&q.mu, w, getResult[pqItem[T]]{it: it})
 		q.accepted++
 		return true, nil
 	}
@@ -113,7 +106,7 @@ func (q *queueCore[I]) tryPutLocked(it I) (bool, error) {
 	return true, nil
 }
 
-func (q *queueCore[I]) tryPut(it I) bool {
+func (q *queueCore[T]) tryPut(it pqItem[T]) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	ok, _ := q.tryPutLocked(it)
@@ -121,8 +114,8 @@ func (q *queueCore[I]) tryPut(it I) bool {
 }
 
 // get takes the next item, waiting for one if need be.
-func (q *queueCore[I]) get(ctx context.Context) (I, error) {
-	var zero I
+func (q *queueCore[T]) get(ctx context.Context) (pqItem[T], error) {
+	var zero pqItem[T]
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return zero, err
 	}
@@ -141,7 +134,7 @@ func (q *queueCore[I]) get(ctx context.Context) (I, error) {
 		q.mu.Unlock()
 		return zero, ErrClosed
 	}
-	w := q.getters.PushCtx(ctx, getResult[I]{})
+	w := q.getters.PushCtx(ctx, getResult[pqItem[T]]{})
 	q.mu.Unlock()
 
 	if r, ok := q.getters.Wait(ctx, w); ok {
@@ -162,33 +155,33 @@ func (q *queueCore[I]) get(ctx context.Context) (I, error) {
 
 // tryGetLocked takes the next item if there is one, and lets the oldest waiting
 // producer in. q.mu must be held.
-func (q *queueCore[I]) tryGetLocked() (I, bool) {
+func (q *queueCore[T]) tryGetLocked() (pqItem[T], bool) {
 	if q.items.len() == 0 {
-		var zero I
+		var zero pqItem[T]
 		return zero, false
 	}
 	it := q.items.pop()
 	if w := q.putters.Front(); w != nil && (q.capacity == 0 || q.items.len() < q.capacity) {
 		q.items.push(w.Val.it)
 		q.accepted++
-		q.putters.Grant(&q.mu, w, putResult[I]{})
+		q.putters.Grant(&q.mu, w, putResult[pqItem[T]]{})
 	}
 	return it, true
 }
 
-func (q *queueCore[I]) tryGet() (I, bool) {
+func (q *queueCore[T]) tryGet() (pqItem[T], bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.tryGetLocked()
 }
 
-func (q *queueCore[I]) len() int {
+func (q *queueCore[T]) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.items.len()
 }
 
-func (q *queueCore[I]) close() {
+func (q *queueCore[T]) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -196,10 +189,10 @@ func (q *queueCore[I]) close() {
 	}
 	q.closed = true
 	for w := q.putters.Front(); w != nil; w = q.putters.Front() {
-		q.putters.Grant(&q.mu, w, putResult[I]{err: ErrClosed})
+		q.putters.Grant(&q.mu, w, putResult[pqItem[T]]{err: ErrClosed})
 	}
 	// Consumers wait only while the store is empty: nothing is left for them.
 	for w := q.getters.Front(); w != nil; w = q.getters.Front() {
-		q.getters.Grant(&q.mu, w, getResult[I]{err: ErrClosed})
+		q.getters.Grant(&q.mu, w, getResult[pqItem[T]]{err: ErrClosed})
 	}
 }

@@ -260,11 +260,14 @@ func (rw *RWLock) queueLocked(ctx context.Context, writer bool) error {
 // queue is empty. rw.q must be locked.
 func (rw *RWLock) dispatchLocked() {
 	for {
+		// Load the state before looking for the head: Front drops waiters
+		// whose ctx has ended, and must see the end of a ctx that came
+		// before the unlock that the state shows.
+		s := rw.state.Load()
 		w := rw.q.Front()
 		if w == nil {
 			break
 		}
-		s := rw.state.Load()
 		if s&rwWriter != 0 {
 			return
 		}

@@ -370,11 +370,14 @@ func (w *Weighted) releaseLocked(n int64) {
 // locked and a flag set, so that no fast-path Acquire takes units meanwhile.
 func (w *Weighted) notifyLocked() {
 	for {
+		// Load the state before looking for the head: Front drops waiters
+		// whose ctx has ended, and must see the end of a ctx that came
+		// before the units that the state shows.
+		s := w.state.Load()
 		node := w.q.Front()
 		if node == nil {
 			break
 		}
-		s := w.state.Load()
 		n := node.Val
 		if s>>weightedShift < n {
 			// Stop at the first waiter that does not fit, even if smaller ones
