@@ -107,9 +107,9 @@ type Metrics struct {
 //
 // A Breaker made outside a testing/synctest bubble works inside one, and one
 // made inside works after the bubble ends: an opening set on the other
-// clock counts as over. A breaker opened outside and used inside may refuse
-// up to 63 calls before a refusal reads the clock and finds that out (State
-// finds it at once).
+// clock counts as over (unless it was set to last for decades). A breaker
+// opened outside and used inside may refuse some 64 calls before a refusal
+// reads the clock and finds that out; State finds it at once.
 //
 // Use New: the zero Breaker panics at first use. A Breaker must not be copied
 // after first use. It is safe for concurrent use by multiple goroutines.
