@@ -80,9 +80,10 @@ func (c *Condition) Locked() bool { return c.lock().Locked() }
 // returns: call it in a loop, or use WaitFor.
 //
 // On failure it returns ctx.Err(); a ctx that is already done fails at once,
-// without unlocking. A notification that reaches a waiter as its ctx ends is
-// not lost: Wait either returns nil, having taken it, or passes it to the next
-// waiter and returns ctx.Err().
+// without unlocking. A waiter whose ctx has ended is never notified: Notify
+// passes over it to the next one. A notification that reaches a waiter as its
+// ctx ends is not lost: Wait either returns nil, having taken it, or passes it
+// to the next waiter and returns ctx.Err().
 func (c *Condition) Wait(ctx context.Context) error {
 	l := c.lock()
 	if !l.Locked() {
@@ -92,8 +93,10 @@ func (c *Condition) Wait(ctx context.Context) error {
 		return err
 	}
 	// Queue before unlocking: a Notify that follows our Unlock must find us.
+	// Queued with ctx, so that Notify passes over us once ctx has ended and
+	// wakes a waiter that can use the change.
 	c.q.Lock()
-	w := c.q.Push(struct{}{})
+	w := c.q.PushCtx(ctx, struct{}{})
 	c.q.Unlock()
 	l.Unlock()
 
@@ -102,8 +105,9 @@ func (c *Condition) Wait(ctx context.Context) error {
 	if !notified {
 		c.q.Lock()
 		if _, granted, _ := c.q.Cancel(w); granted {
-			// Notified as ctx ended: pass it on, or the next waiter would
-			// sleep through a change meant to wake someone.
+			// Notified just before ctx ended, and ctx won the select:
+			// pass it on, or the next waiter would sleep through a change
+			// meant to wake someone.
 			c.notifyLocked(1)
 		}
 		c.q.Unlock()
@@ -152,10 +156,11 @@ func (c *Condition) WaitFor(ctx context.Context, pred func() bool) error {
 	return nil
 }
 
-// Notify wakes at most n waiters, the ones that have waited longest. It does
-// nothing if n is 0 or nobody waits; an n larger than the number of waiters
-// (math.MaxInt, say) wakes them all, as NotifyAll does. The caller may, but need not, hold the
-// Lock; holding it is what makes the change it announces visible in full.
+// Notify wakes at most n waiters, the ones that have waited longest among
+// those whose ctx has not ended. It does nothing if n is 0 or nobody waits; an
+// n larger than the number of waiters (math.MaxInt, say) wakes them all, as
+// NotifyAll does. The caller may, but need not, hold the Lock; holding it is
+// what makes the change it announces visible in full.
 //
 // Notify panics if n is negative.
 func (c *Condition) Notify(n int) {

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // TestConditionWaitForPredPanics: a predicate that panics, at its first call
@@ -183,4 +185,26 @@ func TestConditionAcrossBubbles(t *testing.T) {
 	})
 	waitOnce(t, inside, false)
 	waitOnce(t, outside, false)
+}
+
+// TestConditionNotifySkipsEndedWaiter: a notification never goes to a waiter
+// whose ctx has already ended, even one that has not run since: Notify(1)
+// wakes the next waiter at once, and the one whose ctx ended returns its error.
+func TestConditionNotifySkipsEndedWaiter(t *testing.T) {
+	testutil.OneProcessor(t)
+	synctest.Test(t, func(t *testing.T) {
+		c := ctxsync.NewCondition(nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		results := make(chan error, 2)
+		log := func(_ string, err error) { results <- err }
+		waitAsync(c, ctx, "ended", log)
+		synctest.Wait()
+		waitAsync(c, t.Context(), "live", log)
+		synctest.Wait()
+		cancel()
+		c.Notify(1) // before the first waiter has run again
+		require.Equal(t, 0, c.Waiting(), "the notification went to the waiter whose ctx had ended")
+		got := []error{<-results, <-results}
+		require.ElementsMatch(t, []error{context.Canceled, nil}, got)
+	})
 }
