@@ -28,7 +28,10 @@ var ErrBrokenBarrier = errors.New("ctxsync: broken barrier")
 // A barrier breaks when a party gives up waiting (its ctx ends) before its
 // round is complete, when the action fails, or on Abort. A broken barrier
 // refuses every Wait with ErrBrokenBarrier until Reset, so that a round the
-// parties can no longer complete fails fast instead of hanging.
+// parties can no longer complete fails fast instead of hanging. A break ends
+// the round in which it happens and every later one; a round that was already
+// complete still ends as its action says (Abort and Reset alone end those
+// too).
 //
 // Use NewBarrier; the zero Barrier is not usable, and its Wait panics. A
 // Barrier must not be copied after first use. A Barrier is safe for concurrent
