@@ -202,7 +202,7 @@ func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 			d.RetryAfter = -1
 		default:
 			// Counted from now, not as a time that may saturate.
-			if k := c.w.queued + n; k <= c.limit {
+			if k := queuedSum(c.w.queued, n); k <= c.limit {
 				d.RetryAfter = time.Duration(c.waitLocked(k, now))
 			}
 		}
@@ -250,7 +250,7 @@ func (c *counterWaitable) takeLocked(n int, now int64) (bool, int64) {
 func (c *counterWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	sc := (*SlidingWindowCounter)(c)
 	sc.advanceLocked(now)
-	if k := ahead + n; k <= c.limit {
+	if k := queuedSum(ahead, n); k <= c.limit {
 		return addSat(now, sc.waitLocked(k, now))
 	}
 	return now // no useful bound: let it wait

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -92,4 +93,71 @@ func TestHammerKeyedUserPanics(t *testing.T) {
 		made.Store(1) // the next call makes one
 		require.True(t, k.Allow("fresh"))
 	})
+}
+
+// TestQueuedCountWraps: the events asked for by the waiters add up past
+// math.MaxInt (waiters of a counter whose limit is near it, or a hundred of a
+// bucket's largest burst). The sum wrapped negative, and Take told the next
+// caller to come back at once; the windows could index their times with it.
+// It now reads as more than any limiter allows, and comes back to 0 exactly
+// as the waiters leave.
+func TestQueuedCountWraps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l    interface {
+			waitLimiter
+			queuedEvents() int
+		}
+		n int
+	}{
+		{"TokenBucket", (*queuedBucket)(NewTokenBucket(2e9, 1<<57)), 1 << 57},
+		{"SlidingWindowCounter", (*queuedCounter)(NewSlidingWindowCounter(math.MaxInt, time.Hour)), math.MaxInt/2 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				require.True(t, tc.l.AllowN(tc.n))
+				ctx, cancel := context.WithCancel(t.Context())
+				var wg sync.WaitGroup
+				for range 70 {
+					wg.Go(func() { assert.Equal(t, context.Canceled, tc.l.WaitN(ctx, tc.n)) })
+				}
+				synctest.Wait()
+				d := tc.l.Take(1)
+				require.False(t, d.Allowed)
+				require.Greater(t, d.RetryAfter, time.Hour, "with %d events asked for ahead", tc.l.queuedEvents())
+				hour, cancelHour := context.WithTimeout(t.Context(), time.Hour)
+				require.ErrorIs(t, tc.l.WaitN(hour, 1), ErrWouldExceedDeadline)
+				cancelHour()
+				cancel()
+				wg.Wait()
+				require.Zero(t, tc.l.queuedEvents())
+			})
+		})
+	}
+}
+
+type queuedBucket TokenBucket
+
+func (b *queuedBucket) AllowN(n int) bool { return (*TokenBucket)(b).AllowN(n) }
+func (b *queuedBucket) WaitN(ctx context.Context, n int) error {
+	return (*TokenBucket)(b).WaitN(ctx, n)
+}
+func (b *queuedBucket) Take(n int) Decision { return (*TokenBucket)(b).Take(n) }
+func (b *queuedBucket) queuedEvents() int {
+	b.w.q.Lock()
+	defer b.w.q.Unlock()
+	return b.w.queued
+}
+
+type queuedCounter SlidingWindowCounter
+
+func (c *queuedCounter) AllowN(n int) bool { return (*SlidingWindowCounter)(c).AllowN(n) }
+func (c *queuedCounter) WaitN(ctx context.Context, n int) error {
+	return (*SlidingWindowCounter)(c).WaitN(ctx, n)
+}
+func (c *queuedCounter) Take(n int) Decision { return (*SlidingWindowCounter)(c).Take(n) }
+func (c *queuedCounter) queuedEvents() int {
+	c.w.q.Lock()
+	defer c.w.q.Unlock()
+	return c.w.queued
 }

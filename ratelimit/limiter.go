@@ -98,6 +98,18 @@ func subSat(a, b int64) int64 {
 	return s
 }
 
+// queuedSum returns ahead+n, the events asked for by the waiters queued and
+// one more, or math.MaxInt if that overflows. The queue's count of events
+// wraps (waiters of a limit near math.MaxInt, or many of a huge burst) and
+// comes back exactly as they leave; a wrapped, negative count is read as more
+// than any limiter allows.
+func queuedSum(ahead, n int) int {
+	if s := ahead + n; ahead >= 0 && s >= ahead {
+		return s
+	}
+	return math.MaxInt
+}
+
 // isNil reports whether v is nil, or holds a nil pointer, map, slice, func,
 // channel or interface: a limiter that would fail only at its first use.
 func isNil(v any) bool {

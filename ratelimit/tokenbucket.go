@@ -256,7 +256,7 @@ func (b *TokenBucket) decide(d *Decision, ok bool, n int, now, tat int64, p *buc
 		b.w.q.Lock()
 		ahead := b.w.queued
 		b.w.q.Unlock()
-		d.RetryAfter = time.Duration(max(0, subSat(p.fitsAfter(tat, ahead+n), now)))
+		d.RetryAfter = time.Duration(max(0, subSat(p.fitsAfter(tat, queuedSum(ahead, n)), now)))
 	}
 }
 
@@ -394,7 +394,7 @@ func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 func (b *bucketWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	tb := (*TokenBucket)(b)
 	p := b.params.Load()
-	return p.fitsAfter(tb.base(b.state.Load(), clampNow(now), p), ahead+n)
+	return p.fitsAfter(tb.base(b.state.Load(), clampNow(now), p), queuedSum(ahead, n))
 }
 
 // fitsAfter returns when k tokens fit, counted from base, the time from which

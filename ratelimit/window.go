@@ -106,7 +106,7 @@ func (s *SlidingWindow) untilLeaves(i int, now int64) int64 {
 // waitLocked returns how long from now until n events fit after ahead
 // events queued before them.
 func (s *SlidingWindow) waitLocked(ahead, n int, now int64) int64 {
-	if k := ahead + n; k <= s.limit {
+	if k := queuedSum(ahead, n); k <= s.limit {
 		return s.untilLeaves(k-1, now)
 	}
 	// Some of these events must wait for grants still to come, which
