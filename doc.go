@@ -51,8 +51,24 @@
 //
 // The primitives work inside testing/synctest bubbles: a goroutine waiting on
 // one is durably blocked, so virtual time advances past it and
-// synctest.Wait returns. As with a channel, a primitive should be used by one
-// bubble at a time, or by none; it may be used by one bubble after another.
+// synctest.Wait returns. A primitive made outside every bubble (a
+// package-level one, say) works inside one, and one made inside a bubble keeps
+// working after the bubble ends: it may be used by one bubble after another,
+// and outside any in between.
+//
+// One use is refused, by the Go runtime: a hand-over across the edge of a
+// bubble. A goroutine waiting inside a bubble blocks on a channel made there,
+// which is what makes it durably blocked, and the runtime ends the program with
+// a fatal error when a goroutine outside the bubble touches such a channel. So
+// while a goroutine inside a bubble waits on a primitive, no goroutine outside
+// it may be the one that hands over what it waits for: an Unlock, Release,
+// Put, Get, TaskDone, Set, Notify or Reset made outside the bubble that wakes
+// that waiter is fatal (sync.Mutex, which parks without a channel, allows it,
+// and so does not make the waiter durably blocked). For the same reason, a
+// channel that Event.Done returns inside a bubble belongs to that bubble:
+// until the next Clear, that Event must not be Set or waited for outside it.
+// Use a primitive from one bubble at a time, or from outside all of them, as
+// you would a channel.
 //
 // # Costs
 //
