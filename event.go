@@ -214,7 +214,12 @@ func (e *Event) join() (chan struct{}, uint64) {
 //
 // Like any channel, the one Done returns belongs to the testing/synctest
 // bubble, if any, of the goroutine that first asked for it since the last
-// Clear. Wait has no such restriction.
+// Clear, and the Event keeps it until the next Clear. Until then, a Set or a
+// Wait outside that bubble touches the bubble's channel, which the Go runtime
+// refuses with a fatal error, even after the bubble has ended. Without Done,
+// an Event drops a channel that no waiter holds, so Wait and Set have no such
+// restriction beyond the package's rule for hand-overs across a bubble's edge
+// (see "Testing with synctest" in the package documentation).
 func (e *Event) Done() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
