@@ -69,17 +69,20 @@ type Stats struct {
 // A function of Config that panics leaves the pool whole: the resource it
 // was given is closed (or, if the panic came from Close, counted as closed),
 // its place freed, and the panic goes on in the goroutine that ran the
-// function: the caller of Acquire for HealthCheck, of Release, Destroy, With
-// or Close for Close, of With for Broken. Config.New runs in a goroutine of
-// its own (see Config.New): its panic is handed to the Acquire that its
-// error would have gone to, which panics with an error that carries the
-// value (errors.Unwrap gives it, if it is an error) and New's stack. The
-// pool's own goroutines run what no caller asked for (the background
-// HealthCheck, Close of what it finds expired, New for MinIdle or for an
-// Acquire that has given up): a panic there is not recovered, and ends the
-// program once the pool is whole, as a panic in any goroutine does. Hiding it
-// would hide a bug; a function that may panic for a reason it can live with
-// should recover itself.
+// function. HealthCheck runs in Acquire; Close in Release, Destroy, With,
+// Close, and in Acquire and TryAcquire for an idle resource found expired;
+// Broken in With. Config.New runs in a goroutine of its own (see
+// Config.New): its panic is handed to the Acquire that its error would have
+// gone to, which panics with an error that carries the value (errors.Unwrap
+// gives it, if it is an error) and New's stack.
+//
+// The pool's own goroutines run what no caller asked for: the background
+// HealthCheck; Close of what the sweep finds expired, or of a resource made
+// after Close; New for MinIdle, or for an Acquire that has given up; OnLeak.
+// A panic there is not recovered, and ends the program once the pool is
+// whole, as a panic in any goroutine does. Hiding it would hide a bug; a
+// function that may panic for a reason it can live with should recover
+// itself.
 //
 // # Pools and testing/synctest bubbles
 //
