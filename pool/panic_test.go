@@ -362,3 +362,45 @@ func TestHammerPoolPanics(t *testing.T) {
 		})
 	}
 }
+
+// TestClosePanicAtCheckout: Acquire and TryAcquire close an idle resource
+// found past MaxLifetime; a Config.Close that panics there reaches their
+// caller, and the slot frees.
+func TestClosePanicAtCheckout(t *testing.T) {
+	for _, how := range []string{"Acquire", "TryAcquire"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLedger()
+				cfg := l.config(1)
+				cfg.MaxLifetime, cfg.MaxLifetimeJitter = time.Minute, NoJitter
+				cfg.HealthCheckPeriod = 1000 * time.Hour // no sweep
+				var calm atomic.Bool
+				cfg.Close = func(c *conn) error {
+					_ = l.close(c)
+					if !calm.Load() {
+						panic("close exploded")
+					}
+					return nil
+				}
+				p := mustNew(t, cfg)
+				acquireWithin(t, p).Release()
+				time.Sleep(time.Minute)
+				require.PanicsWithValue(t, "close exploded", func() {
+					if how == "Acquire" {
+						_, _ = p.Acquire(t.Context())
+					} else {
+						_, _ = p.TryAcquire()
+					}
+				})
+				requireWhole(t, p)
+				s := p.Stats()
+				require.Zero(t, s.Total, "%+v", s)
+				require.Equal(t, int64(1), s.AcquireCount, "the failed checkout counted: %+v", s)
+				calm.Store(true)
+				acquireWithin(t, p).Release()
+				require.NoError(t, p.Close(t.Context()))
+				l.check(t)
+			})
+		})
+	}
+}
