@@ -18,8 +18,10 @@ import (
 // moves, and checks every Decision against a token bucket kept as credit: the
 // microseconds' worth of tokens it holds, up to the burst's worth, of which
 // each event spends a token's worth, a whole number of microseconds. Each step
-// is two bytes: an operation (move the clock, or ask for events) and its
-// argument.
+// is two bytes: an operation (move the clock, ask for events, or Reset the
+// key, which fills the bucket) and its argument. The Limiter sends each call
+// alone, or in its own round trip under MaxRoundTrips: the same thing to the
+// model.
 func FuzzLimiterModel(f *testing.F) {
 	mini := miniredis.RunT(f)
 	client := backend{addr: mini.Addr()}.client(f)
@@ -28,10 +30,11 @@ func FuzzLimiterModel(f *testing.F) {
 	f.Add(uint8(2), uint8(0), []byte{1, 0, 1, 0, 0, 3, 1, 0, 0, 1, 1, 0})
 	f.Add(uint8(4), uint8(6), []byte{1, 9, 1, 2, 0, 7, 1, 6, 0, 200, 1, 5, 1, 5})
 	f.Add(uint8(7), uint8(9), []byte{1, 1, 1, 1, 1, 10, 0, 2, 1, 3})
+	f.Add(uint8(0), uint8(12), []byte{1, 0, 1, 0, 3, 0, 1, 0, 1, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, rateB, burstB uint8, script []byte) {
 		rate := []float64{1, 3, 7, 1.0 / 3, 6, 333, 1e5, 3e6}[rateB%8]
 		burst := 1 + int(burstB%10)
-		l, err := New(Config{Client: client, Rate: rate, Burst: burst, MaxRoundTrips: -1,
+		l, err := New(Config{Client: client, Rate: rate, Burst: burst, MaxRoundTrips: []int{-1, 1}[burstB/10%2],
 			Timeout: time.Minute, Prefix: fmt.Sprintf("fuzz%d:", runs.Add(1))})
 		require.NoError(t, err)
 
@@ -43,6 +46,11 @@ func FuzzLimiterModel(f *testing.F) {
 		ctx := context.Background()
 		for ; len(script) >= 2; script = script[2:] {
 			arg := int64(script[1])
+			if script[0]%4 == 3 {
+				require.NoError(t, l.Reset(ctx, "k"))
+				credit = full
+				continue
+			}
 			if script[0]%2 == 0 {
 				step := arg * token / 4
 				now = now.Add(time.Duration(step) * time.Microsecond)
