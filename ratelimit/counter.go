@@ -177,6 +177,12 @@ func (c *SlidingWindowCounter) Take(n int) Decision {
 
 func (c *SlidingWindowCounter) allowAt(n int, now int64) bool { return c.take(n, now, nil) }
 
+func (c *SlidingWindowCounter) takeAt(n int, now int64) Decision {
+	var d Decision
+	c.take(n, now, &d)
+	return d
+}
+
 func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 	c.check()
 	c.w.q.Lock()

@@ -184,7 +184,7 @@ func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *
 		// Now, rather than as a nil dereference at the key's every use.
 		panic(fmt.Sprintf("ratelimit: NewKeyed's newLimiter returned nil for key %#v", key))
 	}
-	e.ns, _ = any(e.lim).(nsLimiter)
+	e.ns = nsOf(e.lim)
 	e.lastUsed.Store(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -273,7 +273,10 @@ func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 // Take panics if n is below 1.
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	checkN(n, "Keyed.Take")
-	e, _ := k.entry(key, false)
+	e, now := k.entry(key, false)
+	if e.ns != nil {
+		return e.ns.takeAt(n, now) // one clock read in all, as AllowN
+	}
 	if t, ok := any(e.lim).(Taker); ok {
 		return t.Take(n)
 	}

@@ -390,3 +390,25 @@ func TestMiddlewareWithServer(t *testing.T) {
 	assert.Equal(t, []int{200, 200, 429}, codes)
 	srv.CloseClientConnections()
 }
+
+// countingBucket is a user's limiter that embeds a TokenBucket and counts
+// the calls of its own AllowN and Take.
+type countingBucket struct {
+	*TokenBucket
+	calls *atomic.Int64
+}
+
+func (c countingBucket) AllowN(n int) bool   { c.calls.Add(1); return c.TokenBucket.AllowN(n) }
+func (c countingBucket) Take(n int) Decision { c.calls.Add(1); return c.TokenBucket.Take(n) }
+
+// TestKeyedCallsEmbeddingLimiters: a limiter that embeds one of the package's
+// has its unexported methods too; Keyed's shortcut for the package's own
+// limiters called them, bypassing the user's AllowN and Take.
+func TestKeyedCallsEmbeddingLimiters(t *testing.T) {
+	var calls atomic.Int64
+	k := NewKeyed(func(string) countingBucket { return countingBucket{NewTokenBucket(1, 2), &calls} }, KeyedOptions{})
+	require.True(t, k.Allow("a"))
+	require.True(t, k.Take("a", 1).Allowed)
+	require.False(t, k.AllowN("a", 1))
+	require.Equal(t, int64(3), calls.Load())
+}

@@ -136,6 +136,23 @@ func atNs(t time.Time) int64 { return clock.At(t) }
 // read.
 type nsLimiter interface {
 	allowAt(n int, now int64) bool
+	takeAt(n int, now int64) Decision
+}
+
+// nsOf returns l as an nsLimiter if it is one of this package's limiters
+// itself, or nil. A type switch and not an assertion to nsLimiter: a user's
+// type that embeds a *TokenBucket has its unexported methods too, and
+// calling them would bypass the user's own AllowN and Take.
+func nsOf(l any) nsLimiter {
+	switch l := l.(type) {
+	case *TokenBucket:
+		return l
+	case *SlidingWindow:
+		return l
+	case *SlidingWindowCounter:
+		return l
+	}
+	return nil
 }
 
 // clockJump is how far in the future a limiter's state may seem before it is

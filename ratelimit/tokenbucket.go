@@ -183,6 +183,12 @@ func (b *TokenBucket) AllowNAt(n int, t time.Time) bool {
 
 func (b *TokenBucket) allowAt(n int, now int64) bool { return b.take(n, now, nil) }
 
+func (b *TokenBucket) takeAt(n int, now int64) Decision {
+	var d Decision
+	b.take(n, now, &d)
+	return d
+}
+
 // Take is AllowN with the details of the decision.
 //
 // Take panics if n is below 1.

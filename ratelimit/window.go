@@ -166,6 +166,12 @@ func (s *SlidingWindow) Take(n int) Decision {
 
 func (s *SlidingWindow) allowAt(n int, now int64) bool { return s.take(n, now, nil) }
 
+func (s *SlidingWindow) takeAt(n int, now int64) Decision {
+	var d Decision
+	s.take(n, now, &d)
+	return d
+}
+
 func (s *SlidingWindow) take(n int, now int64, d *Decision) bool {
 	s.check()
 	s.w.q.Lock()
