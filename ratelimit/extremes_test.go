@@ -434,3 +434,34 @@ func TestWaitAcrossBubbles(t *testing.T) {
 		wait(t, l, 1)
 	}
 }
+
+// TestHugeN: n of math.MaxInt is refused, by AllowN, Take (RetryAfter -1:
+// never) and WaitN (ErrExceedsBurst), without overflowing what the limiter
+// keeps: it allows its limit afterwards.
+func TestHugeN(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newBuckets(1, 3, KeyedOptions{})
+		for name, l := range map[string]waitLimiter{
+			"TokenBucket": NewTokenBucket(1, 3), "SlidingWindow": NewSlidingWindow(3, time.Second),
+			"SlidingWindowCounter": NewSlidingWindowCounter(3, time.Second),
+			"Keyed":                keyedTaker{k, "a"},
+		} {
+			require.False(t, l.AllowN(math.MaxInt), name)
+			d := l.Take(math.MaxInt)
+			require.False(t, d.Allowed, name)
+			require.Equal(t, time.Duration(-1), d.RetryAfter, name)
+			require.Equal(t, ErrExceedsBurst, l.WaitN(t.Context(), math.MaxInt), name)
+			require.True(t, l.AllowN(3), name)
+		}
+	})
+}
+
+// keyedTaker is a key of a Keyed as a waitLimiter.
+type keyedTaker struct {
+	k   *Keyed[string, *TokenBucket]
+	key string
+}
+
+func (h keyedTaker) AllowN(n int) bool                      { return h.k.AllowN(h.key, n) }
+func (h keyedTaker) WaitN(ctx context.Context, n int) error { return h.k.WaitN(ctx, h.key, n) }
+func (h keyedTaker) Take(n int) Decision                    { return h.k.Take(h.key, n) }
