@@ -308,6 +308,20 @@ func TestTokenBucketClockExtremes(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 		defer cancel()
 		require.ErrorIs(t, b.Wait(ctx), context.DeadlineExceeded)
+
+		// A waiter has no time to wake at: it waits for its ctx, without a
+		// timer that would fire at the end of the bubble's time, and again.
+		b.w.q.Lock()
+		ok, wait := (*bucketWaitable)(b).takeLocked(1, nowNs())
+		b.w.q.Unlock()
+		require.False(t, ok)
+		require.Equal(t, int64(math.MaxInt64), wait)
+		ctx, cancel = context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- b.Wait(ctx) }()
+		synctest.Wait()
+		cancel()
+		require.Equal(t, context.Canceled, <-done)
 	})
 }
 

@@ -389,6 +389,9 @@ func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 		s := b.state.Load()
 		newTat := tb.base(s, now, p) + int64(n)*p.tokenNs
 		if wait := newTat - now - p.burstNs; wait > 0 {
+			if now == tbMaxNow {
+				return false, math.MaxInt64 // the bucket's time has stopped
+			}
 			return false, wait
 		}
 		if b.state.CompareAndSwap(s, newTat<<tbShift|s&tbQueued) {

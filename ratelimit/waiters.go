@@ -14,7 +14,8 @@ type waitable interface {
 	// maxLocked is the most events the limiter can ever allow at once.
 	maxLocked() int
 	// takeLocked takes n events at now if the limiter has them, as the head
-	// of the queue; otherwise it returns how long until it could.
+	// of the queue; otherwise it returns how long until it could, or
+	// math.MaxInt64 if the time it could is beyond what an int64 holds.
 	takeLocked(n int, now int64) (ok bool, wait int64)
 	// earliestLocked returns a lower bound, on the limiter's clock, of when n
 	// events could be taken after the ahead events queued before them.
@@ -125,13 +126,21 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 				err = ErrWouldExceedDeadline
 			} else {
 				w.q.Unlock()
-				if timer == nil {
-					timer = time.NewTimer(time.Duration(wait))
-				} else {
-					timer.Reset(time.Duration(wait))
+				// A wait of math.MaxInt64 is one no int64 holds: there is
+				// no time to wake at, only a kick or the end of ctx. (A
+				// timer would fire at the end of a bubble's time, again and
+				// again, and spin.)
+				var wake <-chan time.Time
+				if wait < math.MaxInt64 {
+					if timer == nil {
+						timer = time.NewTimer(time.Duration(wait))
+					} else {
+						timer.Reset(time.Duration(wait))
+					}
+					wake = timer.C
 				}
 				select {
-				case <-timer.C:
+				case <-wake:
 				case <-kick:
 				case <-ctx.Done():
 					err = ctx.Err()
