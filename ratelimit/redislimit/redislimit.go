@@ -41,9 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -53,107 +51,10 @@ import (
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
 
-// Policy is what a Limiter does when Redis fails to answer.
-type Policy int
-
-const (
-	// FailOpen allows the events: better to exceed the limit for a while
-	// than to stop the service.
-	FailOpen Policy = iota
-	// FailClosed refuses the events: the limit protects something that
-	// must not be overrun.
-	FailClosed
-	// FailLocal decides with an in-process token bucket per key, at
-	// Config.LocalShare of the rate and burst: each instance keeps to its
-	// share of the limit until Redis is back.
-	FailLocal
-)
-
-// String returns "fail-open", "fail-closed" or "fail-local".
-func (p Policy) String() string {
-	switch p {
-	case FailOpen:
-		return "fail-open"
-	case FailClosed:
-		return "fail-closed"
-	case FailLocal:
-		return "fail-local"
-	}
-	return "Policy(" + strconv.Itoa(int(p)) + ")"
-}
-
 // ErrUnavailable is matched (errors.Is) by the error a Limiter returns when
 // Redis failed and the decision came from its Policy. The error also wraps the
 // Redis client's error.
 var ErrUnavailable = errors.New("redislimit: redis unavailable")
-
-// Config configures a Limiter.
-type Config struct {
-	// Client is the Redis client. Required.
-	Client redis.UniversalClient
-
-	// Rate is the number of events per second allowed, for each key.
-	// Required, above 0. A token costs a whole number of microseconds,
-	// rounded up: a rate whose token is not a whole number of them is
-	// rounded down a little (2.999994 for 3), and above a million events
-	// per second it is a million. It is never exceeded.
-	Rate float64
-
-	// Burst is the most events allowed at once. Required, at least 1.
-	Burst int
-
-	// Prefix starts every key; the default is "ratelimit:".
-	Prefix string
-
-	// Timeout bounds each call's wait for Redis, the wait for a round trip
-	// (see MaxRoundTrips) included. 0 means 100 milliseconds. It holds
-	// whatever the client's own timeouts, and so does a call's ctx, ended by
-	// its deadline or cancelled. A client with Options.ContextTimeoutEnabled
-	// ends its round trips at the Timeout too, and costs less; with another
-	// client, a round trip that its caller stopped waiting for runs on until
-	// the client's ReadTimeout.
-	Timeout time.Duration
-
-	// Policy is what to do when Redis fails to answer in time; the default
-	// is FailOpen.
-	Policy Policy
-
-	// LocalShare is the share of Rate and Burst that FailLocal's in-process
-	// bucket allows, between 0 and 1: with n instances, 1/n keeps the service
-	// to the limit. 0 means 1. The local burst is rounded down, but to at
-	// least 1: with a share of the Burst below one event, each instance may
-	// allow one event at once when Redis fails. New refuses a share whose
-	// local bucket would take over four years to refill (a monthly quota of
-	// one event shared by 100 instances, say); other Policies ignore it.
-	// The in-process buckets keep an idle key until it has refilled, and
-	// at most 100 000 keys: past that, the least recently used are
-	// forgotten, and full again when they come back.
-	LocalShare float64
-
-	// MaxRoundTrips bounds the round trips to Redis that the Limiter has
-	// under way at once. A call made while that many are under way waits,
-	// and as soon as one ends, the calls waiting go together in a pipeline:
-	// under load, one round trip carries many decisions, which spares the
-	// server and the client a system call for each. The Timeout bounds each
-	// call's wait, queue included. 0 means 4; -1 means no bound: each call
-	// makes its own round trip at once, on a connection of its own (and
-	// waits for one if the client's pool has none free).
-	//
-	// A round trip keeps its place until it ends, even when its callers
-	// have stopped waiting for it: a Redis that stalls never has more than
-	// MaxRoundTrips round trips of the Limiter under way. Without
-	// Options.ContextTimeoutEnabled on the client, a round trip may outlast
-	// the Timeout (up to the client's ReadTimeout), and the calls made
-	// meanwhile wait in the queue, then follow the Policy at their Timeout.
-	//
-	// A pipeline serves many calls, so it carries none of their contexts:
-	// client hooks see it without their values (a tracing span, say). Set
-	// -1 if every command must carry its caller's context.
-	MaxRoundTrips int
-
-	// OnError, if not nil, is told of every Redis failure, with the key.
-	OnError func(key string, err error)
-}
 
 // A Limiter limits events per key, with its state in Redis.
 //
@@ -179,106 +80,6 @@ type Limiter struct {
 	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
 	// itself. Otherwise a call runs in a goroutine that we stop waiting for.
 	ctxTimeouts bool
-}
-
-// New returns a Limiter. It returns an error for a bad Config: a nil Client, a
-// Rate not above 0, a Burst below 1, a Rate and Burst that take over four years
-// to refill, a negative Timeout, a LocalShare outside 0 to 1 (or, with
-// FailLocal, one whose local bucket would take over four years to refill), an
-// unknown Policy, or a MaxRoundTrips below -1.
-func New(cfg Config) (*Limiter, error) {
-	bad := func(format string, args ...any) (*Limiter, error) {
-		return nil, fmt.Errorf("redislimit: bad Config: "+format, args...)
-	}
-	switch {
-	case cfg.Client == nil:
-		return bad("Client is required")
-	case !(cfg.Rate > 0) || math.IsInf(cfg.Rate, 1):
-		return bad("Rate is %v; it must be above 0 and finite", cfg.Rate)
-	case cfg.Burst < 1:
-		return bad("Burst is %d; it must be at least 1", cfg.Burst)
-	case cfg.Timeout < 0:
-		return bad("Timeout is negative")
-	case cfg.LocalShare < 0 || cfg.LocalShare > 1 || math.IsNaN(cfg.LocalShare):
-		return bad("LocalShare is %v; it must be between 0 and 1", cfg.LocalShare)
-	case cfg.Policy < FailOpen || cfg.Policy > FailLocal:
-		return bad("unknown Policy %d", cfg.Policy)
-	case cfg.MaxRoundTrips < -1:
-		return bad("MaxRoundTrips is %d; it must be at least 1, or 0 or -1", cfg.MaxRoundTrips)
-	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = "ratelimit:"
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 100 * time.Millisecond
-	}
-	if cfg.LocalShare == 0 {
-		cfg.LocalShare = 1
-	}
-	if cfg.MaxRoundTrips == 0 {
-		cfg.MaxRoundTrips = 4
-	}
-	// A token costs a whole number of microseconds, rounded up, and the
-	// burst that many times over: with a fraction, each event's increment
-	// (rounded up, for the script) would add up to more than the tolerance,
-	// and a full bucket would refuse the last event of its burst, or at a
-	// burst of 1, every event.
-	interval := math.Ceil(1e6 / cfg.Rate)
-	tolerance := interval * float64(cfg.Burst)
-	if tolerance > maxTolerance {
-		return bad("Rate %v and Burst %d: refilling from empty would take over four years", cfg.Rate, cfg.Burst)
-	}
-	l := &Limiter{
-		client:    cfg.Client,
-		burst:     cfg.Burst,
-		rate:      cfg.Rate,
-		interval:  interval,
-		tolerance: tolerance,
-		tolArg:    strconv.FormatFloat(tolerance, 'f', -1, 64),
-		prefix:    cfg.Prefix,
-		timeout:   cfg.Timeout,
-		policy:    cfg.Policy,
-		onError:   cfg.OnError,
-
-		ctxTimeouts: honoursDeadlines(cfg.Client),
-	}
-	if cfg.MaxRoundTrips > 0 {
-		l.batch.max = cfg.MaxRoundTrips
-	}
-	if cfg.Policy == FailLocal {
-		rate, burst := cfg.Rate*cfg.LocalShare, max(1, int(float64(cfg.Burst)*cfg.LocalShare))
-		// The in-process bucket is built at the first outage, where it must
-		// not fail: check now that it can be. Its burst is rounded up to 1,
-		// so its refill time may be far longer than Redis's; the same bound
-		// keeps its times far inside an int64. The rate may underflow to 0.
-		if !(float64(burst)*1e6/rate <= maxTolerance) {
-			return bad("LocalShare %v of Rate %v: the in-process bucket of FailLocal (%v events per second, burst %d) would take over four years to refill; raise LocalShare or choose another Policy",
-				cfg.LocalShare, cfg.Rate, rate, burst)
-		}
-		if err := canBuild(rate, burst); err != nil {
-			return bad("LocalShare %v of Rate %v: the in-process bucket of FailLocal cannot be built: %v", cfg.LocalShare, cfg.Rate, err)
-		}
-		// A key forgotten is a bucket full again: keep an idle key as long
-		// as its bucket takes to refill (at most four years and a half, far
-		// inside a Duration), and the default ten minutes at least.
-		ttl := max(10*time.Minute, time.Duration(math.Ceil(float64(burst)*1e9/rate))+time.Second)
-		l.local = ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
-			return ratelimit.NewTokenBucket(rate, burst)
-		}, ratelimit.KeyedOptions{TTL: ttl})
-	}
-	return l, nil
-}
-
-// canBuild returns the panic of NewTokenBucket(rate, burst) as an error, if
-// it panics.
-func canBuild(rate float64, burst int) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
-	ratelimit.NewTokenBucket(rate, burst)
-	return nil
 }
 
 // Key returns the Redis key of key.
@@ -316,7 +117,9 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 //
 // If Redis fails to answer within the Timeout, the decision follows the
 // Policy and the error, which matches ErrUnavailable, says why: a caller may
-// act on the decision alone. If ctx ends first, AllowN returns ctx.Err() and
+// act on the decision alone. FailOpen's Decision has a Remaining of -1 (not
+// known); FailClosed's a RetryAfter of the Timeout; FailLocal's is the
+// in-process bucket's. If ctx ends first, AllowN returns ctx.Err() and
 // a zero Decision.
 //
 // More events than the Burst are never allowed, whatever the Policy: the
