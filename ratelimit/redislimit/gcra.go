@@ -21,13 +21,18 @@ import (
 // key is not needed.
 //
 // Every number is a whole number of microseconds below 2^53, exact in Lua's
-// doubles; string.format writes the time without an exponent.
+// doubles; string.format writes the time without an exponent. A time the
+// script did not write is made sane first: not a number (or NaN) is a full
+// bucket; a time further ahead than an empty bucket's (a server's clock set
+// back, or another program's value) is an empty bucket, which refills at the
+// rate from now rather than when the clock catches up.
 var gcra = redis.NewScript(`
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call("TIME")
 local now = t[1] * 1000000 + t[2]
 local tat = tonumber(redis.call("GET", KEYS[1]))
-if not tat or tat < now then tat = now end
+if not tat or tat ~= tat or tat < now then tat = now end
+if tat > now + tonumber(ARGV[1]) then tat = now + tonumber(ARGV[1]) end
 local new_tat = tat + ARGV[2]
 if new_tat - now > tonumber(ARGV[1]) then return now - tat - 1 end
 redis.call("SET", KEYS[1], string.format("%.0f", new_tat), "PX", math.ceil((new_tat - now) / 1000))
@@ -44,6 +49,10 @@ func (l *Limiter) increment(n int) int64 { return int64(l.interval) * int64(n) }
 
 // decode makes a Decision of what the script returned for n events.
 func (l *Limiter) decode(v int64, n int) ratelimit.Decision {
+	// The script keeps the debt within the tolerance; a reply beyond it
+	// (which no version of the script sends) must not overflow below.
+	tol := int64(l.tolerance)
+	v = max(-tol-1, min(v, tol))
 	if v >= 0 {
 		return l.decision(true, l.remaining(v), 0, v)
 	}

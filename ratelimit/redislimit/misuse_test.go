@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,4 +130,45 @@ func (l *Limiter) underway() int {
 	l.batch.mu.Lock()
 	defer l.batch.mu.Unlock()
 	return l.batch.underway
+}
+
+// TestStateCorrupt: a key's state that the script did not write (another
+// program's, or a time far ahead, as a server's clock set back leaves) never
+// blocks the key for longer than an empty bucket would, nor breaks the
+// script: a number too far ahead counts as an empty bucket, anything else not
+// a number as a full one.
+func TestStateCorrupt(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		l := newLimiter(t, Config{Client: c, Rate: 10, Burst: 2, Prefix: b.prefix})
+		ctx := context.Background()
+		for _, v := range []string{"1e300", "99999999999999999999", "inf", "-inf", "nan", "-5", "abc", ""} {
+			require.NoError(t, c.Set(ctx, l.Key("c"), v, time.Minute).Err())
+			d, err := l.Allow(ctx, "c")
+			require.NoError(t, err, "state %q", v)
+			if !d.Allowed {
+				require.Zero(t, d.Remaining, "state %q", v)
+				require.Greater(t, d.RetryAfter, time.Duration(0), "state %q", v)
+				require.LessOrEqual(t, d.RetryAfter, 100*time.Millisecond, "state %q: longer than an empty bucket", v)
+				require.LessOrEqual(t, d.ResetAfter, 200*time.Millisecond, "state %q: longer than an empty bucket", v)
+			}
+		}
+	})
+}
+
+// TestDecodeExtremes: a reply out of the script's range still makes a sane
+// Decision.
+func TestDecodeExtremes(t *testing.T) {
+	l := newLimiter(t, Config{Client: backends(t)[0].client(t), Rate: 10, Burst: 2})
+	for _, v := range []int64{math.MinInt64, math.MinInt64 + 1, -1 << 53, 1 << 53, math.MaxInt64} {
+		d := l.decode(v, 1)
+		require.GreaterOrEqual(t, d.Remaining, 0, "reply %d", v)
+		require.LessOrEqual(t, d.Remaining, 2, "reply %d", v)
+		require.LessOrEqual(t, d.RetryAfter, 200*time.Millisecond, "reply %d", v)
+		require.LessOrEqual(t, d.ResetAfter, 200*time.Millisecond, "reply %d", v)
+		require.GreaterOrEqual(t, d.ResetAfter, time.Duration(0), "reply %d", v)
+		if !d.Allowed {
+			require.Positive(t, d.RetryAfter, "reply %d", v)
+		}
+	}
 }
