@@ -215,9 +215,10 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 //
 // On failure it returns ctx.Err(), ErrClosed, or the error of Config.New (or
 // of the breaker that guards it) for the resource made for this wait; a ctx
-// that is already done fails even when a resource is idle. A resource handed
-// over at the same moment that ctx ends goes to the next waiter, or back to
-// the pool: it is never lost.
+// that is already done fails even when a resource is idle. A resource is never
+// handed to an Acquire whose ctx has ended: it goes to the next waiter, or
+// back to the pool. One handed over at the same moment that ctx ends goes
+// back the same way: it is never lost.
 //
 // Acquire panics if ctx is nil, or with the panic of HealthCheck or New (see
 // Pool).
@@ -232,6 +233,13 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		if p.closed {
 			p.q.Unlock()
 			return nil, ErrClosed
+		}
+		// Look at ctx again under the lock, which every Release takes: a
+		// resource released after ctx ended is not ours (nor, once queued,
+		// handed to us: see waitq.List.Front).
+		if err := ctx.Err(); err != nil {
+			p.q.Unlock()
+			return nil, err
 		}
 		if r := p.popIdleLocked(); r != nil {
 			p.q.Unlock()
@@ -261,7 +269,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 			waitq.Pause()
 			continue
 		}
-		w := p.q.Push(handoff[T]{})
+		w := p.q.PushCtx(ctx, handoff[T]{})
 		p.fillLocked(ctx)
 		p.q.Unlock()
 		start := clock.Now() // off the lock: it costs more than the queueing
