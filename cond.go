@@ -73,8 +73,8 @@ func (c *Condition) Locked() bool { return c.lock().Locked() }
 // cannot tell who locked it: a Lock is not tied to a goroutine (one may lock
 // it and another unlock it), and Go gives no cheap way to know which goroutine
 // is running. So, as with sync.Cond, it is the caller's responsibility to
-// hold the Lock: a Wait by a goroutine that does not unlocks the Lock under
-// the goroutine that holds it.
+// hold the Lock. If a goroutine that does not hold it calls Wait while another
+// does, Wait unlocks the Lock from under that other goroutine.
 //
 // As with sync.Cond, the state may have changed again by the time Wait
 // returns: call it in a loop, or use WaitFor.
@@ -98,7 +98,7 @@ func (c *Condition) Wait(ctx context.Context) error {
 	c.q.Lock()
 	w := c.q.PushCtx(ctx, struct{}{})
 	c.q.Unlock()
-	l.Unlock()
+	c.unlockQueued(l, w)
 
 	_, notified := c.q.Wait(ctx, w)
 	var err error
@@ -115,6 +115,39 @@ func (c *Condition) Wait(ctx context.Context) error {
 	}
 	lockUncancelable(l)
 	return err
+}
+
+// unlockQueued unlocks l for a Wait queued as w. If Unlock panics, the Lock
+// was unlocked since Wait looked, by another goroutine: Wait was called
+// without holding it. Then w leaves the queue before the panic goes on, so
+// that it cannot take a notification meant for a goroutine that waits.
+func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			c.withdraw(w)
+		}
+	}()
+	l.Unlock()
+	unlocked = true
+}
+
+// withdraw takes w, queued by a Wait that will not wait, out of the queue, and
+// passes on a notification it may have taken.
+func (c *Condition) withdraw(w *waitq.Waiter[struct{}]) {
+	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
+	// that is already done, which takes a grant already made, if any.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, granted := c.q.Wait(done, w)
+	c.q.Lock()
+	if !granted {
+		_, granted, _ = c.q.Cancel(w)
+	}
+	if granted {
+		c.notifyLocked(1)
+	}
+	c.q.Unlock()
 }
 
 // lockUncancelable locks l, waiting as long as it takes.

@@ -208,3 +208,41 @@ func TestConditionNotifySkipsEndedWaiter(t *testing.T) {
 		require.ElementsMatch(t, []error{context.Canceled, nil}, got)
 	})
 }
+
+// TestConditionWaitMisuseLeavesNoWaiter: a Wait by a goroutine that does not
+// hold the Lock, racing the holder's Unlock, may find the Lock unlocked when
+// it unlocks it, and panic. The panic must leave no waiter queued behind, to
+// swallow a notification meant for a real one.
+func TestConditionWaitMisuseLeavesNoWaiter(t *testing.T) {
+	c := ctxsync.NewCondition(nil)
+	bg := context.Background()
+	lateUnlocks := 0
+	for range testutil.HammerRounds(3000) {
+		require.NoError(t, c.Lock(bg))
+		ctx, cancel := context.WithCancel(bg)
+		holder := make(chan any, 1)
+		go func() {
+			defer func() { holder <- recover() }()
+			defer cancel() // ends the Wait, if it got to wait
+			c.Unlock()
+		}()
+		var waitPanic any
+		func() {
+			defer func() { waitPanic = recover() }()
+			_ = c.Wait(ctx)
+		}()
+		holderPanic := <-holder
+		switch {
+		case waitPanic == nil:
+			// The Wait unlocked the holder's Lock, waited, and locked
+			// again; the holder's Unlock found it unlocked.
+			require.Equal(t, "ctxsync: Unlock of unlocked Lock", holderPanic)
+			c.Unlock()
+		case waitPanic == "ctxsync: Unlock of unlocked Lock":
+			lateUnlocks++
+		}
+		require.Equal(t, 0, c.Waiting(), "a Wait that panicked left a waiter queued")
+		require.False(t, c.Locked())
+	}
+	t.Logf("%d Waits found the Lock unlocked as they unlocked it", lateUnlocks)
+}
