@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,6 +170,71 @@ func TestDecodeExtremes(t *testing.T) {
 		require.GreaterOrEqual(t, d.ResetAfter, time.Duration(0), "reply %d", v)
 		if !d.Allowed {
 			require.Positive(t, d.RetryAfter, "reply %d", v)
+		}
+	}
+}
+
+// TestConfigExtremes: New refuses every Config field's bad extremes, and a
+// Limiter of each good extreme decides, with Redis up and with Redis down.
+func TestConfigExtremes(t *testing.T) {
+	c := backends(t)[0].client(t)
+	inf, nan := math.Inf(1), math.NaN()
+	for _, cfg := range []Config{
+		{Rate: nan, Burst: 1}, {Rate: inf, Burst: 1}, {Rate: -inf, Burst: 1}, {Rate: 5e-324, Burst: 1},
+		{Rate: 1, Burst: -1}, {Rate: 1, Burst: math.MinInt}, {Rate: 1e6, Burst: math.MaxInt},
+		{Rate: 1, Burst: 1, Timeout: math.MinInt64},
+		{Rate: 1, Burst: 1, LocalShare: nan}, {Rate: 1, Burst: 1, LocalShare: inf}, {Rate: 1, Burst: 1, LocalShare: -inf},
+		{Rate: 1, Burst: 1, LocalShare: -0.1}, {Rate: 1, Burst: 1, LocalShare: 1.0000001},
+		{Rate: 1, Burst: 1, Policy: -1}, {Rate: 1, Burst: 1, MaxRoundTrips: math.MinInt},
+	} {
+		cfg.Client = c
+		l, err := New(cfg)
+		require.Nil(t, l, "%+v", cfg)
+		require.ErrorContains(t, err, "redislimit: bad Config: ", "%+v", cfg)
+	}
+
+	gone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer gone.Close()
+	ctx := context.Background()
+	key := 0
+	for _, cfg := range []Config{
+		{Rate: math.MaxFloat64, Burst: 1},
+		{Rate: 1e6, Burst: 1 << 47},
+		{Rate: 1e6, Burst: 1 << 47, LocalShare: 1e-9},
+		{Rate: 1 / (4 * 365 * 24 * 3600.0), Burst: 1},
+		{Rate: 1, Burst: 1, Timeout: math.MaxInt64},
+		{Rate: 1, Burst: 1, Timeout: 1},
+		{Rate: 1, Burst: 1, MaxRoundTrips: math.MaxInt},
+		{Rate: 1, Burst: 1, Prefix: "{}"},
+		{Rate: 1, Burst: 1, LocalShare: math.SmallestNonzeroFloat64}, // FailLocal only checks it
+	} {
+		for _, p := range []Policy{FailOpen, FailClosed, FailLocal} {
+			if p == FailLocal && cfg.LocalShare == math.SmallestNonzeroFloat64 {
+				continue
+			}
+			cfg.Policy = p
+			cfg.Client = c
+			l, err := New(cfg)
+			require.NoError(t, err, "%+v", cfg)
+			key++
+			k := strconv.Itoa(key) // miniredis's clock stands still
+			d, err := l.Allow(ctx, k)
+			if cfg.Timeout != 1 {
+				require.NoError(t, err, "%+v", cfg)
+				require.True(t, d.Allowed, "%+v", cfg)
+			}
+			cfg.Client = gone
+			l, err = New(cfg)
+			require.NoError(t, err, "%+v", cfg)
+			d, err = l.Allow(ctx, k)
+			require.ErrorIs(t, err, ErrUnavailable, "%+v", cfg)
+			require.Equal(t, p != FailClosed, d.Allowed, "%+v", cfg)
+			short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			err = l.WaitN(short, k, 1)
+			cancel()
+			if p == FailClosed {
+				require.ErrorIs(t, err, context.DeadlineExceeded, "%+v", cfg)
+			}
 		}
 	}
 }
