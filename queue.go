@@ -307,8 +307,9 @@ func (q *Queue[T]) serveGettersLocked() (madeRoom bool) {
 	served := false
 	// See the item before looking for a getter: Front drops getters whose
 	// ctx has ended, and must see the end of a ctx that came before the
-	// item did.
-	for q.ring.hasItem() {
+	// item did. (Len first: with nobody queued, the ring's producer side,
+	// likely in another processor's cache, is not read.)
+	for q.getters.Len() > 0 && q.ring.hasItem() {
 		w := q.getters.Front()
 		if w == nil {
 			break
@@ -327,7 +328,7 @@ func (q *Queue[T]) servePuttersLocked() (filled bool) {
 	served := false
 	// See the room before looking for a putter, as serveGettersLocked sees
 	// the item first.
-	for !q.full() {
+	for q.putters.Len() > 0 && !q.full() {
 		w := q.putters.Front()
 		if w == nil {
 			break
