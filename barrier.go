@@ -304,7 +304,7 @@ func (b *Barrier) endFromLocked(round uint64) {
 // Reset returns the barrier to its first state: parties waiting now, in every
 // round, are released with ErrBrokenBarrier, a broken barrier is whole again,
 // and the next Wait starts a new round. If an action is running, its round
-// ends with ErrBrokenBarrier for its last party too; an action that a round
+// ends with ErrBrokenBarrier for its last party too, and the action of a round
 // completed after the Reset waits for it to return before it runs.
 func (b *Barrier) Reset() {
 	b.q.Lock()
