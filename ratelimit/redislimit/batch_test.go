@@ -259,3 +259,34 @@ func TestUnboundedRoundTrips(t *testing.T) {
 		require.Empty(t, g.sent())
 	})
 }
+
+// TestPipelinedReset: a Reset made while the round trips are under way waits
+// in the queue as the decisions do, and goes in their pipeline, in order.
+func TestPipelinedReset(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		c := b.client(t)
+		g := newGate(c)
+		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 2, Prefix: b.prefix, MaxRoundTrips: 1})
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			d, err := l.Allow(ctx, "r")
+			assert.NoError(t, err)
+			assert.True(t, d.Allowed)
+		})
+		require.Eventually(t, func() bool { return g.heldRuns() == 1 }, 5*time.Second, time.Millisecond)
+		var second, third ratelimit.Decision
+		wg.Go(func() { second, _ = l.Allow(ctx, "r") })
+		require.Eventually(t, func() bool { return l.queued() == 1 }, 5*time.Second, time.Millisecond)
+		wg.Go(func() { assert.NoError(t, l.Reset(ctx, "r")) })
+		require.Eventually(t, func() bool { return l.queued() == 2 }, 5*time.Second, time.Millisecond)
+		wg.Go(func() { third, _ = l.AllowN(ctx, "r", 2) })
+		require.Eventually(t, func() bool { return l.queued() == 3 }, 5*time.Second, time.Millisecond)
+		close(g.open)
+		wg.Wait()
+		require.Equal(t, [][]string{{"evalsha", "del", "evalsha"}}, g.sent())
+		require.True(t, second.Allowed)
+		require.True(t, third.Allowed, "the Reset in between filled the bucket")
+		require.Zero(t, third.Remaining)
+	})
+}
