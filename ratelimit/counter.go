@@ -79,8 +79,8 @@ func (c *SlidingWindowCounter) advanceLocked(now int64) {
 		c.prev = 0
 	}
 	c.curr = 0
-	// now-start fits: the windows are both since the same epoch, and now is
-	// past start+window here; only a bubble slept for centuries saturates it.
+	// now-start fits in an int64, but for a bubble that slept for
+	// centuries: the fixed windows then start afresh at now.
 	if elapsed := subSat(now, c.start); elapsed < math.MaxInt64 {
 		c.start = now - elapsed%c.window
 	} else {
