@@ -23,7 +23,11 @@
 //
 // The limiters read the monotonic clock, and inside a testing/synctest bubble
 // the bubble's virtual clock, so code that uses them can be tested without
-// sleeping.
+// sleeping. A limiter made outside a bubble works inside one, and one made
+// inside keeps working after it; what it kept from the other clock, decades
+// apart, it forgets or lets age out. A TokenBucket's time stops about 54 years
+// after the process started, which only a bubble that sleeps for decades
+// reaches: from then on it no longer refills.
 //
 // Bad arguments (a rate that is not above 0, or so slow that refilling a
 // bucket would take over four years; a burst or limit below 1; a window not
