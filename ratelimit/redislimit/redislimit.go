@@ -61,6 +61,12 @@ var ErrUnavailable = errors.New("redislimit: redis unavailable")
 // Use New; the zero Limiter is not usable, and panics at first use. A Limiter
 // must not be copied after first use. It is safe for concurrent use by
 // multiple goroutines, and by many processes sharing one Redis.
+//
+// A Limiter made outside a testing/synctest bubble works inside one, and one
+// made inside keeps working after it, but not from both sides at once: a call
+// in a bubble that waits for a pipeline run from outside it is seen by the
+// bubble as blocked for good, so its Timeout passes at once on the bubble's
+// clock.
 type Limiter struct {
 	client    redis.UniversalClient
 	burst     int
