@@ -233,6 +233,10 @@ func TestConditionWaitMisuseLeavesNoWaiter(t *testing.T) {
 		}()
 		holderPanic := <-holder
 		switch {
+		case waitPanic == nil && holderPanic == nil:
+			// The holder unlocked, then ended ctx, between the Wait's
+			// look at the Lock and its look at ctx: it failed at once,
+			// without unlocking.
 		case waitPanic == nil:
 			// The Wait unlocked the holder's Lock, waited, and locked
 			// again; the holder's Unlock found it unlocked.
