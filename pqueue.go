@@ -2,6 +2,7 @@ package ctxsync
 
 import (
 	"context"
+	"iter"
 
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 )
@@ -18,7 +19,9 @@ import (
 // drains.
 //
 // Close stops new items: Put then fails with ErrClosed, while Get drains the
-// items left, in priority order, then fails with ErrClosed too.
+// items left, in priority order, then fails with ErrClosed too. CloseNow also
+// takes out the items left and returns them. A PriorityQueue has Queue's task
+// accounting: TaskDone, Join and Unfinished.
 //
 // Put and Get take O(log n) time for n items, and allocate nothing beyond the
 // growth of the heap.
@@ -97,6 +100,55 @@ func (q *PriorityQueue[T]) Len() int { return q.len() }
 // are released with ErrClosed, and Get returns the items left, then ErrClosed.
 // Closing a closed queue does nothing.
 func (q *PriorityQueue[T]) Close() { q.close() }
+
+// CloseNow closes the queue, as Close does, and takes out every item still in
+// it, in the order Get would have returned them, so that nothing is dropped
+// unseen: Get fails with ErrClosed at once from now on. The items it returns
+// count as done, so Join returns once the items already taken by consumers
+// are marked with TaskDone. See Queue.CloseNow for its place in a graceful
+// shutdown.
+func (q *PriorityQueue[T]) CloseNow() []T { return q.closeNow() }
+
+// TaskDone tells the queue that an item taken with Get, TryGet or All has been
+// processed. When every item put is done, Join returns.
+//
+// TaskDone panics if called more times than items were put.
+func (q *PriorityQueue[T]) TaskDone() { q.taskDone("PriorityQueue.TaskDone") }
+
+// Join waits until every item put in the queue has been marked done with
+// TaskDone (or taken out by CloseNow), or until ctx is done. It returns at once
+// if nothing is unfinished.
+//
+// On failure it returns ctx.Err(); a ctx that is already done fails at once.
+func (q *PriorityQueue[T]) Join(ctx context.Context) error { return q.join(ctx) }
+
+// Unfinished returns the number of items put and not yet done at the moment
+// of the call: those in the queue, and those taken and not yet marked with
+// TaskDone.
+func (q *PriorityQueue[T]) Unfinished() int { return q.unfinished() }
+
+// All returns an iterator over the items of the queue, in priority order,
+// which Gets them one by one, waiting as Get does, until the queue is closed
+// and empty or ctx is done:
+//
+//	for job := range q.All(ctx) {
+//		handle(job)
+//		q.TaskDone()
+//	}
+//
+// Breaking out of the loop stops the Gets; items not yet taken stay in the
+// queue. The iterator does not call TaskDone. Use Get to tell closing from
+// ctx ending.
+func (q *PriorityQueue[T]) All(ctx context.Context) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for {
+			v, err := q.Get(ctx)
+			if err != nil || !yield(v) {
+				return
+			}
+		}
+	}
+}
 
 // pheap is a binary min-heap on (priority, sequence): the store of a
 // PriorityQueue. It is written out rather than built on container/heap, whose

@@ -21,7 +21,8 @@ import (
 // grows with a burst and is given back as the queue drains.
 //
 // Close stops new items: Put then fails with ErrClosed, while Get drains the
-// items left, then fails with ErrClosed too.
+// items left, then fails with ErrClosed too. CloseNow also takes out the items
+// left and returns them, for a shutdown that must not wait for them.
 //
 // The zero Queue is an empty, unbounded queue, ready to use. A Queue must not
 // be copied after first use. A Queue is safe for concurrent use by multiple goroutines.
@@ -232,20 +233,72 @@ func (q *Queue[T]) Close() {
 	q.takeMu.Lock()
 	if !q.closed {
 		q.closed = true
-		for w := q.putters.Front(); w != nil; w = q.putters.Front() {
-			q.putters.Grant(&q.putMu, w, putResult[T]{err: ErrClosed})
-			q.nPutters.Add(-1)
-		}
+		q.releasePuttersLocked()
 		// Consumers waiting get the items on their way to them, if any, and
 		// then there is nothing left for them.
 		q.serveGettersLocked()
-		for w := q.getters.Front(); w != nil; w = q.getters.Front() {
-			q.getters.Grant(&q.takeMu, w, getResult[T]{err: ErrClosed})
-			q.nGetters.Add(-1)
-		}
+		q.releaseGettersLocked()
 	}
 	q.takeMu.Unlock()
 	q.putMu.Unlock()
+}
+
+// CloseNow closes the queue, as Close does, and takes out every item still in
+// it, oldest first, so that nothing is dropped unseen: Get fails with ErrClosed
+// at once from now on. The items it returns count as done, so Join returns
+// once the items already taken by consumers are marked with TaskDone. On a
+// closed queue it takes out what Get has not drained yet.
+//
+// CloseNow is the last step of a graceful shutdown. Workers that range over
+// q.All(ctx) stop when ctx ends, and may leave items queued: Join would wait
+// for them for ever. After the workers have stopped, CloseNow hands those
+// items back, to be saved or retried elsewhere, and Join then waits only for
+// the items the workers took:
+//
+//	stop() // the workers' ctx ends; they finish the item in hand
+//	workers.Wait()
+//	for _, job := range q.CloseNow() {
+//		saveForLater(job)
+//	}
+//	err := q.Join(shutdownCtx) // returns: every item is done or handed back
+func (q *Queue[T]) CloseNow() []T {
+	q.putMu.Lock()
+	q.takeMu.Lock()
+	if !q.closed {
+		q.closed = true
+		q.releasePuttersLocked()
+	}
+	var items []T
+	for q.ring.hasItem() {
+		items = append(items, q.popLocked())
+	}
+	q.releaseGettersLocked()
+	q.takeMu.Unlock()
+	q.putMu.Unlock()
+	if len(items) > 0 {
+		q.joinMu.Lock()
+		q.doneLocked(uint64(len(items)))
+		q.joinMu.Unlock()
+	}
+	return items
+}
+
+// releasePuttersLocked releases every waiting producer with ErrClosed. Both
+// locks must be held.
+func (q *Queue[T]) releasePuttersLocked() {
+	for w := q.putters.Front(); w != nil; w = q.putters.Front() {
+		q.putters.Grant(&q.putMu, w, putResult[T]{err: ErrClosed})
+		q.nPutters.Add(-1)
+	}
+}
+
+// releaseGettersLocked releases every waiting consumer with ErrClosed; the
+// queue is closed and empty. Both locks must be held.
+func (q *Queue[T]) releaseGettersLocked() {
+	for w := q.getters.Front(); w != nil; w = q.getters.Front() {
+		q.getters.Grant(&q.takeMu, w, getResult[T]{err: ErrClosed})
+		q.nGetters.Add(-1)
+	}
 }
 
 // gettersWait reports whether getters wait, to be served after a push.
@@ -348,16 +401,30 @@ func (q *Queue[T]) servePuttersLocked() (filled bool) {
 func (q *Queue[T]) TaskDone() {
 	q.joinMu.Lock()
 	defer q.joinMu.Unlock()
-	accepted := q.ring.tail.Load()
-	if q.done == accepted {
+	if q.done == q.ring.tail.Load() {
 		panic("ctxsync: Queue.TaskDone called more times than items were put")
 	}
-	q.done++
-	if q.done == accepted {
+	q.doneLocked(1)
+}
+
+// doneLocked counts n more items done, and releases the Joins if every item
+// put is. q.joinMu must be held.
+func (q *Queue[T]) doneLocked(n uint64) {
+	q.done += n
+	if q.done == q.ring.tail.Load() {
 		for w := q.joiners.Front(); w != nil; w = q.joiners.Front() {
 			q.joiners.Grant(&q.joinMu, w, struct{}{})
 		}
 	}
+}
+
+// Unfinished returns the number of items put and not yet done at the moment
+// of the call: those in the queue, and those taken and not yet marked with
+// TaskDone.
+func (q *Queue[T]) Unfinished() int {
+	q.joinMu.Lock()
+	defer q.joinMu.Unlock()
+	return int(q.ring.tail.Load() - q.done)
 }
 
 // Join waits until every item put in the queue has been marked done with

@@ -104,17 +104,19 @@ func (m *queueModel) cancel(mw *modelWaiter) {
 }
 
 // queueUnderTest is a Queue[int] or a PriorityQueue[int] seen by the fuzz
-// targets. A Queue ignores priorities; a PriorityQueue has no tasks (done is
-// false).
+// targets. A Queue ignores priorities.
 type queueUnderTest struct {
 	put      func(ctx context.Context, priority, v int) error
 	tryPut   func(priority, v int) bool
 	get      func(ctx context.Context) (int, error)
 	tryGet   func() (int, bool)
 	close    func()
+	closeNow func() []int
 	len      func() int
 	taskDone func()
+	doneMsg  string // taskDone's panic when called once too often
 	join     func(ctx context.Context) error
+	unfinish func() int
 }
 
 // FuzzQueueModel checks a Queue against queueModel (see model_test.go): after
@@ -133,6 +135,11 @@ func FuzzQueueModel(f *testing.F) {
 	// Unbounded; a producer that gives up; Join cancelled.
 	f.Add(uint8(0), []byte{1, 0, 0, 0, 6, 0, 7, 0, 3, 0, 5, 0, 2, 0, 5, 0})
 	f.Add(uint8(2), []byte{0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 7, 0, 3, 0, 3, 0, 3, 0})
+	// CloseNow with an item taken, producers waiting and a Join: the rest
+	// comes out and counts as done; TaskDone for the one taken ends the Join.
+	f.Add(uint8(2), []byte{0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 6, 0, 4, 1, 2, 0, 5, 0, 5, 0})
+	// CloseNow on an empty queue releases the consumers.
+	f.Add(uint8(0), []byte{2, 0, 2, 0, 6, 0, 4, 1, 4, 1, 0, 0})
 	f.Fuzz(func(t *testing.T, capB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			q := ctxsync.NewQueue[int](int(capB % 4))
@@ -142,9 +149,12 @@ func FuzzQueueModel(f *testing.F) {
 				get:      q.Get,
 				tryGet:   q.TryGet,
 				close:    q.Close,
+				closeNow: q.CloseNow,
 				len:      q.Len,
 				taskDone: q.TaskDone,
+				doneMsg:  "ctxsync: Queue.TaskDone called more times than items were put",
 				join:     q.Join,
+				unfinish: q.Unfinished,
 			}, script)
 		})
 	})
@@ -159,16 +169,23 @@ func FuzzPriorityQueueModel(f *testing.F) {
 	// in priority order.
 	f.Add(uint8(2), []byte{0, 3, 0, 1, 0, 0, 0, 2, 2, 0, 4, 0, 2, 0, 2, 0, 2, 0, 2, 0})
 	f.Add(uint8(1), []byte{2, 0, 2, 0, 7, 0, 0, 3, 0, 1, 0, 2, 7, 1, 3, 0, 3, 0, 0, 0})
+	// Task accounting and CloseNow in priority order.
+	f.Add(uint8(0), []byte{1, 3, 1, 1, 1, 2, 1, 0, 3, 0, 6, 0, 4, 1, 5, 0, 5, 0, 6, 0})
 	f.Fuzz(func(t *testing.T, capB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			q := ctxsync.NewPriorityQueue[int](int(capB % 4))
 			fuzzQueue(t, &queueModel{capacity: int(capB % 4), byPriority: true}, queueUnderTest{
-				put:    q.Put,
-				tryPut: q.TryPut,
-				get:    q.Get,
-				tryGet: q.TryGet,
-				close:  q.Close,
-				len:    q.Len,
+				put:      q.Put,
+				tryPut:   q.TryPut,
+				get:      q.Get,
+				tryGet:   q.TryGet,
+				close:    q.Close,
+				closeNow: q.CloseNow,
+				len:      q.Len,
+				taskDone: q.TaskDone,
+				doneMsg:  "ctxsync: PriorityQueue.TaskDone called more times than items were put",
+				join:     q.Join,
+				unfinish: q.Unfinished,
 			}, script)
 		})
 	})
@@ -226,6 +243,34 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 				require.Equal(t, m.take(), v, "TryGet")
 			}
 		case 4:
+			if arg%2 == 1 { // CloseNow: what is left comes out, and counts as done
+				got := q.closeNow()
+				if !m.closed {
+					m.closed = true
+					for _, p := range m.putters {
+						p.w.settle(ctxsync.ErrClosed)
+					}
+					m.putters = nil
+				}
+				var want []int
+				for len(m.items) > 0 {
+					want = append(want, m.take())
+				}
+				require.Equal(t, want, got, "CloseNow")
+				for _, g := range m.getters {
+					g.settle(ctxsync.ErrClosed)
+				}
+				m.getters = nil
+				if len(want) > 0 {
+					if m.unfinished -= len(want); m.unfinished == 0 {
+						for _, j := range m.joiners {
+							j.settle(nil)
+						}
+						m.joiners = nil
+					}
+				}
+				break
+			}
 			q.close()
 			if !m.closed {
 				m.closed = true
@@ -238,11 +283,8 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 				m.putters, m.getters = nil, nil
 			}
 		case 5:
-			if q.taskDone == nil {
-				continue
-			}
 			if m.unfinished == 0 {
-				require.PanicsWithValue(t, "ctxsync: Queue.TaskDone called more times than items were put", q.taskDone)
+				require.PanicsWithValue(t, q.doneMsg, q.taskDone)
 				continue
 			}
 			q.taskDone()
@@ -253,9 +295,6 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 				m.joiners = nil
 			}
 		case 6:
-			if q.join == nil {
-				continue
-			}
 			mw := startWaiter(t.Context(), "Join", q.join)
 			all = append(all, mw)
 			if m.unfinished == 0 {
@@ -271,6 +310,7 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 		synctest.Wait()
 		all = checkWaiters(t, all)
 		require.Equal(t, len(m.items), q.len())
+		require.Equal(t, m.unfinished, q.unfinish(), "Unfinished")
 	}
 	cancelAll(all)
 }

@@ -27,8 +27,10 @@ type queueCore[T any] struct {
 	capacity int         // 0: unbounded; never changes
 	closed   bool
 	accepted uint64                           // items ever accepted
+	done     uint64                           // items done: TaskDone calls, and items taken out by CloseNow
 	getters  waitq.List[getResult[pqItem[T]]] // waiting for an item
 	putters  waitq.List[putResult[pqItem[T]]] // waiting for room; their value is their item
+	joiners  waitq.List[struct{}]             // Join calls waiting for done == accepted
 }
 
 type getResult[I any] struct {
@@ -184,6 +186,11 @@ func (q *queueCore[T]) len() int {
 func (q *queueCore[T]) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.closeLocked()
+}
+
+// closeLocked closes the queue if it is open. q.mu must be held.
+func (q *queueCore[T]) closeLocked() {
 	if q.closed {
 		return
 	}
@@ -195,4 +202,74 @@ func (q *queueCore[T]) close() {
 	for w := q.getters.Front(); w != nil; w = q.getters.Front() {
 		q.getters.Grant(&q.mu, w, getResult[pqItem[T]]{err: ErrClosed})
 	}
+}
+
+// closeNow closes the queue and takes out every item left, in order; they
+// count as done.
+func (q *queueCore[T]) closeNow() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closeLocked()
+	var items []T
+	if n := q.items.len(); n > 0 {
+		items = make([]T, 0, n)
+		for q.items.len() > 0 {
+			items = append(items, q.items.pop().v)
+		}
+		q.doneLocked(uint64(n))
+	}
+	return items
+}
+
+// taskDone counts one item done; fn names the caller for the panic.
+func (q *queueCore[T]) taskDone(fn string) {
+	q.mu.Lock()
+	if q.done == q.accepted {
+		q.mu.Unlock()
+		panic("ctxsync: " + fn + " called more times than items were put")
+	}
+	q.doneLocked(1)
+	q.mu.Unlock()
+}
+
+// doneLocked counts n more items done, and releases the Joins if every item
+// accepted is. q.mu must be held.
+func (q *queueCore[T]) doneLocked(n uint64) {
+	q.done += n
+	if q.done == q.accepted {
+		for w := q.joiners.Front(); w != nil; w = q.joiners.Front() {
+			q.joiners.Grant(&q.mu, w, struct{}{})
+		}
+	}
+}
+
+// join waits until every item accepted is done, or ctx is done.
+func (q *queueCore[T]) join(ctx context.Context) error {
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if q.done == q.accepted {
+		q.mu.Unlock()
+		// A TaskDone that followed the end of ctx does not count for us.
+		return ctx.Err()
+	}
+	w := q.joiners.PushCtx(ctx, struct{}{})
+	q.mu.Unlock()
+	if _, ok := q.joiners.Wait(ctx, w); ok {
+		return nil
+	}
+	q.mu.Lock()
+	_, granted, _ := q.joiners.Cancel(w)
+	q.mu.Unlock()
+	if granted {
+		return nil // everything was done before ctx ended
+	}
+	return ctx.Err()
+}
+
+func (q *queueCore[T]) unfinished() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return int(q.accepted - q.done)
 }
