@@ -6,6 +6,7 @@ package vetcopy
 import (
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/group"
 	"github.com/ctxsync/ctxsync/pool"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
@@ -28,11 +29,13 @@ func copies(
 	b *breaker.Breaker,
 	p *pool.Pool[int],
 	r *pool.Resource[int],
+	g *group.Group,
 ) []any {
 	return []any{
 		*barrier, *bounded, *cond, *event, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
 		*keyed, *window, *counter, *bucket,
 		*b,
 		*p, *r,
+		*g,
 	}
 }

@@ -1,0 +1,240 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/internal/nocopy"
+)
+
+// Options configures a Group. The zero Options is a group without a limit
+// that fails fast.
+type Options struct {
+	// Limit is how many tasks may run at once; Go waits for a slot beyond
+	// it. 0 means no limit. A negative Limit panics.
+	Limit int
+
+	// CollectAll makes every task run to its end: a failing task does not
+	// cancel the group's context, and Wait returns errors.Join of every
+	// task's error. When false, the first error cancels the group's context
+	// and is Wait's result. A panic cancels the group either way.
+	CollectAll bool
+}
+
+// A Group runs tasks in goroutines and waits for them all.
+//
+// Use New; the zero Group is not usable, and its methods panic. A Group must
+// not be copied after first use. A Group is safe for concurrent use by
+// multiple goroutines, with one rule that sync.WaitGroup has too: a call to Go
+// or TryGo must happen before Wait returns, so it is made either before Wait
+// is called or by a task of the group. Go after Wait has returned panics.
+//
+// In the terminology of the Go memory model, the return of every task is
+// synchronized before the return of Wait.
+type Group struct {
+	_ nocopy.NoCopy
+
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	sem        *ctxsync.Semaphore // the slots; nil without a limit
+	collectAll bool
+	wg         sync.WaitGroup
+	waited     atomic.Bool // Wait has returned once
+
+	mu       sync.Mutex
+	err      error       // guarded by mu: the first error (fail-fast)
+	errLive  bool        // guarded by mu: err came while the group's ctx was live
+	errs     []error     // guarded by mu: every error (CollectAll)
+	panicked *PanicError // guarded by mu: the first panic
+}
+
+// New returns a Group and a context derived from ctx that the tasks receive.
+// The context is cancelled when a task fails (unless opts.CollectAll), when a
+// task panics, when Wait returns, or when ctx ends, whichever comes first;
+// context.Cause tells which: the failing task's error, the *PanicError, or
+// context.Canceled for Wait.
+//
+// New panics if ctx is nil or opts.Limit is negative.
+func New(ctx context.Context, opts Options) (*Group, context.Context) {
+	checkCtx(ctx)
+	if opts.Limit < 0 {
+		panic("group: New with negative Limit")
+	}
+	g := &Group{collectAll: opts.CollectAll}
+	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	if opts.Limit > 0 {
+		g.sem = ctxsync.NewSemaphore(opts.Limit)
+	}
+	return g, g.ctx
+}
+
+// Go runs f in a new goroutine, passing it the group's context. When Limit
+// tasks are running, Go first waits for one of them to end; callers waiting
+// for a slot are served first in, first out.
+//
+// If the group's context has ended, or ends while Go waits, Go returns that
+// context's error (see context.Context.Err) and f never runs: no task starts
+// after the group failed. With a limit, a task calling Go waits for a slot
+// like any caller, and so may wait for itself if it holds the last one.
+//
+// Go panics if f is nil, if the Group was not made by New, or if Wait has
+// returned.
+func (g *Group) Go(f func(ctx context.Context) error) error {
+	g.checkGo(f, "Go")
+	// Counted before it waits for a slot, so a Wait that starts meanwhile
+	// (from another task) waits for this task too.
+	g.wg.Add(1)
+	var err error
+	if g.sem != nil {
+		err = g.sem.Acquire(g.ctx) // a done ctx fails even with a slot free
+	} else {
+		err = g.ctx.Err()
+	}
+	if err != nil {
+		g.wg.Done()
+		return err
+	}
+	go g.run(f)
+	return nil
+}
+
+// TryGo runs f in a new goroutine, as Go does, if a slot is free now and
+// nobody is waiting for one, and reports whether it did. It never waits. It
+// returns false, and f never runs, if the group's context has ended.
+//
+// TryGo panics if f is nil, if the Group was not made by New, or if Wait has
+// returned.
+func (g *Group) TryGo(f func(ctx context.Context) error) bool {
+	g.checkGo(f, "TryGo")
+	if g.sem != nil {
+		if !g.sem.TryAcquire() {
+			return false
+		}
+		// Looked at after the slot is taken: a failing task cancels the
+		// ctx before it frees its slot, so the slot it freed is refused.
+		if g.ctx.Err() != nil {
+			g.sem.Release()
+			return false
+		}
+	} else if g.ctx.Err() != nil {
+		return false
+	}
+	g.wg.Add(1)
+	go g.run(f)
+	return true
+}
+
+// checkGo panics on the misuses of Go and TryGo.
+func (g *Group) checkGo(f func(ctx context.Context) error, name string) {
+	if f == nil {
+		panic("group: " + name + " with nil function")
+	}
+	if g.ctx == nil {
+		panic("group: " + name + " on a Group not made by New")
+	}
+	if g.waited.Load() {
+		panic("group: " + name + " after Wait returned")
+	}
+}
+
+// run is the body of a task's goroutine: it runs f and settles its outcome.
+func (g *Group) run(f func(ctx context.Context) error) {
+	returned := false
+	defer func() {
+		if !returned {
+			// A panic, or runtime.Goexit if recover finds none (panic(nil)
+			// recovers a *runtime.PanicNilError).
+			g.abort(recover())
+		}
+		// The slot is freed only after a failure has cancelled the ctx
+		// (in fail or abort): a Go waiting for it then sees the ctx done
+		// and does not start a task after the failure.
+		if g.sem != nil {
+			g.sem.Release()
+		}
+		g.wg.Done()
+	}()
+	err := f(g.ctx)
+	returned = true
+	if err != nil {
+		g.fail(err)
+	}
+}
+
+// fail records a task's error and, failing fast, cancels the group.
+func (g *Group) fail(err error) {
+	g.mu.Lock()
+	if g.collectAll {
+		g.errs = append(g.errs, err)
+		g.mu.Unlock()
+		return
+	}
+	first := g.err == nil
+	if first {
+		g.err = err
+		g.errLive = g.ctx.Err() == nil
+	}
+	g.mu.Unlock()
+	if first {
+		g.cancel(err)
+	}
+}
+
+// abort records a task that did not return: it panicked with v, which
+// cancels the group, or called runtime.Goexit if v is nil, which fails like
+// an error.
+func (g *Group) abort(v any) {
+	if v == nil {
+		g.fail(ErrGoexit)
+		return
+	}
+	p := &PanicError{Value: v, Stack: debug.Stack()}
+	g.mu.Lock()
+	if g.panicked == nil {
+		g.panicked = p
+	}
+	g.mu.Unlock()
+	g.cancel(p)
+}
+
+// Wait waits for every task started by Go and TryGo to return, cancels the
+// group's context, and returns the first task's error, or with CollectAll
+// errors.Join of every task's error in the order they ended; nil if no task
+// failed. A Go refused because the context ended is not a task: its error
+// went to its caller.
+//
+// If a task panicked, Wait panics with a *PanicError holding the first panic's
+// value and stack, once every task has returned. Wait may be called more than
+// once and returns (or panics) the same each time. Wait must not be called by
+// a task of its group, which it would wait for.
+//
+// Wait panics if the Group was not made by New.
+func (g *Group) Wait() error {
+	if g.ctx == nil {
+		panic("group: Wait on a Group not made by New")
+	}
+	g.wg.Wait()
+	g.cancel(nil) // cause: context.Canceled
+	g.waited.Store(true)
+	g.mu.Lock()
+	p, err := g.panicked, g.err
+	if g.collectAll {
+		err = errors.Join(g.errs...)
+	}
+	g.mu.Unlock()
+	if p != nil {
+		panic(p)
+	}
+	return err
+}
+
+// checkCtx panics on a nil ctx, as the standard library does.
+func checkCtx(ctx context.Context) {
+	if ctx == nil {
+		panic("group: nil Context")
+	}
+}
