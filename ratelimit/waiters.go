@@ -112,7 +112,12 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 	}()
 	for {
 		var err error
-		if n > l.maxLocked() { // SetBurst shrank it
+		if err = ctx.Err(); err != nil {
+			// Tokens that came after ctx ended are not ours: a waiter whose
+			// ctx has ended is never granted anything. (A waiter promoted
+			// to head as its ctx ended gets here too, and passes the role
+			// on.) The wake below may pick the timer when ctx ended too.
+		} else if n > l.maxLocked() { // SetBurst shrank it
 			err = ErrExceedsBurst
 		} else {
 			now := nowNs()
