@@ -214,7 +214,11 @@ func TestConfigExtremes(t *testing.T) {
 			}
 			cfg.Policy = p
 			cfg.Client = c
-			l, err := New(cfg)
+			up := cfg
+			if up.Timeout == 0 {
+				up.Timeout = 10 * time.Second // miniredis under the race detector
+			}
+			l, err := New(up)
 			require.NoError(t, err, "%+v", cfg)
 			key++
 			k := strconv.Itoa(key) // miniredis's clock stands still
