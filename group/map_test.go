@@ -1,0 +1,377 @@
+package group_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/ctxsync/ctxsync/group"
+	"github.com/ctxsync/ctxsync/internal/testutil"
+)
+
+func TestMapResultsInOrder(t *testing.T) {
+	items := make([]int, 100)
+	for i := range items {
+		items[i] = i
+	}
+	for _, limit := range []int{0, 1, 3, 100, 1000} {
+		got, err := group.Map(context.Background(), items, limit, func(_ context.Context, x int) (string, error) {
+			runtime.Gosched()
+			return fmt.Sprint(x), nil
+		})
+		if err != nil {
+			t.Fatalf("limit %d: Map = %v", limit, err)
+		}
+		for i, s := range got {
+			if s != fmt.Sprint(i) {
+				t.Fatalf("limit %d: result %d = %q, want %q", limit, i, s, fmt.Sprint(i))
+			}
+		}
+	}
+}
+
+func TestMapEmpty(t *testing.T) {
+	got, err := group.Map(context.Background(), nil, 0, double)
+	if err != nil || len(got) != 0 {
+		t.Errorf("Map(nil items) = %v, %v; want empty, nil", got, err)
+	}
+}
+
+func TestMapLimitBoundsCalls(t *testing.T) {
+	var running, most atomic.Int32
+	group.Map(context.Background(), make([]int, 200), 4, func(context.Context, int) (int, error) {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		runtime.Gosched()
+		running.Add(-1)
+		return 0, nil
+	})
+	if most.Load() > 4 {
+		t.Errorf("%d calls at once under limit 4", most.Load())
+	}
+}
+
+// TestMapFirstErrorCancelsRest: the first error cancels the ctx of the calls
+// in flight, no item starts after it, and it is Map's error.
+func TestMapFirstErrorCancelsRest(t *testing.T) {
+	boom := errors.New("boom")
+	var started atomic.Int32
+	got, err := group.Map(context.Background(), []int{0, 1, 2, 3, 4, 5}, 1, func(ctx context.Context, x int) (int, error) {
+		started.Add(1)
+		if x == 2 {
+			return 0, boom
+		}
+		return x, nil
+	})
+	if err != boom || got != nil {
+		t.Errorf("Map = %v, %v; want nil, %v", got, err, boom)
+	}
+	if started.Load() != 3 {
+		t.Errorf("%d items started under limit 1, want 3 (none after the failure)", started.Load())
+	}
+
+	// Without a limit, the calls in flight see their ctx end.
+	got, err = group.Map(context.Background(), []int{0, 1, 2}, 0, func(ctx context.Context, x int) (int, error) {
+		if x == 1 {
+			return 0, boom
+		}
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	if err != boom || got != nil {
+		t.Errorf("Map = %v, %v; want nil, %v", got, err, boom)
+	}
+}
+
+func TestMapCtxEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var ran atomic.Int32
+		got, err := group.Map(ctx, make([]int, 10), 2, func(ctx context.Context, _ int) (int, error) {
+			ran.Add(1)
+			time.Sleep(3 * time.Second) // ignores ctx: ends well
+			return 1, nil
+		})
+		if err != context.DeadlineExceeded || got != nil {
+			t.Errorf("Map = %v, %v; want nil, context.DeadlineExceeded", got, err)
+		}
+		if ran.Load() != 8 { // 4 rounds of 2 started by 10s, at 0s 3s 6s 9s
+			t.Errorf("%d items ran, want 8", ran.Load())
+		}
+	})
+	// A call that fails with a wrapped error after ctx ended: Map says ctx ended.
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := group.Map(ctx, []int{1}, 0, func(ctx context.Context, _ int) (int, error) {
+		cancel()
+		return 0, fmt.Errorf("fetch: %w", ctx.Err())
+	})
+	if err != context.Canceled {
+		t.Errorf("Map = %v, want context.Canceled unwrapped", err)
+	}
+}
+
+func TestMapDoneCtxRunsNothing(t *testing.T) {
+	for _, items := range [][]int{nil, {1, 2}} {
+		got, err := group.Map(testutil.Cancelled(), items, 0, func(context.Context, int) (int, error) {
+			t.Error("f ran with a done ctx")
+			return 0, nil
+		})
+		if err != context.Canceled || got != nil {
+			t.Errorf("Map = %v, %v; want nil, context.Canceled", got, err)
+		}
+	}
+}
+
+func TestMapPanicRaised(t *testing.T) {
+	v := mustPanic(t, "Map", func() {
+		group.Map(context.Background(), []int{1, 2, 3}, 2, func(ctx context.Context, x int) (int, error) {
+			if x == 2 {
+				panic("two")
+			}
+			return x, nil
+		})
+	})
+	if p, ok := v.(*group.PanicError); !ok || p.Value != "two" {
+		t.Errorf("Map panicked with %v, want a *PanicError of two", v)
+	}
+}
+
+func TestMapAllEveryResultAndError(t *testing.T) {
+	e1, e3 := errors.New("e1"), errors.New("e3")
+	for _, limit := range []int{0, 1, 2} {
+		res, errs := group.MapAll(context.Background(), []int{0, 1, 2, 3}, limit, func(ctx context.Context, x int) (int, error) {
+			switch x {
+			case 1:
+				return -1, e1
+			case 3:
+				return -3, e3
+			}
+			return x * 10, nil
+		})
+		if fmt.Sprint(res) != "[0 -1 20 -3]" {
+			t.Errorf("limit %d: results %v, want [0 -1 20 -3]", limit, res)
+		}
+		if !slices.Equal(errs, []error{nil, e1, nil, e3}) {
+			t.Errorf("limit %d: errors %v, want [nil e1 nil e3]", limit, errs)
+		}
+	}
+}
+
+func TestMapAllNilErrorsWhenNothingFailed(t *testing.T) {
+	res, errs := group.MapAll(context.Background(), []int{1, 2, 3}, 2, double)
+	if errs != nil || fmt.Sprint(res) != "[2 4 6]" {
+		t.Errorf("MapAll = %v, %v; want [2 4 6], nil", res, errs)
+	}
+	res, errs = group.MapAll(context.Background(), []int(nil), 2, double)
+	if errs != nil || len(res) != 0 {
+		t.Errorf("MapAll(no items) = %v, %v; want [], nil", res, errs)
+	}
+	res, errs = group.MapAll(testutil.Cancelled(), []int(nil), 2, double)
+	if errs != nil || len(res) != 0 {
+		t.Errorf("MapAll(no items, done ctx) = %v, %v; want [], nil", res, errs)
+	}
+}
+
+func TestMapAllCtxEnds(t *testing.T) {
+	res, errs := group.MapAll(testutil.Cancelled(), []int{1, 2}, 0, func(context.Context, int) (int, error) {
+		t.Error("f ran with a done ctx")
+		return 0, nil
+	})
+	if !slices.Equal(errs, []error{context.Canceled, context.Canceled}) || fmt.Sprint(res) != "[0 0]" {
+		t.Errorf("MapAll(done ctx) = %v, %v; want [0 0], [Canceled Canceled]", res, errs)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, errs := group.MapAll(ctx, []int{1, 2, 3, 4}, 1, func(ctx context.Context, x int) (int, error) {
+			time.Sleep(3 * time.Second)
+			return x, nil
+		})
+		// Items 1 and 2 start at 0s and 3s; 3 and 4 would start after 5s.
+		if fmt.Sprint(res) != "[1 2 0 0]" || !slices.Equal(errs, []error{nil, nil, context.DeadlineExceeded, context.DeadlineExceeded}) {
+			t.Errorf("MapAll = %v, %v", res, errs)
+		}
+	})
+}
+
+func TestMapAllPanicRaised(t *testing.T) {
+	v := mustPanic(t, "MapAll", func() {
+		group.MapAll(context.Background(), []int{1, 2}, 0, func(ctx context.Context, x int) (int, error) {
+			if x == 2 {
+				panic(x)
+			}
+			return x, nil
+		})
+	})
+	if p, ok := v.(*group.PanicError); !ok || p.Value != 2 {
+		t.Errorf("MapAll panicked with %v, want a *PanicError of 2", v)
+	}
+}
+
+// tracked yields 0, 1, ..., n-1 and counts what it yielded.
+func tracked(n int, pulled *atomic.Int32) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range n {
+			pulled.Add(1)
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// TestForEachPullsAtMostOneAhead: with every slot busy, ForEach has pulled
+// one item more than it runs, not more.
+func TestForEachPullsAtMostOneAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var pulled, running atomic.Int32
+		release := make(chan struct{})
+		done := make(chan error)
+		go func() {
+			done <- group.ForEach(context.Background(), tracked(100, &pulled), 3, func(ctx context.Context, _ int) error {
+				running.Add(1)
+				<-release
+				running.Add(-1)
+				return nil
+			})
+		}()
+		synctest.Wait()
+		if running.Load() != 3 || pulled.Load() != 4 {
+			t.Errorf("running %d, pulled %d; want 3, 4", running.Load(), pulled.Load())
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Errorf("ForEach = %v", err)
+		}
+		if pulled.Load() != 100 {
+			t.Errorf("pulled %d, want 100", pulled.Load())
+		}
+	})
+}
+
+// TestForEachStopsAtFirstError: no item is pulled after the failure, with an
+// endless seq; the items in flight have returned when ForEach returns.
+func TestForEachStopsAtFirstError(t *testing.T) {
+	boom := errors.New("boom")
+	var inFlight atomic.Int32
+	endless := func(yield func(int) bool) {
+		for i := 0; ; i++ {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+	err := group.ForEach(context.Background(), endless, 4, func(ctx context.Context, x int) error {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		if x == 10 {
+			return boom
+		}
+		runtime.Gosched()
+		return nil
+	})
+	if err != boom {
+		t.Errorf("ForEach = %v, want %v", err, boom)
+	}
+	if inFlight.Load() != 0 {
+		t.Errorf("%d items in flight after ForEach returned", inFlight.Load())
+	}
+}
+
+func TestForEachCtxEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var done atomic.Int32
+		err := group.ForEach(ctx, count(10), 2, func(ctx context.Context, _ int) error {
+			time.Sleep(2 * time.Second)
+			done.Add(1)
+			return nil
+		})
+		if err != context.DeadlineExceeded {
+			t.Errorf("ForEach = %v, want context.DeadlineExceeded", err)
+		}
+		if done.Load() != 6 { // started at 0s, 2s, 4s: two each
+			t.Errorf("%d items done, want 6", done.Load())
+		}
+	})
+	// An item that fails after ctx ended: ForEach says ctx ended.
+	ctx, cancel := context.WithCancel(context.Background())
+	err := group.ForEach(ctx, count(1), 0, func(ctx context.Context, _ int) error {
+		cancel()
+		return fmt.Errorf("wrapped: %w", ctx.Err())
+	})
+	if err != context.Canceled {
+		t.Errorf("ForEach = %v, want context.Canceled unwrapped", err)
+	}
+	if err := group.ForEach(testutil.Cancelled(), count(1), 0, func(context.Context, int) error {
+		t.Error("f ran with a done ctx")
+		return nil
+	}); err != context.Canceled {
+		t.Errorf("ForEach(done ctx) = %v, want context.Canceled", err)
+	}
+}
+
+func TestForEachAllSucceed(t *testing.T) {
+	var mu sync.Mutex
+	var seen []int
+	err := group.ForEach(context.Background(), count(50), 0, func(_ context.Context, x int) error {
+		mu.Lock()
+		seen = append(seen, x)
+		mu.Unlock()
+		return nil
+	})
+	slices.Sort(seen)
+	if err != nil || len(seen) != 50 || seen[49] != 49 {
+		t.Errorf("ForEach = %v, saw %d items", err, len(seen))
+	}
+}
+
+func TestForEachPanicInTaskRaised(t *testing.T) {
+	v := mustPanic(t, "ForEach", func() {
+		group.ForEach(context.Background(), count(5), 2, func(_ context.Context, x int) error {
+			if x == 3 {
+				panic("three")
+			}
+			return nil
+		})
+	})
+	if p, ok := v.(*group.PanicError); !ok || p.Value != "three" {
+		t.Errorf("ForEach panicked with %v, want a *PanicError of three", v)
+	}
+}
+
+// TestForEachPanicInSeqWaitsForItems: a panic of the iterator goes on up, but
+// only after the items in flight have returned (their ctx cancelled).
+func TestForEachPanicInSeqWaitsForItems(t *testing.T) {
+	var inFlight atomic.Int32
+	seq := func(yield func(int) bool) {
+		yield(1)
+		yield(2)
+		panic("seq broke")
+	}
+	v := mustPanic(t, "ForEach", func() {
+		group.ForEach(context.Background(), seq, 0, func(ctx context.Context, _ int) error {
+			inFlight.Add(1)
+			defer inFlight.Add(-1)
+			<-ctx.Done()
+			return nil
+		})
+	})
+	if v != "seq broke" {
+		t.Errorf("ForEach panicked with %v, want the seq's panic", v)
+	}
+	if inFlight.Load() != 0 {
+		t.Errorf("%d items in flight after ForEach returned", inFlight.Load())
+	}
+}
