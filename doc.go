@@ -18,8 +18,10 @@
 //	Event             a flag that goroutines wait for; Done for select
 //	Condition         wait, with a ctx, for state guarded by a Lock to change
 //	Barrier           a fixed number of goroutines meet, round after round
-//	Queue             a FIFO queue with backpressure, Close, TaskDone and Join
-//	PriorityQueue     a queue that hands out the lowest priority value first
+//	Queue             a FIFO queue with backpressure, Close, CloseNow, TaskDone
+//	                  and Join
+//	PriorityQueue     a queue that hands out the lowest priority value first,
+//	                  with the same shutdown and task accounting
 //
 // The subpackages build on them: ratelimit (rate limiters), breaker (a
 // circuit breaker) and pool (a resource pool).
@@ -33,9 +35,11 @@
 //   - A ctx that is already done fails the call even when the call could
 //     proceed at once, and changes nothing.
 //   - A ctx that ends while the call waits removes the waiter and changes
-//     nothing. A permit, lock or wake-up handed over at the same moment is
-//     never lost: the call either returns nil holding it or passes it on to
-//     the next waiter and returns ctx.Err().
+//     nothing. A waiter whose ctx has ended is never granted anything: what
+//     is freed after the ctx ended goes to the next waiter. A permit, lock,
+//     item or wake-up handed over at the same moment is never lost: the call
+//     either returns nil holding it or passes it on to the next waiter and
+//     returns ctx.Err().
 //   - Waiters are served first in, first out. A newcomer, including a TryX
 //     call, never overtakes a waiter that is already queued.
 //   - Each blocking call has a non-blocking TryX twin.
