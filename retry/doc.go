@@ -1,0 +1,41 @@
+// Package retry runs a call again when it fails, waiting longer between
+// attempts each time (exponential backoff with jitter), and stops as soon as
+// going on cannot help: the error is permanent, the attempts or the time are
+// used up, the next wait would end after the caller's deadline, or a shared
+// Budget says retries are already multiplying the load on a dependency that
+// is down.
+//
+//	p := retry.Policy{MaxAttempts: 5, MaxDelay: 2 * time.Second}
+//	user, err := retry.Do(ctx, p, func(ctx context.Context) (User, error) {
+//		return client.GetUser(ctx, id)
+//	})
+//	var rerr *retry.Error
+//	if errors.As(err, &rerr) {
+//		log.Printf("gave up after %d attempts (%v): %v", rerr.Attempts, rerr.Reason, rerr.Last)
+//	}
+//
+// A Policy is a plain value: share it, copy it, keep it in a package
+// variable. Its zero value retries twice (three attempts in all) with full
+// jitter from 100ms doubling to 10s.
+//
+// What is retried: every error but one marked with Permanent, and but the
+// caller's own context errors (once the caller's ctx has ended, nothing is
+// retried). Policy.Retryable narrows that further. An attempt cut short by
+// Policy.AttemptTimeout is retried: the caller's ctx still has time.
+//
+// How long it waits: an error that has a method RetryAfter() time.Duration
+// (a breaker.OpenError, or an HTTP 429 or 503 with Retry-After seen through
+// Transport) makes the next wait at least that long, even beyond MaxDelay,
+// since the server knows best when it will be back. No wait is started that
+// would end after ctx's deadline or Policy.MaxElapsed: Execute then returns
+// the last error at once, instead of sleeping only to fail.
+//
+// Transport brings the same to an http.Client: idempotent requests that meet
+// a transport error or a 429, 502, 503 or 504 are sent again.
+//
+// Nothing runs in the background: a call that succeeds at once allocates
+// nothing and reads no clock (unless MaxElapsed is set), and waits use a
+// timer that is stopped before Execute returns. Waits read the clock, and
+// inside a testing/synctest bubble the bubble's virtual clock, so code that
+// retries can be tested without sleeping.
+package retry

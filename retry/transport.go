@@ -1,0 +1,217 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Transport is an http.RoundTripper that sends a request again, as Policy
+// says, when it meets a transport error or a response with status 429 (Too
+// Many Requests), 502 (Bad Gateway), 503 (Service Unavailable) or 504
+// (Gateway Timeout). 500 is not retried: it is as often a bug that will fail
+// again as a passing fault.
+//
+// Only requests that can be sent again safely are retried: those without a
+// body or with GetBody (which http.NewRequest sets for the usual bodies), and
+// with an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or an
+// Idempotency-Key (or X-Idempotency-Key) header. Others go to Base once.
+//
+// A Retry-After header, in seconds or as an HTTP date, sets a floor on the
+// next wait (see Policy). The body of each response that is not returned is
+// read (up to 64 KiB, so that its connection can be reused) and closed before
+// the wait. When Transport gives up on a status, for any reason but the
+// request's ctx ending, it returns that last response, unread, as Base gave
+// it. Otherwise it returns the error of Policy.Execute (an *Error, or the
+// ctx's error if the ctx was done before the first attempt).
+//
+// Waits end at once when the request's ctx ends. With Policy.AttemptTimeout
+// set, each attempt runs under its own timeout, which covers reading the
+// body of the response returned too, as http.Client.Timeout does: it is
+// released when that body is closed.
+//
+// Retryable and OnRetry see a *StatusError for the retried statuses. The
+// zero Transport uses http.DefaultTransport and the zero Policy. Transport
+// holds no state of its own: it is safe for concurrent use, and may be
+// copied.
+type Transport struct {
+	Base   http.RoundTripper // nil means http.DefaultTransport
+	Policy Policy
+}
+
+// StatusError is the error of an attempt of Transport whose response had a
+// status that Transport retries. Policy.Retryable and Policy.OnRetry see it;
+// when Transport gives up, it returns the response itself.
+type StatusError struct {
+	StatusCode int           // 429, 502, 503 or 504
+	Status     string        // as in http.Response: "503 Service Unavailable"
+	Delay      time.Duration // the wait Retry-After asks for; 0 if none
+}
+
+// Error returns "retry: response status 503 Service Unavailable".
+func (e *StatusError) Error() string { return "retry: response status " + e.Status }
+
+// RetryAfter returns Delay: the floor of the next wait.
+func (e *StatusError) RetryAfter() time.Duration { return e.Delay }
+
+// drainLimit bounds how much of a discarded body is read to reuse its
+// connection: beyond it, closing the connection is cheaper.
+const drainLimit = 64 << 10
+
+// RoundTrip sends req through Base, again as Policy says. It panics (at the
+// first request) if a field of Policy is out of range.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if !replayable(req) {
+		return base.RoundTrip(req)
+	}
+	p := t.Policy
+	// The attempt's timeout is Transport's to manage: Execute would end
+	// the attempt's ctx when the attempt returns, before the caller has
+	// read the body of the response.
+	timeout := p.AttemptTimeout
+	p.AttemptTimeout = 0
+
+	var (
+		kept     *http.Response // a response with a retried status
+		ok       *http.Response // the response returned on success
+		attempts int
+	)
+	onRetry := p.OnRetry
+	p.OnRetry = func(n int, err error, d time.Duration) {
+		discard(kept) // free its connection before the wait
+		kept = nil
+		if onRetry != nil {
+			onRetry(n, err, d)
+		}
+	}
+	err := p.Execute(req.Context(), func(ctx context.Context) error {
+		attempts++
+		r := req
+		if attempts > 1 && req.Body != nil && req.Body != http.NoBody {
+			body, err := req.GetBody()
+			if err != nil {
+				return Permanent(err)
+			}
+			r = new(http.Request)
+			*r = *req // RoundTrip must not change req, only what it sends
+			r.Body = body
+		}
+		resp, err := send(ctx, base, r, timeout)
+		if err != nil {
+			return err
+		}
+		if !retriedStatus(resp.StatusCode) {
+			ok = resp
+			return nil
+		}
+		kept = resp
+		return &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Delay: parseRetryAfter(resp.Header.Get("Retry-After"))}
+	})
+	if err == nil {
+		return ok, nil
+	}
+	if attempts == 0 && req.Body != nil {
+		_ = req.Body.Close() // a RoundTripper closes the body, even unsent
+	}
+	var rerr *Error
+	if kept != nil && errors.As(err, &rerr) && rerr.Reason != ContextDone {
+		return kept, nil
+	}
+	discard(kept)
+	return nil, err
+}
+
+// send sends r through base, under a timeout if not 0 that lasts until the
+// response's body is closed.
+func send(ctx context.Context, base http.RoundTripper, r *http.Request, timeout time.Duration) (*http.Response, error) {
+	if timeout == 0 {
+		return base.RoundTrip(r)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	resp, err := base.RoundTrip(r.WithContext(ctx))
+	if err != nil || resp.Body == nil {
+		cancel()
+		return resp, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// replayable reports whether req may be sent more than once.
+func replayable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	// As net/http does for its own retries: a key tells the server to
+	// apply the request once, however often it comes.
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+func retriedStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// parseRetryAfter returns the wait a Retry-After header asks for: a number of
+// seconds, or an HTTP date. It returns 0 for none, a date past, or a value it
+// cannot read; a number of seconds beyond time.Duration saturates.
+func parseRetryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		secs, err := strconv.ParseUint(v, 10, 64)
+		switch {
+		case err != nil && !errors.Is(err, strconv.ErrRange):
+			return 0
+		case err != nil || secs > uint64(maxDuration/time.Second):
+			return maxDuration
+		}
+		return time.Duration(secs) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return max(0, time.Until(t))
+}
+
+// discard reads a little of resp's body, so that its connection can serve
+// another request, and closes it.
+func discard(resp *http.Response) {
+	if resp == nil || resp.Body == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
+	_ = resp.Body.Close()
+}
+
+// cancelBody releases an attempt's ctx when the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
