@@ -96,6 +96,13 @@ func (l *Limiter) roundTrip(parent context.Context, c *call) (int64, error) {
 	case <-done:
 		return c.result()
 	case <-ctx.Done():
+	}
+	// An answer that came as ctx ended is still an answer: Redis took the
+	// events, if it allowed them.
+	select {
+	case <-done:
+		return c.result()
+	default:
 		return 0, ctx.Err()
 	}
 }
@@ -132,8 +139,13 @@ func (l *Limiter) queue(ctx context.Context, c *call) (int64, error) {
 	b.mu.Unlock()
 	// If c was in a pipeline already, the script runs without us: Redis may
 	// count the events, as it may for a call that gives up during its own
-	// round trip.
-	return 0, ctx.Err()
+	// round trip. An answer that came as ctx ended is still an answer.
+	select {
+	case <-c.done:
+		return c.result()
+	default:
+		return 0, ctx.Err()
+	}
 }
 
 // send runs c by itself.
