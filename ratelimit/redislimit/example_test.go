@@ -75,6 +75,8 @@ func ExamplePolicy() {
 }
 
 // A Config for a limit that must never be exceeded, even while Redis is down.
+// Redis must keep its keys too (see the package doc): run it with
+// maxmemory-policy noeviction and appendonly yes, appendfsync always.
 func ExampleConfig() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // nothing listens
 	defer client.Close()
