@@ -188,7 +188,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (ratelimit.Decision, er
 	return l.AllowN(ctx, key, 1)
 }
 
-// Take is AllowN without a context (each round trip still ends after the
+// Take is AllowN without a context (each call still ends after the
 // Timeout) and without the error, which OnError receives. It makes a Limiter
 // a ratelimit.KeyTaker, for ratelimit.Middleware.
 func (l *Limiter) Take(key string, n int) ratelimit.Decision {
