@@ -69,6 +69,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	t.Policy.check() // before AttemptTimeout is taken out of it below
 	if !replayable(req) {
 		return base.RoundTrip(req)
 	}
