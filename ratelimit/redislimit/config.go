@@ -98,6 +98,8 @@ type Config struct {
 	// Options.ContextTimeoutEnabled on the client, a round trip may outlast
 	// the Timeout (up to the client's ReadTimeout), and the calls made
 	// meanwhile wait in the queue, then follow the Policy at their Timeout.
+	// A client with no ReadTimeout (-1 or -2) may then keep those places
+	// until the operating system gives up on the connection: minutes.
 	//
 	// A pipeline serves many calls, so it carries none of their contexts:
 	// client hooks see it without their values (a tracing span, say). Set
