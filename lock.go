@@ -59,7 +59,10 @@ func (l *Lock) Lock(ctx context.Context) error {
 		// Take first, look at ctx after: looking first would leave a moment
 		// in which the ctx could end and the lock be freed after it, and we
 		// would take a lock freed after our ctx ended.
-		return l.keep(ctx)
+		if ctx.Err() != nil {
+			return l.keep(ctx)
+		}
+		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -92,22 +92,20 @@ func NewQueue[T any](capacity int) *Queue[T] {
 // ends, the item may be taken; Put then returns nil, never losing or
 // duplicating it.
 func (q *Queue[T]) Put(ctx context.Context, v T) error {
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+	waitq.CheckCtx(ctx, "ctxsync")
+	q.putMu.Lock()
+	// ctx is looked at once the room is seen, not before: room made after
+	// ctx ended (by a Get that followed the cancel) must not let us in.
+	room := q.putters.Len() == 0 && !q.full()
+	if err := ctx.Err(); err != nil {
+		q.putMu.Unlock()
 		return err
 	}
-	q.putMu.Lock()
 	if q.closed {
 		q.putMu.Unlock()
 		return ErrClosed
 	}
-	if q.putters.Len() == 0 && !q.full() {
-		// Look at ctx again now that the room is seen: room made after ctx
-		// ended (a Get that followed the cancel) must not let us in, and the
-		// check above may have run before the cancel.
-		if err := ctx.Err(); err != nil {
-			q.putMu.Unlock()
-			return err
-		}
+	if room {
 		q.pushLocked(v)
 		q.putMu.Unlock()
 		q.settle(q.gettersWait(), false)
@@ -161,18 +159,17 @@ func (q *Queue[T]) TryPut(v T) bool {
 // returns it and a nil error.
 func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 	var zero T
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+	waitq.CheckCtx(ctx, "ctxsync")
+	q.takeMu.Lock()
+	// ctx is looked at once the item is seen, not before: an item put after
+	// ctx ended is not ours. (The item's arrival orders the cancel before
+	// this read.)
+	item := q.getters.Len() == 0 && q.ring.hasItem()
+	if err := ctx.Err(); err != nil {
+		q.takeMu.Unlock()
 		return zero, err
 	}
-	q.takeMu.Lock()
-	if q.getters.Len() == 0 && q.ring.hasItem() {
-		// Look at ctx again now that the item is seen: an item put after
-		// ctx ended is not ours, and the check above may have run before the
-		// cancel. (The item's arrival orders the cancel before this read.)
-		if err := ctx.Err(); err != nil {
-			q.takeMu.Unlock()
-			return zero, err
-		}
+	if item {
 		v := q.popLocked()
 		q.takeMu.Unlock()
 		q.settle(false, q.puttersWait())

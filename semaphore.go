@@ -79,7 +79,10 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 	waitq.CheckCtx(ctx, "ctxsync")
 	if s.state.Add(-1) >= 0 {
 		// Take first, look at ctx after (see Lock.Lock).
-		return s.keep(ctx)
+		if ctx.Err() != nil {
+			return s.keep(ctx)
+		}
+		return nil
 	}
 	return s.acquireSlow(ctx)
 }
