@@ -23,27 +23,54 @@ func (e *permanentError) Unwrap() error { return e.err }
 
 // isPermanent reports whether Permanent marked err or an error it wraps.
 func isPermanent(err error) bool {
-	if _, ok := err.(*permanentError); ok { // the common case, without errors.As
-		return true
+	for e := err; e != nil; {
+		switch x := e.(type) {
+		case *permanentError:
+			return true
+		case interface{ As(any) bool }, interface{ Unwrap() []error }:
+			var p *permanentError
+			return errors.As(err, &p)
+		case interface{ Unwrap() error }:
+			e = x.Unwrap()
+			continue
+		}
+		return false
 	}
-	var p *permanentError
-	return errors.As(err, &p)
+	return false
 }
 
 // retryAfterer is an error that says when to try again: breaker.OpenError,
-// or an HTTP response with Retry-After seen through Transport.
-type retryAfterer interface {
+// or an HTTP response with Retry-After seen through Transport. An alias of
+// the unnamed type, so that an error's As method can target it without
+// naming this package.
+type retryAfterer = interface {
 	RetryAfter() time.Duration
 }
 
-// retryAfter returns the wait that err (or an error it wraps) asks for, and
-// whether it asks for one.
+// retryAfter returns the wait that err (or an error it wraps, as errors.As
+// finds it) asks for, and whether it asks for one.
+//
+// It and isPermanent follow a chain of single wraps themselves, and leave
+// only trees and errors with an As method to errors.As: errors.As allocates
+// (its target escapes), and a failed attempt should cost no allocation.
 func retryAfter(err error) (time.Duration, bool) {
-	ra, ok := err.(retryAfterer)
-	if !ok && !errors.As(err, &ra) {
+	for e := err; e != nil; {
+		switch x := e.(type) {
+		case retryAfterer:
+			return x.RetryAfter(), true
+		case interface{ As(any) bool }, interface{ Unwrap() []error }:
+			var ra retryAfterer
+			if errors.As(err, &ra) {
+				return ra.RetryAfter(), true
+			}
+			return 0, false
+		case interface{ Unwrap() error }:
+			e = x.Unwrap()
+			continue
+		}
 		return 0, false
 	}
-	return ra.RetryAfter(), true
+	return 0, false
 }
 
 // Reason is why Execute stopped retrying.

@@ -318,3 +318,58 @@ func TestErrorReportsAttemptsAndReason(t *testing.T) {
 		require.NotContains(t, r.String(), "Reason(")
 	}
 }
+
+// asRetryAfter is an error that is none of the kinds Execute looks for, but
+// turns into one through its As method, as errors.As allows.
+type asRetryAfter struct{ d time.Duration }
+
+func (e asRetryAfter) Error() string { return "as" }
+func (e asRetryAfter) As(target any) bool {
+	if p, ok := target.(*interface{ RetryAfter() time.Duration }); ok {
+		*p = &raError{e.d}
+		return true
+	}
+	return false
+}
+
+// TestRetryAfterFoundAsErrorsAsFindsIt: a RetryAfter in a tree of errors, or
+// behind an As method, sets the floor too.
+func TestRetryAfterFoundAsErrorsAsFindsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, err := range []error{
+			errors.Join(errFail, retryAfterErr(3*time.Second)),
+			fmt.Errorf("a: %w", fmt.Errorf("b: %w, %w", errFail, retryAfterErr(3*time.Second))),
+			fmt.Errorf("wrapped: %w", asRetryAfter{3 * time.Second}),
+		} {
+			var rec recorder
+			p := retry.Policy{MaxAttempts: 2, InitialDelay: ms, Jitter: retry.NoJitter, OnRetry: rec.onRetry}
+			calls := 0
+			require.NoError(t, p.Execute(context.Background(), failing(1, err, &calls)))
+			require.Equal(t, []time.Duration{3 * time.Second}, rec.delays, "%v", err)
+		}
+	})
+}
+
+// TestFailedAttemptsAllocateNothing: a call that fails twice, then
+// succeeds, with NoDelay, allocates nothing either.
+func TestFailedAttemptsAllocateNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	fn := func(context.Context) error {
+		if n++; n%3 != 0 {
+			return errFail
+		}
+		return nil
+	}
+	wrapped := fmt.Errorf("w: %w", errFail)
+	fnw := func(context.Context) error {
+		if n++; n%3 != 0 {
+			return wrapped
+		}
+		return nil
+	}
+	p := retry.Policy{NoDelay: true}
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = p.Execute(ctx, fn) }))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = p.Execute(ctx, fnw) }))
+}
