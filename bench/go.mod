@@ -10,6 +10,7 @@ replace (
 require github.com/ctxsync/ctxsync v0.0.0-00010101000000-000000000000
 
 require (
+	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/ctxsync/ctxsync/ratelimit/redislimit v0.0.0-00010101000000-000000000000
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-redis/redis_rate/v10 v10.0.1
