@@ -52,8 +52,14 @@ type StatusError struct {
 	Delay      time.Duration // the wait Retry-After asks for; 0 if none
 }
 
-// Error returns "retry: response status 503 Service Unavailable".
-func (e *StatusError) Error() string { return "retry: response status " + e.Status }
+// Error returns "retry: response status 503 Service Unavailable", and the
+// Retry-After: "..., retry after 1s".
+func (e *StatusError) Error() string {
+	if e.Delay > 0 {
+		return "retry: response status " + e.Status + ", retry after " + e.Delay.String()
+	}
+	return "retry: response status " + e.Status
+}
 
 // RetryAfter returns Delay: the floor of the next wait.
 func (e *StatusError) RetryAfter() time.Duration { return e.Delay }
