@@ -13,8 +13,11 @@ type backoff struct {
 	initial  time.Duration
 	maxDelay time.Duration
 	mult     float64
-	exp      time.Duration // the next wait before jitter, capped at maxDelay
-	prev     time.Duration // the last wait, for DecorrelatedJitter
+	// exp is the next wait before jitter, capped at maxDelay. It is kept
+	// in floating point so that small waits grow: 1ns × 1.5, truncated,
+	// would stay 1ns for ever.
+	exp  float64
+	prev time.Duration // the last wait, for DecorrelatedJitter
 }
 
 func newBackoff(p *Policy) backoff {
@@ -31,7 +34,7 @@ func newBackoff(p *Policy) backoff {
 	if b.mult == 0 {
 		b.mult = defaultMultiplier
 	}
-	b.exp = min(b.initial, b.maxDelay)
+	b.exp = float64(min(b.initial, b.maxDelay))
 	b.prev = b.initial
 	return b
 }
@@ -41,8 +44,8 @@ func (b *backoff) next() time.Duration {
 	if b.noDelay {
 		return 0
 	}
-	d := b.exp
-	b.exp = min(scale(b.exp, b.mult), b.maxDelay)
+	d := min(toDuration(b.exp), b.maxDelay)
+	b.exp = min(b.exp*b.mult, float64(b.maxDelay))
 	switch b.jitter {
 	case FullJitter:
 		return upTo(d)
@@ -70,8 +73,12 @@ func scale(d time.Duration, m float64) time.Duration {
 	if m == 1 {
 		return d
 	}
-	f := float64(d) * m
-	if f >= 1<<63 { // +Inf included
+	return toDuration(float64(d) * m) // +Inf included
+}
+
+// toDuration converts f >= 0 to a Duration, saturated at maxDuration.
+func toDuration(f float64) time.Duration {
+	if f >= 1<<63 {
 		return maxDuration
 	}
 	return time.Duration(f)

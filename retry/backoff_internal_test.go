@@ -118,3 +118,18 @@ func TestUpTo(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallWaitsGrow: a wait of a few nanoseconds grows by a Multiplier
+// close to 1, instead of staying put through truncation.
+func TestSmallWaitsGrow(t *testing.T) {
+	p := Policy{InitialDelay: 1, MaxDelay: time.Hour, Multiplier: 1.5, Jitter: NoJitter}
+	b := newBackoff(&p)
+	var got []time.Duration
+	for range 7 {
+		got = append(got, b.next())
+	}
+	want := []time.Duration{1, 1, 2, 3, 5, 7, 11}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("waits %v, want %v", got, want)
+	}
+}

@@ -64,7 +64,7 @@ func FuzzExecute(f *testing.F) {
 			wantEnd   time.Duration
 			wantR     Reason // 0: success
 			wantN     int
-			exp       = min(initial, maxDelay)
+			exp       = float64(min(initial, maxDelay))
 		)
 		for n := 1; ; n++ {
 			o := outcome(n)
@@ -80,12 +80,11 @@ func FuzzExecute(f *testing.F) {
 				wantN, wantR = n, MaxAttemptsReached
 				break
 			}
-			d := exp
-			if f := float64(exp) * m; f >= math.MaxInt64 {
-				exp = maxDelay
-			} else {
-				exp = min(time.Duration(f), maxDelay)
+			d := maxDelay
+			if exp < math.MaxInt64 {
+				d = min(time.Duration(exp), maxDelay)
 			}
+			exp = math.Min(exp*m, float64(maxDelay))
 			if o == 3 && ra > d {
 				d = ra
 			}
@@ -165,7 +164,7 @@ func FuzzBackoffBounds(f *testing.F) {
 		}
 		p.check()
 		b := newBackoff(&p)
-		exp, prev := b.exp, b.initial
+		exp, prev := min(toDuration(b.exp), b.maxDelay), b.initial
 		for n := range 64 {
 			d := b.next()
 			lo, hi := time.Duration(0), exp
@@ -181,7 +180,7 @@ func FuzzBackoffBounds(f *testing.F) {
 				t.Fatalf("%v: wait %d = %v, want within [%v, %v]", p.Jitter, n+1, d, lo, hi)
 			}
 			prev = d
-			exp = min(scale(exp, b.mult), b.maxDelay)
+			exp = min(toDuration(b.exp), b.maxDelay) // the next one
 		}
 	})
 }
