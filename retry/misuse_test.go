@@ -57,9 +57,13 @@ func TestMisusePanics(t *testing.T) {
 	// A policy is checked even when the ctx is already done.
 	requirePanics(t, func() { _ = retry.Policy{MaxAttempts: -2}.Execute(cancelled(), ok) })
 	t.Run("nil ctx", func(t *testing.T) {
-		requirePanics(t, func() { _ = retry.Policy{}.Execute(nil, ok) }) //nolint:staticcheck // the misuse under test
 		requirePanics(t, func() {
-			_, _ = retry.Do(nil, retry.Policy{}, func(context.Context) (int, error) { return 0, nil }) //nolint:staticcheck // the misuse under test
+			//lint:ignore SA1012 a nil Context is the misuse under test
+			_ = retry.Policy{}.Execute(nil, ok)
+		})
+		requirePanics(t, func() {
+			//lint:ignore SA1012 a nil Context is the misuse under test
+			_, _ = retry.Do(nil, retry.Policy{}, func(context.Context) (int, error) { return 0, nil })
 		})
 	})
 	t.Run("nil fn", func(t *testing.T) {
