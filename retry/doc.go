@@ -1,7 +1,7 @@
 // Package retry runs a call again when it fails, waiting longer between
 // attempts each time (exponential backoff with jitter), and stops as soon as
 // going on cannot help: the error is permanent, the attempts or the time are
-// used up, the next wait would end after the caller's deadline, or a shared
+// used up, the next wait would outlast the caller's deadline, or a shared
 // Budget says retries are already multiplying the load on a dependency that
 // is down.
 //
@@ -18,7 +18,7 @@
 // variable. Its zero value retries twice (three attempts in all) with full
 // jitter from 100ms doubling to 10s.
 //
-// What is retried: every error but one marked with Permanent, and but the
+// What is retried: every error except those marked with Permanent and the
 // caller's own context errors (once the caller's ctx has ended, nothing is
 // retried). Policy.Retryable narrows that further. An attempt cut short by
 // Policy.AttemptTimeout is retried: the caller's ctx still has time.
@@ -27,8 +27,9 @@
 // (a breaker.OpenError, or an HTTP 429 or 503 with Retry-After seen through
 // Transport) makes the next wait at least that long, even beyond MaxDelay,
 // since the server knows best when it will be back. No wait is started that
-// would end after ctx's deadline or Policy.MaxElapsed: Execute then returns
-// the last error at once, instead of sleeping only to fail.
+// would end at or after ctx's deadline or Policy.MaxElapsed, leaving no time
+// for the attempt: Execute then returns the last error at once, instead of
+// sleeping only to fail.
 //
 // Transport brings the same to an http.Client: idempotent requests that meet
 // a transport error or a 429, 502, 503 or 504 are sent again.

@@ -154,7 +154,7 @@ func (p *Policy) check() {
 // it returns an *Error that wraps the last attempt's error and tells how
 // many attempts were made and why it stopped; when the caller's ctx ended,
 // after an attempt or during a wait (which then ends at once), the *Error
-// matches ctx.Err() too. A wait that would end after ctx's deadline or
+// matches ctx.Err() too. A wait that would end at or after ctx's deadline or
 // MaxElapsed is not started: Execute returns at once instead.
 //
 // fn, Retryable and OnRetry run in the caller's goroutine; a panic in any of
