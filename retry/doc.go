@@ -35,8 +35,9 @@
 // a transport error or a 429, 502, 503 or 504 are sent again.
 //
 // Nothing runs in the background: a call that succeeds at once allocates
-// nothing and reads no clock (unless MaxElapsed is set), and waits use a
-// timer that is stopped before Execute returns. Waits read the clock, and
-// inside a testing/synctest bubble the bubble's virtual clock, so code that
-// retries can be tested without sleeping.
+// nothing and reads no clock (unless MaxElapsed is set; with a Budget, one
+// call in 64 does), a failed attempt allocates nothing either, and the waits
+// of a call share one timer, stopped before Execute returns. Waits read the
+// clock, and inside a testing/synctest bubble the bubble's virtual clock, so
+// code that retries can be tested without sleeping.
 package retry
