@@ -434,3 +434,54 @@ func TestZeroTransportUsesDefaults(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, 2, n)
 }
+
+// TestHammerTransport: goroutines share a Transport and its Budget against
+// a server that fails half the time, some with ctxs cancelled at random.
+// Every request ends with a response (200, or the 503 given up on) or an
+// error that matches its ctx's; no body is left open (goleak would see
+// the connections' goroutines).
+func TestHammerTransport(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		fail := n%2 == 0
+		mu.Unlock()
+		if fail {
+			http.Error(w, strings.Repeat("x", 1000), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	base := srv.Client().Transport.(*http.Transport)
+	defer base.CloseIdleConnections()
+	tr := &retry.Transport{Base: base, Policy: retry.Policy{MaxAttempts: 4, InitialDelay: 50 * time.Microsecond, Budget: retry.NewBudget(0.5, 10)}}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				ctx, cancel := context.WithCancel(context.Background())
+				if (g+i)%5 == 0 {
+					time.AfterFunc(time.Duration(i*20)*time.Microsecond, cancel)
+				}
+				resp, err := tr.RoundTrip(newGet(t, srv.URL).WithContext(ctx))
+				switch {
+				case err != nil:
+					if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+						t.Errorf("RoundTrip = %v with ctx %v", err, ctx.Err())
+					}
+				case resp.StatusCode != 200 && resp.StatusCode != 503:
+					t.Errorf("status %d", resp.StatusCode)
+				}
+				if resp != nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+}
