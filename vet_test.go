@@ -17,6 +17,8 @@ func TestVetReportsCopies(t *testing.T) {
 		mod + "/ratelimit": "ratelimit",
 		mod + "/breaker":   "breaker",
 		mod + "/pool":      "pool",
+		mod + "/group":     "group",
+		mod + "/retry":     "retry",
 	}, map[string]bool{
 		mod + "/ratelimit.Decision":         true,
 		mod + "/ratelimit.KeyedOptions":     true,
@@ -28,5 +30,11 @@ func TestVetReportsCopies(t *testing.T) {
 		mod + "/pool.Config":                true,
 		mod + "/pool.Leak":                  true,
 		mod + "/pool.Stats":                 true,
+		mod + "/group.Options":              true,
+		mod + "/group.PanicError":           true,
+		mod + "/retry.Policy":               true,
+		mod + "/retry.Error":                true,
+		mod + "/retry.StatusError":          true,
+		mod + "/retry.Transport":            true, // its Policy and Base; no state of its own
 	})
 }

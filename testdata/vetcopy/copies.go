@@ -9,6 +9,7 @@ import (
 	"github.com/ctxsync/ctxsync/group"
 	"github.com/ctxsync/ctxsync/pool"
 	"github.com/ctxsync/ctxsync/ratelimit"
+	"github.com/ctxsync/ctxsync/retry"
 )
 
 func copies(
@@ -30,6 +31,7 @@ func copies(
 	p *pool.Pool[int],
 	r *pool.Resource[int],
 	g *group.Group,
+	budget *retry.Budget,
 ) []any {
 	return []any{
 		*barrier, *bounded, *cond, *event, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
@@ -37,5 +39,6 @@ func copies(
 		*b,
 		*p, *r,
 		*g,
+		*budget,
 	}
 }
