@@ -146,12 +146,12 @@ func ExamplePanicError() {
 	}()
 	g, _ := group.New(context.Background(), group.Options{})
 	g.Go(func(ctx context.Context) error {
-		var m map[string]int
-		m["x"] = 1 // a bug: assignment to a nil map
+		var items []string
+		fmt.Println(items[len(items)-1]) // a bug: the last of no items
 		return nil
 	})
 	g.Wait()
 	// Output:
-	// recovered: assignment to entry in nil map
+	// recovered: runtime error: index out of range [-1]
 	// stack names the task: true
 }
