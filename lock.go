@@ -54,18 +54,17 @@ func NewLock() *Lock { return new(Lock) }
 // same moment that ctx ends, Lock either returns nil holding it or passes it on
 // to the next waiter and returns ctx.Err(); it is never lost.
 func (l *Lock) Lock(ctx context.Context) error {
-	waitq.CheckCtx(ctx, "ctxsync")
+	// Look at ctx before the take, so that a done ctx changes nothing (not
+	// even for a moment: a TryLock meanwhile must not fail), and after it, so
+	// that a lock freed after ctx ended, between the two, is not ours.
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
 	if l.state.CompareAndSwap(0, lockHeld) {
-		// Take first, look at ctx after: looking first would leave a moment
-		// in which the ctx could end and the lock be freed after it, and we
-		// would take a lock freed after our ctx ended.
 		if ctx.Err() != nil {
 			return l.keep(ctx)
 		}
 		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
 	}
 	return l.lockSlow(ctx)
 }

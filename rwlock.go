@@ -69,9 +69,11 @@ func readers(s int64) int64 { return s / rwReader }
 // same moment that ctx ends, RLock either returns nil holding it or passes it
 // on and returns ctx.Err().
 func (rw *RWLock) RLock(ctx context.Context) error {
-	waitq.CheckCtx(ctx, "ctxsync")
+	// Look at ctx before the take and after it (see Lock.Lock).
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
 	if rw.state.Add(rwReader)&(rwWriter|rwWaiters) == 0 {
-		// Take first, look at ctx after (see Lock.Lock).
 		if err := ctx.Err(); err != nil {
 			rw.RUnlock()
 			return err
@@ -139,17 +141,16 @@ func (rw *RWLock) runlockSlow(s int64) {
 // same moment that ctx ends, Lock either returns nil holding it or passes it on
 // and returns ctx.Err().
 func (rw *RWLock) Lock(ctx context.Context) error {
-	waitq.CheckCtx(ctx, "ctxsync")
+	// Look at ctx before the take and after it (see Lock.Lock).
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
 	if rw.state.CompareAndSwap(0, rwWriter) {
-		// Take first, look at ctx after (see Lock.Lock).
 		if err := ctx.Err(); err != nil {
 			rw.Unlock()
 			return err
 		}
 		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
 	}
 	if waitq.Pause(); rw.TryLock() {
 		if err := ctx.Err(); err != nil {

@@ -76,9 +76,11 @@ func NewSemaphore(n int) *Semaphore {
 // over at the same moment that ctx ends, Acquire either returns nil holding it
 // or passes it on and returns ctx.Err(); it is never lost.
 func (s *Semaphore) Acquire(ctx context.Context) error {
-	waitq.CheckCtx(ctx, "ctxsync")
+	// Look at ctx before the take and after it (see Lock.Lock).
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		return err
+	}
 	if s.state.Add(-1) >= 0 {
-		// Take first, look at ctx after (see Lock.Lock).
 		if ctx.Err() != nil {
 			return s.keep(ctx)
 		}

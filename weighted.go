@@ -121,10 +121,11 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 	// The fast path takes first and looks after: one atomic Add costs less
 	// than a load and a CAS. It leaves the capacity alone: the free units
 	// never exceed it, so a request that they cover is a valid one.
-	if uint64(n) <= maxFastWeight && ctx != nil {
+	if uint64(n) <= maxFastWeight && ctx != nil && ctx.Err() == nil {
 		// A result not negative with no flag: n units were free and nobody
-		// was queued or resizing, so they are ours, unless ctx has ended:
-		// it is looked at after the take, not before (see Lock.Lock).
+		// was queued or resizing, so they are ours, unless ctx has ended
+		// since: it is looked at before the take and after it (see
+		// Lock.Lock).
 		if s := w.state.Add(-n << weightedShift); s >= 0 && s&(weightedWaiters|weightedResizing) == 0 {
 			if err := ctx.Err(); err != nil {
 				w.giveBack(n)
@@ -177,7 +178,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		return err
 	}
 	if n > maxFastWeight && w.TryAcquire(n) {
-		return nil // too large for the fast path's Add, which this replaces
+		return w.keep(ctx, n) // too large for the fast path's Add, which this replaces
 	}
 	if waitq.Pause(); w.TryAcquire(n) {
 		return w.keep(ctx, n)

@@ -16,8 +16,8 @@ func panicNilCtx(pkg string) {
 }
 
 // CheckCtx panics with a message naming pkg when ctx is nil, as the standard
-// library does for a nil Context. Fast paths that take first and look at ctx
-// after (see Lock.Lock) call it before they take anything.
+// library does for a nil Context. A call that reads ctx.Err() later, under its
+// lock and before it changes anything, calls it first.
 func CheckCtx(ctx context.Context, pkg string) {
 	if ctx == nil {
 		panicNilCtx(pkg)
