@@ -7,7 +7,7 @@ replace (
 	github.com/ctxsync/ctxsync/ratelimit/redislimit => ../ratelimit/redislimit
 )
 
-require github.com/ctxsync/ctxsync v0.0.0-00010101000000-000000000000
+require github.com/ctxsync/ctxsync v0.1.0
 
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3

@@ -2,11 +2,9 @@ module github.com/ctxsync/ctxsync/ratelimit/redislimit
 
 go 1.25
 
-replace github.com/ctxsync/ctxsync => ../..
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/ctxsync/ctxsync v0.0.0-00010101000000-000000000000
+	github.com/ctxsync/ctxsync v0.1.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -47,7 +47,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ctxsync/ctxsync/internal/waitq"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
 
@@ -134,7 +133,7 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 // AllowN panics if key is empty or n is below 1.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
 	l.checkKeyN(key, n, "AllowN")
-	if err := waitq.CtxErr(ctx, "redislimit"); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		return ratelimit.Decision{}, err
 	}
 	// More than the burst never fits, whatever Redis holds; ask anyway, for
@@ -287,7 +286,7 @@ func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
 // Reset panics if key is empty.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	l.checkKeyN(key, 1, "Reset")
-	if err := waitq.CtxErr(ctx, "redislimit"); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		return err
 	}
 	if _, err := l.roundTrip(ctx, &call{key: key, reset: true}); err != nil {
@@ -341,4 +340,14 @@ func (h *Handle) limiter() *Limiter {
 		panic(errZeroHandle)
 	}
 	return h.l
+}
+
+// ctxErr returns ctx.Err(), and panics when ctx is nil, as the standard
+// library does. The module keeps its own copy: it uses nothing of ctxsync
+// but its public API, so that any release of ctxsync it allows builds it.
+func ctxErr(ctx context.Context) error {
+	if ctx == nil {
+		panic("redislimit: nil Context")
+	}
+	return ctx.Err()
 }
