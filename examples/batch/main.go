@@ -1,0 +1,74 @@
+// Command batch shows the two shapes of bulk work with package group.
+//
+// A batch: records are written to a database in chunks of four, two chunks at
+// a time; slices.Chunk makes the chunks and group.ForEach bounds the writes.
+//
+// A stream: events come from an iterator that may never end. group.ForEach
+// pulls an event only when a worker slot is free (or while it waits for one),
+// so memory stays bounded however long the stream is, and the first failure
+// stops the pulling.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/ctxsync/ctxsync/examples/internal/timeline"
+	"github.com/ctxsync/ctxsync/group"
+)
+
+func main() { run(os.Stdout) }
+
+func run(w io.Writer) {
+	tl := timeline.New(w)
+	ctx := context.Background()
+
+	tl.Println("Batch: ten records, written four at a time, two writes at once")
+	records := make([]string, 10)
+	for i := range records {
+		records[i] = fmt.Sprintf("r%d", i+1)
+	}
+	err := group.ForEach(ctx, slices.Chunk(records, 4), 2, func(ctx context.Context, chunk []string) error {
+		tl.Printf("  INSERT %v", chunk)
+		time.Sleep(time.Duration(25*len(chunk)) * time.Millisecond) // one round trip per chunk
+		tl.Printf("  inserted %d rows", len(chunk))
+		return nil
+	})
+	tl.Printf("batch done: %v", err)
+
+	tl.Println("Stream: events pulled as slots free up, three in flight; event 7 is bad")
+	errBadEvent := errors.New("malformed event")
+	err = group.ForEach(ctx, events(tl), 3, func(ctx context.Context, n int) error {
+		time.Sleep(100 * time.Millisecond) // handling an event
+		if n == 7 {
+			tl.Printf("  event %d: %v", n, errBadEvent)
+			return fmt.Errorf("event %d: %w", n, errBadEvent)
+		}
+		tl.Printf("  event %d handled", n)
+		return nil
+	})
+	tl.Printf("stream stopped: %v", err)
+	tl.Println("Never more than one event waited for a slot; event 10 was pulled and never handled,")
+	tl.Println("and events 8 and 9, in flight, were handled before ForEach returned.")
+}
+
+// events is an endless stream of event numbers, arriving every 10ms; it says
+// when each is pulled.
+func events(tl *timeline.Timeline) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for n := 1; ; n++ {
+			time.Sleep(10 * time.Millisecond)
+			tl.Printf("pulled event %d", n)
+			if !yield(n) {
+				tl.Printf("the stream is told to stop")
+				return
+			}
+		}
+	}
+}
