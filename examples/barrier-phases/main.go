@@ -6,19 +6,19 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/ctxsync/ctxsync"
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 )
 
 func main() { run(os.Stdout) }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w, time.Millisecond)
 	phase := 1
 	b := ctxsync.NewBarrier(3, func() error {
 		tl.Printf("-- phase %d is complete: all three arrived (the action runs once) --", phase)
@@ -41,4 +41,34 @@ func run(w io.Writer) {
 	}
 	wg.Wait()
 	tl.Println("The slowest worker set the pace: no one started phase 2 before all finished phase 1.")
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
+}
+
+// Println prints a line without a stamp.
+func (t *timeline) Println(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.w, args...)
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync"
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 )
 
 func main() { run(os.Stdout) }
@@ -31,7 +30,7 @@ func newBuffer(capacity int) *buffer {
 	return &buffer{notFull: ctxsync.NewCondition(mu), notEmpty: ctxsync.NewCondition(mu), capacity: capacity}
 }
 
-func (b *buffer) put(ctx context.Context, tl *timeline.Timeline, who, item string) error {
+func (b *buffer) put(ctx context.Context, tl *timeline, who, item string) error {
 	if err := b.notFull.Lock(ctx); err != nil {
 		return err
 	}
@@ -49,7 +48,7 @@ func (b *buffer) put(ctx context.Context, tl *timeline.Timeline, who, item strin
 }
 
 // take returns the next item, or false once the buffer is closed and empty.
-func (b *buffer) take(ctx context.Context, tl *timeline.Timeline, who string) (string, bool) {
+func (b *buffer) take(ctx context.Context, tl *timeline, who string) (string, bool) {
 	if err := b.notEmpty.Lock(ctx); err != nil {
 		return "", false
 	}
@@ -76,7 +75,7 @@ func (b *buffer) close(ctx context.Context) {
 }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w, time.Millisecond)
 	ctx := context.Background()
 	b := newBuffer(3)
 
@@ -107,4 +106,34 @@ func run(w io.Writer) {
 	b.close(ctx)
 	consumers.Wait()
 	tl.Println("Eight items made, eight taken; the buffer never held more than three.")
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
+}
+
+// Println prints a line without a stamp.
+func (t *timeline) Println(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.w, args...)
 }

@@ -8,12 +8,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/ctxsync/ctxsync/breaker"
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 )
 
 func main() { run(os.Stdout) }
@@ -21,7 +22,7 @@ func main() { run(os.Stdout) }
 var errDown = errors.New("503 service unavailable")
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w, time.Millisecond)
 	start := time.Now()
 	// The service fails until 2s, then works.
 	service := func(context.Context) error {
@@ -56,4 +57,27 @@ func run(w io.Writer) {
 	m := b.Metrics()
 	tl.Printf("in all: %d calls made, %d failed, %d refused without a call",
 		m.Total.Requests, m.Total.Failures, m.Total.Rejected)
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
 }

@@ -6,11 +6,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 	"github.com/ctxsync/ctxsync/pool"
 )
 
@@ -24,7 +25,7 @@ type conn struct {
 }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w, time.Millisecond)
 	start := time.Now()
 	restart := start.Add(time.Second)
 	next := 0
@@ -72,4 +73,27 @@ func run(w io.Writer) {
 	query(1600 * time.Millisecond)
 	s := p.Stats()
 	tl.Printf("created %d, closed after a failed check %d, acquires %d", s.Created, s.ClosedHealth, s.AcquireCount)
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync/breaker"
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 	"github.com/ctxsync/ctxsync/pool"
 )
 
@@ -38,14 +37,14 @@ type kind struct {
 
 // manager holds a pool per kind.
 type manager struct {
-	tl       *timeline.Timeline
+	tl       *timeline
 	pools    map[string]*pool.Pool[*resource]
 	breakers map[string]*breaker.Breaker
 	failures map[string]int // guarded by mu: jobs that failed to get a resource
 	mu       sync.Mutex
 }
 
-func newManager(tl *timeline.Timeline, start time.Time, kinds []kind) *manager {
+func newManager(tl *timeline, start time.Time, kinds []kind) *manager {
 	m := &manager{tl: tl, pools: map[string]*pool.Pool[*resource]{}, breakers: map[string]*breaker.Breaker{}, failures: map[string]int{}}
 	for _, k := range kinds {
 		b := breaker.New(breaker.Settings{
@@ -121,7 +120,7 @@ func (m *manager) report(w io.Writer) {
 }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w, time.Millisecond)
 	start := time.Now()
 	m := newManager(tl, start, []kind{
 		{name: "database", maxSize: 2, dial: 20 * time.Millisecond},
@@ -172,4 +171,27 @@ func run(w io.Writer) {
 	tl.Printf("shutdown: every resource is back and closed")
 	wg.Wait()
 	m.report(w)
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
 }

@@ -6,13 +6,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/ctxsync/ctxsync"
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 )
 
 func main() { run(os.Stdout) }
@@ -24,7 +24,7 @@ type cache struct {
 }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w, time.Millisecond)
 	ctx := context.Background()
 	c := &cache{version: 1}
 
@@ -61,4 +61,27 @@ func run(w io.Writer) {
 		c.mu.Unlock()
 	})
 	wg.Wait()
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
 }

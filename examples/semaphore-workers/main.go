@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -12,13 +13,12 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync"
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 )
 
 func main() { run(os.Stdout) }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w, time.Millisecond)
 	sem := ctxsync.NewSemaphore(2) // two permits: at most two workers at once
 	ctx := context.Background()
 	var working atomic.Int32
@@ -40,4 +40,34 @@ func run(w io.Writer) {
 	}
 	wg.Wait()
 	tl.Println("Never more than two at once, and worker 3 went before worker 4, as they asked.")
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
+}
+
+// Println prints a line without a stamp.
+func (t *timeline) Println(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.w, args...)
 }

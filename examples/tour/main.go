@@ -15,7 +15,6 @@ import (
 
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/breaker"
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 	"github.com/ctxsync/ctxsync/pool"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
@@ -28,7 +27,7 @@ func run(w io.Writer) {
 	fmt.Fprintln(w, "ctxsync: synchronization primitives that honour context.Context")
 	for _, ch := range chapters {
 		fmt.Fprintf(w, "\n== %s: %s\n", ch.title, ch.promise)
-		ch.play(timeline.NewRounded(w, 10*time.Millisecond))
+		ch.play(newTimeline(w, 10*time.Millisecond))
 	}
 	fmt.Fprintln(w, "\nEvery wait above took a ctx, served its waiters first in, first out, and")
 	fmt.Fprintln(w, "could be abandoned without losing a permit. The examples/ folder has more.")
@@ -36,7 +35,7 @@ func run(w io.Writer) {
 
 type chapter struct {
 	title, promise string
-	play           func(tl *timeline.Timeline)
+	play           func(tl *timeline)
 }
 
 var chapters = []chapter{
@@ -56,7 +55,7 @@ var chapters = []chapter{
 
 var bg = context.Background()
 
-func lockChapter(tl *timeline.Timeline) {
+func lockChapter(tl *timeline) {
 	var mu ctxsync.Lock
 	_ = mu.Lock(bg)
 	tl.Printf("alice takes the lock and works for 300ms")
@@ -84,7 +83,7 @@ func lockChapter(tl *timeline.Timeline) {
 	wg.Wait()
 }
 
-func semaphoreChapter(tl *timeline.Timeline) {
+func semaphoreChapter(tl *timeline) {
 	sem := ctxsync.NewSemaphore(2)
 	var wg sync.WaitGroup
 	for i, name := range []string{"job-1", "job-2", "job-3", "job-4"} {
@@ -101,7 +100,7 @@ func semaphoreChapter(tl *timeline.Timeline) {
 	tl.Printf("never more than two ran at once, and job-3 went before job-4")
 }
 
-func weightedChapter(tl *timeline.Timeline) {
+func weightedChapter(tl *timeline) {
 	budget := ctxsync.NewWeighted(100)
 	_ = budget.Acquire(bg, 70)
 	tl.Printf("a 70MB decode is running; 30MB free")
@@ -128,7 +127,7 @@ func weightedChapter(tl *timeline.Timeline) {
 	tl.Printf("the large request was not starved by the small one")
 }
 
-func rwlockChapter(tl *timeline.Timeline) {
+func rwlockChapter(tl *timeline) {
 	var rw ctxsync.RWLock
 	var wg sync.WaitGroup
 	_ = rw.RLock(bg)
@@ -154,7 +153,7 @@ func rwlockChapter(tl *timeline.Timeline) {
 	wg.Wait()
 }
 
-func eventChapter(tl *timeline.Timeline) {
+func eventChapter(tl *timeline) {
 	var ready ctxsync.Event
 	var wg sync.WaitGroup
 	for i := 1; i <= 3; i++ {
@@ -171,7 +170,7 @@ func eventChapter(tl *timeline.Timeline) {
 	tl.Printf("and a Wait that comes later returns at once: %v", ready.Wait(bg))
 }
 
-func conditionChapter(tl *timeline.Timeline) {
+func conditionChapter(tl *timeline) {
 	c := ctxsync.NewCondition(nil)
 	stock := 0 // guarded by c
 	var wg sync.WaitGroup
@@ -202,7 +201,7 @@ func conditionChapter(tl *timeline.Timeline) {
 	wg.Wait()
 }
 
-func barrierChapter(tl *timeline.Timeline) {
+func barrierChapter(tl *timeline) {
 	lap := 1
 	b := ctxsync.NewBarrier(3, func() error {
 		tl.Printf("-- everyone finished lap %d: the next one starts together --", lap)
@@ -222,7 +221,7 @@ func barrierChapter(tl *timeline.Timeline) {
 	wg.Wait()
 }
 
-func queueChapter(tl *timeline.Timeline) {
+func queueChapter(tl *timeline) {
 	q := ctxsync.NewQueue[int](2)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -247,7 +246,7 @@ func queueChapter(tl *timeline.Timeline) {
 	wg.Wait()
 }
 
-func priorityChapter(tl *timeline.Timeline) {
+func priorityChapter(tl *timeline) {
 	q := ctxsync.NewPriorityQueue[string](0)
 	_ = q.Put(bg, 3, "rebuild the index")
 	_ = q.Put(bg, 1, "send a receipt")
@@ -264,7 +263,7 @@ func priorityChapter(tl *timeline.Timeline) {
 	}
 }
 
-func rateChapter(tl *timeline.Timeline) {
+func rateChapter(tl *timeline) {
 	b := ratelimit.NewTokenBucket(20, 3) // 20 per second, bursts of 3
 	for i := 1; i <= 7; i++ {
 		_ = b.Wait(bg)
@@ -273,7 +272,7 @@ func rateChapter(tl *timeline.Timeline) {
 	tl.Printf("3 at once from the full bucket, then one every 50ms")
 }
 
-func breakerChapter(tl *timeline.Timeline) {
+func breakerChapter(tl *timeline) {
 	start := time.Now()
 	down := func(context.Context) error {
 		if time.Since(start) < 300*time.Millisecond {
@@ -297,7 +296,7 @@ func breakerChapter(tl *timeline.Timeline) {
 	}
 }
 
-func poolChapter(tl *timeline.Timeline) {
+func poolChapter(tl *timeline) {
 	made := 0
 	p, err := pool.New(pool.Config[int]{
 		New: func(context.Context) (int, error) {
@@ -321,4 +320,27 @@ func poolChapter(tl *timeline.Timeline) {
 	r.Release()
 	_ = p.Close(bg)
 	tl.Printf("closed: %d made, %d acquires", p.Stats().Created, p.Stats().AcquireCount)
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began, rounded to unit. The example's test runs it in a testing/synctest
+// bubble, where time is virtual and the stamps exact. It is safe for
+// concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	unit  time.Duration
+}
+
+func newTimeline(w io.Writer, unit time.Duration) *timeline {
+	return &timeline{w: w, start: time.Now(), unit: unit}
+}
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Round(t.unit).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
 }

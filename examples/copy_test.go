@@ -1,0 +1,87 @@
+// Package examples_test checks that every example copies as it is: each is one
+// main.go that builds in a user's module after go get github.com/ctxsync/ctxsync
+// alone, with no helper of this repository.
+package examples_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestExamplesBuildWhenCopied copies each example's main.go into a fresh
+// module that requires github.com/ctxsync/ctxsync (served from this working
+// tree by a replace directive, as the published module would be), and builds
+// it there, with no go.work.
+func TestExamplesBuildWhenCopied(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "internal" || e.Name() == "testdata" {
+			continue
+		}
+		name := e.Name()
+		n++
+		t.Run(name, func(t *testing.T) {
+			files, err := filepath.Glob(filepath.Join(name, "*.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if base := filepath.Base(f); base != "main.go" && !strings.HasSuffix(base, "_test.go") {
+					t.Errorf("%s: an example is one main.go (and its tests): a user copies one file", f)
+				}
+			}
+			src, err := os.ReadFile(filepath.Join(name, "main.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			gomod := "module example.com/copied\n\ngo 1.25\n\n" +
+				"require github.com/ctxsync/ctxsync v0.0.0\n\n" +
+				"replace github.com/ctxsync/ctxsync => " + root + "\n"
+			for file, data := range map[string][]byte{
+				"go.mod":  []byte(gomod),
+				"go.sum":  sum, // the library's own requirements
+				"main.go": src,
+			} {
+				if err := os.WriteFile(filepath.Join(dir, file), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(goCmd, "build", "-o", os.DevNull, ".")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s/main.go does not build when copied into a module that requires only github.com/ctxsync/ctxsync: %v\n%s", name, err, out)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("found no example")
+	}
+}
