@@ -1,6 +1,6 @@
 // Command priority-dispatch hands tasks to two workers through a
-// PriorityQueue: urgent tasks first, and tasks of equal urgency in the order
-// they came, whatever order they were queued in.
+// PriorityQueue: urgent tasks first whatever order they were queued in, and
+// tasks of equal urgency first in, first out.
 package main
 
 import (
@@ -45,18 +45,29 @@ func run(w io.Writer) {
 	for i := 1; i <= 2; i++ {
 		wg.Go(func() {
 			time.Sleep(time.Duration(5*(i-1)) * time.Millisecond)
-			for {
-				t, err := q.Get(ctx)
-				if errors.Is(err, ctxsync.ErrClosed) {
-					return
-				}
-				tl.Printf("worker %d starts %q (priority %d)", i, t.name, t.prio)
-				time.Sleep(t.cost)
-			}
+			work(ctx, tl, i, q)
 		})
 	}
 	wg.Wait()
 	tl.Printf("all tasks done")
+}
+
+// work runs tasks from q until it is closed and drained, or ctx ends.
+func work(ctx context.Context, tl *timeline, id int, q *ctxsync.PriorityQueue[task]) {
+	for {
+		t, err := q.Get(ctx)
+		if err != nil {
+			// ErrClosed: the queue is closed and drained. ctx.Err(): the
+			// caller gave up. Either way t is a zero task and the worker is
+			// done; looping on would spin.
+			if !errors.Is(err, ctxsync.ErrClosed) {
+				tl.Printf("worker %d stops: %v", id, err)
+			}
+			return
+		}
+		tl.Printf("worker %d starts %q (priority %d)", id, t.name, t.prio)
+		time.Sleep(t.cost)
+	}
 }
 
 // A timeline prints the story one line per event, stamped with the time since

@@ -255,7 +255,9 @@ func priorityChapter(tl *timeline) {
 	q.Close()
 	for {
 		task, err := q.Get(bg)
-		if errors.Is(err, ctxsync.ErrClosed) {
+		if err != nil {
+			// ErrClosed once closed and drained; with a ctx that can end,
+			// ctx.Err(). Either way there is no task: stop.
 			break
 		}
 		tl.Printf("next: %s", task)
