@@ -33,14 +33,17 @@ func run(w io.Writer) {
 		wg.Go(func() {
 			time.Sleep(offset)
 			for range 5 {
-				asked := time.Now()
-				if err := c.mu.RLock(ctx); err != nil {
-					return
-				}
-				if waited := time.Since(asked); waited > 0 {
-					tl.Printf("reader %d reads version %d (it waited %v for the writer)", i+1, c.version, waited)
-				} else {
+				// TryRLock fails only while a writer holds the lock or waits
+				// for it: then, and only then, this reader waits for a writer.
+				if c.mu.TryRLock() {
 					tl.Printf("reader %d reads version %d", i+1, c.version)
+				} else {
+					asked := time.Now()
+					if err := c.mu.RLock(ctx); err != nil {
+						return // ctx ended while it waited
+					}
+					tl.Printf("reader %d reads version %d (it waited %v for the writer)",
+						i+1, c.version, time.Since(asked).Round(time.Millisecond))
 				}
 				time.Sleep(10 * time.Millisecond) // reading
 				c.mu.RUnlock()
