@@ -1,0 +1,270 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// A KeyWaiter waits for the events of a key. *Keyed[string, L] is one, for
+// any L.
+type KeyWaiter interface {
+	WaitN(ctx context.Context, key string, n int) error
+}
+
+// Transport is an http.RoundTripper that waits for a limiter before it sends
+// each request through Base: one limit for every request it sends (Limiter),
+// or one per host (PerHost), so that a client keeps to the pace a server
+// allows instead of being answered 429.
+//
+//	perHost := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
+//		return ratelimit.NewTokenBucket(10, 5) // 10 a second per host, bursts of 5
+//	}, ratelimit.KeyedOptions{})
+//	client := &http.Client{Transport: &ratelimit.Transport{PerHost: perHost}}
+//
+// It waits with the request's ctx, first in, first out, as WaitN does: a
+// request whose ctx ends while it waits fails with ctx.Err() and takes
+// nothing. A request whose wait could not end before its ctx's deadline
+// fails at once, without waiting: with a *DeadlineError, which says how long
+// the wait would be, when the limiter can tell (a Taker can: those of this
+// package and Keyed), else with ErrWouldExceedDeadline; both match
+// ErrWouldExceedDeadline and context.DeadlineExceeded. A request that costs
+// more than the limiter can ever allow fails with ErrExceedsBurst. A request
+// that fails before it is sent gets no response, and its body is closed, as
+// http.RoundTripper requires.
+//
+// # With a breaker and retries
+//
+// Put retry.Transport outermost, then Transport, then breaker.Transport:
+//
+//	client := &http.Client{Transport: &retry.Transport{
+//		Base: &ratelimit.Transport{
+//			Base:    &breaker.Transport{},
+//			PerHost: perHost,
+//		},
+//	}}
+//
+// Each attempt of the retries then takes its event, as it is a request the
+// server sees, and a *DeadlineError or a breaker's refusal tells
+// retry.Transport through RetryAfter how long to wait before the next
+// attempt (or that the caller's deadline leaves no time for one, and to stop
+// at once).
+//
+// The breaker goes inside, so that a half-open breaker's trial slot is not
+// held while its request waits for the limiter: other requests would be
+// refused meanwhile, and a trial slot may be held by one request at a time.
+// (The limiter inside the breaker would hold it, and a wait that failed on
+// its deadline would count as a failure of the host.) The cost of that order
+// would be an event taken for each request the breaker then refuses, but
+// Transport asks first: if Base has a method Precheck(*http.Request) error,
+// as breaker.Transport has, Transport calls it before the wait and, if it
+// returns an error (the breaker of the request's host is open), returns that
+// error at once, without taking an event or calling RoundTrip. A breaker
+// that opens while a request waits still refuses it after its wait: the one
+// event it took is the cost of not holding a trial slot while waiting.
+// Transport has a Precheck method too, which passes on Base's, so that
+// Transports nest (a global limit outside a per-host one).
+//
+// Set one of Limiter and PerHost: RoundTrip panics, with a message that
+// begins with "ratelimit:", if both are nil (or nil pointers) or both are
+// set, if Key is set without PerHost, or if Cost returns a negative number.
+// To apply both a global and a per-host limit, nest two Transports.
+//
+// Transport holds no state of its own: it is safe for concurrent use, and may
+// be copied (the copies share its limiter). Its fields must not change while
+// it is in use.
+type Transport struct {
+	// Base sends the requests; nil means http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Limiter, if set, limits every request together.
+	Limiter Limiter
+
+	// PerHost, if set, limits the requests of each key on its own: the
+	// key that Key gives a request.
+	PerHost KeyWaiter
+
+	// Key returns the key a request is limited under by PerHost. The
+	// default is the request's host, as its URL names it: lowercased, with
+	// its port unless it is the scheme's default ("api.example.com",
+	// "127.0.0.1:8080").
+	Key func(req *http.Request) string
+
+	// Cost returns how many events a request counts for; nil means 1. A
+	// request that costs 0 is sent without waiting.
+	Cost func(req *http.Request) int
+}
+
+// A DeadlineError is the error of Transport.RoundTrip for a request that the
+// limiter could not allow before its ctx's deadline: RoundTrip returns it at
+// once, rather than wait only to fail. errors.Is matches it with
+// ErrWouldExceedDeadline and context.DeadlineExceeded.
+//
+// A DeadlineError is a plain value: it may be copied.
+type DeadlineError struct {
+	// Key is the key the request was limited under by Transport.PerHost;
+	// "" for Transport.Limiter.
+	Key string
+	// Delay is how long the request would have had to wait, as the limiter
+	// saw it when it refused: the earliest it may be sent again.
+	Delay time.Duration
+}
+
+// Error says how long the wait would have been.
+func (e *DeadlineError) Error() string {
+	key := ""
+	if e.Key != "" {
+		key = " for " + e.Key
+	}
+	return "ratelimit: wait of " + e.Delay.String() + key + " would exceed the context deadline"
+}
+
+// RetryAfter returns Delay: how long to wait before the request may be sent.
+// retry.Transport honours it.
+func (e *DeadlineError) RetryAfter() time.Duration { return e.Delay }
+
+// Unwrap returns ErrWouldExceedDeadline, which wraps
+// context.DeadlineExceeded.
+func (e *DeadlineError) Unwrap() error { return ErrWouldExceedDeadline }
+
+// prechecker is a RoundTripper that can tell, before a request waits for the
+// limiter, that it would refuse it at once: breaker.Transport, or a Transport
+// in front of one. Structural, so that this package need not import breaker.
+type prechecker interface {
+	Precheck(req *http.Request) error
+}
+
+// Precheck returns Base's Precheck(req), if Base has that method, else nil:
+// the error that a breaker behind Transport would refuse req with now. It
+// lets a Transport in front of this one skip its wait for a request that
+// would be refused anyway.
+func (t *Transport) Precheck(req *http.Request) error {
+	if p, ok := t.Base.(prechecker); ok {
+		return p.Precheck(req)
+	}
+	return nil
+}
+
+// RoundTrip waits for the limiter, then sends req through Base. See Transport
+// for what it returns when the request cannot be sent, and for its panics.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	perHost := !isNil(t.PerHost)
+	switch global := !isNil(t.Limiter); {
+	case !perHost && !global:
+		closeBody(req)
+		panic("ratelimit: Transport with neither Limiter nor PerHost")
+	case perHost && global:
+		closeBody(req)
+		panic("ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both")
+	case global && t.Key != nil:
+		closeBody(req)
+		panic("ratelimit: Transport with Key but no PerHost")
+	}
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	ctx := req.Context()
+	// A done ctx fails first, even if the breaker behind would refuse too:
+	// the caller's own error is the one it can act on.
+	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	n := 1
+	if t.Cost != nil {
+		if n = t.Cost(req); n < 0 {
+			closeBody(req)
+			panic(fmt.Sprintf("ratelimit: Transport's Cost returned %d; it must be at least 0", n))
+		}
+	}
+	if n == 0 {
+		return base.RoundTrip(req) // free: nothing to take, nothing to save
+	}
+	if p, ok := base.(prechecker); ok {
+		if err := p.Precheck(req); err != nil {
+			closeBody(req)
+			return nil, err
+		}
+	}
+	if err := t.wait(ctx, req, n, perHost); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	return base.RoundTrip(req)
+}
+
+// wait waits for n events of req's limiter. When the limiter says at once
+// that the deadline is too close, wait asks it, with Take, how long the wait
+// would be. Take may allow the events by then (a waiter ahead gave up): the
+// request then goes ahead.
+func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost bool) error {
+	if !perHost {
+		err := t.Limiter.WaitN(ctx, n)
+		if !errors.Is(err, ErrWouldExceedDeadline) {
+			return err
+		}
+		if tk, ok := t.Limiter.(Taker); ok {
+			return deadlineError(tk.Take(n), "", err)
+		}
+		return err
+	}
+	key := hostKey(req.URL)
+	if t.Key != nil {
+		key = t.Key(req)
+	}
+	err := t.PerHost.WaitN(ctx, key, n)
+	if !errors.Is(err, ErrWouldExceedDeadline) {
+		return err
+	}
+	if tk, ok := t.PerHost.(KeyTaker); ok {
+		return deadlineError(tk.Take(key, n), key, err)
+	}
+	return err
+}
+
+// deadlineError turns err, the ErrWouldExceedDeadline of a wait, into a
+// *DeadlineError with the delay that d, the decision of a Take for the same
+// events, tells; or nil if d allowed them. A refusal without a positive
+// delay tells nothing (a Keyed of limiters that are not Takers says 0): err
+// is returned as it is.
+func deadlineError(d Decision, key string, err error) error {
+	switch {
+	case d.Allowed:
+		return nil
+	case d.RetryAfter > 0:
+		return &DeadlineError{Key: key, Delay: d.RetryAfter}
+	}
+	return err
+}
+
+// closeBody closes the body of a request that will not be sent: a
+// RoundTripper closes it, even on errors.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// hostKey returns the key of the host u names: lowercased, without the port
+// when it is the scheme's default, so that "Example.com" and
+// "example.com:443" share a limit over https.
+func hostKey(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	host := strings.ToLower(u.Host)
+	switch {
+	case u.Scheme == "http" && strings.HasSuffix(host, ":80"):
+		host = host[:len(host)-len(":80")]
+	case u.Scheme == "https" && strings.HasSuffix(host, ":443"):
+		host = host[:len(host)-len(":443")]
+	}
+	return host
+}

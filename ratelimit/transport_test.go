@@ -1,0 +1,425 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// sentLog is a Base that answers 200 and records when each request came.
+type sentLog struct {
+	mu    sync.Mutex
+	start time.Time
+	at    []time.Duration
+	urls  []string
+}
+
+func newSentLog() *sentLog { return &sentLog{start: time.Now()} }
+
+func (l *sentLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.at = append(l.at, time.Since(l.start))
+	l.urls = append(l.urls, r.URL.String())
+	l.mu.Unlock()
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Status: "200 OK", Body: http.NoBody, Request: r}, nil
+}
+
+func (l *sentLog) sent() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Duration(nil), l.at...)
+}
+
+// trackedBody is a request body that records its Close.
+type trackedBody struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (b *trackedBody) Close() error { b.closed.Add(1); return nil }
+
+func newReqCtx(t *testing.T, ctx context.Context, url string) (*http.Request, *trackedBody) {
+	t.Helper()
+	body := &trackedBody{Reader: strings.NewReader("payload")}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, body)
+	require.NoError(t, err)
+	return req, body
+}
+
+func roundTrip(t *testing.T, tr http.RoundTripper, ctx context.Context, url string) (*http.Response, error, *trackedBody) {
+	t.Helper()
+	req, body := newReqCtx(t, ctx, url)
+	resp, err := tr.RoundTrip(req)
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	return resp, err, body
+}
+
+// TestTransportGlobalPaces: with one Limiter, requests to any host wait their
+// turn, spaced at the rate.
+func TestTransportGlobalPaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSentLog()
+		tr := &Transport{Base: base, Limiter: NewTokenBucket(10, 1)}
+		for _, u := range []string{"http://a.test/", "http://b.test/", "http://a.test/x"} {
+			_, err, body := roundTrip(t, tr, context.Background(), u)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, body.closed.Load(), "Base closes the body of a request it sends")
+		}
+		require.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, base.sent())
+	})
+}
+
+// TestTransportPerHost: each host has its own limiter, under the default key,
+// which ignores case and the scheme's default port.
+func TestTransportPerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSentLog()
+		perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+		tr := &Transport{Base: base, PerHost: perHost}
+		for _, u := range []string{"http://a.test/", "http://b.test/", "HTTP://A.test:80/x", "https://a.test:443/", "https://a.test:8443/"} {
+			_, err, _ := roundTrip(t, tr, context.Background(), u)
+			require.NoError(t, err)
+		}
+		// a.test twice after its first, waiting a second each; a.test
+		// over https (port 443) is a.test as well; a.test:8443 is its own.
+		require.Equal(t, []time.Duration{0, 0, time.Second, 2 * time.Second, 2 * time.Second}, base.sent())
+		require.Equal(t, 3, perHost.Len())
+		for _, k := range []string{"a.test", "a.test:8443"} { // used just now
+			require.False(t, perHost.Allow(k), "key %q was not used", k)
+		}
+	})
+}
+
+func TestHostKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://Example.COM/":         "example.com",
+		"http://example.com:80/":      "example.com",
+		"http://example.com:443/":     "example.com:443",
+		"https://example.com:443/":    "example.com",
+		"https://example.com:80/":     "example.com:80",
+		"http://127.0.0.1:8080/":      "127.0.0.1:8080",
+		"http://[::1]:80/":            "[::1]",
+		"https://[2001:DB8::1]:8443/": "[2001:db8::1]:8443",
+	} {
+		req, err := http.NewRequest(http.MethodGet, in, nil)
+		require.NoError(t, err)
+		require.Equal(t, want, hostKey(req.URL), "hostKey(%s)", in)
+	}
+	require.Equal(t, "", hostKey(nil))
+}
+
+// TestTransportKeyAndCost: a custom Key, and a Cost of 0 (sent at once,
+// taking nothing) or several events.
+func TestTransportKeyAndCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSentLog()
+		perKey := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 3) }, KeyedOptions{})
+		tr := &Transport{
+			Base:    base,
+			PerHost: perKey,
+			Key:     func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+			Cost: func(r *http.Request) int {
+				if r.URL.Path == "/free" {
+					return 0
+				}
+				return 2
+			},
+		}
+		do := func(tenant, path string) {
+			req, _ := newReqCtx(t, context.Background(), "http://api.test"+path)
+			req.Header.Set("X-Tenant", tenant)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+		}
+		do("t1", "/heavy") // 2 of 3
+		do("t1", "/free")  // nothing taken
+		do("t2", "/heavy") // t2's own bucket
+		do("t1", "/heavy") // 1 left: waits a second for the second event
+		require.Equal(t, []time.Duration{0, 0, 0, time.Second}, base.sent())
+		require.Equal(t, 2, perKey.Len())
+	})
+}
+
+// TestTransportDeadlineError: a request whose wait would pass its deadline
+// fails at once with a *DeadlineError that says how long the wait would be;
+// its body is closed, nothing is sent and nothing is taken.
+func TestTransportDeadlineError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSentLog()
+		bucket := NewTokenBucket(1, 1)
+		for _, tr := range []*Transport{
+			{Base: base, Limiter: bucket},
+			{Base: base, PerHost: NewKeyed(func(string) *TokenBucket { return bucket }, KeyedOptions{})},
+		} {
+			_, err, _ := roundTrip(t, tr, context.Background(), "http://a.test/")
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			start := time.Now()
+			_, err, body := roundTrip(t, tr, ctx, "http://a.test/")
+			cancel()
+			require.Zero(t, time.Since(start), "a wait that cannot succeed was not skipped")
+			var de *DeadlineError
+			require.ErrorAs(t, err, &de)
+			require.Equal(t, time.Second, de.RetryAfter())
+			require.ErrorIs(t, err, ErrWouldExceedDeadline)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.EqualValues(t, 1, body.closed.Load(), "refused request's body not closed")
+			if tr.PerHost != nil {
+				require.Equal(t, "a.test", de.Key)
+				require.Equal(t, "ratelimit: wait of 1s for a.test would exceed the context deadline", err.Error())
+			} else {
+				require.Equal(t, "", de.Key)
+				require.Equal(t, "ratelimit: wait of 1s would exceed the context deadline", err.Error())
+			}
+			time.Sleep(time.Second) // the token the first request took comes back: none lost
+			require.True(t, bucket.Allow())
+			time.Sleep(time.Second)
+		}
+		require.Len(t, base.sent(), 2)
+	})
+}
+
+// fakeLimiter is a Limiter whose answers a test sets.
+type fakeLimiter struct {
+	waitErr error
+	take    Decision
+	taker   bool
+}
+
+func (f *fakeLimiter) AllowN(int) bool                  { return false }
+func (f *fakeLimiter) WaitN(context.Context, int) error { return f.waitErr }
+func (f *fakeLimiter) Take(int) Decision                { return f.take }
+
+// errLimiter is a Limiter that is not a Taker.
+type errLimiter struct{ err error }
+
+func (p errLimiter) AllowN(int) bool                  { return false }
+func (p errLimiter) WaitN(context.Context, int) error { return p.err }
+
+// plainKeyWaiter is a KeyWaiter that is not a KeyTaker; it records keys.
+type plainKeyWaiter struct {
+	err  error
+	keys []string
+}
+
+func (p *plainKeyWaiter) WaitN(_ context.Context, key string, _ int) error {
+	p.keys = append(p.keys, key)
+	return p.err
+}
+
+// TestTransportDeadlineUnknown: a limiter that cannot tell how long the wait
+// would be gives ErrWouldExceedDeadline as it is; one whose Take allows the
+// events after all lets the request go.
+func TestTransportDeadlineUnknown(t *testing.T) {
+	base := newSentLog()
+	for name, tr := range map[string]*Transport{
+		"not a Taker":     {Base: base, Limiter: errLimiter{ErrWouldExceedDeadline}},
+		"not a KeyTaker":  {Base: base, PerHost: &plainKeyWaiter{err: ErrWouldExceedDeadline}},
+		"Take says 0":     {Base: base, Limiter: &fakeLimiter{waitErr: ErrWouldExceedDeadline}},
+		"Take says never": {Base: base, Limiter: &fakeLimiter{waitErr: ErrWouldExceedDeadline, take: Decision{RetryAfter: -1}}},
+		"Keyed of non-Takers": {Base: base, PerHost: NewKeyed(func(string) errLimiter {
+			return errLimiter{ErrWouldExceedDeadline}
+		}, KeyedOptions{})},
+	} {
+		_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+		require.Equal(t, ErrWouldExceedDeadline, err, name)
+		require.EqualValues(t, 1, body.closed.Load(), name)
+	}
+	require.Empty(t, base.sent())
+
+	tr := &Transport{Base: base, Limiter: &fakeLimiter{waitErr: ErrWouldExceedDeadline, take: Decision{Allowed: true}}}
+	_, err, _ := roundTrip(t, tr, context.Background(), "http://a.test/")
+	require.NoError(t, err, "events that Take allowed were not used")
+	require.Len(t, base.sent(), 1)
+}
+
+// TestTransportLimiterErrors: the limiter's other errors are returned as they
+// are, the body closed and nothing sent.
+func TestTransportLimiterErrors(t *testing.T) {
+	base := newSentLog()
+	other := errors.New("redis down")
+	for _, want := range []error{other, ErrExceedsBurst, context.Canceled} {
+		for _, tr := range []*Transport{
+			{Base: base, Limiter: &fakeLimiter{waitErr: want, take: Decision{RetryAfter: time.Second}}},
+			{Base: base, PerHost: &plainKeyWaiter{err: want}},
+		} {
+			_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+			require.Equal(t, want, err)
+			require.EqualValues(t, 1, body.closed.Load())
+		}
+	}
+	// ErrExceedsBurst from a real bucket: a cost beyond its burst.
+	tr := &Transport{Base: base, Limiter: NewTokenBucket(1, 2), Cost: func(*http.Request) int { return 3 }}
+	_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+	require.Equal(t, ErrExceedsBurst, err)
+	require.EqualValues(t, 1, body.closed.Load())
+	require.Empty(t, base.sent())
+}
+
+// TestTransportCtxDone: a ctx done before the request fails it with ctx.Err()
+// even when the limiter has events, and takes none; one that ends during the
+// wait fails it too, and takes none.
+func TestTransportCtxDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSentLog()
+		bucket := NewTokenBucket(1, 1)
+		tr := &Transport{Base: base, Limiter: bucket}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err, body := roundTrip(t, tr, ctx, "http://a.test/")
+		require.Equal(t, context.Canceled, err)
+		require.EqualValues(t, 1, body.closed.Load())
+		require.Equal(t, 1.0, bucket.Tokens(), "a done ctx took a token")
+
+		// A breaker behind that would refuse: the ctx's error wins.
+		tr2 := &Transport{Base: prechecked{base, errors.New("open")}, Limiter: bucket}
+		_, err, _ = roundTrip(t, tr2, ctx, "http://a.test/")
+		require.Equal(t, context.Canceled, err)
+
+		_, err, _ = roundTrip(t, tr, context.Background(), "http://a.test/")
+		require.NoError(t, err)
+		ctx, cancel = context.WithCancel(context.Background())
+		errc := make(chan error)
+		var wbody *trackedBody
+		go func() {
+			var err error
+			_, err, wbody = roundTrip(t, tr, ctx, "http://a.test/")
+			errc <- err
+		}()
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+		require.Equal(t, context.Canceled, <-errc)
+		require.EqualValues(t, 1, wbody.closed.Load())
+		time.Sleep(500 * time.Millisecond)
+		require.True(t, bucket.Allow(), "a waiter that gave up took the token")
+		require.Len(t, base.sent(), 1)
+	})
+}
+
+// prechecked is a Base with a Precheck, as breaker.Transport has.
+type prechecked struct {
+	http.RoundTripper
+	err error
+}
+
+func (p prechecked) Precheck(*http.Request) error { return p.err }
+
+// TestTransportPrecheck: a Base whose Precheck refuses gets no call, and the
+// request takes no event; Transport's own Precheck passes Base's on.
+func TestTransportPrecheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSentLog()
+		bucket := NewTokenBucket(1, 1)
+		open := errors.New("breaker: circuit open")
+		tr := &Transport{Base: prechecked{base, open}, Limiter: bucket}
+		_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+		require.Equal(t, open, err)
+		require.EqualValues(t, 1, body.closed.Load())
+		require.Equal(t, 1.0, bucket.Tokens(), "a refused request took a token")
+		require.Empty(t, base.sent())
+
+		req, _ := newReqCtx(t, context.Background(), "http://a.test/")
+		require.Equal(t, open, tr.Precheck(req))
+		outer := &Transport{Base: tr, Limiter: NewTokenBucket(1, 1)}
+		require.Equal(t, open, outer.Precheck(req))
+		_, err, _ = roundTrip(t, outer, context.Background(), "http://a.test/")
+		require.Equal(t, open, err, "the outer Transport did not see the breaker's refusal")
+		require.Equal(t, 1.0, bucket.Tokens())
+
+		require.NoError(t, (&Transport{Base: base}).Precheck(req), "a Base without Precheck refuses nothing")
+		require.NoError(t, (&Transport{}).Precheck(req))
+
+		tr.Base = prechecked{base, nil}
+		_, err, _ = roundTrip(t, tr, context.Background(), "http://a.test/")
+		require.NoError(t, err)
+		require.Len(t, base.sent(), 1)
+	})
+}
+
+// TestTransportMisuse: a Transport without a limiter, with two, with a Key
+// but no PerHost, or with a Cost below 0 panics, and closes the request's
+// body first.
+func TestTransportMisuse(t *testing.T) {
+	var nilBucket *TokenBucket
+	var nilKeyed *Keyed[string, *TokenBucket]
+	bucket := NewTokenBucket(1, 1)
+	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+	key := func(*http.Request) string { return "k" }
+	for _, c := range []struct {
+		tr   *Transport
+		want string
+	}{
+		{&Transport{}, "ratelimit: Transport with neither Limiter nor PerHost"},
+		{&Transport{Limiter: nilBucket, PerHost: nilKeyed}, "ratelimit: Transport with neither Limiter nor PerHost"},
+		{&Transport{Limiter: bucket, PerHost: perHost}, "ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both"},
+		{&Transport{Limiter: bucket, PerHost: perHost, Key: key}, "ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both"},
+		{&Transport{Limiter: bucket, Key: key}, "ratelimit: Transport with Key but no PerHost"},
+		{&Transport{Limiter: bucket, Cost: func(*http.Request) int { return -1 }}, "ratelimit: Transport's Cost returned -1; it must be at least 0"},
+	} {
+		c.tr.Base = rtFunc(func(*http.Request) (*http.Response, error) { panic("sent") })
+		req, body := newReqCtx(t, context.Background(), "http://a.test/")
+		require.PanicsWithValue(t, c.want, func() { _, _ = c.tr.RoundTrip(req) })
+		require.EqualValues(t, 1, body.closed.Load(), c.want)
+	}
+	require.Equal(t, 1.0, bucket.Tokens())
+}
+
+// TestTransportPanickingBase: a panic in Base goes on to the caller; the
+// event it took is spent, as for any request sent.
+func TestTransportPanickingBase(t *testing.T) {
+	bucket := NewTokenBucket(1, 2)
+	tr := &Transport{Base: rtFunc(func(*http.Request) (*http.Response, error) { panic("base") }), Limiter: bucket}
+	req, _ := newReqCtx(t, context.Background(), "http://a.test/")
+	require.PanicsWithValue(t, "base", func() { _, _ = tr.RoundTrip(req) })
+	tr.Base = newSentLog()
+	_, err, _ := roundTrip(t, tr, context.Background(), "http://a.test/")
+	require.NoError(t, err, "the Transport was left broken")
+}
+
+// TestTransportNilBase: a nil Base is http.DefaultTransport.
+func TestTransportNilBase(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "hi")
+	}))
+	defer srv.Close()
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	client := &http.Client{Transport: &Transport{Limiter: NewTokenBucket(100, 10)}}
+	resp, err := client.Get(srv.URL)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, "hi", string(b))
+}
+
+// TestTransportBaseErrors: Base's response and error come back as they are.
+func TestTransportBaseErrors(t *testing.T) {
+	boom := errors.New("boom")
+	tr := &Transport{Limiter: NewTokenBucket(100, 10), Base: rtFunc(func(r *http.Request) (*http.Response, error) {
+		_ = r.Body.Close()
+		return nil, boom
+	})}
+	resp, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+	require.Nil(t, resp)
+	require.Equal(t, boom, err)
+	require.EqualValues(t, 1, body.closed.Load())
+}
