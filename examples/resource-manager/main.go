@@ -1,8 +1,11 @@
 // Command resource-manager manages several kinds of resources (a database, a
 // cache, a payment API) for a set of workers. Each kind has its own pool, with
 // its own limit on concurrent use, health checks, and a circuit breaker on the
-// making of new ones; the manager reports usage, waits and failures, and shuts
-// down gracefully, waiting for the resources in use to come back.
+// making of new ones. A job that cannot get a resource is retried with
+// retry.Do, which backs off and waits as long as an open breaker asks. The
+// manager reports usage, waits and failures, and shuts down gracefully: it
+// stops the workers, then waits for the resources in use to come back, for a
+// bounded time.
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 
 	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/pool"
+	"github.com/ctxsync/ctxsync/retry"
 )
 
 func main() { run(os.Stdout) }
@@ -115,7 +119,7 @@ func (m *manager) report(w io.Writer) {
 	for _, name := range names {
 		s := m.pools[name].Stats()
 		fmt.Fprintf(w, "%-9s %8d %8d %10v %9d %8d %8s\n", name, s.AcquireCount, s.WaitCount,
-			s.WaitDuration, m.failures[name], s.Created, m.breakers[name].State())
+			s.WaitDuration.Round(time.Millisecond), m.failures[name], s.Created, m.breakers[name].State())
 	}
 }
 
@@ -127,48 +131,73 @@ func run(w io.Writer) {
 		{name: "cache", maxSize: 4, dial: 5 * time.Millisecond},
 		{name: "payments", maxSize: 1, dial: 30 * time.Millisecond, downTil: 250 * time.Millisecond},
 	})
-	ctx := context.Background()
+	// The workers' ctx: shutdown cancels it, so that no new job starts and
+	// no retry waits on.
+	work, stopWork := context.WithCancel(context.Background())
+	defer stopWork()
 
 	// Four workers, each with its own mix of jobs: (kind, how long it holds
-	// the resource).
+	// the resource). Only worker 4 needs the payments API while it is down,
+	// so that each step of the outage has one witness and the story plays
+	// the same on every run: two workers that an open breaker sends away
+	// come back at the same instant, and race for its one trial call.
 	type job struct {
 		kind string
 		hold time.Duration
 	}
 	scripts := [][]job{
-		{{"database", 50 * time.Millisecond}, {"cache", 3 * time.Millisecond}, {"payments", 40 * time.Millisecond}, {"database", 600 * time.Millisecond}},
-		{{"database", 70 * time.Millisecond}, {"payments", 20 * time.Millisecond}, {"cache", 4 * time.Millisecond}},
-		{{"database", 90 * time.Millisecond}, {"cache", 7 * time.Millisecond}, {"payments", 25 * time.Millisecond}},
+		{{"database", 50 * time.Millisecond}, {"cache", 3 * time.Millisecond}, {"database", 800 * time.Millisecond}},
+		{{"database", 70 * time.Millisecond}, {"cache", 4 * time.Millisecond}, {"database", 250 * time.Millisecond}, {"payments", 20 * time.Millisecond}},
+		{{"database", 90 * time.Millisecond}, {"cache", 7 * time.Millisecond}, {"database", 300 * time.Millisecond}, {"payments", 25 * time.Millisecond}},
 		{{"cache", 6 * time.Millisecond}, {"payments", 35 * time.Millisecond}, {"database", 45 * time.Millisecond}},
 	}
 	var wg sync.WaitGroup
 	for i, script := range scripts {
+		// Each job gets a few attempts, waiting 25ms, 50ms, 100ms between
+		// them, or longer when an open breaker says when to come back (its
+		// error's RetryAfter). NoJitter keeps the story the same on every
+		// run; a real fleet of workers wants the default jitter.
+		policy := retry.Policy{
+			MaxAttempts:  5,
+			InitialDelay: 25 * time.Millisecond,
+			Jitter:       retry.NoJitter,
+			OnRetry: func(_ int, err error, delay time.Duration) {
+				tl.Printf("worker %d: %v; again in %v", i+1, err, delay)
+			},
+		}
 		wg.Go(func() {
 			time.Sleep(time.Duration(i*13) * time.Millisecond)
 			for _, j := range script {
-				for attempt := 1; ; attempt++ {
+				id, err := retry.Do(work, policy, func(ctx context.Context) (int, error) {
+					id := 0
 					err := m.use(ctx, j.kind, func(r *resource) error {
+						id = r.id
 						tl.Printf("worker %d uses %s %d", i+1, r.kind, r.id)
 						time.Sleep(j.hold)
 						return nil
 					})
-					if err == nil || errors.Is(err, pool.ErrClosed) || attempt == 3 {
-						if err != nil {
-							tl.Printf("worker %d gives up on %s: %v", i+1, j.kind, err)
-						}
-						break
-					}
-					tl.Printf("worker %d could not use %s: %v", i+1, j.kind, err)
-					time.Sleep(time.Duration(97+i*31) * time.Millisecond) // back off, try again
+					return id, err
+				})
+				switch {
+				case work.Err() != nil:
+					tl.Printf("worker %d stops: shutting down", i+1)
+					return
+				case err != nil:
+					tl.Printf("worker %d gives up on %s: %v", i+1, j.kind, err)
+				case id == 0:
+					panic("no resource")
 				}
 			}
 		})
 	}
 
 	time.Sleep(700 * time.Millisecond)
-	tl.Printf("shutdown: refusing new work, waiting for resources in use")
+	tl.Printf("shutdown: no new work; waiting up to 500ms for the resources in use")
+	stopWork()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
 	m.shutdown(ctx)
-	tl.Printf("shutdown: every resource is back and closed")
+	tl.Printf("shutdown: every pool is closed")
 	wg.Wait()
 	m.report(w)
 }
