@@ -28,6 +28,7 @@ func copies(
 	counter *ratelimit.SlidingWindowCounter,
 	bucket *ratelimit.TokenBucket,
 	b *breaker.Breaker,
+	bt *breaker.Transport,
 	p *pool.Pool[int],
 	r *pool.Resource[int],
 	g *group.Group,
@@ -36,7 +37,7 @@ func copies(
 	return []any{
 		*barrier, *bounded, *cond, *event, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
 		*keyed, *window, *counter, *bucket,
-		*b,
+		*b, *bt,
 		*p, *r,
 		*g,
 		*budget,

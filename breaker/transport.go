@@ -1,0 +1,242 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/ctxsync/ctxsync/internal/clock"
+	"github.com/ctxsync/ctxsync/internal/nocopy"
+)
+
+// Transport is an http.RoundTripper with a circuit breaker per host: requests
+// to a host that keeps failing are refused at once, without being sent, while
+// requests to the other hosts go on.
+//
+//	client := &http.Client{Transport: &breaker.Transport{
+//		Settings: breaker.Settings{FailureThreshold: 5, OpenTimeout: 10 * time.Second},
+//	}}
+//	resp, err := client.Get("https://api.example.com/items")
+//	if errors.Is(err, breaker.ErrOpen) {
+//		// api.example.com is down: refused without a request
+//	}
+//
+// Each host's breaker is made from Settings at the first request to it. A
+// request's outcome is judged when Base returns, before the caller reads the
+// body: a transport error is a failure (but context.Canceled, ignored by
+// default: the caller gave up), as is a response with a status of 500 or
+// above; any other response, 4xx included, is a success, since the host
+// answered and the fault is the request's. The breaker sees a 5xx response
+// as a *StatusError, which Settings.IsFailure and IsIgnored may judge
+// otherwise. A 5xx response is still returned to the caller as Base gave
+// it, with no error: the caller may want its body, and retry.Transport its
+// status and Retry-After. A panic in Base is a failure, and goes on to the
+// caller; the breaker keeps no trial slot.
+//
+// A refused request gets no response and an *OpenError, which matches ErrOpen
+// and has a RetryAfter method that retry.Transport honours; its Name is the
+// host's. A request whose ctx is done before it is sent fails with ctx.Err().
+// Either way its body is closed, as http.RoundTripper requires.
+//
+// Breakers are held for at most MaxHosts hosts, so that a client sent to
+// ever new hosts (a crawler, or URLs an attacker chooses) cannot exhaust
+// memory. A request to a new host beyond the cap drops the breaker of
+// another, the least recently used of a random sample, preferring closed
+// breakers: an open one is dropped only if every breaker sampled is open or
+// half-open. A host whose breaker was dropped starts again closed.
+//
+// To put a rate limiter in front, see ratelimit.Transport: it calls
+// Precheck before it waits, so that a request the breaker would refuse
+// takes no event of the limit, and a trial request does not hold its trial
+// slot while it waits.
+//
+// The zero Transport is ready to use: http.DefaultTransport, the default
+// Settings, and requests keyed by host. Its fields must not change after
+// first use, and a Transport must not be copied after first use. It is safe
+// for concurrent use by multiple goroutines.
+type Transport struct {
+	_ nocopy.NoCopy
+
+	// Base sends the requests; nil means http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Settings make the breaker of each host. Name, if set, is prefixed to
+	// the host in each breaker's Name. RoundTrip panics, as New does, on
+	// Settings out of range, when it makes a breaker.
+	Settings Settings
+
+	// Key returns the key of a request: requests with the same key share a
+	// breaker. The default is the request's host, as its URL names it:
+	// lowercased, with its port unless it is the scheme's default
+	// ("api.example.com", "127.0.0.1:8080").
+	Key func(req *http.Request) string
+
+	// MaxHosts caps the number of breakers held; 0 means 1000. A breaker
+	// takes about a kilobyte (more with a rate rule's window). RoundTrip
+	// panics if it is negative.
+	MaxHosts int
+
+	// OnStateChange, if not nil, is called on every change of state of a
+	// host's breaker, with its key, after Settings.OnStateChange if that is
+	// set too, and as it is: outside the breaker's lock, in order.
+	OnStateChange func(host string, from, to State, counts Counts)
+
+	hosts hostSet
+}
+
+// StatusError is the error that a host's breaker sees for a response of
+// Transport with a status of 500 or above; Settings.IsFailure and IsIgnored
+// may look at its StatusCode. The response itself goes to the caller.
+//
+// A StatusError is a plain value: it may be copied.
+type StatusError struct {
+	StatusCode int    // 500 or above
+	Status     string // as in http.Response: "503 Service Unavailable"
+}
+
+// Error returns "breaker: response status 503 Service Unavailable".
+func (e *StatusError) Error() string {
+	status := e.Status
+	if status == "" {
+		status = strconv.Itoa(e.StatusCode)
+	}
+	return "breaker: response status " + status
+}
+
+// errNoResponse is the outcome of a Base that broke the RoundTripper
+// contract: neither a response nor an error.
+var errNoResponse = errors.New("breaker: Base RoundTripper returned no response and no error")
+
+const defaultMaxHosts = 1000
+
+// RoundTrip sends req through Base if the breaker of its host lets it, and
+// records the outcome. See Transport for what counts as a failure and what
+// a refused request gets.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	b := t.breaker(t.key(req), true)
+	var (
+		resp *http.Response
+		sent bool
+		bad  bool // resp is a 5xx, recorded as a failure
+	)
+	err := b.Execute(req.Context(), func(context.Context) error {
+		sent = true
+		var err error
+		resp, err = base.RoundTrip(req)
+		switch {
+		case err != nil:
+			return err
+		case resp == nil:
+			return errNoResponse
+		case resp.StatusCode >= 500:
+			bad = true
+			return &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+		}
+		return nil
+	})
+	switch {
+	case !sent:
+		// Refused, or the ctx was done: a RoundTripper closes the body of
+		// a request it does not send.
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	case bad:
+		return resp, nil
+	}
+	return resp, err
+}
+
+// Precheck returns the error that RoundTrip would refuse req with now, without
+// sending it: an *OpenError if the breaker of req's host is open, or half-open
+// with every trial slot taken; otherwise nil. It takes no trial slot. A
+// refusal counts in the breaker's Counts.Rejected, as the caller is to act on
+// it as on RoundTrip's: return the error, and not call RoundTrip.
+//
+// It is for a RoundTripper in front of Transport that would spend something
+// on a request before sending it, as ratelimit.Transport spends an event of
+// its limit. The breaker may still refuse the request when RoundTrip comes,
+// if it opened, or another request took the last trial slot, meanwhile.
+func (t *Transport) Precheck(req *http.Request) error {
+	b := t.breaker(t.key(req), false)
+	if b == nil {
+		return nil // a host not seen yet has a closed breaker
+	}
+	if err := b.refusal(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Breaker returns the breaker of a host (a key, as Key gives them), or nil if
+// Transport holds none for it: no request went to the host yet, or its
+// breaker was dropped for newer hosts. Use it to look at a host's State or
+// Metrics, or to ForceOpen it.
+func (t *Transport) Breaker(host string) *Breaker { return t.breaker(host, false) }
+
+// Hosts returns the number of breakers held at the moment of the call.
+func (t *Transport) Hosts() int {
+	t.hosts.mu.Lock()
+	defer t.hosts.mu.Unlock()
+	return len(t.hosts.all)
+}
+
+func (t *Transport) key(req *http.Request) string {
+	if t.Key != nil {
+		return t.Key(req)
+	}
+	return hostKey(req.URL)
+}
+
+// refusal returns the error b would refuse a call with now, or nil if it would
+// let one through, without taking a trial slot. A refusal counts as rejected.
+func (b *Breaker) refusal() *OpenError {
+	b.check()
+	s := b.state.Load()
+	if s&disabledBit != 0 {
+		return nil
+	}
+	switch State(s & stateMask) {
+	case Open:
+		// The clock, every time: a refusal here saves a wait for a
+		// limiter, which costs far more.
+		if e := b.openErr.Load(); e.Forced || !b.openTimeUp(clock.Now()) {
+			b.rejected.Add(1)
+			return e
+		}
+	case HalfOpen:
+		b.mu.Lock()
+		full := b.state.Load() == s && b.probes >= b.s.HalfOpenMaxCalls
+		b.mu.Unlock() // nothing changed: nothing to report
+		if full {
+			b.rejected.Add(1)
+			return b.halfOpenErr
+		}
+	}
+	return nil
+}
+
+// hostKey returns the key of the host u names: lowercased, without the port
+// when it is the scheme's default, so that "Example.com" and
+// "example.com:443" share a breaker over https.
+func hostKey(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	host := strings.ToLower(u.Host)
+	switch {
+	case u.Scheme == "http" && strings.HasSuffix(host, ":80"):
+		host = host[:len(host)-len(":80")]
+	case u.Scheme == "https" && strings.HasSuffix(host, ":443"):
+		host = host[:len(host)-len(":443")]
+	}
+	return host
+}
