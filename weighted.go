@@ -14,16 +14,22 @@ import (
 // capacity is a run-time condition rather than a constant of the program.
 var ErrExceedsCapacity = errors.New("ctxsync: Weighted request exceeds capacity")
 
+// MaxWeightedCapacity is the largest capacity a Weighted accepts:
+// 1152921504606846975, that is 2⁶⁰-1, an eighth of math.MaxInt64. NewWeighted
+// and Resize panic above it.
+const MaxWeightedCapacity = 1<<60 - 1
+
+// MaxWeightedCapacity leaves headroom in Weighted.state: the free units sit
+// above weightedShift low bits, and two bits more keep a Release, which adds
+// before it checks, from carrying a full count into the sign bit. This fails
+// to compile if the two disagree.
+var _ = [1]struct{}{}[MaxWeightedCapacity-(1<<(62-weightedShift)-1)]
+
 // The low bits of Weighted.state; the free units are state >> weightedShift.
 const (
 	weightedWaiters  = 1 << iota // goroutines are queued
 	weightedResizing             // Resize is at work
 	weightedShift    = iota
-
-	// MaxWeightedCapacity is the largest capacity a Weighted accepts. It
-	// leaves a bit of headroom in the state, so that a Release, which adds
-	// before it checks, cannot carry a full count into the sign bit.
-	MaxWeightedCapacity = 1<<(62-weightedShift) - 1
 
 	// maxFastWeight is the largest n that the fast path of Acquire takes out
 	// of the state before it checks. The free units are never below

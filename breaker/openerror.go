@@ -13,6 +13,13 @@ var ErrOpen = errors.New("breaker: circuit open")
 
 // An OpenError is returned for a call the breaker refused. Every call refused
 // during one opening gets the same *OpenError: refusing allocates nothing.
+// That one pointer is shared by every refused caller, in every goroutine, so
+// it is read-only: read its fields and call its methods, which is safe from
+// any number of goroutines at once, but never modify it (copy the struct
+// first to change a copy).
+//
+// The zero OpenError is usable: its methods tell of a refusal with no name
+// and a RetryAfter of 0.
 type OpenError struct {
 	Name  string // the breaker's Settings.Name
 	State State  // Open, or HalfOpen with every trial slot taken

@@ -13,6 +13,15 @@ import (
 
 // A Resource is one resource of a Pool, acquired. The pool keeps track of it
 // by its address: hold it by the pointer Acquire returns, never copy it.
+//
+// It is given back exactly once, by Release or by Destroy, from any
+// goroutine: the one that acquired it may hand it to another, which gives it
+// back. Value and CreatedAt may be called from any goroutine until then; the
+// value itself is the holder's to guard. After Release or Destroy the
+// Resource is the pool's again: do not touch it, nor keep its value.
+//
+// The zero Resource is not usable: it is not from a pool, so Release and
+// Destroy panic, and its Value is the zero T.
 type Resource[T any] struct {
 	_        nocopy.NoCopy
 	p        *Pool[T]

@@ -216,7 +216,11 @@ func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 	return ok
 }
 
-// Wait waits until one event may happen, then counts it.
+// Wait waits until one event may happen, after the goroutines already
+// waiting, then counts it: WaitN(ctx, 1). On failure it returns ctx.Err(), or
+// ErrWouldExceedDeadline when the event cannot happen before ctx's deadline,
+// and counts nothing; a ctx already done fails even when the event may
+// happen.
 func (c *SlidingWindowCounter) Wait(ctx context.Context) error { return c.WaitN(ctx, 1) }
 
 // WaitN waits until n events may happen, after the goroutines already waiting,

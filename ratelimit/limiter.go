@@ -12,8 +12,10 @@ import (
 )
 
 // A Limiter decides whether events may happen now, or waits until they may.
-// Every limiter of this package satisfies it, the Redis-backed one included,
-// as do the per-key handles of Keyed.
+// Every limiter of this package satisfies it, as do the per-key handles of
+// Keyed. The Redis-backed limiter of ratelimit/redislimit limits many keys,
+// so its *Limiter does not: the per-key *Handle that its For method returns
+// does.
 type Limiter interface {
 	// AllowN reports whether n events may happen now, and if so takes them.
 	// When it returns false it takes nothing.

@@ -213,7 +213,11 @@ func (b *TokenBucket) decide(d *Decision, ok bool, n int, now, tat int64, p *buc
 	}
 }
 
-// Wait waits until a token is available, then takes it.
+// Wait waits until a token is available, after the goroutines already
+// waiting, then takes it: WaitN(ctx, 1). On failure it returns ctx.Err(), or
+// ErrWouldExceedDeadline when the token cannot come before ctx's deadline,
+// and takes nothing; a ctx already done fails even when a token is
+// available.
 func (b *TokenBucket) Wait(ctx context.Context) error { return b.WaitN(ctx, 1) }
 
 // WaitN waits until n tokens are available, after the goroutines already

@@ -199,7 +199,11 @@ func (s *SlidingWindow) take(n int, now int64, d *Decision) bool {
 	return ok
 }
 
-// Wait waits until one event may happen, then records it.
+// Wait waits until one event may happen, after the goroutines already
+// waiting, then records it: WaitN(ctx, 1). On failure it returns ctx.Err(),
+// or ErrWouldExceedDeadline when the event cannot happen before ctx's
+// deadline, and records nothing; a ctx already done fails even when the event
+// may happen.
 func (s *SlidingWindow) Wait(ctx context.Context) error { return s.WaitN(ctx, 1) }
 
 // WaitN waits until n events may happen, after the goroutines already waiting,

@@ -58,7 +58,9 @@ var ErrUnavailable = errors.New("redislimit: redis unavailable")
 // A Limiter limits events per key, with its state in Redis.
 //
 // Use New; the zero Limiter is not usable, and panics at first use. A Limiter
-// must not be copied after first use. It is safe for concurrent use by
+// must not be copied after first use: hold it by the pointer New returns (a
+// copy would split its round trips and local state from the original's; go
+// vet reports one). It is safe for concurrent use by
 // multiple goroutines, and by many processes sharing one Redis.
 //
 // A Limiter made outside a testing/synctest bubble works inside one, and one
@@ -314,12 +316,15 @@ func (l *Limiter) For(key string) *Handle {
 	return &Handle{l: l, key: key}
 }
 
-// A Handle limits one key of a Limiter. It satisfies ratelimit.Limiter and
-// ratelimit.Taker. Its AllowN and Take use no context beyond the Limiter's
-// Timeout; Redis errors go to Config.OnError.
+// A Handle limits one key of a Limiter. A *Handle, as Limiter.For returns
+// it, satisfies ratelimit.Limiter and ratelimit.Taker. Its AllowN and Take
+// use no context beyond the Limiter's Timeout; Redis errors go to
+// Config.OnError.
 //
-// Use Limiter.For; the zero Handle is not usable. A Handle is a plain value,
-// which may be copied.
+// Use Limiter.For; the zero Handle is not usable, and its methods panic. A
+// Handle is a plain value, which may be copied: a copy limits the same key of
+// the same Limiter, whose state is in Redis. It is safe for concurrent use by
+// multiple goroutines, as its Limiter is.
 type Handle struct {
 	l   *Limiter
 	key string
