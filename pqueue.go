@@ -34,7 +34,11 @@ import (
 // Get that returns its item.
 type PriorityQueue[T any] struct {
 	_ nocopy.NoCopy
-	queueCore[T]
+
+	// core is the whole queue. A named field rather than an embedded one, so
+	// that the documentation shows no unexported field; the methods below
+	// forward to it, and the compiler inlines each forward.
+	core queueCore[T]
 }
 
 type pqItem[T any] struct {
@@ -49,7 +53,7 @@ type pqItem[T any] struct {
 // NewPriorityQueue panics if capacity is negative.
 func NewPriorityQueue[T any](capacity int) *PriorityQueue[T] {
 	q := new(PriorityQueue[T])
-	q.queueCore = newQueueCore[T](capacity, "NewPriorityQueue")
+	q.core = newQueueCore[T](capacity, "NewPriorityQueue")
 	return q
 }
 
@@ -62,14 +66,14 @@ func NewPriorityQueue[T any](capacity int) *PriorityQueue[T] {
 // done fails even when there is room. If room comes at the same moment that ctx
 // ends, the item may be taken; Put then returns nil.
 func (q *PriorityQueue[T]) Put(ctx context.Context, priority int, v T) error {
-	return q.put(ctx, pqItem[T]{prio: priority, v: v})
+	return q.core.put(ctx, pqItem[T]{prio: priority, v: v})
 }
 
 // TryPut adds v with the given priority if there is room and no producer is
 // waiting, and reports whether it did. It never waits. It fails on a closed
 // queue.
 func (q *PriorityQueue[T]) TryPut(priority int, v T) bool {
-	return q.tryPut(pqItem[T]{prio: priority, v: v})
+	return q.core.tryPut(pqItem[T]{prio: priority, v: v})
 }
 
 // Get removes and returns the item of lowest priority value, the oldest among
@@ -82,24 +86,24 @@ func (q *PriorityQueue[T]) TryPut(priority int, v T) bool {
 // stays in the queue. An item handed over just before ctx ends is kept: Get
 // returns it and a nil error.
 func (q *PriorityQueue[T]) Get(ctx context.Context) (T, error) {
-	it, err := q.get(ctx)
+	it, err := q.core.get(ctx)
 	return it.v, err
 }
 
 // TryGet removes and returns the item of lowest priority value if there is one.
 // It never waits.
 func (q *PriorityQueue[T]) TryGet() (T, bool) {
-	it, ok := q.tryGet()
+	it, ok := q.core.tryGet()
 	return it.v, ok
 }
 
 // Len returns the number of items in the queue at the moment of the call.
-func (q *PriorityQueue[T]) Len() int { return q.len() }
+func (q *PriorityQueue[T]) Len() int { return q.core.len() }
 
 // Close closes the queue: Put and TryPut fail from now on, producers waiting
 // are released with ErrClosed, and Get returns the items left, then ErrClosed.
 // Closing a closed queue does nothing.
-func (q *PriorityQueue[T]) Close() { q.close() }
+func (q *PriorityQueue[T]) Close() { q.core.close() }
 
 // CloseNow closes the queue, as Close does, and takes out every item still in
 // it, in the order Get would have returned them, so that nothing is dropped
@@ -107,25 +111,25 @@ func (q *PriorityQueue[T]) Close() { q.close() }
 // count as done, so Join returns once the items already taken by consumers
 // are marked with TaskDone. See Queue.CloseNow for its place in a graceful
 // shutdown.
-func (q *PriorityQueue[T]) CloseNow() []T { return q.closeNow() }
+func (q *PriorityQueue[T]) CloseNow() []T { return q.core.closeNow() }
 
 // TaskDone tells the queue that an item taken with Get, TryGet or All has been
 // processed. When every item put is done, Join returns.
 //
 // TaskDone panics if called more times than items were put.
-func (q *PriorityQueue[T]) TaskDone() { q.taskDone("PriorityQueue.TaskDone") }
+func (q *PriorityQueue[T]) TaskDone() { q.core.taskDone("PriorityQueue.TaskDone") }
 
 // Join waits until every item put in the queue has been marked done with
 // TaskDone (or taken out by CloseNow), or until ctx is done. It returns at once
 // if nothing is unfinished.
 //
 // On failure it returns ctx.Err(); a ctx that is already done fails at once.
-func (q *PriorityQueue[T]) Join(ctx context.Context) error { return q.join(ctx) }
+func (q *PriorityQueue[T]) Join(ctx context.Context) error { return q.core.join(ctx) }
 
 // Unfinished returns the number of items put and not yet done at the moment
 // of the call: those in the queue, and those taken and not yet marked with
 // TaskDone.
-func (q *PriorityQueue[T]) Unfinished() int { return q.unfinished() }
+func (q *PriorityQueue[T]) Unfinished() int { return q.core.unfinished() }
 
 // All returns an iterator over the items of the queue, in priority order,
 // which Gets them one by one, waiting as Get does, until the queue is closed
