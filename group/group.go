@@ -165,6 +165,24 @@ func (g *Group) run(f func(ctx context.Context) error) {
 	}
 }
 
+// runHere runs f as a task of g in the calling goroutine, which is to wait
+// anyway, and saves a goroutine: Map and MapAll run one worker so. A panic
+// of f is recovered and recorded as in any task. If f calls runtime.Goexit
+// (t.FailNow in a test), the calling goroutine ends as f asked, but only
+// after the group, cancelled, has no task left: none outlives the call.
+func (g *Group) runHere(f func(ctx context.Context) error) {
+	g.wg.Add(1)
+	returned := false
+	defer func() {
+		if !returned { // runtime.Goexit: run recovers panics
+			g.cancel(ErrGoexit)
+			g.wg.Wait()
+		}
+	}()
+	g.run(f)
+	returned = true
+}
+
 // fail records a task's error and, failing fast, cancels the group.
 func (g *Group) fail(err error) {
 	g.mu.Lock()

@@ -15,9 +15,13 @@ import (
 // results; a ctx that is already done runs nothing. A panic in f is raised
 // again by Map as a *PanicError, as Wait does.
 //
-// Items are started in their order. Map starts min(limit, len(items))
-// goroutines, each of which takes the next item as it finishes one, so a
-// limit costs no goroutine per item.
+// Items are started in their order. Map runs up to min(limit, len(items))
+// workers, each of which takes the next item as it finishes one, so a limit
+// costs no goroutine per item. The first worker is the calling goroutine,
+// which would only wait otherwise (with limit 1, f runs only there); each
+// worker starts the next as it takes an item while items are left, so quick
+// items that one goroutine gets through start few goroutines, and slow ones
+// reach the limit within microseconds.
 //
 // Map panics if ctx or f is nil or limit is negative.
 func Map[T, R any](ctx context.Context, items []T, limit int, f func(ctx context.Context, item T) (R, error)) ([]R, error) {
@@ -27,13 +31,7 @@ func Map[T, R any](ctx context.Context, items []T, limit int, f func(ctx context
 	}
 	m := &mapper[T, R]{items: items, results: make([]R, len(items)), f: f}
 	g, _ := New(ctx, Options{})
-	work := m.firstError // one func value for every worker
-	for range workers(len(items), limit) {
-		if g.Go(work) != nil {
-			m.stopped.Store(true) // ctx ended: items may be left
-			break
-		}
-	}
+	m.start(g, limit, m.firstError)
 	err := g.Wait()
 	if err == nil && !m.stopped.Load() {
 		return m.results, nil
@@ -56,7 +54,8 @@ func Map[T, R any](ctx context.Context, items []T, limit int, f func(ctx context
 // An item that has not started when ctx ends does not run: its error is
 // ctx.Err() and its result the zero R; a ctx that is already done runs
 // nothing. A panic in f cancels the rest and is raised again by MapAll as a
-// *PanicError, as Wait does.
+// *PanicError, as Wait does. As Map does, MapAll runs one of its workers in
+// the calling goroutine.
 //
 // MapAll panics if ctx or f is nil or limit is negative.
 func MapAll[T, R any](ctx context.Context, items []T, limit int, f func(ctx context.Context, item T) (R, error)) ([]R, []error) {
@@ -68,16 +67,10 @@ func MapAll[T, R any](ctx context.Context, items []T, limit int, f func(ctx cont
 	m.errs = make([]error, len(items))
 	if ctx.Err() == nil {
 		g, _ := New(ctx, Options{CollectAll: true})
-		work := m.every
-		for range workers(len(items), limit) {
-			if g.Go(work) != nil {
-				break // ctx ended: what is left gets its error below
-			}
-		}
+		m.start(g, limit, m.every)
 		g.Wait() // the workers return no error: only a panic comes out
 	}
-	// Every item a worker took has its outcome. Left are those of a ctx
-	// that ended before any worker started.
+	// The workers gave every item its outcome, unless ctx was done at once.
 	for i := min(int(m.next.Load()), len(items)); i < len(items); i++ {
 		m.errs[i] = ctx.Err()
 		m.failed.Store(true)
@@ -147,19 +140,56 @@ type mapper[T, R any] struct {
 	next    atomic.Int64 // the index of the next item to take
 	stopped atomic.Bool  // Map: ctx ended with items left
 	failed  atomic.Bool  // MapAll: some item has an error
+
+	g       *Group
+	work    func(ctx context.Context) error // the worker, one func value for all
+	workers atomic.Int64                    // started, or about to start
+
+	most int64
+}
+
+// start runs work in the calling goroutine, as the first worker, which
+// starts the others as it goes (see take).
+func (m *mapper[T, R]) start(g *Group, limit int, work func(ctx context.Context) error) {
+	m.g, m.work, m.most = g, work, int64(len(m.items))
+	if limit > 0 && limit < len(m.items) {
+		m.most = int64(limit)
+	}
+	m.workers.Store(1)
+	g.runHere(work)
 }
 
 // take returns the index of the next item, or false when none is left.
-func (m *mapper[T, R]) take() (int, bool) {
+//
+// The first time a worker takes an item with more left after it (handed is
+// false), it starts one more worker, while fewer than most run: a worker on
+// its way to a slow item has a partner take the next one. Workers so start
+// one another in a chain, one goroutine start apart: slow items have every
+// worker busy within microseconds, while quick items are all taken by the
+// first worker or two before the chain gets far, and start few goroutines.
+// Starting every worker at once would cost a goroutine each, whatever the
+// items.
+func (m *mapper[T, R]) take(handed *bool) (int, bool) {
 	i := m.next.Add(1) - 1
-	return int(i), i < int64(len(m.items))
+	if i >= int64(len(m.items)) {
+		return 0, false
+	}
+	if !*handed && i+1 < int64(len(m.items)) {
+		*handed = true
+		if m.workers.Add(1) <= m.most {
+			// Refused only when ctx has ended, which the workers see.
+			_ = m.g.Go(m.work)
+		}
+	}
+	return int(i), true
 }
 
 // firstError is a Map worker: it stops at the first error, its own or
 // another's, since that error cancels ctx.
 func (m *mapper[T, R]) firstError(ctx context.Context) error {
+	handed := false
 	for {
-		i, ok := m.take()
+		i, ok := m.take(&handed)
 		if !ok {
 			return nil
 		}
@@ -177,8 +207,9 @@ func (m *mapper[T, R]) firstError(ctx context.Context) error {
 
 // every is a MapAll worker: it runs every item it takes, while ctx lasts.
 func (m *mapper[T, R]) every(ctx context.Context) error {
+	handed := false
 	for {
-		i, ok := m.take()
+		i, ok := m.take(&handed)
 		if !ok {
 			return nil
 		}
@@ -194,14 +225,6 @@ func (m *mapper[T, R]) every(ctx context.Context) error {
 			m.failed.Store(true)
 		}
 	}
-}
-
-// workers returns how many goroutines Map and MapAll start for n items.
-func workers(n, limit int) int {
-	if limit > 0 && limit < n {
-		return limit
-	}
-	return n
 }
 
 // checkMap panics on the misuses common to Map, MapAll and ForEach.

@@ -375,3 +375,71 @@ func TestForEachPanicInSeqWaitsForItems(t *testing.T) {
 		t.Errorf("%d items in flight after ForEach returned", inFlight.Load())
 	}
 }
+
+// TestMapGoexitInCaller: Map runs a worker in the caller's goroutine; if f
+// calls runtime.Goexit there, the caller ends, but only after the other
+// workers have returned. If it is another worker, Map returns ErrGoexit.
+func TestMapGoexitInCaller(t *testing.T) {
+	for range 20 {
+		var calls, inFlight atomic.Int32
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			defer func() { done <- err }()
+			_, err = group.Map(context.Background(), []int{1, 2}, 2, func(ctx context.Context, _ int) (int, error) {
+				if calls.Add(1) == 1 {
+					inFlight.Add(1)
+					defer inFlight.Add(-1)
+					<-ctx.Done()
+					return 0, ctx.Err()
+				}
+				for inFlight.Load() == 0 {
+					runtime.Gosched()
+				}
+				runtime.Goexit()
+				return 0, nil
+			})
+		}()
+		if err := <-done; err != nil && err != group.ErrGoexit {
+			t.Errorf("Map = %v, want ErrGoexit or the caller ended", err)
+		}
+		if inFlight.Load() != 0 {
+			t.Error("a worker still ran when the caller of Map ended")
+		}
+	}
+	// Limit 1: f runs in the caller only.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		group.MapAll(context.Background(), []int{1}, 1, func(context.Context, int) (int, error) {
+			runtime.Goexit()
+			return 0, nil
+		})
+		t.Error("MapAll returned after its f called runtime.Goexit in the caller")
+	}()
+	<-done
+}
+
+// TestMapReachesLimit: the workers start one another, so slow items keep
+// limit of them busy from the start: 8 items of 1s under limit 4 take 2s.
+func TestMapReachesLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, limit := range []int{0, 1, 4, 8} {
+			start := time.Now()
+			sleep := func(context.Context, int) (int, error) { time.Sleep(time.Second); return 0, nil }
+			group.Map(context.Background(), make([]int, 8), limit, sleep)
+			want := 8 * time.Second / time.Duration(max(1, min(limit, 8)))
+			if limit == 0 {
+				want = time.Second
+			}
+			if got := time.Since(start); got != want {
+				t.Errorf("Map, limit %d: %v, want %v", limit, got, want)
+			}
+			start = time.Now()
+			group.MapAll(context.Background(), make([]int, 8), limit, sleep)
+			if got := time.Since(start); got != want {
+				t.Errorf("MapAll, limit %d: %v, want %v", limit, got, want)
+			}
+		}
+	})
+}
