@@ -18,6 +18,7 @@ require (
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/sony/gobreaker/v2 v2.4.0
+	github.com/sourcegraph/conc v0.3.0
 	go.uber.org/ratelimit v0.3.1
 	golang.org/x/sync v0.22.0
 	golang.org/x/time v0.15.0
@@ -35,6 +36,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/multierr v1.9.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
