@@ -59,7 +59,7 @@ func (s *statusBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func send(t *testing.T, tr http.RoundTripper, ctx context.Context, url string) (*http.Response, error, *trackedBody) {
+func send(t *testing.T, tr http.RoundTripper, ctx context.Context, url string) (*http.Response, *trackedBody, error) {
 	t.Helper()
 	body := &trackedBody{Reader: strings.NewReader("payload")}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
@@ -68,7 +68,7 @@ func send(t *testing.T, tr http.RoundTripper, ctx context.Context, url string) (
 	if resp != nil {
 		_ = resp.Body.Close()
 	}
-	return resp, err, body
+	return resp, body, err
 }
 
 // TestTransportOutcomes: transport errors and 5xx are failures, 4xx and the
@@ -78,14 +78,14 @@ func TestTransportOutcomes(t *testing.T) {
 	base := &statusBase{}
 	tr := &Transport{Base: base, Settings: Settings{FailureThreshold: 100}}
 	for path, want := range map[string]int{"/200": 200, "/204": 204, "/404": 404, "/429": 429, "/500": 500, "/503": 503} {
-		resp, err, _ := send(t, tr, context.Background(), "http://a.test"+path)
+		resp, _, err := send(t, tr, context.Background(), "http://a.test"+path)
 		require.NoError(t, err, path)
 		require.Equal(t, want, resp.StatusCode, path)
 	}
-	resp, err, _ := send(t, tr, context.Background(), "http://a.test/err")
+	resp, _, err := send(t, tr, context.Background(), "http://a.test/err")
 	require.Nil(t, resp)
 	require.Equal(t, errConnRefused, err)
-	_, err, _ = send(t, tr, context.Background(), "http://a.test/canceled")
+	_, _, err = send(t, tr, context.Background(), "http://a.test/canceled")
 	require.Equal(t, context.Canceled, err)
 
 	c := tr.Breaker("a.test").Counts()
@@ -108,10 +108,10 @@ func TestTransportStatusError(t *testing.T) {
 			return err != nil
 		},
 	}}
-	_, err, _ := send(t, tr, context.Background(), "http://a.test/501")
+	_, _, err := send(t, tr, context.Background(), "http://a.test/501")
 	require.NoError(t, err)
 	require.Equal(t, Closed, tr.Breaker("a.test").State())
-	_, err, _ = send(t, tr, context.Background(), "http://a.test/502")
+	_, _, err = send(t, tr, context.Background(), "http://a.test/502")
 	require.NoError(t, err)
 	require.Equal(t, Open, tr.Breaker("a.test").State())
 	require.Equal(t, []string{"breaker: response status 501 Not Implemented", "breaker: response status 502 Bad Gateway"}, seen)
@@ -149,7 +149,7 @@ func TestTransportPerHost(t *testing.T) {
 		require.Equal(t, Open, tr.Breaker("a.test").State())
 
 		time.Sleep(time.Second)
-		resp, err, body := send(t, tr, context.Background(), "http://a.test/ok")
+		resp, body, err := send(t, tr, context.Background(), "http://a.test/ok")
 		require.Nil(t, resp)
 		require.ErrorIs(t, err, ErrOpen)
 		var oe *OpenError
@@ -159,12 +159,12 @@ func TestTransportPerHost(t *testing.T) {
 		require.EqualValues(t, 1, body.closed.Load(), "a refused request's body was not closed")
 		require.EqualValues(t, 2, base.sent.Load())
 
-		_, err, _ = send(t, tr, context.Background(), "http://b.test/ok")
+		_, _, err = send(t, tr, context.Background(), "http://b.test/ok")
 		require.NoError(t, err, "another host's breaker refused")
 		require.Equal(t, 2, tr.Hosts())
 
 		time.Sleep(4 * time.Second)
-		_, err, _ = send(t, tr, context.Background(), "http://a.test/ok")
+		_, _, err = send(t, tr, context.Background(), "http://a.test/ok")
 		require.NoError(t, err)
 		require.Equal(t, Closed, tr.Breaker("a.test").State())
 		require.Equal(t, []string{
@@ -183,7 +183,7 @@ func TestTransportCtxDone(t *testing.T) {
 	tr := &Transport{Base: base}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	resp, err, body := send(t, tr, ctx, "http://a.test/ok")
+	resp, body, err := send(t, tr, ctx, "http://a.test/ok")
 	require.Nil(t, resp)
 	require.Equal(t, context.Canceled, err)
 	require.EqualValues(t, 1, body.closed.Load())
@@ -213,7 +213,7 @@ func TestTransportCustomKey(t *testing.T) {
 // error breaks the RoundTripper contract: that is a failure, and an error.
 func TestTransportNoResponse(t *testing.T) {
 	tr := &Transport{Base: rtFunc(func(*http.Request) (*http.Response, error) { return nil, nil })}
-	resp, err, _ := send(t, tr, context.Background(), "http://a.test/")
+	resp, _, err := send(t, tr, context.Background(), "http://a.test/")
 	require.Nil(t, resp)
 	require.Equal(t, errNoResponse, err)
 	require.EqualValues(t, 1, tr.Breaker("a.test").Counts().Failures)
@@ -241,7 +241,7 @@ func TestTransportPanickingBase(t *testing.T) {
 		require.Zero(t, b.probes)
 		time.Sleep(time.Second)
 		panicky = false
-		_, err, _ := send(t, tr, context.Background(), "http://a.test/")
+		_, _, err := send(t, tr, context.Background(), "http://a.test/")
 		require.NoError(t, err, "the trial slot was kept by a panicking request")
 		require.Equal(t, Closed, b.State())
 	})
@@ -303,7 +303,7 @@ func TestTransportPrecheck(t *testing.T) {
 func TestTransportMaxHosts(t *testing.T) {
 	tr := &Transport{Base: &statusBase{}, MaxHosts: 4, Settings: Settings{FailureThreshold: 1, OpenTimeout: time.Hour}}
 	get := func(host, path string) {
-		resp, err, _ := send(t, tr, context.Background(), "http://"+host+path)
+		resp, _, err := send(t, tr, context.Background(), "http://"+host+path)
 		if err == nil {
 			_ = resp.Body.Close()
 		}
@@ -336,7 +336,7 @@ func TestTransportMaxHosts(t *testing.T) {
 	resp, _, _ := send(t, big, context.Background(), "http://bad/500")
 	require.Equal(t, 500, resp.StatusCode)
 	for i := range 5000 {
-		_, err, _ := send(t, big, context.Background(), fmt.Sprintf("http://h%d/", i))
+		_, _, err := send(t, big, context.Background(), fmt.Sprintf("http://h%d/", i))
 		require.NoError(t, err)
 	}
 	require.Equal(t, 64, big.Hosts())

@@ -63,14 +63,14 @@ func newReqCtx(t *testing.T, ctx context.Context, url string) (*http.Request, *t
 	return req, body
 }
 
-func roundTrip(t *testing.T, tr http.RoundTripper, ctx context.Context, url string) (*http.Response, error, *trackedBody) {
+func roundTrip(t *testing.T, tr http.RoundTripper, ctx context.Context, url string) (*http.Response, *trackedBody, error) {
 	t.Helper()
 	req, body := newReqCtx(t, ctx, url)
 	resp, err := tr.RoundTrip(req)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
-	return resp, err, body
+	return resp, body, err
 }
 
 // TestTransportGlobalPaces: with one Limiter, requests to any host wait their
@@ -80,7 +80,7 @@ func TestTransportGlobalPaces(t *testing.T) {
 		base := newSentLog()
 		tr := &Transport{Base: base, Limiter: NewTokenBucket(10, 1)}
 		for _, u := range []string{"http://a.test/", "http://b.test/", "http://a.test/x"} {
-			_, err, body := roundTrip(t, tr, context.Background(), u)
+			_, body, err := roundTrip(t, tr, context.Background(), u)
 			require.NoError(t, err)
 			require.EqualValues(t, 1, body.closed.Load(), "Base closes the body of a request it sends")
 		}
@@ -96,7 +96,7 @@ func TestTransportPerHost(t *testing.T) {
 		perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
 		tr := &Transport{Base: base, PerHost: perHost}
 		for _, u := range []string{"http://a.test/", "http://b.test/", "HTTP://A.test:80/x", "https://a.test:443/", "https://a.test:8443/"} {
-			_, err, _ := roundTrip(t, tr, context.Background(), u)
+			_, _, err := roundTrip(t, tr, context.Background(), u)
 			require.NoError(t, err)
 		}
 		// a.test twice after its first, waiting a second each; a.test
@@ -171,11 +171,11 @@ func TestTransportDeadlineError(t *testing.T) {
 			{Base: base, Limiter: bucket},
 			{Base: base, PerHost: NewKeyed(func(string) *TokenBucket { return bucket }, KeyedOptions{})},
 		} {
-			_, err, _ := roundTrip(t, tr, context.Background(), "http://a.test/")
+			_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			start := time.Now()
-			_, err, body := roundTrip(t, tr, ctx, "http://a.test/")
+			_, body, err := roundTrip(t, tr, ctx, "http://a.test/")
 			cancel()
 			require.Zero(t, time.Since(start), "a wait that cannot succeed was not skipped")
 			var de *DeadlineError
@@ -203,7 +203,6 @@ func TestTransportDeadlineError(t *testing.T) {
 type fakeLimiter struct {
 	waitErr error
 	take    Decision
-	taker   bool
 }
 
 func (f *fakeLimiter) AllowN(int) bool                  { return false }
@@ -241,14 +240,14 @@ func TestTransportDeadlineUnknown(t *testing.T) {
 			return errLimiter{ErrWouldExceedDeadline}
 		}, KeyedOptions{})},
 	} {
-		_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+		_, body, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 		require.Equal(t, ErrWouldExceedDeadline, err, name)
 		require.EqualValues(t, 1, body.closed.Load(), name)
 	}
 	require.Empty(t, base.sent())
 
 	tr := &Transport{Base: base, Limiter: &fakeLimiter{waitErr: ErrWouldExceedDeadline, take: Decision{Allowed: true}}}
-	_, err, _ := roundTrip(t, tr, context.Background(), "http://a.test/")
+	_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 	require.NoError(t, err, "events that Take allowed were not used")
 	require.Len(t, base.sent(), 1)
 }
@@ -263,14 +262,14 @@ func TestTransportLimiterErrors(t *testing.T) {
 			{Base: base, Limiter: &fakeLimiter{waitErr: want, take: Decision{RetryAfter: time.Second}}},
 			{Base: base, PerHost: &plainKeyWaiter{err: want}},
 		} {
-			_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+			_, body, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 			require.Equal(t, want, err)
 			require.EqualValues(t, 1, body.closed.Load())
 		}
 	}
 	// ErrExceedsBurst from a real bucket: a cost beyond its burst.
 	tr := &Transport{Base: base, Limiter: NewTokenBucket(1, 2), Cost: func(*http.Request) int { return 3 }}
-	_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+	_, body, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 	require.Equal(t, ErrExceedsBurst, err)
 	require.EqualValues(t, 1, body.closed.Load())
 	require.Empty(t, base.sent())
@@ -286,24 +285,24 @@ func TestTransportCtxDone(t *testing.T) {
 		tr := &Transport{Base: base, Limiter: bucket}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err, body := roundTrip(t, tr, ctx, "http://a.test/")
+		_, body, err := roundTrip(t, tr, ctx, "http://a.test/")
 		require.Equal(t, context.Canceled, err)
 		require.EqualValues(t, 1, body.closed.Load())
 		require.Equal(t, 1.0, bucket.Tokens(), "a done ctx took a token")
 
 		// A breaker behind that would refuse: the ctx's error wins.
 		tr2 := &Transport{Base: prechecked{base, errors.New("open")}, Limiter: bucket}
-		_, err, _ = roundTrip(t, tr2, ctx, "http://a.test/")
+		_, _, err = roundTrip(t, tr2, ctx, "http://a.test/")
 		require.Equal(t, context.Canceled, err)
 
-		_, err, _ = roundTrip(t, tr, context.Background(), "http://a.test/")
+		_, _, err = roundTrip(t, tr, context.Background(), "http://a.test/")
 		require.NoError(t, err)
 		ctx, cancel = context.WithCancel(context.Background())
 		errc := make(chan error)
 		var wbody *trackedBody
 		go func() {
 			var err error
-			_, err, wbody = roundTrip(t, tr, ctx, "http://a.test/")
+			_, wbody, err = roundTrip(t, tr, ctx, "http://a.test/")
 			errc <- err
 		}()
 		time.Sleep(500 * time.Millisecond)
@@ -332,7 +331,7 @@ func TestTransportPrecheck(t *testing.T) {
 		bucket := NewTokenBucket(1, 1)
 		open := errors.New("breaker: circuit open")
 		tr := &Transport{Base: prechecked{base, open}, Limiter: bucket}
-		_, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+		_, body, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 		require.Equal(t, open, err)
 		require.EqualValues(t, 1, body.closed.Load())
 		require.Equal(t, 1.0, bucket.Tokens(), "a refused request took a token")
@@ -342,7 +341,7 @@ func TestTransportPrecheck(t *testing.T) {
 		require.Equal(t, open, tr.Precheck(req))
 		outer := &Transport{Base: tr, Limiter: NewTokenBucket(1, 1)}
 		require.Equal(t, open, outer.Precheck(req))
-		_, err, _ = roundTrip(t, outer, context.Background(), "http://a.test/")
+		_, _, err = roundTrip(t, outer, context.Background(), "http://a.test/")
 		require.Equal(t, open, err, "the outer Transport did not see the breaker's refusal")
 		require.Equal(t, 1.0, bucket.Tokens())
 
@@ -350,7 +349,7 @@ func TestTransportPrecheck(t *testing.T) {
 		require.NoError(t, (&Transport{}).Precheck(req))
 
 		tr.Base = prechecked{base, nil}
-		_, err, _ = roundTrip(t, tr, context.Background(), "http://a.test/")
+		_, _, err = roundTrip(t, tr, context.Background(), "http://a.test/")
 		require.NoError(t, err)
 		require.Len(t, base.sent(), 1)
 	})
@@ -392,7 +391,7 @@ func TestTransportPanickingBase(t *testing.T) {
 	req, _ := newReqCtx(t, context.Background(), "http://a.test/")
 	require.PanicsWithValue(t, "base", func() { _, _ = tr.RoundTrip(req) })
 	tr.Base = newSentLog()
-	_, err, _ := roundTrip(t, tr, context.Background(), "http://a.test/")
+	_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 	require.NoError(t, err, "the Transport was left broken")
 }
 
@@ -418,7 +417,7 @@ func TestTransportBaseErrors(t *testing.T) {
 		_ = r.Body.Close()
 		return nil, boom
 	})}
-	resp, err, body := roundTrip(t, tr, context.Background(), "http://a.test/")
+	resp, body, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 	require.Nil(t, resp)
 	require.Equal(t, boom, err)
 	require.EqualValues(t, 1, body.closed.Load())
