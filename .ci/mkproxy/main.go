@@ -145,7 +145,3 @@ func moduleFiles(moddir string) ([]string, error) {
 	}
 	return files, nil
 }
-
-func errorsIsNotExist(err error) bool {
-	return err != nil && os.IsNotExist(err) || err == fs.ErrNotExist
-}
