@@ -129,6 +129,11 @@ func (e *DeadlineError) Error() string {
 // retry.Transport honours it.
 func (e *DeadlineError) RetryAfter() time.Duration { return e.Delay }
 
+// Timeout reports true: the request failed for want of time, as
+// net.Error's Timeout means, and as http.Client's *url.Error reports through
+// its own Timeout method.
+func (e *DeadlineError) Timeout() bool { return true }
+
 // Unwrap returns ErrWouldExceedDeadline, which wraps
 // context.DeadlineExceeded.
 func (e *DeadlineError) Unwrap() error { return ErrWouldExceedDeadline }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -421,4 +423,114 @@ func TestTransportBaseErrors(t *testing.T) {
 	require.Nil(t, resp)
 	require.Equal(t, boom, err)
 	require.EqualValues(t, 1, body.closed.Load())
+}
+
+// TestTransportDeadlineErrorTimeout: through http.Client, a DeadlineError is
+// a timeout, as a context deadline is.
+func TestTransportDeadlineErrorTimeout(t *testing.T) {
+	bucket := NewTokenBucket(1.0/60, 1)
+	client := &http.Client{Transport: &Transport{Base: newSentLog(), Limiter: bucket}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.test/", nil)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	_, err = client.Do(req)
+	var ne interface{ Timeout() bool }
+	require.ErrorAs(t, err, &ne)
+	require.True(t, ne.Timeout())
+	var de *DeadlineError
+	require.ErrorAs(t, err, &de)
+	require.Greater(t, de.Delay, 59*time.Second)
+}
+
+// TestTransportManyHosts: PerHost's keys stay within the Keyed's cap however
+// many hosts a client is sent to.
+func TestTransportManyHosts(t *testing.T) {
+	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{MaxKeys: 100})
+	tr := &Transport{Base: newSentLog(), PerHost: perHost}
+	for i := range 5000 {
+		_, _, err := roundTrip(t, tr, context.Background(), "http://h"+strconv.Itoa(i)+".test/")
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, perHost.Len(), 100)
+}
+
+// TestHammerTransport: many goroutines send through one Transport, with
+// deadlines and cancellations at random and a breaker behind that refuses at
+// random; then no more requests were sent than the limit allows, every body
+// was closed once, every error is one Transport documents, and no token is
+// lost.
+func TestHammerTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rate, burst = 100, 5
+		bucket := NewTokenBucket(rate, burst)
+		base := newSentLog()
+		var refuse atomic.Int32
+		open := errors.New("open")
+		tr := &Transport{Base: randomPrecheck{base, &refuse, open}, Limiter: bucket}
+		start := time.Now()
+		var wg sync.WaitGroup
+		var bodies, closed atomic.Int64
+		for g := range 16 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 1))
+				for range 100 {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(80))*time.Millisecond)
+					if r.IntN(8) == 0 {
+						after := time.Duration(r.IntN(30)) * time.Millisecond
+						go func() {
+							time.Sleep(after)
+							cancel()
+						}()
+					}
+					if r.IntN(10) == 0 {
+						refuse.Add(1)
+					}
+					_, body, err := roundTrip(t, tr, ctx, "http://a.test/")
+					bodies.Add(1)
+					closed.Add(int64(body.closed.Load()))
+					var de *DeadlineError
+					switch {
+					case err == nil, err == open, err == context.Canceled, err == context.DeadlineExceeded:
+					case errors.As(err, &de):
+						if de.Delay <= 0 {
+							t.Errorf("DeadlineError with delay %v", de.Delay)
+						}
+					default:
+						t.Errorf("RoundTrip = %v", err)
+					}
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		sent := len(base.sent())
+		require.LessOrEqual(t, float64(sent), burst+rate*elapsed.Seconds(), "more requests sent than the limit allows")
+		require.Equal(t, bodies.Load(), closed.Load(), "bodies not closed once each")
+		time.Sleep(time.Second)
+		require.Equal(t, float64(burst), bucket.Tokens(), "tokens lost")
+		require.True(t, bucket.AllowN(burst))
+	})
+}
+
+// randomPrecheck refuses in Precheck as many requests as refuse counts.
+type randomPrecheck struct {
+	http.RoundTripper
+	refuse *atomic.Int32
+	err    error
+}
+
+func (p randomPrecheck) Precheck(*http.Request) error {
+	for {
+		n := p.refuse.Load()
+		if n == 0 {
+			return nil
+		}
+		if p.refuse.CompareAndSwap(n, n-1) {
+			return p.err
+		}
+	}
 }
