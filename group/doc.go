@@ -27,5 +27,6 @@
 // goroutine it started has returned.
 //
 // The package uses no timers and no goroutines of its own, so it works inside
-// testing/synctest bubbles: a Group made in a bubble is used in that bubble.
+// testing/synctest bubbles, on their virtual time (see Group for the one
+// hand-over between a bubble and the outside that the runtime refuses).
 package group

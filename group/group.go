@@ -35,6 +35,14 @@ type Options struct {
 //
 // In the terminology of the Go memory model, the return of every task is
 // synchronized before the return of Wait.
+//
+// In testing/synctest bubbles, a Group made in a bubble works there, Wait
+// blocking durably, and so does one made outside. Either may serve outside
+// the bubble later, but for one use that the runtime refuses with a fatal
+// error: once a task has asked for the group's ctx.Done() in a bubble, the
+// context package has made that channel in the bubble, and closing it from
+// outside (a failure, or Wait) is refused. Such a Group is waited for in the
+// bubble.
 type Group struct {
 	_ nocopy.NoCopy
 
@@ -42,14 +50,15 @@ type Group struct {
 	cancel     context.CancelCauseFunc
 	sem        *ctxsync.Semaphore // the slots; nil without a limit
 	collectAll bool
-	wg         sync.WaitGroup
-	waited     atomic.Bool // Wait has returned once
+	tasks      atomic.Int64 // tasks started (or Go calls on their way) not ended
+	waited     atomic.Bool  // Wait has returned once
 
 	mu       sync.Mutex
-	err      error       // guarded by mu: the first error (fail-fast)
-	errLive  bool        // guarded by mu: err came while the group's ctx was live
-	errs     []error     // guarded by mu: every error (CollectAll)
-	panicked *PanicError // guarded by mu: the first panic
+	idle     chan struct{} // guarded by mu: made by a Wait, closed when tasks is 0
+	err      error         // guarded by mu: the first error (fail-fast)
+	errLive  bool          // guarded by mu: err came while the group's ctx was live
+	errs     []error       // guarded by mu: every error (CollectAll)
+	panicked *PanicError   // guarded by mu: the first panic
 }
 
 // New returns a Group and a context derived from ctx that the tasks receive.
@@ -87,7 +96,7 @@ func (g *Group) Go(f func(ctx context.Context) error) error {
 	g.checkGo(f, "Go")
 	// Counted before it waits for a slot, so a Wait that starts meanwhile
 	// (from another task) waits for this task too.
-	g.wg.Add(1)
+	g.tasks.Add(1)
 	var err error
 	if g.sem != nil {
 		err = g.sem.Acquire(g.ctx) // a done ctx fails even with a slot free
@@ -95,7 +104,7 @@ func (g *Group) Go(f func(ctx context.Context) error) error {
 		err = g.ctx.Err()
 	}
 	if err != nil {
-		g.wg.Done()
+		g.taskDone()
 		return err
 	}
 	go g.run(f)
@@ -123,7 +132,7 @@ func (g *Group) TryGo(f func(ctx context.Context) error) bool {
 	} else if g.ctx.Err() != nil {
 		return false
 	}
-	g.wg.Add(1)
+	g.tasks.Add(1)
 	go g.run(f)
 	return true
 }
@@ -156,7 +165,7 @@ func (g *Group) run(f func(ctx context.Context) error) {
 		if g.sem != nil {
 			g.sem.Release()
 		}
-		g.wg.Done()
+		g.taskDone()
 	}()
 	err := f(g.ctx)
 	returned = true
@@ -171,16 +180,51 @@ func (g *Group) run(f func(ctx context.Context) error) {
 // (t.FailNow in a test), the calling goroutine ends as f asked, but only
 // after the group, cancelled, has no task left: none outlives the call.
 func (g *Group) runHere(f func(ctx context.Context) error) {
-	g.wg.Add(1)
+	g.tasks.Add(1)
 	returned := false
 	defer func() {
 		if !returned { // runtime.Goexit: run recovers panics
 			g.cancel(ErrGoexit)
-			g.wg.Wait()
+			g.waitTasks()
 		}
 	}()
 	g.run(f)
 	returned = true
+}
+
+// taskDone counts a task (or a Go call that started none) as ended, and
+// wakes the Waits if it was the last.
+func (g *Group) taskDone() {
+	if g.tasks.Add(-1) != 0 {
+		return
+	}
+	g.mu.Lock()
+	if g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+	g.mu.Unlock()
+}
+
+// waitTasks waits until no task runs.
+//
+// It is not a sync.WaitGroup because the runtime ties a WaitGroup to the
+// testing/synctest bubble of its first Add for good, and a later Add from
+// outside the bubble is a fatal error, which would make a Group used in a
+// bubble unusable after it. A channel made for each wait ties nothing: made
+// in a bubble it blocks there durably, as a WaitGroup would.
+func (g *Group) waitTasks() {
+	g.mu.Lock()
+	if g.tasks.Load() == 0 {
+		g.mu.Unlock()
+		return
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	<-idle
 }
 
 // fail records a task's error and, failing fast, cancels the group.
@@ -235,7 +279,7 @@ func (g *Group) Wait() error {
 	if g.ctx == nil {
 		panic("group: Wait on a Group not made by New")
 	}
-	g.wg.Wait()
+	g.waitTasks()
 	g.cancel(nil) // cause: context.Canceled
 	g.waited.Store(true)
 	g.mu.Lock()

@@ -434,3 +434,31 @@ func TestMadeOutsideBubbleUsedInside(t *testing.T) {
 		}
 	})
 }
+
+// TestBubbleHandOver: a Group used in a bubble and then outside it, made on
+// either side, keeps working (with a sync.WaitGroup inside, the Add outside
+// after the bubble was a fatal error).
+func TestBubbleHandOver(t *testing.T) {
+	nop := func(context.Context) error { return nil }
+	g, _ := group.New(context.Background(), group.Options{Limit: 1})
+	synctest.Test(t, func(t *testing.T) {
+		g.Go(nop)
+		g.TryGo(nop)
+		synctest.Wait()
+	})
+	g.Go(nop)
+	if err := g.Wait(); err != nil {
+		t.Errorf("made outside: Wait = %v", err)
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		g, _ = group.New(context.Background(), group.Options{Limit: 1})
+		g.Go(func(context.Context) error { time.Sleep(time.Second); return nil })
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+	})
+	g.Go(nop)
+	if err := g.Wait(); err != nil {
+		t.Errorf("made inside: Wait = %v", err)
+	}
+}

@@ -111,7 +111,7 @@ func ForEach[T any](ctx context.Context, seq iter.Seq[T], limit int, f func(ctx 
 			// outlives ForEach, so stop the items in flight and wait for
 			// them while seq's panic goes on up.
 			g.cancel(nil)
-			g.wg.Wait()
+			g.waitTasks()
 		}
 	}()
 	refused := false
