@@ -54,11 +54,11 @@ type Group struct {
 	waited     atomic.Bool  // Wait has returned once
 
 	mu       sync.Mutex
-	idle     chan struct{} // guarded by mu: made by a Wait, closed when tasks is 0
-	err      error         // guarded by mu: the first error (fail-fast)
-	errLive  bool          // guarded by mu: err came while the group's ctx was live
-	errs     []error       // guarded by mu: every error (CollectAll)
-	panicked *PanicError   // guarded by mu: the first panic
+	idle     sync.Cond   // on mu: signalled when tasks drops to 0
+	err      error       // guarded by mu: the first error (fail-fast)
+	errLive  bool        // guarded by mu: err came while the group's ctx was live
+	errs     []error     // guarded by mu: every error (CollectAll)
+	panicked *PanicError // guarded by mu: the first panic
 }
 
 // New returns a Group and a context derived from ctx that the tasks receive.
@@ -74,6 +74,7 @@ func New(ctx context.Context, opts Options) (*Group, context.Context) {
 		panic("group: New with negative Limit")
 	}
 	g := &Group{collectAll: opts.CollectAll}
+	g.idle.L = &g.mu
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	if opts.Limit > 0 {
 		g.sem = ctxsync.NewSemaphore(opts.Limit)
@@ -198,11 +199,9 @@ func (g *Group) taskDone() {
 	if g.tasks.Add(-1) != 0 {
 		return
 	}
+	// Under mu, so that a Wait that saw a task left is already asleep.
 	g.mu.Lock()
-	if g.idle != nil {
-		close(g.idle)
-		g.idle = nil
-	}
+	g.idle.Broadcast()
 	g.mu.Unlock()
 }
 
@@ -211,20 +210,14 @@ func (g *Group) taskDone() {
 // It is not a sync.WaitGroup because the runtime ties a WaitGroup to the
 // testing/synctest bubble of its first Add for good, and a later Add from
 // outside the bubble is a fatal error, which would make a Group used in a
-// bubble unusable after it. A channel made for each wait ties nothing: made
-// in a bubble it blocks there durably, as a WaitGroup would.
+// bubble unusable after it. A sync.Cond ties nothing, and its Wait blocks
+// durably in a bubble, as a WaitGroup's would.
 func (g *Group) waitTasks() {
 	g.mu.Lock()
-	if g.tasks.Load() == 0 {
-		g.mu.Unlock()
-		return
+	for g.tasks.Load() != 0 {
+		g.idle.Wait()
 	}
-	if g.idle == nil {
-		g.idle = make(chan struct{})
-	}
-	idle := g.idle
 	g.mu.Unlock()
-	<-idle
 }
 
 // fail records a task's error and, failing fast, cancels the group.
