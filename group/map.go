@@ -92,7 +92,9 @@ func MapAll[T, R any](ctx context.Context, items []T, limit int, f func(ctx cont
 // flight before it returns, and returns the first error, or ctx.Err() when ctx
 // ended first; nil if seq ran out and every call succeeded. A panic in f is
 // raised again by ForEach as a *PanicError, as Wait does; a panic in seq goes
-// on up once the items in flight have returned.
+// on up once the items in flight have returned. ForEach cannot interrupt seq
+// itself: an iterator that may block waiting for its next item should watch
+// ctx too.
 //
 // ForEach panics if ctx, seq or f is nil or limit is negative.
 func ForEach[T any](ctx context.Context, seq iter.Seq[T], limit int, f func(ctx context.Context, item T) error) error {
