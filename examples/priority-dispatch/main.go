@@ -36,6 +36,8 @@ func run(w io.Writer) {
 		{"rebuild search index", 3, 50 * time.Millisecond},
 		{"send password reset", 1, 20 * time.Millisecond},
 	} {
+		// An unbounded queue, open, and a ctx that never ends: Put cannot
+		// fail here. With a bounded queue or a ctx that can end, check it.
 		_ = q.Put(ctx, t.prio, t)
 	}
 	tl.Printf("queued %d tasks", q.Len())

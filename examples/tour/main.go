@@ -53,6 +53,11 @@ var chapters = []chapter{
 	{"pool.Pool", "lend expensive resources, make them on demand", poolChapter},
 }
 
+// bg is the context of every wait in the tour. It never ends, and for a
+// wait on it only misuse can fail (a closed queue, say), so the tour drops
+// those errors to stay short. Code that waits on a ctx that can end (a
+// request's, a deadline's) must check each error: on failure nothing was
+// taken, so there is nothing to release. The other examples show how.
 var bg = context.Background()
 
 func lockChapter(tl *timeline) {
