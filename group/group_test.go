@@ -462,3 +462,14 @@ func TestBubbleHandOver(t *testing.T) {
 		t.Errorf("made inside: Wait = %v", err)
 	}
 }
+
+func TestPanicErrorNilAndZero(t *testing.T) {
+	var p *group.PanicError
+	if p.Error() == "" || p.Unwrap() != nil {
+		t.Errorf("nil *PanicError: Error() = %q, Unwrap() = %v", p.Error(), p.Unwrap())
+	}
+	var z group.PanicError
+	if !strings.HasPrefix(z.Error(), "group: ") || z.Unwrap() != nil {
+		t.Errorf("zero PanicError: Error() = %q, Unwrap() = %v", z.Error(), z.Unwrap())
+	}
+}

@@ -11,8 +11,10 @@ import (
 //
 // The first error cancels the context that f receives, no item starts after
 // it, and Map returns it with nil results once the calls in flight have
-// returned. If ctx ends before any call fails, Map returns ctx.Err() and nil
-// results; a ctx that is already done runs nothing. A panic in f is raised
+// returned. If ctx ends before every item has started, or before a call
+// fails, Map returns ctx.Err() and nil results: a call that fails after ctx
+// ended most likely failed because it did. A ctx that is already done runs
+// nothing. A panic in f is raised
 // again by Map as a *PanicError, as Wait does.
 //
 // Items are started in their order. Map runs up to min(limit, len(items))

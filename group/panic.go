@@ -18,12 +18,18 @@ type PanicError struct {
 
 // Error returns the panic value and the task's stack.
 func (p *PanicError) Error() string {
+	if p == nil {
+		return "group: <nil *PanicError>"
+	}
 	return fmt.Sprintf("group: task panicked: %v\n\ntask's stack:\n%s", p.Value, p.Stack)
 }
 
 // Unwrap returns the panic value if it is an error, so that errors.Is and
 // errors.As see through a PanicError; otherwise nil.
 func (p *PanicError) Unwrap() error {
+	if p == nil {
+		return nil
+	}
 	err, _ := p.Value.(error)
 	return err
 }
