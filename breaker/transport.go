@@ -120,6 +120,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	// A done ctx fails before a breaker is made for a host that may be new:
+	// requests that are never sent should not push out the breakers held.
+	if err := req.Context().Err(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	b := t.breaker(t.key(req), true)
 	var (
 		resp *http.Response
@@ -145,9 +151,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case !sent:
 		// Refused, or the ctx was done: a RoundTripper closes the body of
 		// a request it does not send.
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
+		closeBody(req)
 		return nil, err
 	case bad:
 		return resp, nil
@@ -224,6 +228,13 @@ func (b *Breaker) refusal() *OpenError {
 	return nil
 }
 
+// closeBody closes the body of a request that will not be sent.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
 // hostKey returns the key of the host u names: lowercased, without the port
 // when it is the scheme's default, so that "Example.com" and
 // "example.com:443" share a breaker over https.
@@ -231,7 +242,8 @@ func hostKey(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	host := strings.ToLower(u.Host)
+	// An empty port is the default one, as net/http reads it.
+	host := strings.TrimSuffix(strings.ToLower(u.Host), ":")
 	switch {
 	case u.Scheme == "http" && strings.HasSuffix(host, ":80"):
 		host = host[:len(host)-len(":80")]

@@ -189,7 +189,8 @@ func TestTransportCtxDone(t *testing.T) {
 	require.Equal(t, context.Canceled, err)
 	require.EqualValues(t, 1, body.closed.Load())
 	require.Zero(t, base.sent.Load())
-	require.Equal(t, Counts{}, tr.Breaker("a.test").Counts())
+	require.Nil(t, tr.Breaker("a.test"), "a request never sent made a breaker")
+	require.Zero(t, tr.Hosts())
 }
 
 // TestTransportCustomKey: requests with the same key share a breaker.
@@ -350,9 +351,7 @@ func TestTransportMaxHosts(t *testing.T) {
 		require.True(t, ok)
 		require.Same(t, e, v)
 	}
-	n := 0
-	big.hosts.m.Range(func(any, any) bool { n++; return true })
-	require.Equal(t, 64, n)
+	require.Equal(t, 64, big.hostsInMap())
 	big.hosts.mu.Unlock()
 }
 
@@ -433,11 +432,30 @@ func TestHammerTransport(t *testing.T) {
 								panic(r)
 							}
 						}()
+						if i%3 == 0 {
+							// As ratelimit.Transport does: ask first.
+							if err := tr.Precheck(req); err != nil {
+								if !errors.Is(err, ErrOpen) {
+									t.Errorf("Precheck = %v", err)
+								}
+								_ = req.Body.Close()
+								return
+							}
+						}
 						resp, err := tr.RoundTrip(req)
 						if err == nil {
 							_ = resp.Body.Close()
 						}
 					}()
+					if i%50 == 49 {
+						if b := tr.Breaker(fmt.Sprint("h", g%5)); b != nil {
+							if g%2 == 0 {
+								b.ForceOpen()
+							} else {
+								b.Reset()
+							}
+						}
+					}
 					closed.Add(int64(body.closed.Load()))
 					cancel()
 					if i%17 == 0 {
@@ -452,6 +470,7 @@ func TestHammerTransport(t *testing.T) {
 		time.Sleep(time.Second)
 		tr.hosts.mu.Lock()
 		defer tr.hosts.mu.Unlock()
+		require.Len(t, tr.hosts.all, tr.hostsInMap())
 		for _, e := range tr.hosts.all {
 			e.b.mu.Lock()
 			probes := e.b.probes
@@ -459,4 +478,27 @@ func TestHammerTransport(t *testing.T) {
 			require.Zero(t, probes, "%s keeps a trial slot", e.key)
 		}
 	})
+}
+
+// hostsInMap counts the entries of the map of breakers.
+func (t *Transport) hostsInMap() int {
+	n := 0
+	t.hosts.m.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+func TestHostKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://Example.COM/":         "example.com",
+		"http://example.com:80/":      "example.com",
+		"http://example.com:/":        "example.com",
+		"http://example.com:443/":     "example.com:443",
+		"https://example.com:443/":    "example.com",
+		"https://[2001:DB8::1]:8443/": "[2001:db8::1]:8443",
+	} {
+		req, err := http.NewRequest(http.MethodGet, in, nil)
+		require.NoError(t, err)
+		require.Equal(t, want, hostKey(req.URL), "hostKey(%s)", in)
+	}
+	require.Equal(t, "", hostKey(nil))
 }

@@ -264,7 +264,8 @@ func hostKey(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	host := strings.ToLower(u.Host)
+	// An empty port is the default one, as net/http reads it.
+	host := strings.TrimSuffix(strings.ToLower(u.Host), ":")
 	switch {
 	case u.Scheme == "http" && strings.HasSuffix(host, ":80"):
 		host = host[:len(host)-len(":80")]

@@ -116,6 +116,8 @@ func TestHostKey(t *testing.T) {
 		"http://Example.COM/":         "example.com",
 		"http://example.com:80/":      "example.com",
 		"http://example.com:443/":     "example.com:443",
+		"http://example.com:/":        "example.com",
+		"https://[::1]:/":             "[::1]",
 		"https://example.com:443/":    "example.com",
 		"https://example.com:80/":     "example.com:80",
 		"http://127.0.0.1:8080/":      "127.0.0.1:8080",
