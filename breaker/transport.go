@@ -131,7 +131,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp *http.Response
 		sent bool
 		bad  bool // resp is a 5xx, recorded as a failure
+		done bool // Execute returned
 	)
+	defer func() {
+		// Settings' functions run after Base returned, as the outcome is
+		// recorded: if one panics, the panic goes on, and the response no
+		// one will see must not keep its connection.
+		if !done && resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+	}()
 	err := b.Execute(req.Context(), func(context.Context) error {
 		sent = true
 		var err error
@@ -147,6 +156,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil
 	})
+	done = true
 	switch {
 	case !sent:
 		// Refused, or the ctx was done: a RoundTripper closes the body of

@@ -502,3 +502,54 @@ func TestHostKey(t *testing.T) {
 	}
 	require.Equal(t, "", hostKey(nil))
 }
+
+// TestTransportPanickingSettings: a panic in IsFailure or OnStateChange,
+// after Base answered, goes on to the caller with the response's body closed,
+// and the breaker keeps no trial slot.
+func TestTransportPanickingSettings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var respBody *trackedBody
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			respBody = &trackedBody{Reader: strings.NewReader("x")}
+			code := 200
+			if r.URL.Path == "/fail" {
+				code = 503
+			}
+			return &http.Response{StatusCode: code, Body: respBody}, nil
+		})
+		panicky := true
+		tr := &Transport{Base: base, Settings: Settings{
+			FailureThreshold: 1,
+			OpenTimeout:      time.Second,
+			IsFailure: func(err error) bool {
+				if panicky {
+					panic("IsFailure")
+				}
+				return err != nil
+			},
+		}}
+		require.PanicsWithValue(t, "IsFailure", func() { send(t, tr, context.Background(), "http://a.test/fail") })
+		require.EqualValues(t, 1, respBody.closed.Load(), "the response of a panicking outcome was left open")
+
+		panicky = false
+		_, _, err := send(t, tr, context.Background(), "http://a.test/fail")
+		require.NoError(t, err)
+		b := tr.Breaker("a.test")
+		require.Equal(t, Open, b.State())
+		time.Sleep(time.Second)
+		panicky = true
+		require.PanicsWithValue(t, "IsFailure", func() { send(t, tr, context.Background(), "http://a.test/") })
+		require.EqualValues(t, 1, respBody.closed.Load())
+		require.Zero(t, b.probes, "a trial whose outcome panicked kept its slot")
+		panicky = false
+		_, _, err = send(t, tr, context.Background(), "http://a.test/")
+		require.NoError(t, err)
+		require.Equal(t, Closed, b.State())
+
+		tr2 := &Transport{Base: base, Settings: Settings{FailureThreshold: 1},
+			OnStateChange: func(string, State, State, Counts) { panic("OnStateChange") }}
+		require.PanicsWithValue(t, "OnStateChange", func() { send(t, tr2, context.Background(), "http://a.test/fail") })
+		require.EqualValues(t, 1, respBody.closed.Load())
+		require.Equal(t, Open, tr2.Breaker("a.test").State())
+	})
+}
