@@ -295,6 +295,38 @@ func TestOpenedInBubbleResetOutside(t *testing.T) {
 	require.Equal(t, errBoom, b.Execute(context.Background(), fail))
 }
 
+// TestOpenedLateInBubbleUsedOutside: a bubble whose virtual clock has run
+// past the process's start reads a positive clock, like the real one; an
+// opening made there must get no timer either, or any change of state after
+// the bubble (State finding the opening over, Reset, ForceOpen, a call) stops
+// a bubbled timer from outside, and the runtime ends the program.
+func TestOpenedLateInBubbleUsedOutside(t *testing.T) {
+	var b *Breaker
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(40 * 365 * 24 * time.Hour)
+		b = New(Settings{FailureThreshold: 1})
+		tripOnce(t, context.Background(), b)
+	})
+	// The opening was set on the bubble's clock: it counts as over.
+	require.Equal(t, HalfOpen, b.State(), "a Breaker made in a bubble works after it ends")
+	b.Reset()
+	require.Equal(t, Closed, b.State())
+
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(40 * 365 * 24 * time.Hour)
+		tripOnce(t, context.Background(), b)
+	})
+	b.ForceOpen()
+	b.Reset()
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(40 * 365 * 24 * time.Hour)
+		tripOnce(t, context.Background(), b)
+	})
+	require.ErrorIs(t, b.Execute(context.Background(), fail), errBoom, "a trial")
+	require.Equal(t, Open, b.State())
+	b.Disable()
+}
+
 // TestBubbleBoundaries: a breaker that opened inside a synctest bubble is used
 // after it ended, and the reverse; neither crashes nor stays open for good.
 func TestBubbleBoundaries(t *testing.T) {

@@ -52,7 +52,8 @@ func (b *Breaker) openDuration(n int64) time.Duration {
 // tripLocked opens the breaker for d. b.mu must be held.
 func (b *Breaker) tripLocked(d time.Duration) {
 	b.openings.Add(1)
-	now := clock.Now()
+	t := time.Now()
+	now := clock.At(t) // clock.Now's reading, from t
 	until := now + int64(d)
 	if until < now { // d >= 0: the sum wrapped
 		until = math.MaxInt64
@@ -68,11 +69,10 @@ func (b *Breaker) tripLocked(d time.Duration) {
 	case b.forced:
 		// No end in time: refusals know it from the error, without the
 		// clock.
-	case now < 0:
-		// A synctest bubble's clock, which reads far below zero (see
-		// internal/clock). A timer made in a bubble could not be stopped
-		// from outside it (the runtime forbids that), and would never
-		// fire once the bubble ends: refusals read the clock instead.
+	case inBubble(t):
+		// A timer made in a synctest bubble could not be stopped from
+		// outside it (the runtime ends the program), and would never fire
+		// once the bubble ends: refusals read the clock instead.
 		b.markExpired(gen)
 	default:
 		// A runtime timer, not a goroutine, marks the opening as nearly
@@ -81,6 +81,17 @@ func (b *Breaker) tripLocked(d time.Duration) {
 		// outside any bubble, it may be stopped from inside one.
 		b.timer = time.AfterFunc(d-min(d/10, 100*time.Millisecond), func() { b.markExpired(gen) })
 	}
+}
+
+// inBubble tells whether t, a reading of time.Now, was taken inside a
+// synctest bubble: there the runtime gives no monotonic reading, and outside
+// one it always does (until the year 2157, when the wall clock outgrows the
+// room it shares with the monotonic one; after that this errs only toward
+// reading the clock more often). The sign of the clock cannot tell: a bubble's
+// clock starts in 2000, below the process's start, but a bubble that has slept
+// some decades reads above it.
+func inBubble(t time.Time) bool {
+	return t == t.Round(0) // Round(0) strips the monotonic reading, if any
 }
 
 // markExpired records that the opening of generation gen is nearly over. The
