@@ -197,6 +197,9 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	if fn == nil {
 		panic("breaker: Execute with nil func")
 	}
+	// The zero Breaker panics even with a done ctx: misuse shows at its
+	// first use, not at the first use whose ctx is still live.
+	b.check()
 	if err := waitq.CtxErr(ctx, "breaker"); err != nil {
 		return err
 	}
@@ -240,6 +243,7 @@ func Do[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, err
 //
 // A ctx that is already done fails at once with ctx.Err().
 func (b *Breaker) Allow(ctx context.Context) (done func(err error), err error) {
+	b.check() // before ctx, as in Execute
 	if err := waitq.CtxErr(ctx, "breaker"); err != nil {
 		return nil, err
 	}

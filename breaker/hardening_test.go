@@ -381,6 +381,27 @@ func TestZeroBreaker(t *testing.T) {
 	}
 }
 
+// TestZeroBreakerWithDoneCtxPanics: the zero Breaker panics at first use even
+// when ctx is already done, rather than return ctx.Err() as a whole breaker
+// would and hide the misuse until a live ctx comes.
+func TestZeroBreakerWithDoneCtxPanics(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	uses := map[string]func(b *Breaker){
+		"Execute": func(b *Breaker) { _ = b.Execute(done, succeed) },
+		"Do": func(b *Breaker) {
+			_, _ = Do(done, b, func(context.Context) (int, error) { return 0, nil })
+		},
+		"Allow": func(b *Breaker) { _, _ = b.Allow(done) },
+	}
+	for name, use := range uses {
+		t.Run(name, func(t *testing.T) {
+			var b Breaker
+			require.PanicsWithValue(t, "breaker: use New to make a Breaker", func() { use(&b) })
+		})
+	}
+}
+
 // TestStateAfterOpenTime: State tells the truth without a call coming: an
 // open breaker whose time is up is half-open, and the change is reported once.
 func TestStateAfterOpenTime(t *testing.T) {
