@@ -97,3 +97,26 @@ func TestWaitAcrossBubbles(t *testing.T) {
 		wait(t, l, 1)
 	}
 }
+
+// TestTokenBucketAllowNAtStaleOverAnHour: a t over an hour behind the
+// bucket's state was taken for a time of another clock, and the bucket
+// started full: a stale time (a request's arrival time, replayed two hours
+// late) got a token from an empty bucket, and a call at the clock's time
+// then got another, three events at one instant with a burst of 1. Whether
+// the state is of another clock is judged against the clock, not t.
+func TestTokenBucketAllowNAtStaleOverAnHour(t *testing.T) {
+	b := NewTokenBucket(1, 1) // one a second
+	now := time.Now()
+	require.True(t, b.AllowNAt(1, now))
+	require.False(t, b.AllowNAt(1, now), "empty")
+	for _, back := range []time.Duration{2 * time.Hour, 100 * 365 * 24 * time.Hour} {
+		require.False(t, b.AllowNAt(1, now.Add(-back)), "a time %v stale gave out a token", back)
+		require.False(t, b.AllowNAt(1, now), "the bucket was full again at the same instant")
+	}
+	// The state of the real clock, seen from a bubble's through AllowNAt,
+	// is still taken for another clock's: the bucket starts full there.
+	synctest.Test(t, func(t *testing.T) {
+		require.True(t, b.AllowNAt(1, time.Now()), "the real clock's state held in a bubble")
+		require.False(t, b.AllowNAt(1, time.Now()))
+	})
+}

@@ -195,7 +195,7 @@ func FuzzTokenBucket(f *testing.F) {
 			want := n <= burst && credit >= cost
 
 			var d Decision
-			got := b.take(n, now, &d)
+			got := b.take(n, now, false, &d)
 			if got != want || d.Allowed != got {
 				t.Fatalf("rate %v, burst %d, at %d: %d asked with credit %d ns, token %d ns: take = %v, want %v",
 					rate, burst, now-fuzzStart, n, credit, tokenNs, got, want)

@@ -106,7 +106,7 @@ func NewTokenBucket(rate float64, burst int) *TokenBucket {
 }
 
 // Allow reports whether one event may happen now, and if so takes a token.
-func (b *TokenBucket) Allow() bool { return b.take(1, nowNs(), nil) }
+func (b *TokenBucket) Allow() bool { return b.take(1, nowNs(), false, nil) }
 
 // AllowN reports whether n events may happen now, and if so takes n tokens.
 // When it returns false it takes nothing. It returns false while goroutines
@@ -115,24 +115,25 @@ func (b *TokenBucket) Allow() bool { return b.take(1, nowNs(), nil) }
 // AllowN panics if n is below 1.
 func (b *TokenBucket) AllowN(n int) bool {
 	checkN(n, "TokenBucket.AllowN")
-	return b.take(n, nowNs(), nil)
+	return b.take(n, nowNs(), false, nil)
 }
 
 // AllowNAt is AllowN at time t, for callers that have read the clock already.
-// A t earlier than the times of earlier calls never gives out more tokens. A
+// A t earlier than the times of earlier calls, however stale, never gives out
+// more tokens. A
 // t over an hour ahead of the clock looks like a time of another clock (a
 // synctest bubble's, which runs years behind the real one), and later calls
 // at the clock's time forget what it took.
 func (b *TokenBucket) AllowNAt(n int, t time.Time) bool {
 	checkN(n, "TokenBucket.AllowNAt")
-	return b.take(n, atNs(t), nil)
+	return b.take(n, atNs(t), true, nil)
 }
 
-func (b *TokenBucket) allowAt(n int, now int64) bool { return b.take(n, now, nil) }
+func (b *TokenBucket) allowAt(n int, now int64) bool { return b.take(n, now, false, nil) }
 
 func (b *TokenBucket) takeAt(n int, now int64) Decision {
 	var d Decision
-	b.take(n, now, &d)
+	b.take(n, now, false, &d)
 	return d
 }
 
@@ -142,12 +143,13 @@ func (b *TokenBucket) takeAt(n int, now int64) Decision {
 func (b *TokenBucket) Take(n int) Decision {
 	checkN(n, "TokenBucket.Take")
 	var d Decision
-	b.take(n, nowNs(), &d)
+	b.take(n, nowNs(), false, &d)
 	return d
 }
 
-// take takes n tokens at now if it may, and fills d if it is not nil.
-func (b *TokenBucket) take(n int, now int64, d *Decision) bool {
+// take takes n tokens at now if it may, and fills d if it is not nil. given
+// says now is the caller's time (AllowNAt), not a reading of the clock.
+func (b *TokenBucket) take(n int, now int64, given bool, d *Decision) bool {
 	now = clampNow(now)
 	for {
 		p := b.load()
@@ -161,7 +163,7 @@ func (b *TokenBucket) take(n int, now int64, d *Decision) bool {
 		if b.params.Load() != p {
 			continue // a setter changed both since we looked: look again
 		}
-		tat := b.base(s, now, p)
+		tat := b.base(s, now, p, given)
 		newTat := tat + int64(n)*p.tokenNs
 		ok := s&tbQueued == 0 && n <= p.burst && newTat-now <= p.burstNs
 		if ok && !b.state.CompareAndSwap(s, newTat<<tbShift) {
@@ -178,11 +180,17 @@ func (b *TokenBucket) take(n int, now int64, d *Decision) bool {
 }
 
 // base returns the time from which the next token is counted: tat, or now if
-// tat has passed.
-func (b *TokenBucket) base(s, now int64, p *bucketParams) int64 {
+// tat has passed. given says now is a time the caller gave (AllowNAt), not a
+// reading of the clock.
+func (b *TokenBucket) base(s, now int64, p *bucketParams, given bool) int64 {
 	tat := s >> tbShift
-	if tat > now+p.burstNs+clockJump {
-		// State from another clock (see clockJump): start full.
+	// State from another clock (see clockJump) starts full. It is judged
+	// against the later of now and the clock: a given time hours stale (a
+	// request's arrival, replayed late) is not a bubble's clock, and must
+	// find the bucket as empty as the clock's time does; a given time ahead
+	// of the clock counts from what earlier calls at such times took. Only
+	// then is the clock read again: the hot path reads it once.
+	if tat > now+p.burstNs+clockJump && (!given || tat > clampNow(nowNs())+p.burstNs+clockJump) {
 		return now
 	}
 	return max(tat, now)
@@ -237,7 +245,7 @@ func (b *TokenBucket) WaitN(ctx context.Context, n int) error {
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	if b.take(n, nowNs(), nil) {
+	if b.take(n, nowNs(), false, nil) {
 		return nil
 	}
 	return b.w.waitN(ctx, (*bucketWaitable)(b), n)
@@ -250,7 +258,7 @@ func (b *TokenBucket) Tokens() float64 {
 	if p.tokenNs == 0 {
 		return float64(p.burst)
 	}
-	debt := b.base(b.state.Load(), now, p) - now
+	debt := b.base(b.state.Load(), now, p, false) - now
 	return float64(p.burstNs-debt) / float64(p.tokenNs)
 }
 
@@ -298,7 +306,7 @@ func (b *TokenBucket) set(change func(*bucketParams) *bucketParams) {
 		}
 	}
 	now := clampNow(nowNs())
-	credit := old.burstNs - (b.base(s, now, old) - now) // the tokens held, in ns
+	credit := old.burstNs - (b.base(s, now, old, false) - now) // the tokens held, in ns
 	b.params.Store(p)
 	tat := now + p.burstNs - carryCredit(credit, old, p)
 	b.state.Store(tat<<tbShift | s&tbQueued)
@@ -317,7 +325,7 @@ func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 	now = clampNow(now)
 	for {
 		s := b.state.Load()
-		newTat := tb.base(s, now, p) + int64(n)*p.tokenNs
+		newTat := tb.base(s, now, p, false) + int64(n)*p.tokenNs
 		if wait := newTat - now - p.burstNs; wait > 0 {
 			if now == tbMaxNow {
 				return false, math.MaxInt64 // the bucket's time has stopped
@@ -333,7 +341,7 @@ func (b *bucketWaitable) takeLocked(n int, now int64) (bool, int64) {
 func (b *bucketWaitable) earliestLocked(ahead, n int, now int64) int64 {
 	tb := (*TokenBucket)(b)
 	p := b.params.Load()
-	return p.fitsAfter(tb.base(b.state.Load(), clampNow(now), p), queuedSum(ahead, n))
+	return p.fitsAfter(tb.base(b.state.Load(), clampNow(now), p, false), queuedSum(ahead, n))
 }
 
 func (b *bucketWaitable) setQueuedLocked(queued bool) {
