@@ -120,10 +120,9 @@ func (b *TokenBucket) AllowN(n int) bool {
 
 // AllowNAt is AllowN at time t, for callers that have read the clock already.
 // A t earlier than the times of earlier calls, however stale, never gives out
-// more tokens. A
-// t over an hour ahead of the clock looks like a time of another clock (a
-// synctest bubble's, which runs years behind the real one), and later calls
-// at the clock's time forget what it took.
+// more tokens. A t over an hour ahead of the clock looks like a time of
+// another clock (a synctest bubble's, which runs years behind the real one),
+// and later calls at the clock's time forget what it took.
 func (b *TokenBucket) AllowNAt(n int, t time.Time) bool {
 	checkN(n, "TokenBucket.AllowNAt")
 	return b.take(n, atNs(t), true, nil)
