@@ -137,6 +137,14 @@ func (b *Barrier) Wait(ctx context.Context) (int, error) {
 	if b.arrived < b.parties {
 		return b.await(ctx, round, index)
 	}
+	if b.goneLocked(round, index) {
+		// A party of the round gave up (its ctx ended) before we came: it
+		// must not be released as if the round had completed. Its Wait
+		// returns ctx.Err(); the round breaks.
+		b.breakFromLocked(round)
+		b.q.Unlock()
+		return 0, ErrBrokenBarrier
+	}
 	// The round is complete. The next goroutine to arrive starts the next
 	// round at once, even while this round's action runs: it arrived first,
 	// and must not be overtaken by those that arrive after the action.
@@ -156,10 +164,31 @@ func (b *Barrier) Wait(ctx context.Context) (int, error) {
 	return b.trip(round, index)
 }
 
+// goneLocked reports whether a party of round, the round that gathers parties,
+// has given up: of the n that arrived before the caller, one whose ctx has
+// ended waits still. Front and Next drop such a party (see
+// waitq.List.Front), and its Wait, when it runs, returns ctx.Err(). b.q must
+// be locked.
+func (b *Barrier) goneLocked(round uint64, n int) bool {
+	live := 0
+	for w := b.q.Front(); w != nil; w = b.q.Next(w) {
+		if w.Val.round == round && !w.Val.turn {
+			live++
+		}
+	}
+	return live < n
+}
+
 // await waits, as a party that is not the last, for round to end. b.q must be
 // locked; await unlocks it.
+//
+// The party queues with its ctx (PushCtx): once the ctx has ended it is
+// never released as if its round had completed. If its round is still
+// gathering, the round breaks (by its own Wait, or by the last party's
+// goneLocked, whichever runs first); if the round completed before its ctx
+// ended, it returns ctx.Err() without breaking it.
 func (b *Barrier) await(ctx context.Context, round uint64, index int) (int, error) {
-	w := b.q.Push(barrierWait{round: round})
+	w := b.q.PushCtx(ctx, barrierWait{round: round})
 	b.q.Unlock()
 	v, ok := b.q.Wait(ctx, w)
 	if !ok {
