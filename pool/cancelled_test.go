@@ -42,3 +42,37 @@ func TestCancelledAcquireNotHandedResource(t *testing.T) {
 		require.NoError(t, p.Close(context.Background()))
 	}
 }
+
+// TestCtxEndsDuringPassingCheckNotHandedResource: a caller whose ctx ends
+// while its resource's health check runs, a check that passes anyway (it does
+// not look at ctx), is not handed the resource: Acquire returns ctx.Err() and
+// the healthy resource goes back to the pool.
+func TestCtxEndsDuringPassingCheckNotHandedResource(t *testing.T) {
+	var cancel context.CancelFunc
+	p := mustNew(t, Config[int]{
+		New: func(context.Context) (int, error) { return 1, nil },
+		HealthCheck: func(context.Context, int) error {
+			if cancel != nil {
+				cancel() // the caller gives up while its resource is checked
+			}
+			return nil
+		},
+		HealthCheckSkip: -1,
+		MaxSize:         1,
+	})
+	r, err := p.Acquire(context.Background())
+	require.NoError(t, err)
+	r.Release()
+	var ctx context.Context
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	r, err = p.Acquire(ctx)
+	require.Error(t, ctx.Err(), "ctx ended during the check")
+	require.Equal(t, context.Canceled, err, "a resource handed to an Acquire whose ctx had ended")
+	require.Nil(t, r)
+	s := p.Stats()
+	require.Equal(t, 1, s.Idle, "the checked resource is back in the pool: %+v", s)
+	require.Equal(t, int64(1), s.AcquireCount, "%+v", s)
+	require.Equal(t, int64(1), s.CanceledAcquires, "%+v", s)
+	require.NoError(t, p.Close(context.Background()))
+}

@@ -86,7 +86,8 @@ func lifetimeEnd(created int64, life float64) int64 {
 
 // checkOut vets an idle resource just taken: expired, or failing its health
 // check, it is closed and checkOut returns false. If ctx ends during the
-// check, the resource goes back and checkOut returns ctx.Err().
+// check, the resource goes back, to the next waiter or the idle ones, and
+// checkOut returns ctx.Err(), whatever the check found.
 func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	if !p.timed {
 		return true, nil
@@ -127,12 +128,12 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		p.q.Unlock()
 		p.closeValue(r)
 		return false, ErrClosed
-	case err == nil:
-		r.state = stateInUse
-		p.q.Unlock()
-		return true, nil
 	case ctx.Err() != nil:
-		// The caller gave up, not the resource.
+		// The caller gave up, whether or not the resource passed: a
+		// resource is never handed to an Acquire whose ctx has ended (a
+		// check that does not look at ctx may pass after it ended). A
+		// check that failed as ctx ended may have failed for that: the
+		// resource is given the benefit of the doubt.
 		p.stats.AcquireCount--
 		p.stats.CanceledAcquires++
 		closeIt := p.releaseLocked(r)
@@ -141,6 +142,10 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 			p.closeValue(r)
 		}
 		return false, ctx.Err()
+	case err == nil:
+		r.state = stateInUse
+		p.q.Unlock()
+		return true, nil
 	}
 	p.stats.AcquireCount--
 	p.closeLocked(r, &p.stats.ClosedHealth)
