@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
@@ -75,4 +76,28 @@ func TestCtxEndsDuringPassingCheckNotHandedResource(t *testing.T) {
 	require.Equal(t, int64(1), s.AcquireCount, "%+v", s)
 	require.Equal(t, int64(1), s.CanceledAcquires, "%+v", s)
 	require.NoError(t, p.Close(context.Background()))
+}
+
+// TestCtxEndsDuringPauseCounted: an Acquire that finds the pool full pauses
+// before it queues (waitq.Pause); one whose ctx ends then is counted in
+// CanceledAcquires like one whose ctx ends in the queue.
+func TestCtxEndsDuringPauseCounted(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	synctest.Test(t, func(t *testing.T) {
+		p := mustNew(t, Config[int]{New: func(context.Context) (int, error) { return 1, nil }, MaxSize: 1})
+		r, err := p.Acquire(t.Context())
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() { _, err := p.Acquire(ctx); errc <- err }()
+		runtime.Gosched() // it runs until its pause
+		cancel()
+		require.Equal(t, context.Canceled, <-errc)
+		s := p.Stats()
+		require.Equal(t, int64(1), s.WaitCount, "%+v", s)
+		require.Equal(t, int64(1), s.CanceledAcquires, "an Acquire that ended with its ctx, uncounted: %+v", s)
+		r.Release()
+		require.NoError(t, p.Close(t.Context()))
+	})
 }

@@ -34,7 +34,7 @@ type Stats struct {
 	EmptyAcquires    int64         // Acquires that found no idle resource
 	WaitCount        int64         // of those, the ones that found the pool full
 	WaitDuration     time.Duration // the time Acquires waited, for a release or a new resource
-	CanceledAcquires int64         // Acquires that ended with their ctx
+	CanceledAcquires int64         // Acquires that returned ctx.Err(), but for those whose ctx was done at the call
 
 	Created        int64 // resources made
 	CreateFailures int64 // calls to New that failed, or that the breaker refused
@@ -238,6 +238,9 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		// resource released after ctx ended is not ours (nor, once queued,
 		// handed to us: see waitq.List.Front).
 		if err := ctx.Err(); err != nil {
+			// Under way (past the look at ctx at the call), this Acquire
+			// ended with its ctx: in its pause before queueing, say.
+			p.stats.CanceledAcquires++
 			p.q.Unlock()
 			return nil, err
 		}
