@@ -40,9 +40,15 @@ type waiters struct {
 	// slow paths of the limiter.
 	q waitq.Queue[turn]
 
-	head   bool          // a goroutine is the head
-	kick   chan struct{} // the head's: makes it look again (SetRate, SetBurst)
-	queued int           // events asked for by the head and everyone queued
+	head  bool          // a goroutine is the head
+	headN int           // the events the head asked for
+	kick  chan struct{} // the head's: makes it look again (SetRate, SetBurst)
+
+	// queued is the events asked for by the head and everyone queued,
+	// including those whose ctx has ended but whose goroutines have not
+	// yet settled (see waitq.List.Front): it is a bound above, exact once
+	// they have. aheadLocked counts exactly.
+	queued int
 }
 
 // waitN waits for n events of l; n is valid and ctx live.
@@ -56,17 +62,24 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 	if dl, ok := ctx.Deadline(); ok {
 		deadline = atNs(dl)
 	}
-	if l.earliestLocked(w.queued, n, nowNs()) > deadline {
+	now := nowNs()
+	// queued bounds the events ahead from above: only when it puts the
+	// deadline out of reach is it worth counting them exactly.
+	if after(l.earliestLocked(w.queued, n, now), deadline) && after(l.earliestLocked(w.aheadLocked(), n, now), deadline) {
 		w.q.Unlock()
 		return ErrWouldExceedDeadline
 	}
 	w.queued += n
 	if !w.head {
 		w.head = true
+		w.headN = n
 		l.setQueuedLocked(true)
 		return w.headLocked(ctx, l, n)
 	}
-	node := w.q.Push(turn{n: n, deadline: deadline})
+	// Queued with its ctx, so that once ctx has ended nobody grants it or
+	// counts it ahead of the others (aheadLocked, refuseLocked), although
+	// its goroutine may not run for a while.
+	node := w.q.PushCtx(ctx, turn{n: n, deadline: deadline})
 	w.q.Unlock()
 	if v, ok := w.q.Wait(ctx, node); ok {
 		if v.refused != nil {
@@ -77,7 +90,7 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 	}
 	w.q.Lock()
 	switch v, granted, _ := w.q.Cancel(node); {
-	case !granted:
+	case !granted: // removed here, or dropped by Front or Next
 		w.queued -= n
 	case v.refused == nil:
 		// Made head as ctx ended: pass the role on.
@@ -127,7 +140,7 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 				w.q.Unlock()
 				return nil
 			}
-			if dl, has := ctx.Deadline(); has && addSat(now, wait) > atNs(dl) {
+			if dl, has := ctx.Deadline(); has && after(addSat(now, wait), atNs(dl)) {
 				err = ErrWouldExceedDeadline
 			} else {
 				w.q.Unlock()
@@ -167,10 +180,12 @@ func (w *waiters) leaveLocked(l waitable, n int) {
 	w.queued -= n
 	w.kick = nil
 	if next := w.q.Front(); next != nil {
+		w.headN = next.Val.n
 		w.q.Grant(next, turn{}) // head stays true: the next one is it
 		return
 	}
 	w.head = false
+	w.headN = 0
 	l.setQueuedLocked(false)
 }
 
@@ -182,11 +197,9 @@ func (w *waiters) leaveLocked(l waitable, n int) {
 // turn came, or their deadline passed; those behind them move up. The head
 // finds out when kicked. w.q must be locked.
 func (w *waiters) refuseLocked(l waitable, now int64) {
-	// The events asked for ahead of the first waiter: the head's.
-	ahead := w.queued
-	for node := w.q.Front(); node != nil; node = w.q.Next(node) {
-		ahead -= node.Val.n
-	}
+	// The events asked for ahead of the first waiter: the head's. Front
+	// and Next pass over (and drop) the waiters whose ctx has ended.
+	ahead := w.headN
 	most := l.maxLocked()
 	for node := w.q.Front(); node != nil; {
 		next := w.q.Next(node)
@@ -194,10 +207,10 @@ func (w *waiters) refuseLocked(l waitable, now int64) {
 		switch t := node.Val; {
 		case t.n > most:
 			refused = ErrExceedsBurst
-		case l.earliestLocked(ahead, t.n, now) > t.deadline:
+		case after(l.earliestLocked(ahead, t.n, now), t.deadline):
 			refused = ErrWouldExceedDeadline
 		default:
-			ahead += t.n
+			ahead = queuedSum(ahead, t.n)
 		}
 		if refused != nil {
 			w.queued -= node.Val.n
@@ -205,6 +218,25 @@ func (w *waiters) refuseLocked(l waitable, now int64) {
 		}
 		node = next
 	}
+}
+
+// aheadLocked returns the events asked for by the head and the waiters
+// queued whose ctx has not ended. w.q must be locked.
+func (w *waiters) aheadLocked() int {
+	ahead := w.headN
+	for node := w.q.Front(); node != nil; node = w.q.Next(node) {
+		ahead = queuedSum(ahead, node.Val.n)
+	}
+	return ahead
+}
+
+// after reports whether events at time at come too late for a ctx whose
+// deadline is deadline: at or after it, as ctx ends at its deadline and a
+// grant then would be one to a ctx that has ended. A deadline of
+// math.MaxInt64 stands for none, or one beyond what an int64 holds, and at
+// math.MaxInt64 for a time beyond it too: neither is too late for it.
+func after(at, deadline int64) bool {
+	return at > deadline || at == deadline && deadline < math.MaxInt64
 }
 
 // kickLocked makes the head look again, after a change of rate or burst. w.q
