@@ -38,8 +38,9 @@ import (
 //
 // A refused request gets no response and an *OpenError, which matches ErrOpen
 // and has a RetryAfter method that retry.Transport honours; its Name is the
-// host's. A request whose ctx is done before it is sent fails with ctx.Err().
-// Either way its body is closed, as http.RoundTripper requires.
+// host's (after Settings.Name, if set). A request whose ctx is done before it
+// is sent fails with ctx.Err(), and makes no breaker. Either way its body is
+// closed, as http.RoundTripper requires.
 //
 // Breakers are held for at most MaxHosts hosts, so that a client sent to
 // ever new hosts (a crawler, or URLs an attacker chooses) cannot exhaust
@@ -48,10 +49,11 @@ import (
 // breakers: an open one is dropped only if every breaker sampled is open or
 // half-open. A host whose breaker was dropped starts again closed.
 //
-// To put a rate limiter in front, see ratelimit.Transport: it calls
-// Precheck before it waits, so that a request the breaker would refuse
-// takes no event of the limit, and a trial request does not hold its trial
-// slot while it waits.
+// With a rate limiter and retries, nest retry.Transport, then
+// ratelimit.Transport, then Transport (see ratelimit.Transport for why):
+// the limiter calls Precheck before it waits, so that a request the breaker
+// would refuse takes no event of the limit, and a trial request takes its
+// trial slot only once its wait is over.
 //
 // The zero Transport is ready to use: http.DefaultTransport, the default
 // Settings, and requests keyed by host. Its fields must not change after

@@ -50,26 +50,27 @@ type KeyWaiter interface {
 //		},
 //	}}
 //
-// Each attempt of the retries then takes its event, as it is a request the
-// server sees, and a *DeadlineError or a breaker's refusal tells
-// retry.Transport through RetryAfter how long to wait before the next
-// attempt (or that the caller's deadline leaves no time for one, and to stop
-// at once).
+// Retries go outermost so that each attempt passes the limiter and the
+// breaker anew: an attempt is a request the server sees, and takes its event;
+// and a *DeadlineError or a breaker's refusal tells retry.Transport, through
+// RetryAfter, how long to wait before the next attempt (or that the caller's
+// deadline leaves no time for one, and to stop at once).
 //
-// The breaker goes inside, so that a half-open breaker's trial slot is not
-// held while its request waits for the limiter: other requests would be
-// refused meanwhile, and a trial slot may be held by one request at a time.
-// (The limiter inside the breaker would hold it, and a wait that failed on
-// its deadline would count as a failure of the host.) The cost of that order
-// would be an event taken for each request the breaker then refuses, but
-// Transport asks first: if Base has a method Precheck(*http.Request) error,
-// as breaker.Transport has, Transport calls it before the wait and, if it
-// returns an error (the breaker of the request's host is open), returns that
-// error at once, without taking an event or calling RoundTrip. A breaker
-// that opens while a request waits still refuses it after its wait: the one
-// event it took is the cost of not holding a trial slot while waiting.
-// Transport has a Precheck method too, which passes on Base's, so that
-// Transports nest (a global limit outside a per-host one).
+// The breaker goes inside the limiter, so that a half-open breaker's trial
+// slot is not held while its request waits for the limiter: every other
+// request would be refused meanwhile, though the host may well be back. (With
+// the limiter inside the breaker, the wait would hold the slot, and a wait
+// that failed on its deadline would count as a failure of the host.) The cost
+// of that order would be an event taken for each request the breaker then
+// refuses; Transport avoids it by asking first: if Base has a method
+// Precheck(*http.Request) error, as breaker.Transport has, Transport calls it
+// before the wait and, if it returns an error (the breaker of the request's
+// host is open, or half-open with its trial slots taken), returns that error
+// at once, without taking an event or calling RoundTrip. A breaker that opens
+// while a request waits still refuses it after its wait: that one event is
+// the price of not holding a trial slot while waiting. Transport has a
+// Precheck method too, which passes on Base's, so that Transports nest (a
+// global limit outside a per-host one).
 //
 // Set one of Limiter and PerHost: RoundTrip panics, with a message that
 // begins with "ratelimit:", if both are nil (or nil pointers) or both are
