@@ -242,3 +242,22 @@ func TestConfigExtremes(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitNNilCtxAboveBurst: WaitN checked n against the burst before it
+// looked at ctx, and so returned ErrExceedsBurst for a nil ctx rather than
+// panic, as every blocking call does (and ratelimit's WaitN). A done ctx
+// fails with its error before the burst is looked at, as in ratelimit.
+func TestWaitNNilCtxAboveBurst(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	t.Cleanup(func() { _ = c.Close() })
+	l, err := New(Config{Client: c, Rate: 1, Burst: 1})
+	require.NoError(t, err)
+	var nilCtx context.Context
+	for _, n := range []int{1, 2} {
+		require.PanicsWithValue(t, "redislimit: nil Context", func() { _ = l.WaitN(nilCtx, "k", n) }, "n = %d", n)
+		require.PanicsWithValue(t, "redislimit: nil Context", func() { _ = l.For("k").WaitN(nilCtx, n) }, "n = %d", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Equal(t, context.Canceled, l.WaitN(ctx, "k", 2))
+}

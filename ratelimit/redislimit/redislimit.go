@@ -219,6 +219,11 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // WaitN panics if key is empty or n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	l.checkKeyN(key, n, "WaitN")
+	// ctx first: a nil one panics and a done one fails whatever n is, as in
+	// ratelimit's WaitN.
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
 	if n > l.burst {
 		return ratelimit.ErrExceedsBurst
 	}
