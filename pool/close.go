@@ -13,9 +13,17 @@ import (
 // done; then it closes the resources still out, whose later Release or Destroy
 // does nothing, and returns ctx.Err(). A resource under a health check is
 // left to the check, whose end closes it: Config.Close never runs on a value
-// while Config.HealthCheck does. Close returns only when the pool's
-// goroutines have ended, so New should honour its context. Closing a closed
-// pool waits again, as the first Close does.
+// while Config.HealthCheck does. Close returns once the pool's goroutines
+// have ended, or ctx has (with ctx.Err()): New should honour its context.
+// Closing a closed pool waits again, as the first Close does.
+//
+// A Close called from a function of Config that the pool is running (a
+// HealthCheck, a Config.Close or a New, run for a caller or by the pool's own
+// goroutine) waits for that very function to return, as it waits for any
+// resource out or call under way, and so returns only when ctx ends, with
+// ctx.Err(): give it a ctx that ends, or call Close in a goroutine of its
+// own. The pool is closed at once all the same, and what Close could not
+// wait for is closed as it ends.
 //
 // Close panics if ctx is nil, or with the panic of Config.Close, once every
 // other resource it had to close is closed.
@@ -76,7 +84,23 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		}
 	}
 	if p.stopped != nil {
-		<-p.stopped
+		// Until ctx ends, as every wait here: Close may be running in the
+		// pool's goroutine itself, from a background HealthCheck or a
+		// Config.Close that the sweep runs, and that goroutine ends only
+		// once the function that called Close has returned. A closed
+		// stopped wins over a done ctx, for a Close that had nothing left
+		// to wait for.
+		select {
+		case <-p.stopped:
+		default:
+			select {
+			case <-p.stopped:
+			case <-ctx.Done():
+				if err == nil {
+					err = ctx.Err()
+				}
+			}
+		}
 	}
 	return err
 }

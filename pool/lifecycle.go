@@ -356,6 +356,14 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	}()
 	p.closeValues(expired)
 	for i = 0; i < len(check); i++ {
+		if p.isClosed() {
+			// Closed meanwhile (a check or a Close may even have closed
+			// it): no more checks on values about to be closed.
+			rest := check[i:]
+			i = len(check)
+			p.unsweep(rest)
+			break
+		}
 		p.sweepCheck(ctx, check[i])
 	}
 
@@ -385,6 +393,13 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 		}
 	}()
 	failed = p.healthCheck(ctx, r) != nil
+}
+
+// isClosed tells whether Close has been called.
+func (p *Pool[T]) isClosed() bool {
+	p.q.Lock()
+	defer p.q.Unlock()
+	return p.closed
 }
 
 // unsweep gives back the resources a sweep took for checks it will not run.
