@@ -77,7 +77,11 @@ func TestExamplesBuildWhenCopied(t *testing.T) {
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("%s/main.go does not build when copied into a module that requires only github.com/ctxsync/ctxsync: %v\n%s", name, err, out)
+				hint := ""
+				if strings.Contains(string(out), "use of internal package") {
+					hint = "\n(an example may import no helper of this repository: give it its own few lines, as the timeline at the end of examples/pipeline/main.go)"
+				}
+				t.Errorf("%s/main.go does not build when copied into a module that requires only github.com/ctxsync/ctxsync: %v\n%s%s", name, err, out, hint)
 			}
 		})
 	}
