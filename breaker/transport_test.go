@@ -553,3 +553,29 @@ func TestTransportPanickingSettings(t *testing.T) {
 		require.Equal(t, Open, tr2.Breaker("a.test").State())
 	})
 }
+
+// TestTransportAcrossBubbles: a Transport used outside a synctest bubble
+// works inside one, and one first used inside works after it ends; an
+// opening set on the other clock counts as over.
+func TestTransportAcrossBubbles(t *testing.T) {
+	tr := &Transport{Base: &statusBase{}, Settings: Settings{FailureThreshold: 1, OpenTimeout: time.Minute}}
+	send(t, tr, context.Background(), "http://a.test/503")
+	require.Equal(t, Open, tr.Breaker("a.test").State())
+	synctest.Test(t, func(t *testing.T) {
+		// The breaker's refusals may take a while to read the clock and
+		// find that out (see Breaker); Precheck and State read it at once.
+		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+		require.NoError(t, tr.Precheck(req))
+		require.Equal(t, HalfOpen, tr.Breaker("a.test").State())
+		_, _, err := send(t, tr, context.Background(), "http://a.test/")
+		require.NoError(t, err, "an opening from outside the bubble still refused")
+		send(t, tr, context.Background(), "http://b.test/503")
+		require.Equal(t, Open, tr.Breaker("b.test").State())
+		_, _, err = send(t, tr, context.Background(), "http://b.test/")
+		require.ErrorIs(t, err, ErrOpen)
+	})
+	_, _, err := send(t, tr, context.Background(), "http://b.test/")
+	require.NoError(t, err, "an opening from inside the bubble still refused after it")
+	require.Equal(t, Closed, tr.Breaker("b.test").State())
+	require.Equal(t, 2, tr.Hosts())
+}

@@ -537,3 +537,26 @@ func (p randomPrecheck) Precheck(*http.Request) error {
 		}
 	}
 }
+
+// TestTransportAcrossBubbles: a Transport and its limiters used outside a
+// synctest bubble work inside one, and the reverse.
+func TestTransportAcrossBubbles(t *testing.T) {
+	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+	tr := &Transport{Base: newSentLog(), PerHost: perHost}
+	_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
+	require.NoError(t, err)
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		for range 3 {
+			_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
+			require.NoError(t, err)
+		}
+		require.LessOrEqual(t, time.Since(start), 3*time.Second)
+		_, _, err := roundTrip(t, tr, context.Background(), "http://b.test/")
+		require.NoError(t, err)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err = roundTrip(t, tr, ctx, "http://b.test/")
+	require.NoError(t, err)
+}
