@@ -155,3 +155,23 @@ func ExamplePanicError() {
 	// recovered: runtime error: index out of range [-1]
 	// stack names the task: true
 }
+
+// Options choose between failing fast (the default) and collecting every
+// error, and bound the tasks running at once.
+func ExampleOptions() {
+	for _, opts := range []group.Options{{Limit: 1}, {Limit: 1, CollectAll: true}} {
+		g, _ := group.New(context.Background(), opts)
+		ran := 0
+		for i := range 3 {
+			g.Go(func(ctx context.Context) error {
+				ran++ // Limit 1: one task at a time
+				return fmt.Errorf("task %d failed", i)
+			})
+		}
+		err := g.Wait()
+		fmt.Printf("CollectAll %v: %d ran; Wait: %q\n", opts.CollectAll, ran, err)
+	}
+	// Output:
+	// CollectAll false: 1 ran; Wait: "task 0 failed"
+	// CollectAll true: 3 ran; Wait: "task 0 failed\ntask 1 failed\ntask 2 failed"
+}

@@ -473,3 +473,46 @@ func TestPanicErrorNilAndZero(t *testing.T) {
 		t.Errorf("zero PanicError: Error() = %q, Unwrap() = %v", z.Error(), z.Unwrap())
 	}
 }
+
+// TestQueuedGoRefusedAfterFailure: a Go queued for the only slot when its
+// holder fails is refused, never handed the slot the failure freed; so is a
+// second one queued behind it, and a TryGo.
+func TestQueuedGoRefusedAfterFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		testutil.OneProcessor(t)
+		for _, collect := range []bool{false, true} {
+			g, _ := group.New(context.Background(), group.Options{Limit: 1, CollectAll: collect})
+			boom := errors.New("boom")
+			release := make(chan struct{})
+			g.Go(func(context.Context) error {
+				<-release
+				if collect {
+					panic(boom) // what cancels a CollectAll group
+				}
+				return boom
+			})
+			var ran atomic.Int32
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() { errs <- g.Go(func(context.Context) error { ran.Add(1); return nil }) }()
+				synctest.Wait()
+			}
+			close(release)
+			for range 2 {
+				if err := <-errs; err != context.Canceled {
+					t.Errorf("CollectAll %v: queued Go = %v, want context.Canceled", collect, err)
+				}
+			}
+			if g.TryGo(func(context.Context) error { ran.Add(1); return nil }) {
+				t.Errorf("CollectAll %v: TryGo after the failure = true", collect)
+			}
+			func() {
+				defer func() { recover() }()
+				g.Wait()
+			}()
+			if ran.Load() != 0 {
+				t.Errorf("CollectAll %v: %d tasks ran after the failure", collect, ran.Load())
+			}
+		}
+	})
+}
