@@ -14,8 +14,8 @@ import (
 // returned. If ctx ends before every item has started, or before a call
 // fails, Map returns ctx.Err() and nil results: a call that fails after ctx
 // ended most likely failed because it did. A ctx that is already done runs
-// nothing. A panic in f is raised
-// again by Map as a *PanicError, as Wait does.
+// nothing. A panic in f is raised again by Map as a *PanicError, as Wait
+// does.
 //
 // Items are started in their order. Map runs up to min(limit, len(items))
 // workers, each of which takes the next item as it finishes one, so a limit
