@@ -161,6 +161,8 @@ func run(w io.Writer) {
 			MaxAttempts:  5,
 			InitialDelay: 25 * time.Millisecond,
 			Jitter:       retry.NoJitter,
+			// A closed pool stays closed: no point in trying again.
+			Retryable: func(err error) bool { return !errors.Is(err, pool.ErrClosed) },
 			OnRetry: func(_ int, err error, delay time.Duration) {
 				tl.Printf("worker %d: %v; again in %v", i+1, err, delay)
 			},
