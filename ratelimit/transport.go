@@ -139,6 +139,12 @@ func (e *DeadlineError) Timeout() bool { return true }
 // context.DeadlineExceeded.
 func (e *DeadlineError) Unwrap() error { return ErrWouldExceedDeadline }
 
+// keyAllower is a KeyWaiter that can also take events without waiting, as
+// Keyed can.
+type keyAllower interface {
+	AllowN(key string, n int) bool
+}
+
 // prechecker is a RoundTripper that can tell, before a request waits for the
 // limiter, that it would refuse it at once: breaker.Transport, or a Transport
 // in front of one. Structural, so that this package need not import breaker.
@@ -224,6 +230,12 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	key := hostKey(req.URL)
 	if t.Key != nil {
 		key = t.Key(req)
+	}
+	// Keyed's AllowN reads the clock once where its WaitN reads it three
+	// times; it refuses while others wait, so trying it first lets no one
+	// overtake them.
+	if a, ok := t.PerHost.(keyAllower); ok && a.AllowN(key, n) {
+		return nil
 	}
 	err := t.PerHost.WaitN(ctx, key, n)
 	if !errors.Is(err, ErrWouldExceedDeadline) {

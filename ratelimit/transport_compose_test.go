@@ -81,15 +81,26 @@ func (w *wire) lines() []string {
 	return append([]string(nil), w.log...)
 }
 
-// countingBucket is a TokenBucket that counts the waits for it.
+// countingBucket is a TokenBucket that counts the events it gives out.
 type countingBucket struct {
 	*ratelimit.TokenBucket
-	waits atomic.Int32
+	taken atomic.Int32
+}
+
+func (c *countingBucket) AllowN(n int) bool {
+	ok := c.TokenBucket.AllowN(n)
+	if ok {
+		c.taken.Add(int32(n))
+	}
+	return ok
 }
 
 func (c *countingBucket) WaitN(ctx context.Context, n int) error {
-	c.waits.Add(1)
-	return c.TokenBucket.WaitN(ctx, n)
+	err := c.TokenBucket.WaitN(ctx, n)
+	if err == nil {
+		c.taken.Add(int32(n))
+	}
+	return err
 }
 
 // TestTransportsComposed runs one http.Client with retry.Transport outermost,
@@ -168,7 +179,7 @@ func TestTransportsComposed(t *testing.T) {
 		require.Equal(t, []string{"200ms closed>open", "2.2s open>half-open", "2.2s half-open>closed"}, changes)
 		require.Equal(t, 5, srv.requests(), "the refused attempt was sent")
 		c, _ := buckets.Load(host)
-		require.EqualValues(t, 5, c.(*countingBucket).waits.Load(), "the refused attempt waited for the limiter")
+		require.EqualValues(t, 5, c.(*countingBucket).taken.Load(), "the refused attempt took an event")
 		require.EqualValues(t, 1, cb.Breaker(host).Metrics().Total.Rejected)
 	})
 }
