@@ -2,7 +2,11 @@ package pool
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -100,4 +104,119 @@ func TestCtxEndsDuringPauseCounted(t *testing.T) {
 		r.Release()
 		require.NoError(t, p.Close(t.Context()))
 	})
+}
+
+// endingCtx is a context that ends by itself once its Err has been asked a
+// given number of times: an Acquire's ctx that ends at a random point of the
+// call, outside a bubble and with no timer, and never before the call's
+// first look at it, so that every Acquire that returns its error is one
+// CanceledAcquires counts. A waiter parked in the queue does not ask, and
+// waits for a grant.
+type endingCtx struct {
+	context.Context
+	mu   sync.Mutex
+	left int
+	err  error
+	done chan struct{}
+}
+
+func newEndingCtx(asks int) *endingCtx {
+	return &endingCtx{Context: context.Background(), left: asks, done: make(chan struct{})}
+}
+
+func (c *endingCtx) Done() <-chan struct{} { return c.done }
+
+// endingCtxKey makes an endingCtx give itself as a value: a HealthCheck, which
+// has a ctx derived from it, may make it end.
+type endingCtxKey struct{}
+
+func (c *endingCtx) Value(key any) any {
+	if key == (endingCtxKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// ended tells whether c has ended, without asking Err.
+func (c *endingCtx) ended() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
+func (c *endingCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		if c.left == 0 {
+			c.err = context.Canceled
+			close(c.done)
+		}
+		c.left--
+	}
+	return c.err
+}
+
+// TestHammerCanceledAcquiresCounted: Acquires whose ctx ends at random
+// points (in the pause before queueing, during a health check that passes or
+// fails, between two looks at the idle resources) and the counters: every
+// Acquire that returned a resource is in AcquireCount, every one that returned
+// ctx.Err() in CanceledAcquires, and every resource made is closed once,
+// under one of the Closed counters.
+func TestHammerCanceledAcquiresCounted(t *testing.T) {
+	for round := range testutil.HammerRounds(20) {
+		var made, closed atomic.Int64
+		p := mustNew(t, Config[int]{
+			New:   func(context.Context) (int, error) { return int(made.Add(1)), nil },
+			Close: func(int) error { closed.Add(1); return nil },
+			HealthCheck: func(ctx context.Context, v int) error {
+				// The caller's ctx may end during the check, which
+				// passes all the same but for one value in seven.
+				ctx.Value(endingCtxKey{}).(*endingCtx).Err()
+				if v%7 == 0 {
+					return errors.New("stale")
+				}
+				return nil
+			},
+			HealthCheckSkip: -1,
+			MaxSize:         3,
+		})
+		var acquired, canceled atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+				for range 200 {
+					ctx := newEndingCtx(1 + r.IntN(4))
+					res, err := p.Acquire(ctx)
+					switch {
+					case err == nil:
+						acquired.Add(1)
+						if ctx.ended() {
+							t.Errorf("a resource handed to an Acquire whose ctx had ended")
+						}
+						for range r.IntN(3) {
+							runtime.Gosched()
+						}
+						if r.IntN(6) == 0 {
+							res.Destroy()
+						} else {
+							res.Release()
+						}
+					case err == context.Canceled:
+						canceled.Add(1)
+					default:
+						t.Errorf("Acquire: %v", err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		require.NoError(t, p.Close(context.Background()))
+		s := p.Stats()
+		require.Equal(t, acquired.Load(), s.AcquireCount, "round %d: AcquireCount: %+v", round, s)
+		require.Equal(t, canceled.Load(), s.CanceledAcquires, "round %d: CanceledAcquires: %+v", round, s)
+		require.Equal(t, s.Created, s.ClosedIdle+s.ClosedLifetime+s.ClosedHealth+s.ClosedDestroy+s.ClosedPool, "round %d: %+v", round, s)
+		require.Equal(t, made.Load(), closed.Load(), "round %d: every resource closed once", round)
+	}
 }

@@ -802,11 +802,18 @@ func TestHammerPool(t *testing.T) {
 		cfg.HealthCheckPeriod = 20 * time.Millisecond
 		p := mustNew(t, cfg)
 		var wg sync.WaitGroup
+		var acquired, canceled atomic.Int64
 		for g := range 16 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 8))
 				for range testutil.HammerRounds(40) {
-					churn(t, p, r, 10, 6)
+					a, c := churn(t, p, r, 10, 6)
+					if a {
+						acquired.Add(1)
+					}
+					if c {
+						canceled.Add(1)
+					}
 				}
 			})
 		}
@@ -814,6 +821,12 @@ func TestHammerPool(t *testing.T) {
 		s := p.Stats()
 		require.LessOrEqual(t, s.Total, maxSize)
 		require.NoError(t, p.Close(t.Context()))
+		// The counters match what the callers saw, and every resource made
+		// is closed under one of the Closed counters.
+		s = p.Stats()
+		require.Equal(t, acquired.Load(), s.AcquireCount, "AcquireCount: %+v", s)
+		require.Equal(t, canceled.Load(), s.CanceledAcquires, "CanceledAcquires: %+v", s)
+		require.Equal(t, s.Created, s.ClosedIdle+s.ClosedLifetime+s.ClosedHealth+s.ClosedDestroy+s.ClosedPool, "%+v", s)
 		l.check(t)
 		require.LessOrEqual(t, l.maxLive, maxSize, "more than MaxSize alive")
 		require.Greater(t, l.made.Load(), int32(maxSize))
@@ -822,13 +835,16 @@ func TestHammerPool(t *testing.T) {
 
 // churn is one turn of a hammer test's goroutine: Acquire with a timeout of
 // up to maxWaitMs milliseconds, hold the resource for up to 2, then destroy it
-// one time in destroyEvery and release it otherwise.
-func churn(t *testing.T, p *Pool[*conn], r *rand.Rand, maxWaitMs, destroyEvery int) {
-	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(r.IntN(maxWaitMs))*time.Millisecond)
+// one time in destroyEvery and release it otherwise. It tells what the
+// Acquire returned: a resource, or the end of a ctx that was live at the call
+// (in a bubble: a timeout above 0), which Stats counts in CanceledAcquires.
+func churn(t *testing.T, p *Pool[*conn], r *rand.Rand, maxWaitMs, destroyEvery int) (acquired, canceled bool) {
+	wait := time.Duration(r.IntN(maxWaitMs)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	res, err := p.Acquire(ctx)
 	cancel()
 	if err != nil {
-		return
+		return false, wait > 0 && errors.Is(err, context.DeadlineExceeded)
 	}
 	time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
 	if r.IntN(destroyEvery) == 0 {
@@ -836,6 +852,7 @@ func churn(t *testing.T, p *Pool[*conn], r *rand.Rand, maxWaitMs, destroyEvery i
 	} else {
 		res.Release()
 	}
+	return true, false
 }
 
 // TestCloseTimeoutThenGrantAbandoned: a resource handed to a waiting Acquire
