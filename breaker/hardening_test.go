@@ -378,6 +378,11 @@ func TestZeroBreaker(t *testing.T) {
 			var b Breaker
 			require.PanicsWithValue(t, "breaker: use New to make a Breaker", func() { use(&b) })
 		})
+		// A nil *Breaker, a field never set, panics the same way rather
+		// than dereference nil.
+		t.Run(name+"/nil", func(t *testing.T) {
+			require.PanicsWithValue(t, "breaker: use New to make a Breaker", func() { use(nil) })
+		})
 	}
 }
 

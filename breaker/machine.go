@@ -61,10 +61,11 @@ func (b *Breaker) succeeded(s uint64) {
 // useNew is the panic of a zero Breaker at first use.
 const useNew = "breaker: use New to make a Breaker"
 
-// check panics if b is the zero Breaker, which New did not fill in. It reads
-// a field New sets once, so it costs no synchronization.
+// check panics if b is the zero Breaker, which New did not fill in, or nil
+// (a field never set, say), rather than dereference it. It reads a field New
+// sets once, so it costs no synchronization.
 func (b *Breaker) check() {
-	if b.halfOpenErr == nil {
+	if b == nil || b.halfOpenErr == nil {
 		panic(useNew)
 	}
 }
