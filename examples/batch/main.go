@@ -17,16 +17,16 @@ import (
 	"iter"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 	"github.com/ctxsync/ctxsync/group"
 )
 
 func main() { run(os.Stdout) }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w)
 	ctx := context.Background()
 
 	tl.Println("Batch: ten records, written four at a time, two writes at once")
@@ -60,7 +60,7 @@ func run(w io.Writer) {
 
 // events is an endless stream of event numbers, arriving every 10ms; it says
 // when each is pulled.
-func events(tl *timeline.Timeline) iter.Seq[int] {
+func events(tl *timeline) iter.Seq[int] {
 	return func(yield func(int) bool) {
 		for n := 1; ; n++ {
 			time.Sleep(10 * time.Millisecond)
@@ -71,4 +71,30 @@ func events(tl *timeline.Timeline) iter.Seq[int] {
 			}
 		}
 	}
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began. The example's test runs it in a testing/synctest bubble, where
+// time is virtual and the stamps exact. It is safe for concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func newTimeline(w io.Writer) *timeline { return &timeline{w: w, start: time.Now()} }
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
+}
+
+// Println prints a line without a stamp.
+func (t *timeline) Println(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.w, args...)
 }

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 	"github.com/ctxsync/ctxsync/group"
 )
 
@@ -32,7 +32,7 @@ var web = map[string]page{
 }
 
 // fetch pretends to fetch url: it takes the page's delay, unless ctx ends.
-func fetch(ctx context.Context, tl *timeline.Timeline, url string) (string, error) {
+func fetch(ctx context.Context, tl *timeline, url string) (string, error) {
 	p, ok := web[url]
 	if !ok {
 		p.delay = 50 * time.Millisecond // a quick 404
@@ -56,7 +56,7 @@ func fetch(ctx context.Context, tl *timeline.Timeline, url string) (string, erro
 }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w)
 	ctx := context.Background()
 	get := func(ctx context.Context, url string) (string, error) { return fetch(ctx, tl, url) }
 
@@ -83,10 +83,36 @@ func run(w io.Writer) {
 }
 
 // report prints what Map returned: every body, or the error alone.
-func report(tl *timeline.Timeline, bodies []string, err error) {
+func report(tl *timeline, bodies []string, err error) {
 	if err != nil {
 		tl.Printf("Map failed: %v", err)
 		return
 	}
 	tl.Printf("Map = %q", bodies)
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began. The example's test runs it in a testing/synctest bubble, where
+// time is virtual and the stamps exact. It is safe for concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func newTimeline(w io.Writer) *timeline { return &timeline{w: w, start: time.Now()} }
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
+}
+
+// Println prints a line without a stamp.
+func (t *timeline) Println(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.w, args...)
 }

@@ -14,11 +14,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
-	"github.com/ctxsync/ctxsync/examples/internal/timeline"
 	"github.com/ctxsync/ctxsync/group"
 )
 
@@ -39,7 +40,7 @@ var suppliers = []supplier{
 }
 
 // quote asks a supplier for its price, and gives up when ctx ends.
-func quote(ctx context.Context, tl *timeline.Timeline, s supplier) (int, error) {
+func quote(ctx context.Context, tl *timeline, s supplier) (int, error) {
 	select {
 	case <-time.After(s.latency):
 		tl.Printf("  %s quotes %d", s.name, s.price)
@@ -51,7 +52,7 @@ func quote(ctx context.Context, tl *timeline.Timeline, s supplier) (int, error) 
 }
 
 func run(w io.Writer) {
-	tl := timeline.New(w)
+	tl := newTimeline(w)
 	ask := func(ctx context.Context, s supplier) (int, error) { return quote(ctx, tl, s) }
 
 	tl.Println("The whole batch within 200ms:")
@@ -94,4 +95,30 @@ func run(w io.Writer) {
 		}
 	}
 	tl.Printf("best: %s at %d", suppliers[best].name, prices[best])
+}
+
+// A timeline prints the story one line per event, stamped with the time since
+// it began. The example's test runs it in a testing/synctest bubble, where
+// time is virtual and the stamps exact. It is safe for concurrent use.
+type timeline struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+func newTimeline(w io.Writer) *timeline { return &timeline{w: w, start: time.Now()} }
+
+// Printf prints one line, stamped.
+func (t *timeline) Printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := time.Since(t.start).Milliseconds()
+	fmt.Fprintf(t.w, "[%5dms] %s\n", ms, fmt.Sprintf(format, args...))
+}
+
+// Println prints a line without a stamp.
+func (t *timeline) Println(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.w, args...)
 }
