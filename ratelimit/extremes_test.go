@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -211,13 +212,54 @@ func TestSlidingWindowCounterHugeLimit(t *testing.T) {
 	require.Equal(t, 0, c.Take(1).Remaining)
 }
 
-// TestSlidingWindowHugeLimit: a limit whose times cannot be held is refused
-// with a message that says so, not a runtime error from make.
+// TestSlidingWindowHugeLimit: a limit above the most a SlidingWindow keeps
+// the times of is refused with a message that says so.
 func TestSlidingWindowHugeLimit(t *testing.T) {
 	for _, limit := range []int{1<<40 + 1, math.MaxInt} {
-		require.PanicsWithValue(t, fmt.Sprintf("ratelimit: NewSlidingWindow with limit %d; above %d, its times would not fit in memory: use SlidingWindowCounter", limit, 1<<40),
+		require.PanicsWithValue(t, fmt.Sprintf("ratelimit: NewSlidingWindow with limit %d; above %d, it could not keep the times of its events: use SlidingWindowCounter", limit, 1<<40),
 			func() { NewSlidingWindow(limit, time.Second) })
 	}
+}
+
+// TestSlidingWindowMemoryFollowsUse: NewSlidingWindow accepted a limit of
+// 2^40 and then allocated all its times at once, 8 TiB: the process died of
+// out of memory, which no recover catches. Its memory now follows the
+// events it keeps: the grants of one call, or one instant, take one run,
+// and those that leave the window are forgotten, the ring shrinking again.
+func TestSlidingWindowMemoryFollowsUse(t *testing.T) {
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	synctest.Test(t, func(t *testing.T) {
+		var s *SlidingWindow
+		require.Less(t, allocated(func() { s = NewSlidingWindow(maxWindowLimit, time.Second) }), uint64(1<<20))
+		require.Less(t, allocated(func() {
+			require.True(t, s.AllowN(maxWindowLimit/2))
+			require.True(t, s.AllowN(maxWindowLimit/2))
+			require.False(t, s.Allow())
+		}), uint64(1<<20))
+		require.Equal(t, 0, s.Take(1).Remaining)
+		time.Sleep(time.Second)
+		require.True(t, s.AllowN(maxWindowLimit))
+
+		// A thousand grants at a thousand instants, then one after they
+		// left the window: the ring grows to hold them, then shrinks.
+		s = NewSlidingWindow(1000, time.Second)
+		for range 1000 {
+			require.True(t, s.Allow())
+			time.Sleep(time.Millisecond / 2)
+		}
+		require.False(t, s.Allow())
+		require.GreaterOrEqual(t, len(s.runs), 1000)
+		time.Sleep(time.Second)
+		require.True(t, s.Allow())
+		require.LessOrEqual(t, len(s.runs), minRuns)
+		require.Equal(t, 998, s.Take(1).Remaining) // after this one too
+	})
 }
 
 // TestTokenBucketSetKeepsWholeTokens: SetBurst and SetRate carried the tokens

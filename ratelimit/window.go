@@ -20,7 +20,8 @@ func checkWindow(limit int, window time.Duration, fn string) {
 	}
 }
 
-// maxWindowLimit is the largest limit of a SlidingWindow: 8 TiB of times.
+// maxWindowLimit is the largest limit of a SlidingWindow: counts of events
+// up to twice it, and sums of them, fit in an int64 with room to spare.
 const maxWindowLimit = 1 << 40
 
 // never is the time of a grant that never happened: before any time, and so
@@ -33,9 +34,11 @@ const never = math.MinInt64
 // window, exactly: it keeps the times of the last limit events, and allows n
 // more only if the n-th oldest of them is at least a window old.
 //
-// It costs memory in proportion to limit (8 bytes per event), and each
-// decision takes a lock. For very large limits, SlidingWindowCounter answers
-// in constant memory, approximately.
+// It costs memory in proportion to the events it keeps (16 bytes for those
+// allowed at one instant, by one call), not to limit: it forgets the events
+// that have left the window, and its memory shrinks again when they do. Each
+// decision takes a lock. For very large limits used to the full,
+// SlidingWindowCounter answers in constant memory, approximately.
 //
 // Any window above 0 is valid, up to math.MaxInt64: a window longer than the
 // process lives allows limit events, and then no more.
@@ -53,28 +56,42 @@ type SlidingWindow struct {
 
 	w waiters // its lock guards the fields below
 
-	times  []int64 // the last limit grants, oldest at head
-	head   int
+	// The last limit grants, as runs of those made at one time, oldest
+	// first, in a ring of a power-of-two size that grows and shrinks with
+	// the runs kept. The grants are numbered in order, from 0: runs[k].end
+	// is one past the number of the last grant of run k; first is the
+	// number of the first grant kept, and total one past the last. Grants
+	// before first are forgotten: they left the window, or are older than
+	// the last limit, and count as never made. The numbers wrap after 2^63
+	// grants: they are only ever compared by their differences, which are
+	// at most twice the limit.
+	runs   []windowRun
+	rhead  int // the index in runs of the oldest run
+	rlen   int // the runs kept
+	first  int64
+	total  int64
 	queued bool // goroutines wait in WaitN
 }
+
+// A windowRun is grants made at one time t, by one call or several.
+type windowRun struct{ t, end int64 }
+
+// minRuns is the smallest ring of runs: a SlidingWindow allocates nothing
+// until its first grant.
+const minRuns = 4
 
 // NewSlidingWindow returns a SlidingWindow that allows limit events per window.
 //
 // NewSlidingWindow panics if limit is below 1 or window is not above 0, or if
-// limit is above 2^40: its times would take terabytes (use
-// SlidingWindowCounter).
+// limit is above 2^40, more events than it could keep the times of (use
+// SlidingWindowCounter). It allocates nothing up front: its memory follows
+// the events it keeps (see SlidingWindow).
 func NewSlidingWindow(limit int, window time.Duration) *SlidingWindow {
 	checkWindow(limit, window, "NewSlidingWindow")
 	if limit > maxWindowLimit {
-		// A plain make would fail too, or exhaust memory, but with a
-		// message that does not say why.
-		panic(fmt.Sprintf("ratelimit: NewSlidingWindow with limit %d; above %d, its times would not fit in memory: use SlidingWindowCounter", limit, maxWindowLimit))
+		panic(fmt.Sprintf("ratelimit: NewSlidingWindow with limit %d; above %d, it could not keep the times of its events: use SlidingWindowCounter", limit, maxWindowLimit))
 	}
-	s := &SlidingWindow{limit: limit, window: int64(window), times: make([]int64, limit)}
-	for i := range s.times {
-		s.times[i] = never
-	}
-	return s
+	return &SlidingWindow{limit: limit, window: int64(window)}
 }
 
 // errZeroWindow is the panic of a zero SlidingWindow's first use.
@@ -88,8 +105,32 @@ func (s *SlidingWindow) check() {
 	}
 }
 
-// at returns the time of the i'th oldest of the last limit grants.
-func (s *SlidingWindow) at(i int) int64 { return s.times[(s.head+i)%s.limit] }
+// run returns the k'th oldest run kept.
+func (s *SlidingWindow) run(k int) *windowRun { return &s.runs[(s.rhead+k)&(len(s.runs)-1)] }
+
+// at returns the time of the i'th oldest of the last limit grants: never if
+// it was not made, or is forgotten.
+func (s *SlidingWindow) at(i int) int64 {
+	back := int64(s.limit - i) // 1 for the newest
+	kept := s.total - s.first
+	if back > kept {
+		return never
+	}
+	if back == 1 {
+		return s.run(s.rlen - 1).t
+	}
+	// The oldest run whose end is past the grant's number.
+	idx := kept - back // of the grant, counted from first
+	lo, hi := 0, s.rlen-1
+	for lo < hi {
+		if k := int(uint(lo+hi) >> 1); s.run(k).end-s.first > idx {
+			hi = k
+		} else {
+			lo = k + 1
+		}
+	}
+	return s.run(lo).t
+}
 
 // untilLeaves returns how long from now until the i'th oldest of the last
 // limit grants leaves the window: 0 if it has, or never happened. It counts
@@ -118,9 +159,8 @@ func (s *SlidingWindow) waitLocked(ahead, n int, now int64) int64 {
 // clockJump). s.w.q must be locked.
 func (s *SlidingWindow) syncLocked(now int64) {
 	if s.at(s.limit-1) > addSat(now, clockJump) {
-		for i := range s.times {
-			s.times[i] = never
-		}
+		s.rhead, s.rlen, s.first = 0, 0, s.total
+		s.resizeLocked()
 	}
 }
 
@@ -135,10 +175,55 @@ func (s *SlidingWindow) recordLocked(n int, now int64) {
 	// be dated before the newest: the times stay in order, and no event
 	// looks older than it is.
 	now = max(now, s.at(s.limit-1))
-	for range n {
-		s.times[s.head] = now
-		s.head = (s.head + 1) % s.limit
+	total := s.total + int64(n)
+	// Forget the runs that left the window, and those older than the last
+	// limit grants: seen from now or later, which is when every later grant
+	// is recorded, they count as never made. (A caller that read the clock
+	// before now may find the window the emptier for it; the grants it
+	// records are dated now or later, in windows without them.)
+	for s.rlen > 0 {
+		o := s.run(0)
+		if total-o.end < int64(s.limit) && subSat(now, o.t) < s.window {
+			break
+		}
+		s.first = o.end
+		s.rhead = (s.rhead + 1) & (len(s.runs) - 1)
+		s.rlen--
 	}
+	if s.rlen > 0 && s.run(s.rlen-1).t == now {
+		s.run(s.rlen - 1).end = total
+	} else {
+		if s.rlen == 0 {
+			s.first = s.total
+		}
+		if s.rlen == len(s.runs) {
+			s.resizeLocked()
+		}
+		s.rlen++
+		*s.run(s.rlen - 1) = windowRun{t: now, end: total}
+	}
+	s.total = total
+	if len(s.runs) > minRuns && s.rlen <= len(s.runs)/4 {
+		s.resizeLocked()
+	}
+}
+
+// resizeLocked moves the runs kept to a ring twice their number (minRuns at
+// least): it doubles a full ring, and halves one a quarter full, so that
+// memory follows the grants kept and a grant costs O(1) moves on average.
+func (s *SlidingWindow) resizeLocked() {
+	size := minRuns
+	for size < 2*s.rlen {
+		size *= 2
+	}
+	if size == len(s.runs) {
+		return
+	}
+	runs := make([]windowRun, size)
+	for k := range s.rlen {
+		runs[k] = *s.run(k)
+	}
+	s.runs, s.rhead = runs, 0
 }
 
 // Allow reports whether one event may happen now, and if so records it.
