@@ -144,7 +144,7 @@ func (g *Group) checkGo(f func(ctx context.Context) error, name string) {
 		panic("group: " + name + " with nil function")
 	}
 	if g.ctx == nil {
-		panic("group: " + name + " on a Group not made by New")
+		panic("group: " + name + " on a Group not made by New: use New")
 	}
 	if g.waited.Load() {
 		panic("group: " + name + " after Wait returned")
@@ -270,7 +270,7 @@ func (g *Group) abort(v any) {
 // Wait panics if the Group was not made by New.
 func (g *Group) Wait() error {
 	if g.ctx == nil {
-		panic("group: Wait on a Group not made by New")
+		panic("group: Wait on a Group not made by New: use New")
 	}
 	g.waitTasks()
 	g.cancel(nil) // cause: context.Canceled
