@@ -30,7 +30,8 @@ type KeyWaiter interface {
 //
 // It waits with the request's ctx, first in, first out, as WaitN does: a
 // request whose ctx ends while it waits fails with ctx.Err() and takes
-// nothing. A request whose wait could not end before its ctx's deadline
+// nothing, and one whose ctx is done already fails so at once, even if the
+// limiter has events or the request costs none. A request whose wait could not end before its ctx's deadline
 // fails at once, without waiting: with a *DeadlineError, which says how long
 // the wait would be, when the limiter can tell (a Taker can: those of this
 // package and Keyed), else with ErrWouldExceedDeadline; both match
