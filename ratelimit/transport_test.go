@@ -294,6 +294,12 @@ func TestTransportCtxDone(t *testing.T) {
 		require.EqualValues(t, 1, body.closed.Load())
 		require.Equal(t, 1.0, bucket.Tokens(), "a done ctx took a token")
 
+		// A request that costs nothing: the same.
+		free := &Transport{Base: base, Limiter: bucket, Cost: func(*http.Request) int { return 0 }}
+		_, body, err = roundTrip(t, free, ctx, "http://a.test/")
+		require.Equal(t, context.Canceled, err)
+		require.EqualValues(t, 1, body.closed.Load())
+
 		// A breaker behind that would refuse: the ctx's error wins.
 		tr2 := &Transport{Base: prechecked{base, errors.New("open")}, Limiter: bucket}
 		_, _, err = roundTrip(t, tr2, ctx, "http://a.test/")
