@@ -24,7 +24,9 @@
 //	                  with the same shutdown and task accounting
 //
 // The subpackages build on them: ratelimit (rate limiters), breaker (a
-// circuit breaker) and pool (a resource pool).
+// circuit breaker), pool (a resource pool), retry (retries with backoff, a
+// retry budget and an HTTP transport) and group (run tasks together and wait
+// for them: Map, MapAll, ForEach).
 //
 // # Rules every blocking call follows
 //
