@@ -40,9 +40,10 @@ type waiters struct {
 	// slow paths of the limiter.
 	q waitq.Queue[turn]
 
-	head  bool          // a goroutine is the head
-	headN int           // the events the head asked for
-	kick  chan struct{} // the head's: makes it look again (SetRate, SetBurst)
+	head     bool            // a goroutine is the head
+	headN    int             // the events the head asked for
+	headDone <-chan struct{} // the Done of the head's ctx
+	kick     chan struct{}   // the head's: makes it look again (SetRate, SetBurst)
 
 	// queued is the events asked for by the head and everyone queued,
 	// including those whose ctx has ended but whose goroutines have not
@@ -72,14 +73,14 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 	w.queued += n
 	if !w.head {
 		w.head = true
-		w.headN = n
+		w.headN, w.headDone = n, ctx.Done()
 		l.setQueuedLocked(true)
 		return w.headLocked(ctx, l, n)
 	}
 	// Queued with its ctx, so that once ctx has ended nobody grants it or
 	// counts it ahead of the others (aheadLocked, refuseLocked), although
 	// its goroutine may not run for a while.
-	node := w.q.PushCtx(ctx, turn{n: n, deadline: deadline})
+	node := w.q.PushCtx(ctx, turn{n: n, deadline: deadline, done: ctx.Done()})
 	w.q.Unlock()
 	if v, ok := w.q.Wait(ctx, node); ok {
 		if v.refused != nil {
@@ -104,8 +105,9 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 // A turn is what a waiter behind the head asks for and, once it is granted,
 // the answer.
 type turn struct {
-	n        int   // events asked for
-	deadline int64 // of the waiter's ctx, on the limiter's clock; math.MaxInt64 for none
+	n        int             // events asked for
+	deadline int64           // of the waiter's ctx, on the limiter's clock; math.MaxInt64 for none
+	done     <-chan struct{} // of the waiter's ctx: once head, w.headDone
 
 	// refused is set by a grant that turns the waiter away, to the error
 	// its WaitN returns; a grant without it makes the waiter the head.
@@ -180,12 +182,12 @@ func (w *waiters) leaveLocked(l waitable, n int) {
 	w.queued -= n
 	w.kick = nil
 	if next := w.q.Front(); next != nil {
-		w.headN = next.Val.n
+		w.headN, w.headDone = next.Val.n, next.Val.done
 		w.q.Grant(next, turn{}) // head stays true: the next one is it
 		return
 	}
 	w.head = false
-	w.headN = 0
+	w.headN, w.headDone = 0, nil
 	l.setQueuedLocked(false)
 }
 
@@ -199,7 +201,7 @@ func (w *waiters) leaveLocked(l waitable, n int) {
 func (w *waiters) refuseLocked(l waitable, now int64) {
 	// The events asked for ahead of the first waiter: the head's. Front
 	// and Next pass over (and drop) the waiters whose ctx has ended.
-	ahead := w.headN
+	ahead := w.headAheadLocked()
 	most := l.maxLocked()
 	for node := w.q.Front(); node != nil; {
 		next := w.q.Next(node)
@@ -223,11 +225,24 @@ func (w *waiters) refuseLocked(l waitable, now int64) {
 // aheadLocked returns the events asked for by the head and the waiters
 // queued whose ctx has not ended. w.q must be locked.
 func (w *waiters) aheadLocked() int {
-	ahead := w.headN
+	ahead := w.headAheadLocked()
 	for node := w.q.Front(); node != nil; node = w.q.Next(node) {
 		ahead = queuedSum(ahead, node.Val.n)
 	}
 	return ahead
+}
+
+// headAheadLocked returns the events the head asked for, or 0 if its ctx
+// has ended: it takes nothing then, and leaves when its goroutine next runs
+// (headLocked looks at ctx before it takes, under the lock, and ctx, once
+// ended, stays ended). w.q must be locked.
+func (w *waiters) headAheadLocked() int {
+	select {
+	case <-w.headDone: // a nil one, of no head or a ctx that never ends, blocks
+		return 0
+	default:
+		return w.headN
+	}
 }
 
 // after reports whether events at time at come too late for a ctx whose

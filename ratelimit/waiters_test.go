@@ -115,3 +115,47 @@ func TestWaitEventsAtTheDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitDeadHeadNotAhead: the head whose ctx has ended leaves when its
+// goroutine next runs; until then its events counted ahead of a newcomer,
+// on entry and in SetRate's check, which refused waiters whose deadline
+// could be met.
+func TestWaitDeadHeadNotAhead(t *testing.T) {
+	testutil.OneProcessor(t)
+	t.Run("entry", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := NewTokenBucket(1, 1)
+			require.True(t, b.Allow()) // empty; next token at 1s
+			hctx, hcancel := context.WithCancel(t.Context())
+			head := make(chan error, 1)
+			go func() { head <- b.Wait(hctx) }()
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+			defer cancel()
+			hcancel()
+			assert.NoError(t, b.Wait(ctx), "refused although nobody is ahead")
+			require.Equal(t, context.Canceled, <-head)
+		})
+	})
+	t.Run("SetRate", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := NewTokenBucket(1, 1)
+			require.True(t, b.Allow())
+			hctx, hcancel := context.WithCancel(t.Context())
+			head := make(chan error, 1)
+			go func() { head <- b.Wait(hctx) }()
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(t.Context(), 2100*time.Millisecond)
+			defer cancel()
+			last := make(chan error, 1)
+			go func() { last <- b.Wait(ctx) }()
+			synctest.Wait()
+			hcancel()
+			// 1.25s a token: the last one's at 1.25s with the head gone,
+			// 2.5s with it counted: after its deadline of 2.1s.
+			b.SetRate(0.8)
+			require.Equal(t, context.Canceled, <-head)
+			assert.NoError(t, <-last, "turned away although its token comes in time")
+		})
+	})
+}
