@@ -2,7 +2,8 @@
 // under their testdata directories. Run their tests with -update to rewrite the
 // files after an intended change, then read the diff.
 //
-// Lines stamped with the same instant by examples/internal/timeline may come
+// Lines stamped with the same instant by an example's timeline (each example
+// prints "[  150ms] " before its lines, with a few lines of its own) may come
 // in any order: in a testing/synctest bubble, goroutines that wake at one
 // instant run in an order the scheduler picks, and the story is the same
 // either way. The comparison sorts each run of such lines; everything else
@@ -55,7 +56,7 @@ func Run(t *testing.T, run func(io.Writer)) {
 	})
 }
 
-// stamp matches the stamp that examples/internal/timeline puts on a line.
+// stamp matches the stamp that the examples' timelines put on a line.
 var stamp = regexp.MustCompile(`^\[\s*-?\d+ms\] `)
 
 // canonical sorts each run of consecutive lines that bear the same stamp.
