@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -471,13 +472,31 @@ func TestTransportManyHosts(t *testing.T) {
 // was closed once, every error is one Transport documents, and no token is
 // lost.
 func TestHammerTransport(t *testing.T) {
+	for _, perHost := range []bool{false, true} {
+		t.Run(fmt.Sprint("perHost=", perHost), func(t *testing.T) { hammerTransport(t, perHost) })
+	}
+}
+
+// hammerTransport is TestHammerTransport with one Limiter for two hosts, or
+// a limiter per host (of the same rate and burst).
+func hammerTransport(t *testing.T, perHost bool) {
 	synctest.Test(t, func(t *testing.T) {
 		const rate, burst = 100, 5
-		bucket := NewTokenBucket(rate, burst)
+		hosts := []string{"a.test", "b.test"}
+		buckets := map[string]*TokenBucket{}
 		base := newSentLog()
 		var refuse atomic.Int32
 		open := errors.New("open")
-		tr := &Transport{Base: randomPrecheck{base, &refuse, open}, Limiter: bucket}
+		tr := &Transport{Base: randomPrecheck{base, &refuse, open}}
+		if perHost {
+			for _, h := range hosts {
+				buckets[h] = NewTokenBucket(rate, burst)
+			}
+			tr.PerHost = NewKeyed(func(h string) *TokenBucket { return buckets[h] }, KeyedOptions{})
+		} else {
+			buckets["all"] = NewTokenBucket(rate, burst)
+			tr.Limiter = buckets["all"]
+		}
 		start := time.Now()
 		var wg sync.WaitGroup
 		var bodies, closed atomic.Int64
@@ -496,7 +515,7 @@ func TestHammerTransport(t *testing.T) {
 					if r.IntN(10) == 0 {
 						refuse.Add(1)
 					}
-					_, body, err := roundTrip(t, tr, ctx, "http://a.test/")
+					_, body, err := roundTrip(t, tr, ctx, "http://"+hosts[r.IntN(len(hosts))]+"/")
 					bodies.Add(1)
 					closed.Add(int64(body.closed.Load()))
 					var de *DeadlineError
@@ -515,13 +534,26 @@ func TestHammerTransport(t *testing.T) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
-		sent := len(base.sent())
+		sent := map[string]int{}
+		base.mu.Lock()
+		for _, u := range base.urls {
+			if perHost {
+				sent[strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/")]++
+			} else {
+				sent["all"]++
+			}
+		}
+		base.mu.Unlock()
 		limit := burst + int(int64(elapsed)*rate/int64(time.Second)) // in integers: exact
-		require.LessOrEqual(t, sent, limit, "more requests sent than the limit allows")
+		for k := range buckets {
+			require.LessOrEqual(t, sent[k], limit, "more requests sent to %s than the limit allows", k)
+		}
 		require.Equal(t, bodies.Load(), closed.Load(), "bodies not closed once each")
 		time.Sleep(time.Second)
-		require.Equal(t, float64(burst), bucket.Tokens(), "tokens lost")
-		require.True(t, bucket.AllowN(burst))
+		for k, b := range buckets {
+			require.Equal(t, float64(burst), b.Tokens(), "tokens of %s lost", k)
+			require.True(t, b.AllowN(burst))
+		}
 	})
 }
 
