@@ -28,6 +28,9 @@
 // the clock. Changes of state are reported to OnStateChange outside the
 // breaker's lock and in order, so a callback may call the breaker.
 //
+// Transport gives an http.Client one breaker per host; ratelimit.Transport's
+// documentation says how to nest it with a limiter and retries.
+//
 // The breaker reads the monotonic clock, and inside a testing/synctest bubble
 // the bubble's virtual clock, so code that uses it can be tested without
 // sleeping.

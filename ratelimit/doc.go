@@ -6,6 +6,8 @@
 //	SlidingWindowCounter  about limit events per window, in constant memory
 //	Keyed                 one limiter per key (user, API key, client address)
 //	Middleware            net/http middleware with the standard headers
+//	Transport             an http.RoundTripper that waits for a limiter, global
+//	                      or per host
 //
 // Every limiter satisfies Limiter: AllowN takes events now or refuses, WaitN
 // waits for them, first in, first out. Take says more than AllowN: what
