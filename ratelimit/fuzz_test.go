@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"testing/synctest"
@@ -376,7 +377,8 @@ type waitLimiter interface {
 // waiters are served first in, first out, each at the moment its tokens are
 // there; AllowN refuses while any waits. After each step, every WaitN's
 // outcome and AllowN's answer must match. Each step is two bytes: an
-// operation and its argument.
+// operation and its argument. One operation has a waiter give up and, at
+// once, a newcomer enter with a deadline (see fuzzWait).
 func FuzzTokenBucketWait(f *testing.F) {
 	f.Add(uint8(2), uint8(1), []byte{1, 1, 0, 1, 0, 2, 2, 3, 1, 1, 2, 4, 2, 8, 1, 0})
 	f.Add(uint8(3), uint8(0), []byte{0, 2, 0, 0, 0, 1, 3, 1, 2, 5, 3, 0, 2, 9, 1, 2})
@@ -386,6 +388,9 @@ func FuzzTokenBucketWait(f *testing.F) {
 	// Above the clock's rate, and near the slowest allowed.
 	f.Add(uint8(3), uint8(247), []byte{0, 3, 0, 4, 0, 0, 2, 2, 1, 0, 2, 7, 2, 7, 1, 1})
 	f.Add(uint8(3), uint8(248), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
+	// Newcomers with deadlines as waiters give up; one whose tokens come
+	// exactly at its deadline.
+	f.Add(uint8(1), uint8(0), []byte{1, 0, 0, 0, 0, 0, 5, 1, 5, 2, 0, 0, 5, 3, 2, 2, 5, 0, 5, 7})
 	f.Fuzz(func(t *testing.T, burstB, rateB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			burst, rate := 1+int(burstB%4), float64(1+rateB%8)
@@ -414,6 +419,8 @@ func FuzzSlidingWindowWait(f *testing.F) {
 	f.Add(uint8(3), uint8(1), []byte{4, 0, 4, 1, 0, 1, 0, 0, 4, 0, 4, 1, 2, 3, 4, 2})
 	// A window near math.MaxInt64: the waiters' waits saturate.
 	f.Add(uint8(2), uint8(255), []byte{1, 2, 0, 1, 0, 2, 4, 0, 4, 2, 4, 3, 2, 5, 4, 0, 3, 0, 4, 1})
+	f.Add(uint8(1), uint8(3), []byte{1, 0, 0, 0, 0, 0, 5, 1, 5, 2, 0, 0, 5, 3, 2, 2, 5, 0, 5, 7})
+	f.Add(uint8(2), uint8(255), []byte{1, 1, 0, 0, 0, 0, 5, 1, 5, 2, 0, 0, 5, 3, 2, 2, 5, 0, 5, 7})
 	f.Fuzz(func(t *testing.T, limitB, windowB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			limit, window := 1+int(limitB%4), time.Duration(1+windowB%8)*time.Second
@@ -426,6 +433,9 @@ func FuzzSlidingWindowWait(f *testing.F) {
 		})
 	})
 }
+
+// errQueued is fuzzWait's mark of a waiter the model queues.
+var errQueued = errors.New("queued")
 
 func fuzzWait(t *testing.T, l waitLimiter, m waitModel, tick time.Duration, script []byte) {
 	type waiter struct {
@@ -456,7 +466,7 @@ func fuzzWait(t *testing.T, l waitLimiter, m waitModel, tick time.Duration, scri
 		from = now
 	}
 	for ; len(script) >= 2; script = script[2:] {
-		op, arg := script[0]%5, int(script[1])
+		op, arg := script[0]%6, int(script[1])
 		n := 1 + arg%(m.most()+1) // m.most()+1 never fits
 		switch op {
 		case 0:
@@ -508,6 +518,51 @@ func fuzzWait(t *testing.T, l waitLimiter, m waitModel, tick time.Duration, scri
 			queue = append(queue[:i], queue[i+1:]...)
 			w.cancel()
 			pending, want = append(pending, w), append(want, context.Canceled)
+		case 5:
+			// A waiter gives up and at once, before its goroutine may have
+			// run again, a newcomer enters with a deadline: the one that
+			// gave up no longer counts ahead of it, and events that come
+			// at or after the deadline fail it at once.
+			if len(queue) > 0 {
+				i := arg % len(queue)
+				w := queue[i]
+				queue = append(queue[:i], queue[i+1:]...)
+				w.cancel()
+				pending, want = append(pending, w), append(want, context.Canceled)
+			}
+			n = 1 + arg%m.most()
+			_, isWindow := m.(*windowModel)
+			now := nowNs()
+			ahead := 0
+			for _, w := range queue {
+				ahead += w.n
+			}
+			d := max(1, time.Duration(1+arg%8)*tick/2) // a ctx not yet done
+			deadline := now + int64(d)
+			earliest := addSatModel(now, m.retryAfter(ahead, n, now))
+			var res error
+			switch {
+			case len(queue) == 0 && m.allow(n, now):
+			case earliest >= deadline:
+				res = ErrWouldExceedDeadline
+			case isWindow && ahead+n > m.most():
+				// The earliest moment is a bound below (a window's waiters
+				// wait for grants still to come): whether the deadline is
+				// met is not the model's to tell.
+				continue
+			default:
+				res = errQueued
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), d)
+			w := &waiter{n: n, cancel: cancel, res: make(chan error, 1)}
+			everyone = append(everyone, w)
+			go func() { w.res <- l.WaitN(ctx, n) }()
+			if res == errQueued {
+				queue = append(queue, w) // its events come before the deadline
+				from = now
+			} else {
+				pending, want = append(pending, w), append(want, res)
+			}
 		}
 		synctest.Wait()
 		serve(nowNs())
