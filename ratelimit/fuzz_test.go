@@ -223,6 +223,24 @@ func FuzzTokenBucket(f *testing.F) {
 					rate, burst, now-fuzzStart, n, credit, d, wantRemaining, wantRetry, time.Duration(full-credit))
 			}
 			last = refusal{n, int64(max(0, d.RetryAfter))}
+
+			// A time earlier than now, on a copy of the bucket: it finds the
+			// tokens there were then, fewer by its lateness, however late
+			// (over an hour beyond a full refill, it was once taken for a
+			// time of another clock, and found the bucket full). Only where
+			// the model knows the bucket's state exactly (when not full),
+			// and where that state could be the clock's: the script's times
+			// run ahead of the clock, and a state more than an hour beyond
+			// a full refill ahead of it is rightly taken for another's.
+			if n <= burst && credit < full && now-credit <= nowNs()+int64(time.Hour) {
+				late := [...]int64{1, tokenNs, full / 2, full, full + int64(time.Hour) + 1, 2*full + 2*int64(time.Hour)}[uint64(now)%6]
+				c := NewTokenBucket(rate, burst)
+				c.state.Store(b.state.Load())
+				if got, want := c.take(n, now-late, true, nil), credit-late >= cost; got != want {
+					t.Fatalf("rate %v, burst %d, at %d: %d asked %d ns late, with credit %d ns at now: take = %v, want %v",
+						rate, burst, now-fuzzStart, n, late, credit, got, want)
+				}
+			}
 		}
 	})
 }
