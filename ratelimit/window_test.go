@@ -277,6 +277,7 @@ func hammerWindow(t *testing.T, newWindow func(int, time.Duration) windowed, exa
 					}
 				}
 				if ok { // record the time of the grant, before any pause
+					checkRuns(t, w, limit)
 					count.Add(int64(n))
 					mu.Lock()
 					for range n {
@@ -308,6 +309,28 @@ func hammerWindow(t *testing.T, newWindow func(int, time.Duration) windowed, exa
 	require.Greater(t, count.Load(), int64(limit))
 	time.Sleep(time.Second)
 	require.True(t, w.AllowN(limit), "left with waiters")
+	if s, ok := w.(*SlidingWindow); ok {
+		// All but the last grant left the window: the ring shrank.
+		s.w.q.Lock()
+		defer s.w.q.Unlock()
+		require.Equal(t, 1, s.rlen)
+		require.Len(t, s.runs, minRuns)
+	}
+}
+
+// checkRuns checks that a SlidingWindow keeps no more runs of grants than
+// limit, the most there can be in a window, in a ring no more than twice
+// their number (or minRuns).
+func checkRuns(t *testing.T, w windowed, limit int) {
+	s, ok := w.(*SlidingWindow)
+	if !ok {
+		return
+	}
+	s.w.q.Lock()
+	defer s.w.q.Unlock()
+	if s.rlen > limit || len(s.runs) > max(minRuns, 2*limit) || s.total-s.first < int64(s.rlen) {
+		t.Errorf("%d runs of %d grants kept in a ring of %d; the limit is %d", s.rlen, s.total-s.first, len(s.runs), limit)
+	}
 }
 
 // TestSlidingWindowStaleTime: a caller that read the clock before another
