@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/group"
 	"github.com/ctxsync/ctxsync/pool"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
@@ -51,6 +52,7 @@ var chapters = []chapter{
 	{"ratelimit.TokenBucket", "a burst, then a steady rate", rateChapter},
 	{"breaker.Breaker", "stop calling what keeps failing", breakerChapter},
 	{"pool.Pool", "lend expensive resources, make them on demand", poolChapter},
+	{"group.Group", "goroutines that succeed or fail together", groupChapter},
 }
 
 // bg is the context of every wait in the tour. It never ends, and for a
@@ -327,6 +329,35 @@ func poolChapter(tl *timeline) {
 	r.Release()
 	_ = p.Close(bg)
 	tl.Printf("closed: %d made, %d acquires", p.Stats().Created, p.Stats().AcquireCount)
+}
+
+func groupChapter(tl *timeline) {
+	g, _ := group.New(bg, group.Options{})
+	for i, name := range []string{"users", "orders", "prices"} {
+		_ = g.Go(func(ctx context.Context) error {
+			select {
+			case <-time.After(time.Duration(100*(i+1)) * time.Millisecond):
+			case <-ctx.Done(): // the group's ctx: a task has failed
+				tl.Printf("the %s fetch is cancelled", name)
+				return ctx.Err()
+			}
+			if name == "orders" {
+				tl.Printf("the %s fetch fails", name)
+				return errors.New("orders: 503")
+			}
+			tl.Printf("the %s fetch is done", name)
+			return nil
+		})
+	}
+	tl.Printf("Wait returns the first error, once every task has returned: %v", g.Wait())
+
+	waits := []time.Duration{300 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+	got, _ := group.Map(bg, waits, 0, func(ctx context.Context, d time.Duration) (string, error) {
+		time.Sleep(d)
+		tl.Printf("the %v download ends", d)
+		return fmt.Sprintf("file-%v", d), nil
+	})
+	tl.Printf("Map returns the results in the items' order, not the ends': %v", got)
 }
 
 // A timeline prints the story one line per event, stamped with the time since
