@@ -258,6 +258,11 @@ func (q *Queue[T]) Close() {
 //		saveForLater(job)
 //	}
 //	err := q.Join(shutdownCtx) // returns: every item is done or handed back
+//
+// CloseNow may also come right after stop, without waiting for the workers:
+// no item is handed to a Get whose ctx has ended, so each item is then either
+// in a worker's hands, to be marked done, or in the queue, and CloseNow
+// returns it. Join with a deadline then bounds the whole shutdown.
 func (q *Queue[T]) CloseNow() []T {
 	q.putMu.Lock()
 	q.takeMu.Lock()
