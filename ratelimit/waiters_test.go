@@ -96,16 +96,20 @@ func TestWaitDeadWaiterNotAheadInSetRate(t *testing.T) {
 func TestWaitEventsAtTheDeadline(t *testing.T) {
 	for _, mk := range []struct {
 		name string
-		l    func() Limiter
+		l    func() waitLimiter
 	}{
-		{"TokenBucket", func() Limiter { return NewTokenBucket(1, 1) }},
-		{"SlidingWindow", func() Limiter { return NewSlidingWindow(1, time.Second) }},
+		{"TokenBucket", func() waitLimiter { return NewTokenBucket(1, 1) }},
+		{"SlidingWindow", func() waitLimiter { return NewSlidingWindow(1, time.Second) }},
+		{"SlidingWindowCounter", func() waitLimiter { return NewSlidingWindowCounter(1, time.Second) }},
 	} {
 		t.Run(mk.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := mk.l()
-				require.True(t, l.AllowN(1)) // the next event at 1s
-				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+				require.True(t, l.AllowN(1))
+				d := l.Take(1) // when the next event comes
+				require.False(t, d.Allowed)
+				require.Positive(t, d.RetryAfter)
+				ctx, cancel := context.WithTimeout(t.Context(), d.RetryAfter)
 				defer cancel()
 				start := time.Now()
 				err := l.WaitN(ctx, 1)
