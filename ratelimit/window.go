@@ -34,11 +34,11 @@ const never = math.MinInt64
 // window, exactly: it keeps the times of the last limit events, and allows n
 // more only if the n-th oldest of them is at least a window old.
 //
-// It costs memory in proportion to the events it keeps (16 bytes for those
-// allowed at one instant, by one call), not to limit: it forgets the events
-// that have left the window, and its memory shrinks again when they do. Each
-// decision takes a lock. For very large limits used to the full,
-// SlidingWindowCounter answers in constant memory, approximately.
+// Its memory follows use, not limit: it keeps 16 bytes for each instant at
+// which it allowed events (however many) among its last limit events, and
+// forgets those that have left the window, giving the memory back. Each
+// decision takes a lock. For very large limits used to the full, at many
+// instants, SlidingWindowCounter answers in constant memory, approximately.
 //
 // Any window above 0 is valid, up to math.MaxInt64: a window longer than the
 // process lives allows limit events, and then no more.
