@@ -547,9 +547,10 @@ func TestTokenBucketMisuse(t *testing.T) {
 	require.True(t, b.Allow(), "a recovered misuse changed the bucket")
 }
 
-// TestHammerTokenBucket: waiters and Allow callers with random cancellation.
-// Afterwards nobody is left waiting, nothing was over-issued, and the bucket
-// refills.
+// TestHammerTokenBucket: waiters and Allow callers with random cancellation,
+// and callers of AllowNAt with times up to three hours stale. The state only
+// moves forward, as each goroutine sees it; afterwards nobody is left
+// waiting, nothing was over-issued, and the bucket refills.
 func TestHammerTokenBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const rate, burst = 1000.0, 5
@@ -560,10 +561,23 @@ func TestHammerTokenBucket(t *testing.T) {
 		for g := range 32 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 2))
+				seen := int64(math.MinInt64) // the tat this goroutine last saw
 				for range testutil.HammerRounds(50) {
+					if tat := b.state.Load() >> tbShift; tat < seen {
+						t.Errorf("the state went back by %v", time.Duration(seen-tat))
+					} else {
+						seen = tat
+					}
 					n := 1 + r.IntN(burst)
 					if r.IntN(4) == 0 {
-						if b.AllowN(n) {
+						ok := false
+						if r.IntN(3) == 0 {
+							// Stale: a time read long ago, or replayed.
+							ok = b.AllowNAt(n, time.Now().Add(-time.Duration(r.Int64N(int64(3*time.Hour)))))
+						} else {
+							ok = b.AllowN(n)
+						}
+						if ok {
 							granted.Add(int64(n))
 						}
 						time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
