@@ -64,13 +64,15 @@
 //
 // One use is refused, by the Go runtime: a hand-over across the edge of a
 // bubble. A goroutine waiting inside a bubble blocks on a channel made there,
-// which is what makes it durably blocked, and the runtime ends the program with
-// a fatal error when a goroutine outside the bubble touches such a channel. So
-// while a goroutine inside a bubble waits on a primitive, no goroutine outside
-// it may be the one that hands over what it waits for: an Unlock, Release,
-// Put, Get, TaskDone, Set, Notify or Reset made outside the bubble that wakes
-// that waiter is fatal (sync.Mutex, which parks without a channel, allows it,
-// and so does not make the waiter durably blocked). For the same reason, a
+// which is what makes it durably blocked, and its ctx's Done channel is made
+// there too; the runtime ends the program with a fatal error when a goroutine
+// outside the bubble touches such a channel. So while a goroutine inside a
+// bubble waits on a primitive, no goroutine outside it may make a call that
+// serves the waiters: an Unlock, Release, Resize, Put, Get, TaskDone, Set,
+// Notify or Reset made outside the bubble then is fatal, even one that frees
+// too little to wake anyone, since it looks at the waiters' channels to skip
+// those whose ctx has ended (sync.Mutex, which parks without a channel, allows
+// it, and so does not make the waiter durably blocked). For the same reason, a
 // channel that Event.Done returns inside a bubble belongs to that bubble:
 // until the next Clear, that Event must not be Set or waited for outside it.
 // Use a primitive from one bubble at a time, or from outside all of them, as
