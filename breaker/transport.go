@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
+	"github.com/ctxsync/ctxsync/internal/httpx"
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 )
 
@@ -125,7 +124,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A done ctx fails before a breaker is made for a host that may be new:
 	// requests that are never sent should not push out the breakers held.
 	if err := req.Context().Err(); err != nil {
-		closeBody(req)
+		httpx.CloseBody(req)
 		return nil, err
 	}
 	b := t.breaker(t.key(req), true)
@@ -163,7 +162,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case !sent:
 		// Refused, or the ctx was done: a RoundTripper closes the body of
 		// a request it does not send.
-		closeBody(req)
+		httpx.CloseBody(req)
 		return nil, err
 	case bad:
 		return resp, nil
@@ -209,7 +208,7 @@ func (t *Transport) key(req *http.Request) string {
 	if t.Key != nil {
 		return t.Key(req)
 	}
-	return hostKey(req.URL)
+	return httpx.HostKey(req.URL)
 }
 
 // refusal returns the error b would refuse a call with now, or nil if it would
@@ -238,29 +237,4 @@ func (b *Breaker) refusal() *OpenError {
 		}
 	}
 	return nil
-}
-
-// closeBody closes the body of a request that will not be sent.
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		_ = req.Body.Close()
-	}
-}
-
-// hostKey returns the key of the host u names: lowercased, without the port
-// when it is the scheme's default, so that "Example.com" and
-// "example.com:443" share a breaker over https.
-func hostKey(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	// An empty port is the default one, as net/http reads it.
-	host := strings.TrimSuffix(strings.ToLower(u.Host), ":")
-	switch {
-	case u.Scheme == "http" && strings.HasSuffix(host, ":80"):
-		host = host[:len(host)-len(":80")]
-	case u.Scheme == "https" && strings.HasSuffix(host, ":443"):
-		host = host[:len(host)-len(":443")]
-	}
-	return host
 }

@@ -487,22 +487,6 @@ func (t *Transport) hostsInMap() int {
 	return n
 }
 
-func TestHostKey(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://Example.COM/":         "example.com",
-		"http://example.com:80/":      "example.com",
-		"http://example.com:/":        "example.com",
-		"http://example.com:443/":     "example.com:443",
-		"https://example.com:443/":    "example.com",
-		"https://[2001:DB8::1]:8443/": "[2001:db8::1]:8443",
-	} {
-		req, err := http.NewRequest(http.MethodGet, in, nil)
-		require.NoError(t, err)
-		require.Equal(t, want, hostKey(req.URL), "hostKey(%s)", in)
-	}
-	require.Equal(t, "", hostKey(nil))
-}
-
 // TestTransportPanickingSettings: a panic in IsFailure or OnStateChange,
 // after Base answered, goes on to the caller with the response's body closed,
 // and the breaker keeps no trial slot.

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
+	"github.com/ctxsync/ctxsync/internal/httpx"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -170,13 +169,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	perHost := !isNil(t.PerHost)
 	switch global := !isNil(t.Limiter); {
 	case !perHost && !global:
-		closeBody(req)
+		httpx.CloseBody(req)
 		panic("ratelimit: Transport with neither Limiter nor PerHost")
 	case perHost && global:
-		closeBody(req)
+		httpx.CloseBody(req)
 		panic("ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both")
 	case global && t.Key != nil:
-		closeBody(req)
+		httpx.CloseBody(req)
 		panic("ratelimit: Transport with Key but no PerHost")
 	}
 	base := t.Base
@@ -187,13 +186,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A done ctx fails first, even if the breaker behind would refuse too:
 	// the caller's own error is the one it can act on.
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
-		closeBody(req)
+		httpx.CloseBody(req)
 		return nil, err
 	}
 	n := 1
 	if t.Cost != nil {
 		if n = t.Cost(req); n < 0 {
-			closeBody(req)
+			httpx.CloseBody(req)
 			panic(fmt.Sprintf("ratelimit: Transport's Cost returned %d; it must be at least 0", n))
 		}
 	}
@@ -202,12 +201,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if p, ok := base.(prechecker); ok {
 		if err := p.Precheck(req); err != nil {
-			closeBody(req)
+			httpx.CloseBody(req)
 			return nil, err
 		}
 	}
 	if err := t.wait(ctx, req, n, perHost); err != nil {
-		closeBody(req)
+		httpx.CloseBody(req)
 		return nil, err
 	}
 	return base.RoundTrip(req)
@@ -228,7 +227,7 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 		}
 		return err
 	}
-	key := hostKey(req.URL)
+	key := httpx.HostKey(req.URL)
 	if t.Key != nil {
 		key = t.Key(req)
 	}
@@ -261,30 +260,4 @@ func deadlineError(d Decision, key string, err error) error {
 		return &DeadlineError{Key: key, Delay: d.RetryAfter}
 	}
 	return err
-}
-
-// closeBody closes the body of a request that will not be sent: a
-// RoundTripper closes it, even on errors.
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		_ = req.Body.Close()
-	}
-}
-
-// hostKey returns the key of the host u names: lowercased, without the port
-// when it is the scheme's default, so that "Example.com" and
-// "example.com:443" share a limit over https.
-func hostKey(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	// An empty port is the default one, as net/http reads it.
-	host := strings.TrimSuffix(strings.ToLower(u.Host), ":")
-	switch {
-	case u.Scheme == "http" && strings.HasSuffix(host, ":80"):
-		host = host[:len(host)-len(":80")]
-	case u.Scheme == "https" && strings.HasSuffix(host, ":443"):
-		host = host[:len(host)-len(":443")]
-	}
-	return host
 }

@@ -112,26 +112,6 @@ func TestTransportPerHost(t *testing.T) {
 	})
 }
 
-func TestHostKey(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://Example.COM/":         "example.com",
-		"http://example.com:80/":      "example.com",
-		"http://example.com:443/":     "example.com:443",
-		"http://example.com:/":        "example.com",
-		"https://[::1]:/":             "[::1]",
-		"https://example.com:443/":    "example.com",
-		"https://example.com:80/":     "example.com:80",
-		"http://127.0.0.1:8080/":      "127.0.0.1:8080",
-		"http://[::1]:80/":            "[::1]",
-		"https://[2001:DB8::1]:8443/": "[2001:db8::1]:8443",
-	} {
-		req, err := http.NewRequest(http.MethodGet, in, nil)
-		require.NoError(t, err)
-		require.Equal(t, want, hostKey(req.URL), "hostKey(%s)", in)
-	}
-	require.Equal(t, "", hostKey(nil))
-}
-
 // TestTransportKeyAndCost: a custom Key, and a Cost of 0 (sent at once,
 // taking nothing) or several events.
 func TestTransportKeyAndCost(t *testing.T) {
