@@ -11,8 +11,11 @@
 // to unlock, no exit can forget it. A waiter whose ctx ends locks again and
 // calls Cancel, which tells it whether it was still queued (it is removed) or
 // whether a grant beat the cancellation (the grant is consumed and the
-// primitive passes it on). Either way nothing is lost. Before it queues for a
-// lock or a permit, a goroutine pauses once and looks again (see Pause).
+// primitive passes it on). Either way nothing is lost. A waiter queued with
+// PushCtx is never granted anything once its ctx has ended: Front and Next,
+// which every grant goes through, drop it instead (see Front), so that what is
+// freed after a caller cancelled goes to the next waiter. Before it queues for
+// a lock or a permit, a goroutine pauses once and looks again (see Pause).
 //
 // A primitive with two kinds of waiters, such as a bounded queue's getters
 // and putters, keeps a second List under the same Mutex.
