@@ -1,0 +1,129 @@
+package redissync
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config configures a Semaphore.
+type Config struct {
+	// Client is the Redis client: a single node, Sentinel or Cluster.
+	// Required.
+	Client redis.UniversalClient
+
+	// Name names the semaphore: every Semaphore of the same Name and Prefix,
+	// in any process, shares its permits. Required. All of them must agree
+	// on N.
+	Name string
+
+	// N is the number of permits, at least 1. NewLock takes 0 or 1.
+	N int
+
+	// Lease is how long a permit outlives the last renewal of its holder:
+	// the time a crashed process keeps its permits. Required, from 10
+	// milliseconds to a year; it is counted in whole milliseconds. The
+	// holder renews it every third of it.
+	Lease time.Duration
+
+	// Timeout bounds each round trip to Redis: a renewal, a Release, each
+	// attempt of Acquire. 0 means a quarter of the Lease, at most a second.
+	// It must be below a third of the Lease, so that a renewal that times
+	// out leaves time for another.
+	Timeout time.Duration
+
+	// Poll is how often a waiter asks Redis again when no message came:
+	// waiters are woken by pub/sub, and the poll only makes up for a lost
+	// message or a lease that ended unreleased. 0 means a second. A waiter
+	// that stops asking (its process died) loses its place in line after
+	// three Polls and two Timeouts.
+	Poll time.Duration
+
+	// Prefix starts every key; the default is "redissync:".
+	Prefix string
+}
+
+const (
+	minLease = 10 * time.Millisecond
+	maxLease = 365 * 24 * time.Hour
+	maxPoll  = time.Hour
+)
+
+// New returns a Semaphore of cfg.N permits. It returns an error for a bad
+// Config: a nil Client, an empty Name, an N below 1, a Lease outside 10
+// milliseconds to a year, a Timeout negative or not below a third of the
+// Lease, or a Poll negative or above an hour.
+func New(cfg Config) (*Semaphore, error) {
+	bad := func(format string, args ...any) (*Semaphore, error) {
+		return nil, fmt.Errorf("redissync: bad Config: "+format, args...)
+	}
+	switch {
+	case cfg.Client == nil:
+		return bad("Client is required")
+	case cfg.Name == "":
+		return bad("Name is required")
+	case cfg.N < 1:
+		return bad("N is %d; it must be at least 1", cfg.N)
+	case cfg.Lease <= 0:
+		return bad("Lease is %v; it is required, and must be above 0", cfg.Lease)
+	case cfg.Lease < minLease || cfg.Lease > maxLease:
+		return bad("Lease is %v; it must be from %v to %v", cfg.Lease, minLease, maxLease)
+	case cfg.Timeout < 0:
+		return bad("Timeout is negative")
+	case cfg.Timeout > 0 && cfg.Timeout >= cfg.Lease/3:
+		return bad("Timeout %v is not below a third of the Lease %v: a renewal that times out would leave no time for another", cfg.Timeout, cfg.Lease)
+	case cfg.Poll < 0 || cfg.Poll > maxPoll:
+		return bad("Poll is %v; it must be from 0 to %v", cfg.Poll, maxPoll)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = min(time.Second, cfg.Lease/4)
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "redissync:"
+	}
+	base := cfg.Prefix + "{" + cfg.Name + "}:"
+	entry := 3*cfg.Poll + 2*cfg.Timeout
+	s := &Semaphore{
+		client:  cfg.Client,
+		n:       cfg.N,
+		lease:   cfg.Lease,
+		timeout: cfg.Timeout,
+		poll:    cfg.Poll,
+		keys: []string{base + "holders", base + "tokens", base + "queue",
+			base + "qexp", base + "seq", base + "qseq"},
+		channel:     base + "wake",
+		nArg:        strconv.Itoa(cfg.N),
+		leaseArg:    strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
+		entryArg:    strconv.FormatInt(entry.Milliseconds()+1, 10),
+		keyTTLArg:   strconv.FormatInt((cfg.Lease + entry + time.Second).Milliseconds(), 10),
+		ctxTimeouts: honoursDeadlines(cfg.Client),
+	}
+	s.waiters = make(map[string]chan struct{})
+	return s, nil
+}
+
+// NewLock returns a Semaphore of one permit: a lock. cfg.N must be 0 or 1.
+func NewLock(cfg Config) (*Semaphore, error) {
+	if cfg.N != 0 && cfg.N != 1 {
+		return nil, fmt.Errorf("redissync: bad Config: NewLock with N = %d; a lock has 1 permit", cfg.N)
+	}
+	cfg.N = 1
+	return New(cfg)
+}
+
+// honoursDeadlines reports whether c gives up when a context's deadline
+// passes; otherwise a call runs in a goroutine that we stop waiting for.
+func honoursDeadlines(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}

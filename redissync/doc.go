@@ -1,0 +1,70 @@
+// Package redissync is a semaphore and a lock whose state lives in Redis, so
+// that they bound a service rather than each of its copies: at most 20 calls
+// at once to a licensed API across the fleet, one instance running the
+// nightly job.
+//
+// A Semaphore has N permits under a Name; a lock is the Semaphore of one
+// permit (NewLock). Acquire waits in line, first come first served across
+// every process; TryAcquire takes a permit only if one is free. Each returns
+// a Permit, which the holder gives back with Release.
+//
+// Every change of state is one Lua script, so atomic, and every time is the
+// Redis server's (TIME), never a caller's clock. Keys carry a hash tag
+// ("prefix{name}:..."), so it works on Redis Cluster; it takes any
+// redis.UniversalClient. Each round trip is bounded by the caller's ctx and
+// Config.Timeout; a Redis that fails to answer gives an error matching
+// ErrUnavailable, never a hang nor a panic.
+//
+// # Leases
+//
+// A permit is held for a lease (Config.Lease), which the Permit renews in the
+// background every third of it. A process that crashes stops renewing, and
+// its permits free themselves when their leases end. The Permit closes its
+// Lost channel, and cancels its Context, the moment its lease can no longer
+// be proven: Redis answered that it ended, or no renewal got an answer before
+// it would end (Redis stopped, or the network cut). The holder must then stop
+// using the resource.
+//
+// # Fencing tokens
+//
+// A lease alone does not make a lock safe. A holder may pause past its lease
+// (a garbage collection, a stopped virtual machine, a slow network packet)
+// and then act as if it still held the permit, while another holds it too:
+// neither Lost nor any check before acting can close that window, since the
+// pause can fall between the check and the act. So each Permit carries a
+// fencing token (Token), a number that grows with every acquisition of its
+// Name, in any process. The protected resource must remember the highest
+// token it has seen and refuse a request carrying a lower one: then a stale
+// holder is refused, whatever its timing. Where the resource cannot check a
+// token, the lock is a way to make overlaps rare, not impossible.
+//
+// # What it does not guarantee
+//
+// The state lives in one Redis (the primary of a shard): the guarantees hold
+// while Redis keeps its keys. A restart that loses the data, a FLUSHALL, an
+// eviction for memory, or a failover to a replica that had not received the
+// last writes (replication is asynchronous) can lose the permits held and
+// the line, so that more than N holders exist for up to a Lease, and can
+// lose the last token, so that tokens start again from 1 and fencing fails.
+// Run Redis with maxmemory-policy noeviction and the append-only file
+// (appendfsync always) where this matters. It does not follow the Redlock
+// scheme over several independent Redis servers: that relies on bounded
+// pauses and clock drift, which is what fencing tokens make unnecessary.
+//
+// Where correctness must survive the loss of a server, with no assumption on
+// timing, use a consensus store (etcd, ZooKeeper, Consul): their locks are
+// replicated by consensus and carry a revision or zxid to fence with. This
+// package suits bounding load and sparing work done twice, where Redis is
+// already at hand and a rare overlap after a Redis failure costs little, or
+// where the resource checks fencing tokens.
+//
+// Waiters are woken by pub/sub: a script that frees a permit publishes the
+// ids of the waiters now at the head of the line, and only those try again.
+// A slow poll (Config.Poll) makes up for a lost message and for a lease that
+// ends with no Release. A waiter that stops asking, because its process
+// died, loses its place after a few Polls.
+//
+// An idle Name costs a few keys that expire, and one that does not: the last
+// fencing token, which must outlive everything else for tokens to keep
+// growing.
+package redissync

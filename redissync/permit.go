@@ -1,0 +1,183 @@
+package redissync
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctxsync/ctxsync"
+)
+
+const errZeroPermit = "redissync: use Semaphore.Acquire; the zero Permit is not usable"
+
+// errReleased is the cause of a Permit's Context after Release.
+var errReleased = context.Canceled
+
+// A Permit is one acquisition of a permit of a Semaphore. It renews its lease
+// in the background until Release, or until the lease is lost.
+//
+// A Permit must not be copied (go vet reports one); the zero Permit is not
+// usable. Its methods are safe for concurrent use.
+type Permit struct {
+	s      *Semaphore
+	id     string
+	token  int64
+	lost   ctxsync.Event
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{} // closed by Release
+	done   atomic.Bool
+}
+
+// newPermit starts the renewals of a permit granted by a request sent at
+// sent, with left milliseconds of lease.
+func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, sent time.Time, left int64) *Permit {
+	p := &Permit{s: s, id: id, token: token, stop: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	go p.keep(s.validUntil(sent, time.Duration(left)*time.Millisecond))
+	return p
+}
+
+// validUntil returns when a lease of d, renewed by a request sent at sent,
+// can no longer be proven: the server started it after sent, but its clock
+// may run a little faster than ours.
+func (s *Semaphore) validUntil(sent time.Time, d time.Duration) time.Time {
+	return sent.Add(d - d/50)
+}
+
+func (p *Permit) check() {
+	if p.s == nil {
+		panic(errZeroPermit)
+	}
+}
+
+// Token returns the permit's fencing token: a number that grows with every
+// acquisition of a permit of the Semaphore's Name, in any process. Pass it to
+// the resource the permit protects, which refuses a token lower than the
+// highest it has seen: a holder that paused past its lease is then refused
+// rather than trusted.
+func (p *Permit) Token() int64 {
+	p.check()
+	return p.token
+}
+
+// Lost returns a channel closed the moment the permit's lease can no longer
+// be proven: Redis said it ended, or no renewal succeeded before it would
+// end. It is not closed by Release.
+func (p *Permit) Lost() <-chan struct{} {
+	p.check()
+	return p.lost.Done()
+}
+
+// Context returns a context cancelled when the lease is lost (its cause is
+// ErrLost) or the permit released. It carries the values of the ctx given to
+// Acquire.
+func (p *Permit) Context() context.Context {
+	p.check()
+	return p.ctx
+}
+
+// Release gives the permit back and wakes the waiter next in line. It panics
+// if the permit was already released. It returns an error matching ErrLost if
+// the lease had ended before, ctx.Err() if ctx ended first, or an error
+// matching ErrUnavailable if Redis did not answer within the Timeout: then
+// the permit frees itself at the end of its lease.
+func (p *Permit) Release(ctx context.Context) error {
+	p.check()
+	if p.done.Swap(true) {
+		panic("redissync: Release of a Permit already released")
+	}
+	close(p.stop)
+	p.cancel(errReleased)
+	s := p.s
+	v, err := s.eval(ctx, releaseScript, s.keys, s.nArg, p.id, s.channel)
+	if err != nil {
+		return err
+	}
+	if n, ok := v.(int64); !ok {
+		return unexpected(v)
+	} else if n == 0 {
+		return ErrLost
+	}
+	return nil
+}
+
+// lose signals the loss of the lease, unless the permit was released.
+func (p *Permit) lose() {
+	select {
+	case <-p.stop:
+		return
+	default:
+	}
+	p.cancel(ErrLost)
+	p.lost.Set()
+}
+
+// keep renews the lease every third of it until Release, and signals its loss
+// when Redis says it ended or when until passes with no renewal. A renewal
+// that fails is tried again sooner, but not so often as to hammer a Redis
+// that is coming back.
+func (p *Permit) keep(until time.Time) {
+	s := p.s
+	every := s.lease / 3
+	retry := max(every/4, 5*time.Millisecond)
+	next := time.Now().Add(every)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if !now.Before(until) {
+			p.lose()
+			return
+		}
+		if !now.Before(next) {
+			if s.noRenew.Load() {
+				next = now.Add(every)
+			} else {
+				renewed, err := p.renew(now, until)
+				select {
+				case <-p.stop:
+					return
+				default:
+				}
+				switch {
+				case err == nil && !renewed:
+					p.lose()
+					return
+				case err == nil:
+					until = s.validUntil(now, s.lease)
+					next = now.Add(every)
+				default:
+					next = time.Now().Add(retry)
+				}
+			}
+		}
+		wait := time.Until(next)
+		if u := time.Until(until); u < wait {
+			wait = u
+		}
+		t.Reset(max(wait, 0))
+	}
+}
+
+// renew extends the lease; a renewal still under way when the lease can no
+// longer be proven is given up.
+func (p *Permit) renew(now, until time.Time) (bool, error) {
+	s := p.s
+	ctx, cancel := context.WithDeadline(p.ctx, until)
+	defer cancel()
+	v, err := s.eval(ctx, renewScript, s.keys[:2], p.id, s.leaseArg, s.keyTTLArg)
+	if err != nil {
+		return false, err
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return false, unexpected(v)
+	}
+	return n == 1, nil
+}

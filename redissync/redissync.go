@@ -1,0 +1,231 @@
+package redissync
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrUnavailable is matched (errors.Is) by the error of a call that Redis did
+// not answer in time, or answered with an error. The error also wraps the
+// Redis client's error.
+var ErrUnavailable = errors.New("redissync: redis unavailable")
+
+// ErrLost is matched by the error of Permit.Release when the permit's lease
+// had already ended: another process may have held it since. It is also the
+// cause (context.Cause) of a Permit's Context when the lease is lost.
+var ErrLost = errors.New("redissync: lease lost")
+
+const errZero = "redissync: use New or NewLock; the zero Semaphore is not usable"
+
+// A Semaphore is a set of N permits shared, through Redis, by every Semaphore
+// of the same Name in any process.
+//
+// Use New or NewLock; the zero Semaphore is not usable, and panics at first
+// use. A Semaphore must not be copied after first use (go vet reports one):
+// hold it by the pointer New returns. It is safe for concurrent use by
+// multiple goroutines, and by many processes sharing one Redis.
+type Semaphore struct {
+	client    redis.UniversalClient
+	n         int
+	lease     time.Duration
+	timeout   time.Duration
+	poll      time.Duration
+	keys      []string
+	channel   string
+	nArg      string
+	leaseArg  string
+	entryArg  string
+	keyTTLArg string
+
+	ctxTimeouts bool
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // the local waiters by id, to wake
+	stopSub func()                   // ends the subscription; nil when none
+
+	// noRenew stops the renewals, as a crash would: for tests.
+	noRenew atomic.Bool
+}
+
+func (s *Semaphore) check() {
+	if s.client == nil {
+		panic(errZero)
+	}
+}
+
+// N returns the number of permits.
+func (s *Semaphore) N() int {
+	s.check()
+	return s.n
+}
+
+// Acquire waits for a permit, in line with the waiters of every process
+// (first come, first served), and returns it. A done ctx fails at once, even
+// when a permit is free.
+//
+// It returns ctx.Err() when ctx ends first, and an error matching
+// ErrUnavailable when Redis fails to answer an attempt within the Timeout.
+// Either way it takes its place in line back and gives up a permit granted as
+// it gave up (at most one Timeout more): nothing of it is left in Redis, or,
+// if Redis does not answer that either, its place lapses after three Polls
+// and a permit at the end of its Lease.
+func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
+	s.check()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	id := newID()
+	wake := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.waiters[id] = wake
+	s.mu.Unlock()
+	defer s.leave(id)
+
+	subscribed := false
+	for {
+		sent := time.Now()
+		r, err := s.attempt(ctx, id, s.entryArg)
+		if err != nil {
+			s.abandon(ctx, id)
+			return nil, err
+		}
+		if r.granted {
+			return s.newPermit(ctx, id, r.token, sent, r.left), nil
+		}
+		if !subscribed {
+			subscribed = true
+			s.subscribe()
+		}
+		// A slow poll makes up for a lost message; sooner if a lease ends
+		// before and this waiter is near enough the head to take it.
+		wait := s.poll/2 + rand.N(s.poll)
+		if r.rank >= 0 && r.rank < int64(s.n) && r.untilFree >= 0 {
+			wait = min(wait, time.Duration(r.untilFree+1)*time.Millisecond)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			s.abandon(ctx, id)
+			return nil, ctx.Err()
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// TryAcquire takes a permit if one is free and no process's waiter is in
+// line for it; it returns nil and a nil error if not. A done ctx fails at
+// once. It returns an error matching ErrUnavailable when Redis fails to
+// answer within the Timeout.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
+	s.check()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	id := newID()
+	sent := time.Now()
+	r, err := s.attempt(ctx, id, "0")
+	if err != nil {
+		s.abandon(ctx, id)
+		return nil, err
+	}
+	if !r.granted {
+		return nil, nil
+	}
+	return s.newPermit(ctx, id, r.token, sent, r.left), nil
+}
+
+// abandon takes back whatever an Acquire that gives up may have left: its
+// place in line, or a permit granted in a reply it did not wait for.
+func (s *Semaphore) abandon(ctx context.Context, id string) {
+	_, _ = s.eval(context.WithoutCancel(ctx), releaseScript, s.keys, s.nArg, id, s.channel)
+}
+
+type attemptResult struct {
+	granted   bool
+	token     int64
+	left      int64 // ms of lease left, when granted
+	rank      int64 // place in line, or -1
+	untilFree int64 // ms until the first lease ends, or -1
+}
+
+func (s *Semaphore) attempt(ctx context.Context, id, entry string) (attemptResult, error) {
+	v, err := s.eval(ctx, acquireScript, s.keys, s.nArg, s.leaseArg, id, entry, s.channel, s.keyTTLArg)
+	if err != nil {
+		return attemptResult{}, err
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 3 {
+		return attemptResult{}, unexpected(v)
+	}
+	var x [3]int64
+	for i := range a {
+		if x[i], ok = a[i].(int64); !ok {
+			return attemptResult{}, unexpected(v)
+		}
+	}
+	if x[0] == 1 {
+		return attemptResult{granted: true, token: x[1], left: x[2]}, nil
+	}
+	return attemptResult{rank: x[1], untilFree: x[2]}, nil
+}
+
+func unexpected(v any) error {
+	return fmt.Errorf("%w: unexpected reply %v", ErrUnavailable, v)
+}
+
+// eval runs a script, bounded by ctx and the Timeout. It returns ctx.Err()
+// if ctx ended first, and an error matching ErrUnavailable for any failure of
+// Redis.
+func (s *Semaphore) eval(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var v any
+	var err error
+	if s.ctxTimeouts {
+		v, err = sc.Run(tctx, s.client, keys, args...).Result()
+	} else {
+		// The client may wait for its ReadTimeout past ours: stop waiting
+		// for it. The round trip ends on its own.
+		type reply struct {
+			v   any
+			err error
+		}
+		done := make(chan reply, 1)
+		go func() {
+			v, err := sc.Run(tctx, s.client, keys, args...).Result()
+			done <- reply{v, err}
+		}()
+		select {
+		case r := <-done:
+			v, err = r.v, r.err
+		case <-tctx.Done():
+			err = tctx.Err()
+		}
+	}
+	if err == nil {
+		return v, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// newID returns an id unique across processes.
+func newID() string {
+	var b [12]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

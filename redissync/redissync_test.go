@@ -1,0 +1,313 @@
+package redissync
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// counts returns the permits held and the waiters in line, as Redis has them.
+func counts(t testing.TB, s *Semaphore) (held, queued int64) {
+	t.Helper()
+	ctx := context.Background()
+	held, err := s.client.ZCard(ctx, s.keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued, err = s.client.ZCard(ctx, s.keys[2]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held, queued
+}
+
+func mustNew(t testing.TB, cfg Config) *Semaphore {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestAcquireTryAcquireRelease(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := mustNew(t, b.config(b.client(t), "basic", 1, time.Second))
+			p, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Token() != 1 {
+				t.Errorf("first token %d, want 1", p.Token())
+			}
+			if q, err := l.TryAcquire(ctx); q != nil || err != nil {
+				t.Fatalf("TryAcquire while held: %v, %v; want nil, nil", q, err)
+			}
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if p.Context().Err() == nil {
+				t.Error("the Context of a released Permit is not done")
+			}
+			select {
+			case <-p.Lost():
+				t.Error("Release closed Lost")
+			default:
+			}
+			q, err := l.TryAcquire(ctx)
+			if err != nil || q == nil {
+				t.Fatalf("TryAcquire once free: %v, %v", q, err)
+			}
+			if q.Token() != 2 {
+				t.Errorf("second token %d, want 2", q.Token())
+			}
+			if err := q.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if held, queued := counts(t, l); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+func TestSemaphorePermitsAcrossClients(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			var sems []*Semaphore
+			for range 3 {
+				sems = append(sems, mustNew(t, b.config(b.client(t), "sem", 2, time.Second)))
+			}
+			var got []*Permit
+			last := int64(0)
+			for i := range 2 {
+				p, err := sems[i].Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Token() <= last {
+					t.Errorf("token %d after %d", p.Token(), last)
+				}
+				last = p.Token()
+				got = append(got, p)
+			}
+			if p, err := sems[2].TryAcquire(ctx); p != nil || err != nil {
+				t.Fatalf("a third permit of 2: %v, %v", p, err)
+			}
+			if err := got[0].Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p, err := sems[2].Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Token() <= last {
+				t.Errorf("token %d after %d", p.Token(), last)
+			}
+			for _, p := range []*Permit{got[1], p} {
+				if err := p.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestDoneCtxFailsFirst(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			l := mustNew(t, b.config(b.client(t), "done", 1, time.Second))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if p, err := l.Acquire(ctx); p != nil || !errors.Is(err, context.Canceled) {
+				t.Errorf("Acquire with a done ctx: %v, %v", p, err)
+			}
+			if p, err := l.TryAcquire(ctx); p != nil || !errors.Is(err, context.Canceled) {
+				t.Errorf("TryAcquire with a done ctx: %v, %v", p, err)
+			}
+			if held, queued := counts(t, l); held != 0 || queued != 0 {
+				t.Errorf("after a done ctx: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+// TestCancelWhileWaitingLeavesNothing: a waiter whose ctx ends leaves no
+// place in line and no permit.
+func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			l := mustNew(t, b.config(b.client(t), "cancel", 1, time.Second))
+			holder, err := l.Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			p, err := l.Acquire(ctx)
+			if p != nil || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire while held: %v, %v", p, err)
+			}
+			if held, queued := counts(t, l); held != 1 || queued != 0 {
+				t.Errorf("after the waiter left: %d held, %d queued; want 1, 0", held, queued)
+			}
+			if err := holder.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if held, queued := counts(t, l); held != 0 || queued != 0 {
+				t.Errorf("after Release: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+// TestFIFOAcrossClients: waiters of several clients are served in the order
+// they joined the line, exactly (a lock: one permit).
+func TestFIFOAcrossClients(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			var locks []*Semaphore
+			for range 3 {
+				locks = append(locks, mustNew(t, b.config(b.client(t), "fifo", 1, time.Second)))
+			}
+			holder, err := locks[0].Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const waiters = 6
+			var mu sync.Mutex
+			var order []int
+			var wg sync.WaitGroup
+			for i := range waiters {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p, err := locks[i%3].Acquire(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+					if err := p.Release(ctx); err != nil {
+						t.Error(err)
+					}
+				}()
+				// The next joins once this one is in line.
+				for {
+					if _, queued := counts(t, locks[0]); queued == int64(i+1) {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			for i, w := range order {
+				if w != i {
+					t.Fatalf("served in order %v", order)
+				}
+			}
+		})
+	}
+}
+
+// TestRenewalKeepsTheLease: a holder keeps its permit for many leases.
+func TestRenewalKeepsTheLease(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := mustNew(t, b.config(b.client(t), "renew", 1, 60*time.Millisecond))
+			p, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			select {
+			case <-p.Lost():
+				t.Fatal("lease lost while renewed")
+			default:
+			}
+			if q, err := l.TryAcquire(ctx); q != nil || err != nil {
+				t.Fatalf("TryAcquire while held: %v, %v", q, err)
+			}
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCrashedHolderFreesAfterLease: a holder that stops renewing (a crash)
+// loses its permit at the end of the lease, and a waiter gets it.
+func TestCrashedHolderFreesAfterLease(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			crashed := mustNew(t, b.config(b.client(t), "crash", 1, 100*time.Millisecond))
+			crashed.noRenew.Store(true)
+			other := mustNew(t, b.config(b.client(t), "crash", 1, 100*time.Millisecond))
+			p, err := crashed.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := other.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.Lost():
+			default:
+				t.Error("a waiter got the permit before its holder saw Lost")
+			}
+			if !errors.Is(context.Cause(p.Context()), ErrLost) {
+				t.Errorf("cause %v, want ErrLost", context.Cause(p.Context()))
+			}
+			if q.Token() <= p.Token() {
+				t.Errorf("token %d after %d", q.Token(), p.Token())
+			}
+			if err := p.Release(ctx); !errors.Is(err, ErrLost) {
+				t.Errorf("Release of a lost permit: %v, want ErrLost", err)
+			}
+			if err := q.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLostWhenTheLeaseIsGone: a lease deleted behind the holder's back is
+// seen at the next renewal.
+func TestLostWhenTheLeaseIsGone(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := mustNew(t, b.config(b.client(t), "gone", 1, 90*time.Millisecond))
+			p, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.client.Del(ctx, l.keys[0]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.Lost():
+			case <-time.After(5 * time.Second):
+				t.Fatal("Lost not closed")
+			}
+			<-p.Context().Done()
+			if err := p.Release(ctx); !errors.Is(err, ErrLost) {
+				t.Errorf("Release: %v, want ErrLost", err)
+			}
+		})
+	}
+}

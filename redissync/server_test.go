@@ -1,0 +1,134 @@
+package redissync
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// TestMain checks that no goroutine outlives the tests, but go-redis's own:
+// after a failed dial its pool probes the address once a second until the
+// client is closed, and a probe asleep at the close ends when it wakes.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
+
+// A backend is a Redis server for the tests: miniredis always, and a real
+// redis-server when one is on the PATH (or REDIS_ADDR names one).
+type backend struct {
+	name   string
+	addr   string
+	prefix string // unique per test, for a shared server
+	mini   *miniredis.Miniredis
+	proc   *redisProcess // set for a redis-server the test started
+}
+
+// client returns a new client of b, closed when the test ends.
+func (b backend) client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// config returns a Config for a Semaphore of n permits named name on c.
+func (b backend) config(c redis.UniversalClient, name string, n int, lease time.Duration) Config {
+	return Config{Client: c, Name: name, N: n, Lease: lease, Prefix: b.prefix, Poll: 200 * time.Millisecond}
+}
+
+var prefixes atomic.Int64
+
+// backends returns the Redis servers to run a test against.
+func backends(t *testing.T) []backend {
+	m := miniredis.RunT(t)
+	out := []backend{{name: "miniredis", addr: m.Addr(), mini: m, prefix: "test:"}}
+	if addr := realRedis(t); addr != "" {
+		out = append(out, backend{name: "redis-server", addr: addr, prefix: fmt.Sprintf("test%d:", prefixes.Add(1))})
+	}
+	return out
+}
+
+// realRedis returns the address of a real Redis server, or "": REDIS_ADDR,
+// or a redis-server started for the test.
+func realRedis(t testing.TB) string {
+	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
+		return addr
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return ""
+	}
+	return startRedis(t, freePort(t)).addr
+}
+
+// ownRedis starts a redis-server for the test alone (which it may stop), or
+// skips the test.
+func ownRedis(t *testing.T) backend {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server on the PATH")
+	}
+	p := startRedis(t, freePort(t))
+	return backend{name: "redis-server", addr: p.addr, prefix: "own:", proc: p}
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return port
+}
+
+// redisProcess is a redis-server started by a test.
+type redisProcess struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// startRedis starts redis-server on port, without persistence, and kills it
+// when the test ends.
+func startRedis(t testing.TB, port int) *redisProcess {
+	t.Helper()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--protected-mode", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	p := &redisProcess{addr: "127.0.0.1:" + strconv.Itoa(port), cmd: cmd}
+	t.Cleanup(p.kill)
+	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not come up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return p
+}
+
+// pause stops the server (SIGSTOP) as a hung machine would, and resume
+// restarts it.
+func (p *redisProcess) pause()  { _ = p.cmd.Process.Signal(syscall.SIGSTOP) }
+func (p *redisProcess) resume() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }
+
+func (p *redisProcess) kill() {
+	if p.cmd.Process != nil && p.cmd.ProcessState == nil {
+		p.resume()
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+}
