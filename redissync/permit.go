@@ -27,6 +27,7 @@ type Permit struct {
 	cancel context.CancelCauseFunc
 	stop   chan struct{} // closed by Release
 	done   atomic.Bool
+	lostAt time.Time // when the loss was decided: for tests
 }
 
 // newPermit starts the renewals of a permit granted by a request sent at
@@ -109,6 +110,7 @@ func (p *Permit) lose() {
 		return
 	default:
 	}
+	p.lostAt = time.Now()
 	p.cancel(ErrLost)
 	p.lost.Set()
 }

@@ -3,6 +3,7 @@ package redissync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -167,57 +168,69 @@ func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 }
 
 // TestFIFOAcrossClients: waiters of several clients are served in the order
-// they joined the line, exactly (a lock: one permit).
+// they joined the line, within the stated tolerance: a waiter is never served
+// before one at least N places ahead of it (exactly in order for a lock).
+// The order served is that of the fencing tokens, which Redis hands out in
+// the order it grants.
 func TestFIFOAcrossClients(t *testing.T) {
 	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			ctx := context.Background()
-			var locks []*Semaphore
-			for range 3 {
-				locks = append(locks, mustNew(t, b.config(b.client(t), "fifo", 1, time.Second)))
-			}
-			holder, err := locks[0].Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const waiters = 6
-			var mu sync.Mutex
-			var order []int
-			var wg sync.WaitGroup
-			for i := range waiters {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					p, err := locks[i%3].Acquire(ctx)
+		for _, n := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/N=%d", b.name, n), func(t *testing.T) {
+				ctx := context.Background()
+				name := fmt.Sprintf("fifo%d", n)
+				var sems []*Semaphore
+				for range 3 {
+					sems = append(sems, mustNew(t, b.config(b.client(t), name, n, time.Second)))
+				}
+				var holders []*Permit
+				for range n {
+					p, err := sems[0].Acquire(ctx)
 					if err != nil {
-						t.Error(err)
-						return
+						t.Fatal(err)
 					}
-					mu.Lock()
-					order = append(order, i)
-					mu.Unlock()
+					holders = append(holders, p)
+				}
+				const waiters = 9
+				tokens := make([]int64, waiters)
+				var wg sync.WaitGroup
+				for i := range waiters {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						p, err := sems[i%3].Acquire(ctx)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						tokens[i] = p.Token()
+						time.Sleep(time.Millisecond)
+						if err := p.Release(ctx); err != nil {
+							t.Error(err)
+						}
+					}()
+					// The next joins once this one is in line.
+					for {
+						if _, queued := counts(t, sems[0]); queued == int64(i+1) {
+							break
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+				for _, p := range holders {
 					if err := p.Release(ctx); err != nil {
-						t.Error(err)
+						t.Fatal(err)
 					}
-				}()
-				// The next joins once this one is in line.
-				for {
-					if _, queued := counts(t, locks[0]); queued == int64(i+1) {
-						break
+				}
+				wg.Wait()
+				for j := range waiters {
+					for i := 0; i <= j-n; i++ {
+						if tokens[i] > tokens[j] {
+							t.Errorf("place %d served before place %d: tokens %v", j, i, tokens)
+						}
 					}
-					time.Sleep(time.Millisecond)
 				}
-			}
-			if err := holder.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			wg.Wait()
-			for i, w := range order {
-				if w != i {
-					t.Fatalf("served in order %v", order)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
