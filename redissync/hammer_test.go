@@ -13,9 +13,9 @@ import (
 // from the return of its Acquire to its Release, or to the moment its lease
 // could no longer be proven.
 type ledger struct {
-	mu      sync.Mutex
-	spans   []span
-	tokens  map[int64]bool
+	mu     sync.Mutex
+	spans  []span
+	tokens map[int64]bool
 }
 
 type span struct {
