@@ -2,6 +2,7 @@ package redissync
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -89,7 +90,7 @@ func TestHammerRealRedis(t *testing.T) {
 	}
 	crashed := sems[clients-1]
 	led := &ledger{tokens: make(map[int64]bool)}
-	var cancelled, failed int
+	var cancelled, unavailable int
 	var mu sync.Mutex
 	stop := time.Now().Add(run)
 	// At the crash, the client's waiters go too (their places leave at
@@ -103,6 +104,9 @@ func TestHammerRealRedis(t *testing.T) {
 		defer wg.Done()
 		time.Sleep(run / 2)
 		p, err := crashed.Acquire(context.Background())
+		for errors.Is(err, ErrUnavailable) {
+			p, err = crashed.Acquire(context.Background())
+		}
 		if err != nil {
 			t.Errorf("Acquire: %v", err)
 			return
@@ -138,10 +142,14 @@ func TestHammerRealRedis(t *testing.T) {
 					cancel()
 					if err != nil {
 						mu.Lock()
-						if ctx.Err() != nil {
+						switch {
+						case ctx.Err() != nil:
 							cancelled++
-						} else {
-							failed++
+						case errors.Is(err, ErrUnavailable):
+							// The race detector on a loaded machine can
+							// slow a round trip past the Timeout.
+							unavailable++
+						default:
 							t.Errorf("Acquire: %v", err)
 						}
 						mu.Unlock()
@@ -171,7 +179,7 @@ func TestHammerRealRedis(t *testing.T) {
 					default:
 					}
 					err = p.Release(context.Background())
-					if err != nil && !errorsIsLost(err) {
+					if err != nil && !errors.Is(err, ErrLost) && !errors.Is(err, ErrUnavailable) {
 						t.Errorf("Release: %v", err)
 					}
 					led.add(t, p.Token(), start, end)
@@ -187,7 +195,8 @@ func TestHammerRealRedis(t *testing.T) {
 	if len(led.spans) < 50 {
 		t.Errorf("only %d acquisitions", len(led.spans))
 	}
-	t.Logf("%d acquisitions, %d cancelled, most holders at once %d", len(led.spans), cancelled, led.maxHolders())
+	t.Logf("%d acquisitions, %d cancelled, %d failed for Redis's slowness, most holders at once %d",
+		len(led.spans), cancelled, unavailable, led.maxHolders())
 
 	// Nothing stranded: every permit free again, and the line empty, once
 	// the leases of the crashed client have ended.

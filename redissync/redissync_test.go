@@ -17,7 +17,7 @@ func counts(t testing.TB, s *Semaphore) (held, queued int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queued, err = s.client.ZCard(ctx, s.keys[2]).Result()
+	queued, err = s.client.ZCard(ctx, s.keys[1]).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

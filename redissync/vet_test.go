@@ -79,5 +79,3 @@ func exportedStructs(t *testing.T, importPath, dir string) []string {
 	}
 	return types
 }
-
-func errorsIsLost(err error) bool { return errors.Is(err, ErrLost) }
