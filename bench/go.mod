@@ -5,15 +5,19 @@ go 1.25.0
 replace (
 	github.com/ctxsync/ctxsync => ../
 	github.com/ctxsync/ctxsync/ratelimit/redislimit => ../ratelimit/redislimit
+	github.com/ctxsync/ctxsync/redissync => ../redissync
 )
 
 require github.com/ctxsync/ctxsync v0.1.0
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/ctxsync/ctxsync/ratelimit/redislimit v0.0.0-00010101000000-000000000000
+	github.com/ctxsync/ctxsync/redissync v0.0.0-00010101000000-000000000000
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/go-redsync/redsync/v4 v4.17.0
 	github.com/jackc/puddle/v2 v2.2.3
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-limiter v0.7.1
@@ -38,6 +42,6 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.9.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.30.0 // indirect
+	golang.org/x/sys v0.43.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )

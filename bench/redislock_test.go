@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ctxsync/ctxsync/redissync"
+)
+
+// A redisLocker makes, on one client, a function that takes the lock named
+// key and returns the function that gives it back.
+type redisLocker struct {
+	name string
+	new  func(b *testing.B, c *redis.Client, key string) func(ctx context.Context) (unlock func())
+}
+
+// The lease of every implementation: far longer than a benchmark's hold.
+const benchLease = 10 * time.Second
+
+var redisLockers = []redisLocker{
+	{"ctxsync", func(b *testing.B, c *redis.Client, key string) func(context.Context) func() {
+		l, err := redissync.NewLock(redissync.Config{Client: c, Name: key, Lease: benchLease, Prefix: "bench:"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(ctx context.Context) func() {
+			p, err := l.Acquire(ctx)
+			must(err)
+			return func() { must(p.Release(ctx)) }
+		}
+	}},
+	// Waiting is polling: a retry every millisecond, its fastest useful
+	// setting on loopback (its default does not retry).
+	{"redislock", func(b *testing.B, c *redis.Client, key string) func(context.Context) func() {
+		locker := redislock.New(c)
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)}
+		return func(ctx context.Context) func() {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			l, err := locker.Obtain(ctx, "bench:redislock:"+key, benchLease, opt)
+			must(err)
+			return func() { must(l.Release(context.Background())) }
+		}
+	}},
+	// Waiting is polling too: a retry every millisecond, with no bound on
+	// the tries (its defaults give up after 32 tries 50 to 250 ms apart).
+	{"redsync", func(b *testing.B, c *redis.Client, key string) func(context.Context) func() {
+		rs := redsync.New(goredis.NewPool(c))
+		return func(ctx context.Context) func() {
+			m := rs.NewMutex("bench:redsync:"+key, redsync.WithExpiry(benchLease),
+				redsync.WithTries(math.MaxInt32), redsync.WithRetryDelay(time.Millisecond))
+			must(m.LockContext(ctx))
+			return func() {
+				ok, err := m.UnlockContext(ctx)
+				must(err)
+				if !ok {
+					panic("bench: redsync unlock failed")
+				}
+			}
+		}
+	}},
+}
+
+var lockKeys atomic.Int64
+
+// BenchmarkRedisLockUncontended: Lock then Unlock, from one goroutine, through
+// a real Redis server on loopback: the latency of a lock nobody else wants.
+func BenchmarkRedisLockUncontended(b *testing.B) {
+	for _, l := range redisLockers {
+		b.Run("impl="+l.name, func(b *testing.B) {
+			c := redis.NewClient(&redis.Options{Addr: benchRedis(b), ContextTimeoutEnabled: true})
+			defer c.Close()
+			lock := l.new(b, c, fmt.Sprintf("uncontended%d", lockKeys.Add(1)))
+			ctx := benchCtx(b)
+			lock(ctx)() // warm up: a connection, the scripts loaded
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				lock(ctx)()
+			}
+		})
+	}
+}
+
+// BenchmarkRedisLockContended: 32 goroutines over 4 clients (as 4 processes)
+// take one lock in turn and give it back at once; handovers/s is how many
+// times a second the lock changes hands.
+func BenchmarkRedisLockContended(b *testing.B) {
+	const clients, goroutines = 4, 32
+	for _, l := range redisLockers {
+		b.Run(fmt.Sprintf("clients=%d/goroutines=%d/impl=%s", clients, goroutines, l.name), func(b *testing.B) {
+			key := fmt.Sprintf("contended%d", lockKeys.Add(1))
+			var locks []func(context.Context) func()
+			for range clients {
+				c := redis.NewClient(&redis.Options{Addr: benchRedis(b), ContextTimeoutEnabled: true,
+					PoolSize: goroutines})
+				defer c.Close()
+				locks = append(locks, l.new(b, c, key))
+			}
+			for _, lock := range locks {
+				lock(benchCtx(b))()
+			}
+			// Each take goes through the next client in turn: 8 goroutines
+			// at a time use each.
+			var next atomic.Int64
+			inGoroutines(b, goroutines, func(ctx context.Context) {
+				locks[next.Add(1)%clients](ctx)()
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handovers/s")
+		})
+	}
+}
