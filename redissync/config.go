@@ -38,7 +38,8 @@ type Config struct {
 	// waiters are woken by pub/sub, and the poll only makes up for a lost
 	// message or a lease that ended unreleased. 0 means a second. A waiter
 	// that stops asking (its process died) loses its place in line after
-	// three Polls and two Timeouts.
+	// three Polls and two Timeouts. At least 10 milliseconds: a waiter
+	// must not hammer Redis.
 	Poll time.Duration
 
 	// Prefix starts every key; the default is "redissync:".
@@ -48,13 +49,14 @@ type Config struct {
 const (
 	minLease = 10 * time.Millisecond
 	maxLease = 365 * 24 * time.Hour
+	minPoll  = 10 * time.Millisecond
 	maxPoll  = time.Hour
 )
 
 // New returns a Semaphore of cfg.N permits. It returns an error for a bad
 // Config: a nil Client, an empty Name, an N below 1, a Lease outside 10
 // milliseconds to a year, a Timeout negative or not below a third of the
-// Lease, or a Poll negative or above an hour.
+// Lease, or a Poll other than 0 outside 10 milliseconds to an hour.
 func New(cfg Config) (*Semaphore, error) {
 	bad := func(format string, args ...any) (*Semaphore, error) {
 		return nil, fmt.Errorf("redissync: bad Config: "+format, args...)
@@ -74,8 +76,8 @@ func New(cfg Config) (*Semaphore, error) {
 		return bad("Timeout is negative")
 	case cfg.Timeout > 0 && cfg.Timeout >= cfg.Lease/3:
 		return bad("Timeout %v is not below a third of the Lease %v: a renewal that times out would leave no time for another", cfg.Timeout, cfg.Lease)
-	case cfg.Poll < 0 || cfg.Poll > maxPoll:
-		return bad("Poll is %v; it must be from 0 to %v", cfg.Poll, maxPoll)
+	case cfg.Poll < 0 || (cfg.Poll > 0 && cfg.Poll < minPoll) || cfg.Poll > maxPoll:
+		return bad("Poll is %v; it must be 0 (the default) or from %v to %v", cfg.Poll, minPoll, maxPoll)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = min(time.Second, cfg.Lease/4)

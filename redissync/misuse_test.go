@@ -36,6 +36,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"timeout max", func(c *Config) { c.Timeout = math.MaxInt64 }, "below a third"},
 		{"poll negative", func(c *Config) { c.Poll = -1 }, "Poll is"},
 		{"poll max", func(c *Config) { c.Poll = math.MaxInt64 }, "Poll is"},
+		{"poll 1ns", func(c *Config) { c.Poll = 1 }, "Poll is"},
+		{"poll 9ms", func(c *Config) { c.Poll = 9 * time.Millisecond }, "Poll is"},
 	} {
 		cfg := ok
 		tc.edit(&cfg)

@@ -1,0 +1,166 @@
+package redissync
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// model is what the scripts keep in Redis, kept in Go.
+type model struct {
+	n, lease, entry int64
+	now             int64
+	holders         map[string]int64 // id -> end of lease
+	queue           []string
+	qexp            map[string]int64
+	seq             int64
+}
+
+func (m *model) sweep() {
+	for id, end := range m.holders {
+		if end <= m.now {
+			delete(m.holders, id)
+		}
+	}
+	m.queue = slices.DeleteFunc(m.queue, func(id string) bool {
+		if m.qexp[id] <= m.now {
+			delete(m.qexp, id)
+			return true
+		}
+		return false
+	})
+}
+
+// attempt returns the token granted, or 0.
+func (m *model) attempt(id string, wait bool) int64 {
+	m.sweep()
+	free := m.n - int64(len(m.holders))
+	rank := slices.Index(m.queue, id)
+	ok := int64(len(m.queue)) < free
+	if rank >= 0 {
+		ok = int64(rank) < free
+	}
+	if ok {
+		m.seq++
+		m.holders[id] = m.now + m.lease
+		if rank >= 0 {
+			m.queue = slices.Delete(m.queue, rank, rank+1)
+			delete(m.qexp, id)
+		}
+		return m.seq
+	}
+	if wait {
+		if rank < 0 {
+			m.queue = append(m.queue, id)
+		}
+		m.qexp[id] = m.now + m.entry
+	}
+	return 0
+}
+
+func (m *model) release(id string) bool {
+	m.sweep()
+	_, held := m.holders[id]
+	delete(m.holders, id)
+	if i := slices.Index(m.queue, id); i >= 0 {
+		m.queue = slices.Delete(m.queue, i, i+1)
+		delete(m.qexp, id)
+	}
+	return held
+}
+
+func (m *model) renew(id string) bool {
+	end, held := m.holders[id]
+	if !held || end <= m.now {
+		return false
+	}
+	m.holders[id] = m.now + m.lease
+	return true
+}
+
+// FuzzScripts runs the scripts on miniredis, whose clock the test moves, and
+// the model beside them: the grants, tokens, places in line and renewals
+// agree, no more than N permits are held, and a waiter is granted only when
+// fewer than the free permits are ahead of it in line.
+func FuzzScripts(f *testing.F) {
+	f.Add(uint8(2), []byte{1, 0, 1, 1, 1, 2, 2, 0, 1, 1, 3, 40, 1, 2, 4, 1, 3, 90, 0, 3})
+	f.Add(uint8(1), []byte{0, 0, 1, 1, 1, 2, 3, 70, 1, 1, 2, 0, 1, 2, 1, 1})
+	f.Fuzz(func(t *testing.T, n uint8, ops []byte) {
+		if len(ops) > 200 {
+			return
+		}
+		mr := miniredis.RunT(t)
+		start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		mr.SetTime(start)
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		defer c.Close()
+		s, err := New(Config{Client: c, Name: "fuzz", N: int(n%3) + 1, Lease: 100 * time.Millisecond,
+			Timeout: 30 * time.Millisecond, Poll: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The entry's time to live is fixed here, to follow it in the model.
+		s.entryArg = "60"
+		m := &model{n: int64(s.n), lease: 100, entry: 60, holders: map[string]int64{}, qexp: map[string]int64{}}
+		ctx := context.Background()
+		for len(ops) >= 2 {
+			op, arg := ops[0]%5, ops[1]
+			ops = ops[2:]
+			id := fmt.Sprintf("w%d", arg%6)
+			_, holds := m.holders[id]
+			switch op {
+			case 0, 1:
+				if holds {
+					continue // an id is never used again once granted
+				}
+				entry := "0"
+				if op == 1 {
+					entry = s.entryArg
+				}
+				m.sweep()
+				rankBefore := slices.Index(m.queue, id)
+				r, err := s.attempt(ctx, id, entry)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := m.attempt(id, op == 1)
+				if r.granted != (want != 0) || (r.granted && r.token != want) {
+					t.Fatalf("attempt %s: got %+v, model token %d", id, r, want)
+				}
+				if r.granted && int64(rankBefore) >= m.n {
+					t.Fatalf("%s granted from place %d of a line, with %d permits", id, rankBefore, m.n)
+				}
+				if !r.granted && op == 1 && r.rank != int64(slices.Index(m.queue, id)) {
+					t.Fatalf("%s at place %d, model %d", id, r.rank, slices.Index(m.queue, id))
+				}
+			case 2:
+				v, err := s.eval(ctx, releaseScript, s.keys, s.nArg, id, s.channel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := v.(int64) == 1, m.release(id); got != want {
+					t.Fatalf("release %s: %v, model %v", id, got, want)
+				}
+			case 3:
+				m.now += int64(arg % 100)
+				mr.SetTime(start.Add(time.Duration(m.now) * time.Millisecond))
+			case 4:
+				v, err := s.eval(ctx, renewScript, s.keys[:1], id, s.leaseArg, s.keyTTLArg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := v.(int64) == 1, m.renew(id); got != want {
+					t.Fatalf("renew %s: %v, model %v", id, got, want)
+				}
+			}
+			if len(m.holders) > int(m.n) {
+				t.Fatalf("%d holders of %d permits", len(m.holders), m.n)
+			}
+		}
+	})
+}
