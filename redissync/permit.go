@@ -81,8 +81,9 @@ func (p *Permit) Context() context.Context {
 // Release gives the permit back and wakes the waiter next in line. It panics
 // if the permit was already released. It returns an error matching ErrLost if
 // the lease had ended before, ctx.Err() if ctx ended first, or an error
-// matching ErrUnavailable if Redis did not answer within the Timeout: then
-// the permit frees itself at the end of its lease.
+// matching ErrUnavailable if Redis did not answer within the Timeout. After
+// any error the permit is no longer renewed, and frees itself at the end of
+// its lease at the latest.
 func (p *Permit) Release(ctx context.Context) error {
 	p.check()
 	if p.done.Swap(true) {

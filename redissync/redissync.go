@@ -72,6 +72,12 @@ func (s *Semaphore) N() int {
 // (first come, first served), and returns it. A done ctx fails at once, even
 // when a permit is free.
 //
+// The line is kept in Redis, in the order the waiters joined it. A newcomer
+// never takes a permit while as many waiters as free permits are in line. A
+// waiter takes a free permit once fewer waiters than free permits are ahead
+// of it: with one permit (a lock) the order is exact, and with N, a waiter
+// may be served before at most N-1 of those that joined before it.
+//
 // It returns ctx.Err() when ctx ends first, and an error matching
 // ErrUnavailable when Redis fails to answer an attempt within the Timeout.
 // Either way it takes its place in line back and gives up a permit granted as
