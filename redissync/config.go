@@ -97,15 +97,15 @@ func New(cfg Config) (*Semaphore, error) {
 		timeout: cfg.Timeout,
 		poll:    cfg.Poll,
 		keys: []string{base + "holders", base + "queue", base + "qexp",
-			base + "seq", base + "qseq"},
+			base + "seq", base + "qseq", base + "tokens"},
 		channel:     base + "wake",
 		nArg:        strconv.Itoa(cfg.N),
 		leaseArg:    strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
 		entryArg:    strconv.FormatInt(entry.Milliseconds()+1, 10),
-		keyTTLArg:   strconv.FormatInt((cfg.Lease + entry + time.Second).Milliseconds(), 10),
+		keyTTLArg:   strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
 		ctxTimeouts: honoursDeadlines(cfg.Client),
 	}
-	s.waiters = make(map[string]chan struct{})
+	s.waiters = make(map[string]chan grant)
 	return s, nil
 }
 

@@ -58,11 +58,12 @@
 // already at hand and a rare overlap after a Redis failure costs little, or
 // where the resource checks fencing tokens.
 //
-// Waiters are woken by pub/sub: a script that frees a permit publishes the
-// ids of the waiters now at the head of the line, and only those try again.
-// A slow poll (Config.Poll) makes up for a lost message and for a lease that
-// ends with no Release. A waiter that stops asking, because its process
-// died, loses its place after a few Polls.
+// Waiting is quiet: a script that frees a permit hands it at once to the
+// waiter at the head of the line, and tells that waiter by pub/sub; it holds
+// the permit with no further round trip. A slow poll (Config.Poll) makes up
+// for a lost message and for a lease that ends with no Release. A waiter that
+// stops asking, because its process died, loses its place after a few Polls;
+// one that dies just as a permit is handed to it holds it for a Lease.
 //
 // An idle Name costs a few keys that expire, and one that does not: the last
 // fencing token, which must outlive everything else for tokens to keep

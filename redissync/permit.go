@@ -30,12 +30,12 @@ type Permit struct {
 	lostAt time.Time // when the loss was decided: for tests
 }
 
-// newPermit starts the renewals of a permit granted by a request sent at
-// sent, with left milliseconds of lease.
-func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, sent time.Time, left int64) *Permit {
+// newPermit starts the renewals of a permit whose lease is proven until
+// until.
+func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, until time.Time) *Permit {
 	p := &Permit{s: s, id: id, token: token, stop: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	go p.keep(s.validUntil(sent, time.Duration(left)*time.Millisecond))
+	go p.keep(until)
 	return p
 }
 
@@ -92,7 +92,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	close(p.stop)
 	p.cancel(errReleased)
 	s := p.s
-	v, err := s.eval(ctx, releaseScript, s.keys, s.nArg, p.id, s.channel)
+	v, err := s.release(ctx, p.id)
 	if err != nil {
 		return err
 	}

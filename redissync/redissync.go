@@ -49,8 +49,8 @@ type Semaphore struct {
 	ctxTimeouts bool
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{} // the local waiters by id, to wake
-	stopSub func()                   // ends the subscription; nil when none
+	waiters map[string]chan grant // the local waiters by id, to wake
+	stopSub func()                // ends the subscription; nil when none
 
 	// noRenew stops the renewals, as a crash would: for tests.
 	noRenew atomic.Bool
@@ -90,7 +90,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	id := newID()
-	wake := make(chan struct{}, 1)
+	wake := make(chan grant, 1)
 	s.mu.Lock()
 	s.waiters[id] = wake
 	s.mu.Unlock()
@@ -105,7 +105,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			return nil, err
 		}
 		if r.granted {
-			return s.newPermit(ctx, id, r.token, sent, r.left), nil
+			return s.newPermit(ctx, id, r.token, s.validUntil(sent, r.left)), nil
 		}
 		if !subscribed {
 			subscribed = true
@@ -123,8 +123,25 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			t.Stop()
 			s.abandon(ctx, id)
 			return nil, ctx.Err()
-		case <-wake:
+		case g := <-wake:
 			t.Stop()
+			if g.token == 0 {
+				continue
+			}
+			// Handed a permit. Its lease began on the server's clock at
+			// g.now, which on ours is no earlier than sent plus the time
+			// the server's clock moved since it answered that attempt (at
+			// r.now, itself no earlier than sent). With too little of it
+			// provable, ask again: the attempt answers with the lease left.
+			until := s.validUntil(sent.Add(time.Duration(g.now-r.now)*time.Millisecond), g.lease)
+			if time.Until(until) < s.lease/3 {
+				continue
+			}
+			if ctx.Err() != nil {
+				s.abandon(ctx, id)
+				return nil, ctx.Err()
+			}
+			return s.newPermit(ctx, id, g.token, until), nil
 		case <-t.C:
 		}
 	}
@@ -149,21 +166,27 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	if !r.granted {
 		return nil, nil
 	}
-	return s.newPermit(ctx, id, r.token, sent, r.left), nil
+	return s.newPermit(ctx, id, r.token, s.validUntil(sent, r.left)), nil
 }
 
 // abandon takes back whatever an Acquire that gives up may have left: its
 // place in line, or a permit granted in a reply it did not wait for.
 func (s *Semaphore) abandon(ctx context.Context, id string) {
-	_, _ = s.eval(context.WithoutCancel(ctx), releaseScript, s.keys, s.nArg, id, s.channel)
+	_, _ = s.release(context.WithoutCancel(ctx), id)
+}
+
+// release runs the release script for id.
+func (s *Semaphore) release(ctx context.Context, id string) (any, error) {
+	return s.eval(ctx, releaseScript, s.keys, s.nArg, id, s.channel, s.leaseArg, s.keyTTLArg)
 }
 
 type attemptResult struct {
 	granted   bool
 	token     int64
-	left      int64 // ms of lease left, when granted
-	rank      int64 // place in line, or -1
-	untilFree int64 // ms until the first lease ends, or -1
+	left      time.Duration // lease left, when granted
+	rank      int64         // place in line, or -1
+	untilFree int64         // ms until the first lease ends, or -1
+	now       int64         // the server's clock, ms
 }
 
 func (s *Semaphore) attempt(ctx context.Context, id, entry string) (attemptResult, error) {
@@ -172,19 +195,22 @@ func (s *Semaphore) attempt(ctx context.Context, id, entry string) (attemptResul
 		return attemptResult{}, err
 	}
 	a, ok := v.([]any)
-	if !ok || len(a) != 3 {
+	if !ok || len(a) != 4 {
 		return attemptResult{}, unexpected(v)
 	}
-	var x [3]int64
+	var x [4]int64
 	for i := range a {
 		if x[i], ok = a[i].(int64); !ok {
 			return attemptResult{}, unexpected(v)
 		}
 	}
 	if x[0] == 1 {
-		return attemptResult{granted: true, token: x[1], left: x[2]}, nil
+		if x[1] < 1 {
+			return attemptResult{}, unexpected(v)
+		}
+		return attemptResult{granted: true, token: x[1], left: time.Duration(x[2]) * time.Millisecond, now: x[3]}, nil
 	}
-	return attemptResult{rank: x[1], untilFree: x[2]}, nil
+	return attemptResult{rank: x[1], untilFree: x[2], now: x[3]}, nil
 }
 
 func unexpected(v any) error {

@@ -10,74 +10,95 @@ import "github.com/redis/go-redis/v9"
 //	KEYS[3] qexp     sorted set: waiter id -> when its entry lapses (ms)
 //	KEYS[4] seq      the last fencing token; never expires
 //	KEYS[5] qseq     the last place in line given
+//	KEYS[6] tokens   hash: id -> fencing token, of the permits handed to
+//	                 waiters (one that missed the message learns its token
+//	                 at its next attempt)
 //
-// Times come from TIME on the server, never from the callers' clocks. The
-// scripts are short on the way of an uncontended lock: it is the latency.
+// Times come from TIME on the server, never from the callers' clocks.
 const prelude = `
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- sweep drops the leases that have ended and the waiters that stopped
--- renewing their place; it returns how many went.
+-- sweep drops the leases that have ended and, if there is a line, the
+-- waiters that stopped renewing their place; it returns the length of the
+-- line.
 local function sweep()
-	local gone = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+	local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+	for _, id in ipairs(gone) do
+		redis.call('ZREM', KEYS[1], id)
+		redis.call('HDEL', KEYS[6], id)
+	end
+	local queued = redis.call('ZCARD', KEYS[2])
+	if queued == 0 then return 0 end
 	local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
-	if #dead > 0 then
-		for _, id in ipairs(dead) do redis.call('ZREM', KEYS[2], id) end
-		redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+	for _, id in ipairs(dead) do
+		redis.call('ZREM', KEYS[2], id)
+		redis.call('ZREM', KEYS[3], id)
 	end
-	return gone + #dead
+	return queued - #dead
 end
 
--- notify tells the waiters that may now take a permit, and only them.
-local function notify(n, channel)
-	local free = n - redis.call('ZCARD', KEYS[1])
-	if free > 0 then
-		local ids = redis.call('ZRANGE', KEYS[2], 0, free - 1)
-		if #ids > 0 then
-			redis.call('PUBLISH', channel, table.concat(ids, ' '))
-		end
-	end
-end
-
--- keep makes key i outlive every entry it holds; it never shortens a time
--- to live that a process with a longer lease set.
+-- keep makes key i outlive every entry it holds: ttl is twice the longest an
+-- entry lives, and the key's time to live is raised back to it once half
+-- gone (rarely, then). It never shortens a time to live that a process with
+-- a longer lease set.
 local function keep(ttl, i)
-	if redis.call('PTTL', KEYS[i]) < ttl then
+	if redis.call('PTTL', KEYS[i]) < ttl / 2 then
 		redis.call('PEXPIRE', KEYS[i], ttl)
 	end
 end
+
+-- handoff grants the free permits to the waiters at the head of the line,
+-- in order, and tells them in one message, "now lease id:token ...": a
+-- waiter holds its permit without another round trip.
+local function handoff(n, lease, channel, ttl)
+	local free = n - redis.call('ZCARD', KEYS[1])
+	if free <= 0 then return end
+	local ids = redis.call('ZRANGE', KEYS[2], 0, free - 1)
+	local msg = {now, lease}
+	for _, id in ipairs(ids) do
+		local token = redis.call('INCR', KEYS[4])
+		redis.call('ZADD', KEYS[1], now + lease, id)
+		redis.call('HSET', KEYS[6], id, token)
+		redis.call('ZREM', KEYS[2], id)
+		redis.call('ZREM', KEYS[3], id)
+		msg[#msg + 1] = id .. ':' .. token
+	end
+	keep(ttl, 1)
+	keep(ttl, 6)
+	redis.call('PUBLISH', channel, table.concat(msg, ' '))
+end
 `
 
-// acquireScript grants a permit to ARGV[3] if one is free and no waiter is
-// ahead of it in line; otherwise, if ARGV[4] (the entry's time to live, ms)
-// is above 0, it puts it in line or renews its place.
+// acquireScript first hands the free permits to the waiters at the head of
+// the line; then it answers ARGV[3] with its permit if it holds one (handed
+// to it), or grants it one if one is free and nobody is in line; otherwise,
+// if ARGV[4] (the entry's time to live, ms) is above 0, it puts it in line
+// or renews its place.
 // ARGV: n, lease ms, id, entry ttl ms, channel, key ttl ms.
-// Reply: {1, token, lease ms} or {0, place in line or -1, ms until the first
-// lease ends or -1}.
+// Reply: {1, token, lease ms left, now} or {0, place in line or -1, ms until
+// the first lease ends or -1, now}.
 var acquireScript = redis.NewScript(prelude + `
 local n = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local id = ARGV[3]
 local ttl = tonumber(ARGV[6])
-local swept = sweep()
-local free = n - redis.call('ZCARD', KEYS[1])
-local rank = redis.call('ZRANK', KEYS[2], id)
-local ok
-if rank then ok = rank < free else ok = free > 0 and redis.call('ZCARD', KEYS[2]) < free end
-if ok then
+local queued = sweep()
+if queued > 0 then handoff(n, lease, ARGV[5], ttl) end
+local held = redis.call('ZSCORE', KEYS[1], id)
+if held then
+	-- Handed to it: a waiter that missed the message.
+	return {1, tonumber(redis.call('HGET', KEYS[6], id)) or 0, tonumber(held) - now, now}
+end
+if queued == 0 and redis.call('ZCARD', KEYS[1]) < n then
+	-- No token kept: the caller never asks again for this id.
 	local token = redis.call('INCR', KEYS[4])
 	redis.call('ZADD', KEYS[1], now + lease, id)
 	keep(ttl, 1)
-	if rank then
-		redis.call('ZREM', KEYS[2], id)
-		redis.call('ZREM', KEYS[3], id)
-	end
-	if swept > 0 then notify(n, ARGV[5]) end
-	return {1, token, lease}
+	return {1, token, lease, now}
 end
-if swept > 0 then notify(n, ARGV[5]) end
+local rank = redis.call('ZRANK', KEYS[2], id)
 local wait = tonumber(ARGV[4])
 if wait > 0 then
 	if not rank then
@@ -92,19 +113,21 @@ end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local untilFree = -1
 if #first > 0 then untilFree = tonumber(first[2]) - now end
-return {0, rank or -1, untilFree}
+return {0, rank or -1, untilFree, now}
 `)
 
 // releaseScript gives up ARGV[2]'s permit and its place in line, whichever
-// it has, and tells the waiters that may now go.
-// ARGV: n, id, channel. Reply: 1 if it held a permit whose lease had not
-// ended, else 0.
+// it has, and hands the free permits to the waiters next in line.
+// ARGV: n, id, channel, lease ms, key ttl ms. Reply: 1 if it held a permit
+// whose lease had not ended, else 0.
 var releaseScript = redis.NewScript(prelude + `
-local swept = sweep()
+local queued = sweep()
 local held = redis.call('ZREM', KEYS[1], ARGV[2])
-local queued = redis.call('ZREM', KEYS[2], ARGV[2])
-if queued > 0 then redis.call('ZREM', KEYS[3], ARGV[2]) end
-if held + queued + swept > 0 then notify(tonumber(ARGV[1]), ARGV[3]) end
+redis.call('HDEL', KEYS[6], ARGV[2])
+if queued > 0 then
+	if redis.call('ZREM', KEYS[2], ARGV[2]) > 0 then redis.call('ZREM', KEYS[3], ARGV[2]) end
+	handoff(tonumber(ARGV[1]), tonumber(ARGV[4]), ARGV[3], tonumber(ARGV[5]))
+end
 return held
 `)
 

@@ -2,16 +2,17 @@ package redissync
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Waiters are woken by pub/sub: a script that frees a permit publishes the
-// ids of the waiters that may now take one, and a Semaphore with waiters
-// keeps one subscription, which wakes its own. The subscription lasts while
-// the Semaphore has waiters.
+// Waiters are woken by pub/sub: a script that frees a permit hands it to the
+// waiter at the head of the line and publishes its id and token, and a
+// Semaphore with waiters keeps one subscription, which passes each its own.
+// The subscription lasts while the Semaphore has waiters.
 
 // subscribe starts the subscription if there is none.
 func (s *Semaphore) subscribe() {
@@ -75,27 +76,68 @@ func (s *Semaphore) listen(ctx context.Context, ps *redis.PubSub) {
 	}
 }
 
-// dispatch wakes the waiters a pub/sub event concerns.
+// A grant is what a waiter is woken with: a permit handed to it, or
+// nothing (token 0), to try again.
+type grant struct {
+	token int64
+	now   int64 // the server's clock at the grant, ms
+	lease time.Duration
+}
+
+// dispatch wakes the waiters a pub/sub event concerns: at a subscription,
+// all, to try again (a message may have been missed); at a message, those
+// it hands a permit to ("now lease id:token ...").
 func (s *Semaphore) dispatch(msg any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch m := msg.(type) {
 	case *redis.Subscription:
 		for _, w := range s.waiters {
-			signal(w)
+			signal(w, grant{})
 		}
 	case *redis.Message:
-		for _, id := range strings.Fields(m.Payload) {
-			if w, ok := s.waiters[id]; ok {
-				signal(w)
+		f := strings.Fields(m.Payload)
+		if len(f) < 2 {
+			return
+		}
+		now, err1 := strconv.ParseInt(f[0], 10, 64)
+		lease, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || lease < 0 || lease > int64(maxLease/time.Millisecond) {
+			return
+		}
+		for _, e := range f[2:] {
+			id, tok, ok := strings.Cut(e, ":")
+			w, mine := s.waiters[id]
+			if !ok || !mine {
+				continue
 			}
+			token, err := strconv.ParseInt(tok, 10, 64)
+			if err != nil || token < 1 {
+				signal(w, grant{})
+				continue
+			}
+			signal(w, grant{token: token, now: now, lease: time.Duration(lease) * time.Millisecond})
 		}
 	}
 }
 
-func signal(w chan struct{}) {
+// signal passes g to a waiter without blocking; a grant replaces a plain
+// wake-up waiting in the buffer. Only dispatch sends, under s.mu.
+func signal(w chan grant, g grant) {
 	select {
-	case w <- struct{}{}:
+	case w <- g:
+		return
+	default:
+	}
+	if g.token == 0 {
+		return
+	}
+	select {
+	case <-w:
+	default:
+	}
+	select {
+	case w <- g:
 	default:
 	}
 }
