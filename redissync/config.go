@@ -31,7 +31,11 @@ type Config struct {
 	// Timeout bounds each round trip to Redis: a renewal, a Release, each
 	// attempt of Acquire. 0 means a quarter of the Lease, at most a second.
 	// It must be below a third of the Lease, so that a renewal that times
-	// out leaves time for another.
+	// out leaves time for another. It holds whatever the client's own
+	// timeouts, and so does a call's ctx. A client with
+	// Options.ContextTimeoutEnabled ends its round trips there too; with
+	// another, a round trip that the call stopped waiting for runs on, in
+	// a goroutine of its own, until the client's ReadTimeout.
 	Timeout time.Duration
 
 	// Poll is how often a waiter asks Redis again when no message came:
