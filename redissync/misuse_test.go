@@ -88,6 +88,10 @@ func TestZeroValuesPanic(t *testing.T) {
 	mustPanic(t, "use New", func() { _, _ = s.Acquire(ctx) })
 	mustPanic(t, "use New", func() { _, _ = s.TryAcquire(ctx) })
 	mustPanic(t, "use New", func() { s.N() })
+	var nilSem *Semaphore
+	mustPanic(t, "use New", func() { _, _ = nilSem.Acquire(ctx) })
+	var nilPermit *Permit // as TryAcquire returns when no permit is free
+	mustPanic(t, "use Semaphore.Acquire", func() { _ = nilPermit.Release(ctx) })
 	var p Permit
 	mustPanic(t, "use Semaphore.Acquire", func() { _ = p.Release(ctx) })
 	mustPanic(t, "use Semaphore.Acquire", func() { p.Token() })

@@ -8,7 +8,7 @@ import (
 	"github.com/ctxsync/ctxsync"
 )
 
-const errZeroPermit = "redissync: use Semaphore.Acquire; the zero Permit is not usable"
+const errZeroPermit = "redissync: use Semaphore.Acquire; the zero or nil Permit is not usable"
 
 // errReleased is the cause of a Permit's Context after Release.
 var errReleased = context.Canceled
@@ -47,7 +47,7 @@ func (s *Semaphore) validUntil(sent time.Time, d time.Duration) time.Time {
 }
 
 func (p *Permit) check() {
-	if p.s == nil {
+	if p == nil || p.s == nil {
 		panic(errZeroPermit)
 	}
 }

@@ -57,7 +57,7 @@ type Semaphore struct {
 }
 
 func (s *Semaphore) check() {
-	if s.client == nil {
+	if s == nil || s.client == nil {
 		panic(errZero)
 	}
 }
