@@ -66,7 +66,7 @@ func New(cfg Config) (*Semaphore, error) {
 		return nil, fmt.Errorf("redissync: bad Config: "+format, args...)
 	}
 	switch {
-	case cfg.Client == nil:
+	case cfg.Client == nil || nilClient(cfg.Client):
 		return bad("Client is required")
 	case cfg.Name == "":
 		return bad("Name is required")
@@ -130,6 +130,20 @@ func honoursDeadlines(c redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
 		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// nilClient reports whether c holds a nil pointer of one of go-redis's client
+// types, which the interface's nil check does not catch.
+func nilClient(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
 	}
 	return false
 }

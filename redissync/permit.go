@@ -42,8 +42,12 @@ func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, until
 // validUntil returns when a lease of d, renewed by a request sent at sent,
 // can no longer be proven: the server started it after sent, but its clock
 // may run a little faster than ours.
+//
+// The server counts whole milliseconds and rounds its time down, so a lease
+// may end up to a millisecond before sent+d, and Redis is given d cut to whole
+// milliseconds: both are taken off, besides the margin for the clocks.
 func (s *Semaphore) validUntil(sent time.Time, d time.Duration) time.Time {
-	return sent.Add(d - d/50)
+	return sent.Add(d.Truncate(time.Millisecond) - time.Millisecond - d/50)
 }
 
 func (p *Permit) check() {
@@ -124,8 +128,12 @@ func (p *Permit) keep(until time.Time) {
 	s := p.s
 	every := s.lease / 3
 	retry := max(every/4, 5*time.Millisecond)
-	next := time.Now().Add(every)
-	t := time.NewTimer(every)
+	// The first renewal comes at a third of the lease, or sooner when less
+	// than that is left: a permit handed over late (its waiter's message held
+	// up, or a releaser's shorter lease) must be renewed before it ends.
+	first := min(every, time.Until(until)/2)
+	next := time.Now().Add(first)
+	t := time.NewTimer(max(first, 0))
 	defer t.Stop()
 	for {
 		select {

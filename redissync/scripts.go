@@ -85,7 +85,11 @@ local lease = tonumber(ARGV[2])
 local id = ARGV[3]
 local ttl = tonumber(ARGV[6])
 local queued = sweep()
-if queued > 0 then handoff(n, lease, ARGV[5], ttl) end
+if queued > 0 then
+	handoff(n, lease, ARGV[5], ttl)
+	-- The line may have emptied: a free permit left is the caller's.
+	queued = redis.call('ZCARD', KEYS[2])
+end
 local held = redis.call('ZSCORE', KEYS[1], id)
 if held then
 	-- Handed to it: a waiter that missed the message.

@@ -1,0 +1,347 @@
+package redissync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// realBackend returns a fresh redis-server for the test, or skips.
+func realBackend(t *testing.T) backend {
+	t.Helper()
+	return ownRedis(t)
+}
+
+// TestMixedLeaseHandoff: two processes share a Name (and N), but not
+// the Lease (the doc requires only N to agree). The releaser hands the permit
+// to the waiter with the releaser's own short Lease; the waiter's Permit then
+// renews only every third of its own long Lease, so it is never renewed: the
+// server frees it after the short lease, another process takes it, and the
+// waiter's Lost is still open. Two holders at once, Lost not closed.
+func TestMixedLeaseHandoff(t *testing.T) {
+	b := realBackend(t)
+	ctx := context.Background()
+	short := mustNew(t, Config{Client: b.client(t), Name: "mixed", N: 1, Lease: 300 * time.Millisecond, Poll: time.Second})
+	long := mustNew(t, Config{Client: b.client(t), Name: "mixed", N: 1, Lease: 6 * time.Second, Poll: time.Second})
+
+	p, err := short.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Permit, 1)
+	go func() {
+		q, err := long.Acquire(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- q
+	}()
+	for _, queued := counts(t, short); queued == 0; _, queued = counts(t, short) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := <-got
+	if q == nil {
+		t.Fatal("no permit")
+	}
+	defer q.Release(ctx)
+	// The waiter holds a permit of its own 6s Lease, as far as it knows.
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		r, err := short.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			select {
+			case <-q.Lost():
+			default:
+				t.Errorf("another process took the permit (token %d) while the waiter's permit (token %d, Lease 6s) has not seen Lost", r.Token(), q.Token())
+			}
+			_ = r.Release(ctx)
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestLateGrantNotRenewedInTime: a waiter that learns of its permit
+// late (the pub/sub message delayed, as by a slow network or a pause of the
+// process: here its dispatch is held up for 0.8 Lease) gets a Permit whose
+// lease has little left, but keep() first wakes a full third of a Lease
+// later: the lease ends on the server before the first renewal, another
+// holder takes it, and Lost is still open.
+func TestLateGrantNotRenewedInTime(t *testing.T) {
+	b := realBackend(t)
+	ctx := context.Background()
+	const lease = 300 * time.Millisecond
+	cfg := Config{Client: b.client(t), Name: "late", N: 1, Lease: lease, Poll: time.Second}
+	holder := mustNew(t, cfg)
+	holder.noRenew.Store(true) // its lease ends at a fixed time, so the waiter's poll timer does too
+	cfg.Client = b.client(t)
+	waiter := mustNew(t, cfg)
+	cfg.Client = b.client(t)
+	other := mustNew(t, cfg)
+
+	p, err := holder.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := time.Now()
+	got := make(chan *Permit, 1)
+	go func() {
+		q, err := waiter.Acquire(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- q
+	}()
+	for _, queued := counts(t, holder); queued == 0; _, queued = counts(t, holder) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // subscribed
+	waiter.mu.Lock()                  // the message is delivered late
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	time.Sleep(time.Until(released.Add(lease * 8 / 10)))
+	waiter.mu.Unlock()
+	q := <-got
+	if q == nil {
+		t.Fatal("no permit")
+	}
+	t.Logf("acquire-to-release %v; waiter got its permit %v after the release", released.Sub(acquired), time.Since(released))
+	defer q.Release(ctx)
+	deadline := time.Now().Add(lease)
+	for time.Now().Before(deadline) {
+		r, err := other.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			select {
+			case <-q.Lost():
+			default:
+				t.Errorf("another took the permit %v after the release while the waiter's permit has not seen Lost", time.Since(released))
+			}
+			_ = r.Release(ctx)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-q.Lost():
+	default:
+		t.Logf("the waiter's permit was renewed in time")
+	}
+}
+
+// TestTryAcquireFreePermitRefused: N = 2, both holders crashed
+// (leases ended), one waiter in line (another process, between its polls).
+// A newcomer's TryAcquire hands one permit to the waiter, and then refuses
+// the other permit although it is free and nobody is in line any more; the
+// doc promises it "takes a permit if one is free and no process's waiter is
+// in line for it". A second TryAcquire right after succeeds.
+func TestTryAcquireFreePermitRefused(t *testing.T) {
+	b := realBackend(t)
+	ctx := context.Background()
+	cfg := Config{Client: b.client(t), Name: "stale", N: 2, Lease: 200 * time.Millisecond, Poll: 2 * time.Second}
+	crashed := mustNew(t, cfg)
+	crashed.noRenew.Store(true)
+	cfg.Client = b.client(t)
+	s := mustNew(t, cfg)
+	var held []*Permit
+	for range 2 {
+		p, err := crashed.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p)
+	}
+	// A waiter of another process joins the line (its first attempt) and
+	// then sleeps on its poll.
+	r, err := s.attempt(ctx, "waiter-elsewhere", s.entryArg)
+	if err != nil || r.granted {
+		t.Fatal(r, err)
+	}
+	for _, p := range held {
+		<-p.Lost()
+	}
+	time.Sleep(20 * time.Millisecond)
+	q, err := s.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, queued := counts(t, s); q == nil {
+		t.Errorf("TryAcquire refused with %d of 2 permits held and %d waiters in line", held, queued)
+	} else {
+		_ = q.Release(ctx)
+	}
+	if q2, _ := s.TryAcquire(ctx); q2 != nil {
+		_ = q2.Release(ctx)
+	}
+}
+
+// TestAcquireWaitsWithFreePermit: the same state, with Acquire: the
+// newcomer is put in line behind nobody and sleeps a Poll, while a permit is
+// free.
+func TestAcquireWaitsWithFreePermit(t *testing.T) {
+	b := realBackend(t)
+	ctx := context.Background()
+	cfg := Config{Client: b.client(t), Name: "stale2", N: 2, Lease: 200 * time.Millisecond, Poll: 2 * time.Second}
+	crashed := mustNew(t, cfg)
+	crashed.noRenew.Store(true)
+	cfg.Client = b.client(t)
+	s := mustNew(t, cfg)
+	var held []*Permit
+	for range 2 {
+		p, err := crashed.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p)
+	}
+	if _, err := s.attempt(ctx, "waiter-elsewhere", s.entryArg); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range held {
+		<-p.Lost()
+	}
+	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	q, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("Acquire took %v with a permit free and nobody in line", d)
+	}
+	_ = q.Release(ctx)
+}
+
+// TestTypedNilClient: a nil *redis.Client in the interface passes the
+// nil check and New panics with a bare nil dereference, naming nothing.
+func TestTypedNilClient(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg := ""
+			switch v := r.(type) {
+			case error:
+				msg = v.Error()
+			case string:
+				msg = v
+			}
+			if !strings.Contains(msg, "redissync") {
+				t.Errorf("New with a nil *redis.Client panics %q, which does not name the package", msg)
+			}
+		}
+	}()
+	var c *redis.Client
+	_, err := New(Config{Client: c, Name: "x", N: 1, Lease: time.Second})
+	if err == nil {
+		t.Error("New with a nil *redis.Client: no error")
+	}
+}
+
+// TestSubMillisecondLease: with a short Lease (11ms, or 10.999ms),
+// the holder's Lost closes after another process has already been granted
+// the permit: the margin validUntil keeps (Lease/50 = 0.22ms) is smaller than
+// the error of the server's clock floored to the millisecond in the scripts
+// (and, on renewals, of the Lease truncated to whole milliseconds).
+var leaseUnderTest = 10*time.Millisecond + 999*time.Microsecond
+
+func TestSubMillisecondLease(t *testing.T) {
+	b := realBackend(t)
+	ctx := context.Background()
+	cfg := Config{Client: b.client(t), Name: "ms", N: 1, Lease: leaseUnderTest,
+		Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond}
+	crashed := mustNew(t, cfg)
+	crashed.noRenew.Store(true)
+	cfg.Client = b.client(t)
+	other := mustNew(t, cfg)
+	bad := 0
+	for i := 0; i < 20; i++ {
+		p, err := crashed.TryAcquire(ctx)
+		if isUnavailable(err) { // a 3ms Timeout on a busy machine
+			i--
+			continue
+		}
+		if err != nil || p == nil {
+			t.Fatal(p, err)
+		}
+		for {
+			q, err := other.TryAcquire(ctx)
+			if isUnavailable(err) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q != nil {
+				select {
+				case <-p.Lost():
+				default:
+					bad++
+				}
+				_ = q.Release(ctx)
+				break
+			}
+		}
+		_ = p.Release(ctx)
+	}
+	if bad > 0 {
+		t.Errorf("%d of 20 times another took the permit before its holder's Lost closed", bad)
+	}
+}
+
+// TestProvenLeaseExceedsServerLease: what TryAcquire believes of a
+// lease (validUntil(sent, left), the code of TryAcquire) must never outlast
+// the lease Redis keeps (the holders score, ms on the server's clock; here the
+// same host, so the same clock). The scripts floor TIME to the millisecond,
+// so a lease ends up to 1ms before now+Lease, while the margin is Lease/50:
+// 0.22ms at Lease 11ms.
+func TestProvenLeaseExceedsServerLease(t *testing.T) {
+	b := realBackend(t)
+	ctx := context.Background()
+	for _, lease := range []time.Duration{11 * time.Millisecond, 10*time.Millisecond + 999*time.Microsecond, 60*time.Millisecond + 900*time.Microsecond} {
+		s := mustNew(t, Config{Client: b.client(t), Name: "bound", N: 1, Lease: lease, Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond})
+		bad, worst := 0, time.Duration(0)
+		for i := 0; i < 50; i++ {
+			id := newID()
+			sent := time.Now()
+			r, err := s.attempt(ctx, id, "0")
+			if isUnavailable(err) { // a 3ms Timeout on a busy machine
+				_, _ = s.release(ctx, id)
+				i--
+				continue
+			}
+			if err != nil || !r.granted {
+				t.Fatal(r, err)
+			}
+			until := s.validUntil(sent, r.left)
+			end, err := s.client.ZScore(ctx, s.keys[0], id).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			over := until.Sub(time.UnixMilli(int64(end)))
+			if over > 0 {
+				bad++
+				worst = max(worst, over)
+			}
+			if _, err := s.release(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(i%7) * 130 * time.Microsecond)
+		}
+		if bad > 0 {
+			t.Errorf("Lease %v: %d of 50 grants proven up to %v past the end Redis keeps", lease, bad, worst)
+		}
+	}
+}
