@@ -143,16 +143,14 @@ func TestLateGrantNotRenewedInTime(t *testing.T) {
 	}
 }
 
-// TestTryAcquireFreePermitRefused: N = 2, both holders crashed
-// (leases ended), one waiter in line (another process, between its polls).
-// A newcomer's TryAcquire hands one permit to the waiter, and then refuses
-// the other permit although it is free and nobody is in line any more; the
-// doc promises it "takes a permit if one is free and no process's waiter is
-// in line for it". A second TryAcquire right after succeeds.
-func TestTryAcquireFreePermitRefused(t *testing.T) {
+// staleWithWaiter sets up N = 2 with both holders crashed and their leases
+// ended, and one waiter of another process in line between its polls. It
+// returns a Semaphore of a live process on the same name.
+func staleWithWaiter(t *testing.T, name string) *Semaphore {
+	t.Helper()
 	b := realBackend(t)
 	ctx := context.Background()
-	cfg := Config{Client: b.client(t), Name: "stale", N: 2, Lease: 200 * time.Millisecond, Poll: 2 * time.Second}
+	cfg := Config{Client: b.client(t), Name: name, N: 2, Lease: 200 * time.Millisecond, Poll: 2 * time.Second}
 	crashed := mustNew(t, cfg)
 	crashed.noRenew.Store(true)
 	cfg.Client = b.client(t)
@@ -165,8 +163,7 @@ func TestTryAcquireFreePermitRefused(t *testing.T) {
 		}
 		held = append(held, p)
 	}
-	// A waiter of another process joins the line (its first attempt) and
-	// then sleeps on its poll.
+	// The waiter joins the line (its first attempt), then sleeps on its poll.
 	r, err := s.attempt(ctx, "waiter-elsewhere", s.entryArg)
 	if err != nil || r.granted {
 		t.Fatal(r, err)
@@ -175,6 +172,18 @@ func TestTryAcquireFreePermitRefused(t *testing.T) {
 		<-p.Lost()
 	}
 	time.Sleep(20 * time.Millisecond)
+	return s
+}
+
+// TestTryAcquireFreePermitRefused pins a refusal of a free permit: in the
+// state staleWithWaiter sets up, a newcomer's TryAcquire handed one permit to
+// the waiter and then refused the other, although it was free and nobody was
+// in line any more (the acquire script judged the line by its length before
+// the hand-over). The doc promises it "takes a permit if one is free and no
+// process's waiter is in line for it".
+func TestTryAcquireFreePermitRefused(t *testing.T) {
+	ctx := context.Background()
+	s := staleWithWaiter(t, "stale")
 	q, err := s.TryAcquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -189,32 +198,11 @@ func TestTryAcquireFreePermitRefused(t *testing.T) {
 	}
 }
 
-// TestAcquireWaitsWithFreePermit: the same state, with Acquire: the
-// newcomer is put in line behind nobody and sleeps a Poll, while a permit is
-// free.
+// TestAcquireWaitsWithFreePermit: in the same state, Acquire must not be put
+// in line behind nobody to sleep a Poll while a permit is free.
 func TestAcquireWaitsWithFreePermit(t *testing.T) {
-	b := realBackend(t)
 	ctx := context.Background()
-	cfg := Config{Client: b.client(t), Name: "stale2", N: 2, Lease: 200 * time.Millisecond, Poll: 2 * time.Second}
-	crashed := mustNew(t, cfg)
-	crashed.noRenew.Store(true)
-	cfg.Client = b.client(t)
-	s := mustNew(t, cfg)
-	var held []*Permit
-	for range 2 {
-		p, err := crashed.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, p)
-	}
-	if _, err := s.attempt(ctx, "waiter-elsewhere", s.entryArg); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range held {
-		<-p.Lost()
-	}
-	time.Sleep(20 * time.Millisecond)
+	s := staleWithWaiter(t, "stale2")
 	start := time.Now()
 	q, err := s.Acquire(ctx)
 	if err != nil {
