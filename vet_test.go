@@ -39,5 +39,10 @@ func TestVetReportsCopies(t *testing.T) {
 		mod + "/ratelimit.Transport":        true, // its fields; no state of its own
 		mod + "/ratelimit.DeadlineError":    true,
 		mod + "/breaker.StatusError":        true,
+		mod + "/breaker.CallEvent":          true,
+		mod + "/pool.Hooks":                 true,
+		mod + "/pool.AcquireEvent":          true,
+		mod + "/pool.CreateEvent":           true,
+		mod + "/ratelimit.TallyCounts":      true,
 	})
 }

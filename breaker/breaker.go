@@ -178,7 +178,7 @@ type Breaker struct {
 func New(s Settings) *Breaker {
 	b := &Breaker{s: s.normalize()}
 	b.halfOpenErr = &OpenError{Name: b.s.Name, State: HalfOpen}
-	b.fast = !b.s.rates && b.s.SlowCallDuration == 0
+	b.fast = !b.s.rates && b.s.SlowCallDuration == 0 && b.s.OnCall == nil
 	if b.s.rates {
 		b.window = newWindow(b.s)
 	}
@@ -215,6 +215,7 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	}
 	s, start, err := b.admit(s)
 	if err != nil {
+		b.reportRefusal(err)
 		return err
 	}
 	err = b.run(ctx, fn, s, start)
@@ -249,6 +250,7 @@ func (b *Breaker) Allow(ctx context.Context) (done func(err error), err error) {
 	}
 	s, start, err := b.admit(b.state.Load())
 	if err != nil {
+		b.reportRefusal(err)
 		return nil, err
 	}
 	var called atomic.Bool

@@ -101,7 +101,7 @@ func (b *Breaker) admit(s uint64) (admitted uint64, start int64, err error) {
 		}
 		b.unlockAdmitted(s)
 	}
-	if b.s.SlowCallDuration > 0 {
+	if b.s.SlowCallDuration > 0 || b.s.OnCall != nil {
 		start = clock.Now()
 	}
 	return s, start, nil
@@ -171,9 +171,21 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 	}
 	slow := false
 	var now int64
-	if b.s.SlowCallDuration > 0 || b.window != nil && b.window.buckets != nil {
+	if b.s.SlowCallDuration > 0 || b.s.OnCall != nil || b.window != nil && b.window.buckets != nil {
 		now = clock.Now()
 		slow = b.s.SlowCallDuration > 0 && now-start > int64(b.s.SlowCallDuration)
+	}
+	if b.s.OnCall != nil {
+		// Told once counted: deferred, it runs after the lock of a trial
+		// or of an opening is released.
+		o := Success
+		switch {
+		case ignored:
+			o = Ignored
+		case failure:
+			o = Failure
+		}
+		defer b.s.OnCall(CallEvent{Outcome: o, State: State(s & stateMask), Duration: time.Duration(max(0, now-start)), Err: err})
 	}
 	if slow {
 		b.slow.Add(1)

@@ -112,6 +112,17 @@ type Settings struct {
 	// the next goroutine to take the breaker's lock (at the latest, at the
 	// next change of state).
 	OnStateChange func(from, to State, counts Counts)
+
+	// OnCall, if not nil, is told of every call when it ends, or is
+	// refused: its outcome, how long it took, its error. It is for metrics
+	// (a histogram of call durations, say; Metrics has the counts): it
+	// runs outside the breaker's lock, once the outcome is counted, in the
+	// goroutine of the call (of done, for Allow), and may call the breaker.
+	// With it set, every call let through reads the clock twice. If it
+	// panics, the panic goes on to that caller; the breaker has counted
+	// the call already and is whole. Calls that panic or whose IsFailure or
+	// IsIgnored panics are told as failures, and not told, respectively.
+	OnCall func(CallEvent)
 }
 
 // ExponentialBackoff returns an OpenBackoff that starts at initial and doubles

@@ -50,7 +50,7 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		idle = p.idle
 		p.idle = nil
 		for _, r := range idle {
-			p.retireLocked(r, &p.stats.ClosedPool)
+			p.retireLocked(r, ClosedPool)
 		}
 	}
 	p.q.Unlock()
@@ -76,7 +76,7 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 			for r := range p.live {
 				if r.state == stateInUse {
 					out = append(out, r)
-					p.closeLocked(r, &p.stats.ClosedPool)
+					p.closeLocked(r, ClosedPool)
 				}
 			}
 			p.q.Unlock()

@@ -87,6 +87,9 @@ type Config[T any] struct {
 	// longer than it, with the stack of the goroutine that acquired it.
 	LeakThreshold time.Duration
 
+	// Hooks are told of the pool's events, for metrics. See Hooks.
+	Hooks Hooks
+
 	// OnLeak receives the reports of LeakThreshold. Required with it. It runs
 	// in a goroutine of its own, without any lock of the pool held; a panic
 	// there ends the program, as in any goroutine.

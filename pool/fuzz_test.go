@@ -515,7 +515,7 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 
 			s := p.Stats()
 			want := Stats{
-				Idle: len(m.idle), InUse: len(m.out), Total: m.total(), Max: m.maxSize,
+				Idle: len(m.idle), InUse: len(m.out), Total: m.total(), Max: m.maxSize, Waiting: len(m.waiting),
 				AcquireCount: m.acquired, EmptyAcquires: m.empty, WaitCount: m.waited,
 				CanceledAcquires: m.canceled, Created: m.created, CreateFailures: m.createFailures,
 				ClosedDestroy: m.closedDestroy, ClosedPool: m.closedPool,

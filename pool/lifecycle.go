@@ -27,7 +27,7 @@ func (p *Pool[T]) now() int64 {
 // MaxIdleTime. r is out of the pool, acquired.
 func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
 	reason := p.expiry(r, now)
-	if reason == nil {
+	if reason == 0 {
 		return false
 	}
 	p.q.Lock()
@@ -45,17 +45,17 @@ func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
 	return true
 }
 
-// expiry returns the counter to charge if r has expired at now, or nil.
-func (p *Pool[T]) expiry(r *Resource[T], now int64) *int64 {
+// expiry returns why r is to be closed if it has expired at now, or 0.
+func (p *Pool[T]) expiry(r *Resource[T], now int64) CloseReason {
 	switch {
 	case !p.timed:
-		return nil
+		return 0
 	case r.expires != 0 && (now >= r.expires || r.created-now > clock.Jump):
-		return &p.stats.ClosedLifetime
+		return ClosedLifetime
 	case p.cfg.MaxIdleTime > 0 && idleFor(r, now) >= int64(p.cfg.MaxIdleTime):
-		return &p.stats.ClosedIdle
+		return ClosedIdle
 	}
-	return nil
+	return 0
 }
 
 // idleFor returns how long r has been idle at now. Kept on another clock (r
@@ -124,7 +124,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	switch {
 	case p.closed:
 		p.stats.AcquireCount--
-		p.closeLocked(r, &p.stats.ClosedPool)
+		p.closeLocked(r, ClosedPool)
 		p.q.Unlock()
 		p.closeValue(r)
 		return false, ErrClosed
@@ -148,9 +148,12 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		return true, nil
 	}
 	p.stats.AcquireCount--
-	p.closeLocked(r, &p.stats.ClosedHealth)
+	p.closeLocked(r, ClosedHealth)
 	p.fillLocked(context.Background())
 	p.q.Unlock()
+	if h := p.cfg.Hooks.OnHealthCheckFail; h != nil {
+		defer h(err) // once r is closed, even if Config.Close panics
+	}
 	p.closeValue(r)
 	return false, nil
 }
@@ -158,17 +161,24 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 // checkPanicked closes r, whose HealthCheck at Acquire panicked: a check
 // that does not return has not passed. The panic then goes on to the caller.
 func (p *Pool[T]) checkPanicked(r *Resource[T]) {
+	if h := p.cfg.Hooks.OnHealthCheckFail; h != nil {
+		defer h(errHealthCheckPanicked)
+	}
 	p.q.Lock()
 	p.stats.AcquireCount--
 	if p.closed {
-		p.closeLocked(r, &p.stats.ClosedPool)
+		p.closeLocked(r, ClosedPool)
 	} else {
-		p.closeLocked(r, &p.stats.ClosedHealth)
+		p.closeLocked(r, ClosedHealth)
 		p.fillLocked(context.Background())
 	}
 	p.q.Unlock()
 	p.closeValue(r)
 }
+
+// errHealthCheckPanicked is what Hooks.OnHealthCheckFail is told of a
+// HealthCheck that panicked.
+var errHealthCheckPanicked = errors.New("pool: HealthCheck panicked")
 
 // healthCheck runs Config.HealthCheck on the value of r, for at most
 // HealthCheckTimeout. The lock must not be held.
@@ -203,10 +213,17 @@ func (p *Pool[T]) startMaking(ctx context.Context) {
 // error to the oldest waiter.
 func (p *Pool[T]) make(parent context.Context) {
 	ctx, done := p.closable(parent)
+	var start int64
+	if p.cfg.Hooks.OnCreate != nil {
+		start = clock.Now()
+	}
 	returned := false
 	defer func() {
 		if returned {
 			return
+		}
+		if h := p.cfg.Hooks.OnCreate; h != nil {
+			defer h(CreateEvent{Duration: time.Duration(clock.Now() - start), Err: errNewPanicked})
 		}
 		// New panicked, or called runtime.Goexit. Its place frees, and the
 		// panic goes where its error would have gone: to a waiting Acquire,
@@ -230,6 +247,11 @@ func (p *Pool[T]) make(parent context.Context) {
 	v, err := p.newValue(ctx)
 	returned = true
 	done()
+	if h := p.cfg.Hooks.OnCreate; h != nil {
+		// Told once the resource is in the pool, or its error with the
+		// waiter it went to: the deferred call runs after the unlocks.
+		defer h(CreateEvent{Duration: time.Duration(clock.Now() - start), Err: err})
+	}
 
 	p.q.Lock()
 	p.making--
@@ -258,6 +280,10 @@ func (p *Pool[T]) make(parent context.Context) {
 		p.closeValue(r)
 	}
 }
+
+// errNewPanicked is what Hooks.OnCreate is told of a call to New that
+// panicked, or did not return.
+var errNewPanicked = errors.New("pool: Config.New panicked or did not return")
 
 // errNewExited is the error of a call to New that ended its goroutine with
 // runtime.Goexit (a t.FailNow in a test's New, say) instead of returning.
@@ -326,7 +352,7 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	keep := p.idle[:0]
 	for _, r := range p.idle {
 		switch reason := p.expiry(r, now); {
-		case reason != nil:
+		case reason != 0:
 			p.retireLocked(r, reason)
 			expired = append(expired, r)
 		case p.cfg.HealthCheck != nil && idleFor(r, now) >= int64(p.cfg.HealthCheckSkip):
@@ -378,11 +404,15 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 // closes it: in a defer, so that a check that panics counts as failed.
 func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 	failed := true
+	err := errHealthCheckPanicked
 	defer func() {
+		if h := p.cfg.Hooks.OnHealthCheckFail; h != nil && failed {
+			defer h(err) // once r is closed, even if Config.Close panics
+		}
 		p.q.Lock()
 		closeIt := true
 		if failed {
-			p.closeLocked(r, &p.stats.ClosedHealth)
+			p.closeLocked(r, ClosedHealth)
 			p.fillLocked(context.Background())
 		} else {
 			closeIt = p.releaseLocked(r)
@@ -392,7 +422,8 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 			p.closeValue(r)
 		}
 	}()
-	failed = p.healthCheck(ctx, r) != nil
+	err = p.healthCheck(ctx, r)
+	failed = err != nil
 }
 
 // isClosed tells whether Close has been called.

@@ -28,6 +28,7 @@ type Stats struct {
 	Total        int // Idle + InUse + Constructing + Closing
 	Max          int // Config.MaxSize
 	Constructing int // calls to New under way
+	Waiting      int // Acquires waiting now, for a release or a new resource
 	Closing      int // calls to Config.Close under way
 
 	AcquireCount     int64         // successful Acquires and TryAcquires
@@ -225,14 +226,45 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 	p.mustBeMade()
 	if err := waitq.CtxErr(ctx, "pool"); err != nil {
+		p.reportAcquire(nil, AcquireEvent{Err: err})
 		return nil, err
 	}
+	r, e, err := p.acquire(ctx)
+	if p.cfg.Hooks.OnAcquire != nil {
+		e.Err = err
+		p.reportAcquire(r, e)
+	}
+	return r, err
+}
+
+// reportAcquire tells Hooks.OnAcquire of e, the Acquire's or TryAcquire's
+// that got r (nil if it failed). If the hook panics, r goes back to the pool
+// first: the caller will never have it.
+func (p *Pool[T]) reportAcquire(r *Resource[T], e AcquireEvent) {
+	h := p.cfg.Hooks.OnAcquire
+	if h == nil {
+		return
+	}
+	ok := false
+	defer func() {
+		if !ok && r != nil {
+			r.Release()
+		}
+	}()
+	h(e)
+	ok = true
+}
+
+// acquire is Acquire, past the look at ctx at the call. It tells whether it
+// waited, and how long, for Hooks.OnAcquire; the error goes apart.
+func (p *Pool[T]) acquire(ctx context.Context) (*Resource[T], AcquireEvent, error) {
+	var e AcquireEvent
 	waited, paused := false, false
 	for {
 		p.q.Lock()
 		if p.closed {
 			p.q.Unlock()
-			return nil, ErrClosed
+			return nil, e, ErrClosed
 		}
 		// Look at ctx again under the lock, which every Release takes: a
 		// resource released after ctx ended is not ours (nor, once queued,
@@ -242,17 +274,17 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 			// ended with its ctx: in its pause before queueing, say.
 			p.stats.CanceledAcquires++
 			p.q.Unlock()
-			return nil, err
+			return nil, e, err
 		}
 		if r := p.popIdleLocked(); r != nil {
 			p.q.Unlock()
 			ok, err := p.checkOut(ctx, r)
 			if ok {
 				p.acquired(r)
-				return r, nil
+				return r, e, nil
 			}
 			if err != nil {
-				return nil, err
+				return nil, e, err
 			}
 			continue // r was bad, and is closed: look again
 		}
@@ -278,20 +310,22 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 		start := clock.Now() // off the lock: it costs more than the queueing
 
 		h, ok := p.q.Wait(ctx, w)
-		p.waitNs.Add(clock.Now() - start)
+		wait := clock.Now() - start
+		p.waitNs.Add(wait)
+		e = AcquireEvent{Waited: true, Wait: time.Duration(wait)}
 		if !ok {
 			p.abandon(w)
-			return nil, ctx.Err()
+			return nil, e, ctx.Err()
 		}
 		if h.panic != nil {
 			panic(h.panic)
 		}
 		if h.err != nil {
-			return nil, h.err
+			return nil, e, h.err
 		}
 		// Handed over by a Release or fresh from New: it works.
 		p.acquired(h.r)
-		return h.r, nil
+		return h.r, e, nil
 	}
 }
 
@@ -339,6 +373,7 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		}
 		if !p.expired(r, p.now()) {
 			p.acquired(r)
+			p.reportAcquire(r, AcquireEvent{})
 			return r, true
 		}
 	}
@@ -412,6 +447,7 @@ func (p *Pool[T]) Stats() Stats {
 	s.Constructing = p.making
 	s.Closing = p.closing
 	s.Total = p.totalLocked()
+	s.Waiting = p.q.Len()
 	s.WaitDuration = time.Duration(p.waitNs.Load())
 	return s
 }

@@ -31,7 +31,8 @@ type Resource[T any] struct {
 	lastUsed int64 // on clock, when the pool times releases
 	state    resState
 
-	leak *time.Timer // Config.LeakThreshold's report, while acquired
+	leak      *time.Timer // Config.LeakThreshold's report, while acquired
+	closedFor CloseReason // why the pool closed it, for Hooks.OnClose
 }
 
 // resState is where a Resource is.
@@ -114,14 +115,17 @@ func (r *Resource[T]) Release() {
 		return
 	}
 	if p.closed {
-		p.closeLocked(r, &p.stats.ClosedPool)
+		p.closeLocked(r, ClosedPool)
 	} else if r.expires != 0 && now >= r.expires {
-		p.closeLocked(r, &p.stats.ClosedLifetime)
+		p.closeLocked(r, ClosedLifetime)
 		p.fillLocked(context.Background())
 	} else {
 		r.lastUsed = now
 		if !p.releaseLocked(r) {
 			p.q.Unlock()
+			if h := p.cfg.Hooks.OnRelease; h != nil {
+				h()
+			}
 			return
 		}
 	}
@@ -145,7 +149,7 @@ func (r *Resource[T]) Destroy() {
 		p.q.Unlock()
 		return
 	}
-	p.closeLocked(r, &p.stats.ClosedDestroy)
+	p.closeLocked(r, ClosedDestroy)
 	p.fillLocked(context.Background())
 	p.q.Unlock()
 	p.closeValue(r)
@@ -174,7 +178,7 @@ func (r *Resource[T]) endUseLocked(fn string) bool {
 // the caller must close its value once unlocked. p.q must be locked.
 func (p *Pool[T]) releaseLocked(r *Resource[T]) (closeIt bool) {
 	if p.closed {
-		p.closeLocked(r, &p.stats.ClosedPool)
+		p.closeLocked(r, ClosedPool)
 		return true
 	}
 	if w := p.q.Front(); w != nil {
@@ -189,17 +193,17 @@ func (p *Pool[T]) releaseLocked(r *Resource[T]) (closeIt bool) {
 	return false
 }
 
-// closeLocked takes r, acquired, out of the pool, charging counter; the
-// caller closes its value once unlocked, with closeValue. p.q must be locked.
-func (p *Pool[T]) closeLocked(r *Resource[T], counter *int64) {
+// closeLocked takes r, acquired, out of the pool, for reason; the caller
+// closes its value once unlocked, with closeValue. p.q must be locked.
+func (p *Pool[T]) closeLocked(r *Resource[T], reason CloseReason) {
 	p.inUse--
-	p.retireLocked(r, counter)
+	p.retireLocked(r, reason)
 }
 
 // retireLocked takes r, no longer counted as idle or in use, out of the pool.
 // It counts against MaxSize until closeValue has closed it, so that the
 // backend never sees more than MaxSize at once. p.q must be locked.
-func (p *Pool[T]) retireLocked(r *Resource[T], counter *int64) {
+func (p *Pool[T]) retireLocked(r *Resource[T], reason CloseReason) {
 	if r.leak != nil {
 		r.leak.Stop()
 		r.leak = nil
@@ -207,7 +211,8 @@ func (p *Pool[T]) retireLocked(r *Resource[T], counter *int64) {
 	r.state = stateClosed
 	delete(p.live, r)
 	p.closing++
-	*counter++
+	p.stats.count(reason)
+	r.closedFor = reason
 }
 
 // closeValue calls Config.Close on the value of r, retired, then frees its
@@ -224,6 +229,9 @@ func (p *Pool[T]) closeValue(r *Resource[T]) {
 		p.fillLocked(context.Background())
 		p.drainedLocked()
 		p.q.Unlock()
+		if h := p.cfg.Hooks.OnClose; h != nil {
+			h(r.closedFor)
+		}
 	}()
 	if p.cfg.Close != nil {
 		failed = p.cfg.Close(r.v) != nil

@@ -27,6 +27,7 @@ func copies(
 	window *ratelimit.SlidingWindow,
 	counter *ratelimit.SlidingWindowCounter,
 	bucket *ratelimit.TokenBucket,
+	tally *ratelimit.Tally,
 	b *breaker.Breaker,
 	bt *breaker.Transport,
 	p *pool.Pool[int],
@@ -36,7 +37,7 @@ func copies(
 ) []any {
 	return []any{
 		*barrier, *bounded, *cond, *event, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
-		*keyed, *window, *counter, *bucket,
+		*keyed, *window, *counter, *bucket, *tally,
 		*b, *bt,
 		*p, *r,
 		*g,

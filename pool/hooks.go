@@ -1,0 +1,111 @@
+package pool
+
+import (
+	"strconv"
+	"time"
+)
+
+// Hooks are told of the pool's events as they happen, for metrics: a
+// histogram of the time Acquires wait, say, which Stats, a snapshot, cannot
+// give. The modules under extra/ fill them in for Prometheus and
+// OpenTelemetry; a user may set them too.
+//
+// Every hook is optional; a hook left nil costs nothing, and with every hook
+// nil the pool reads the clock and allocates no more than without them.
+// Hooks run without any lock of the pool held, in the goroutine where the
+// event happened: the caller's (Acquire, Release, Destroy, With, Close), or
+// the pool's own (calls to New, the background health checks and sweep). So
+// they must be quick and safe for concurrent use, and they may call the pool
+// (Stats, say). A hook that panics leaves the pool whole (the resource an
+// Acquire was about to return is released first), and the panic goes on in
+// that goroutine: in the pool's own, it ends the program, as the panic of a
+// function of Config there does (see Pool).
+type Hooks struct {
+	// OnAcquire is told of every Acquire when it returns, and of every
+	// TryAcquire that returned a resource.
+	OnAcquire func(AcquireEvent)
+
+	// OnCreate is told of every call to Config.New when it ends, or of the
+	// refusal of Config.Breaker in its stead.
+	OnCreate func(CreateEvent)
+
+	// OnRelease is told of every Release that gave a resource back to the
+	// pool, to a waiting Acquire or to the idle ones. A resource that
+	// Release closes instead (past MaxLifetime, or the pool closed) is told
+	// to OnClose only.
+	OnRelease func()
+
+	// OnClose is told of every resource the pool closes, and why, once
+	// Config.Close has returned.
+	OnClose func(CloseReason)
+
+	// OnHealthCheckFail is told of every HealthCheck that failed, with its
+	// error, at Acquire or in the background, before the resource is closed.
+	// A check that panicked is told with an error that says so.
+	OnHealthCheckFail func(error)
+}
+
+// An AcquireEvent tells how an Acquire went.
+type AcquireEvent struct {
+	// Waited reports that the Acquire found the pool empty and waited, for
+	// a Release or for a new resource: then Wait is how long, from queueing
+	// to being served or giving up. Otherwise Wait is 0, and no clock was
+	// read for it.
+	Waited bool
+	Wait   time.Duration
+
+	// Err is nil if the Acquire returned a resource; else its error:
+	// ctx.Err(), ErrClosed, or that of Config.New or of the breaker.
+	Err error
+}
+
+// A CreateEvent tells how a call to Config.New went.
+type CreateEvent struct {
+	Duration time.Duration // how long New took
+	Err      error         // its error; nil if it made a resource
+}
+
+// A CloseReason is why the pool closed a resource.
+type CloseReason int
+
+// The reasons, each counted in the Stats field of the same name.
+const (
+	ClosedIdle     CloseReason = iota + 1 // idle for longer than MaxIdleTime
+	ClosedLifetime                        // older than MaxLifetime
+	ClosedHealth                          // failed HealthCheck
+	ClosedDestroy                         // by Resource.Destroy, or by With for a broken one
+	ClosedPool                            // by Pool.Close
+)
+
+var closeReasons = [...]string{
+	ClosedIdle:     "idle",
+	ClosedLifetime: "lifetime",
+	ClosedHealth:   "health",
+	ClosedDestroy:  "destroy",
+	ClosedPool:     "pool",
+}
+
+// String returns the reason as a word fit for a metric's label: "idle",
+// "lifetime", "health", "destroy" or "pool".
+func (r CloseReason) String() string {
+	if r > 0 && int(r) < len(closeReasons) {
+		return closeReasons[r]
+	}
+	return "CloseReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// count charges the Stats counter of reason. p.q must be locked.
+func (s *Stats) count(reason CloseReason) {
+	switch reason {
+	case ClosedIdle:
+		s.ClosedIdle++
+	case ClosedLifetime:
+		s.ClosedLifetime++
+	case ClosedHealth:
+		s.ClosedHealth++
+	case ClosedDestroy:
+		s.ClosedDestroy++
+	case ClosedPool:
+		s.ClosedPool++
+	}
+}
