@@ -1,0 +1,5 @@
+module github.com/ctxsync/ctxsync/extra/ctxsyncprom
+
+go 1.25
+
+require github.com/ctxsync/ctxsync v0.1.0
