@@ -84,15 +84,24 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		}
 	}
 	if p.stopped != nil {
-		// Until ctx ends, as every wait here: Close may be running in the
-		// pool's goroutine itself, from a background HealthCheck or a
-		// Config.Close that the sweep runs, and that goroutine ends only
-		// once the function that called Close has returned. A closed
-		// stopped wins over a done ctx, for a Close that had nothing left
-		// to wait for.
+		// A maintainer that is not sweeping runs no user code before it
+		// sees the pool closed and ends: wait for it, even with ctx done,
+		// so that a Close with nothing left to wait for returns nil. One
+		// that sweeps, only until ctx ends, as every wait here: Close may
+		// be running in the pool's goroutine itself, from a background
+		// HealthCheck or a Config.Close that the sweep runs, and that
+		// goroutine ends only once the function that called Close has
+		// returned. A closed stopped wins over a done ctx.
+		p.q.Lock()
+		sweeping := p.sweeping
+		p.q.Unlock()
 		select {
 		case <-p.stopped:
 		default:
+			if !sweeping {
+				<-p.stopped
+				break
+			}
 			select {
 			case <-p.stopped:
 			case <-ctx.Done():

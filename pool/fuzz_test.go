@@ -316,6 +316,24 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 			}
 		}
 		cfg.MaxSize = m.maxSize
+		// What the hooks are told must add up to the Stats.
+		var told struct {
+			sync.Mutex
+			closed  [ClosedPool + 1]int64
+			creates int64
+		}
+		cfg.Hooks = Hooks{
+			OnClose: func(r CloseReason) {
+				told.Lock()
+				told.closed[r]++
+				told.Unlock()
+			},
+			OnCreate: func(CreateEvent) {
+				told.Lock()
+				told.creates++
+				told.Unlock()
+			},
+		}
 		cfg.New = func(context.Context) (int, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -524,6 +542,11 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 			}
 			s.WaitDuration = 0
 			require.Equal(t, want, s)
+			told.Lock()
+			require.Equal(t, [...]int64{0, s.ClosedIdle, s.ClosedLifetime, s.ClosedHealth, s.ClosedDestroy, s.ClosedPool},
+				told.closed, "the closes told to OnClose")
+			require.Equal(t, s.Created+s.CreateFailures, told.creates, "the calls to New told to OnCreate")
+			told.Unlock()
 		}
 		for _, w := range all {
 			w.cancel()

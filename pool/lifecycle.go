@@ -349,6 +349,14 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 		p.q.Unlock()
 		return
 	}
+	// Until the sweep ends, it may run user code (Config.Close,
+	// HealthCheck), which Close must not wait for without bound.
+	p.sweeping = true
+	defer func() {
+		p.q.Lock()
+		p.sweeping = false
+		p.q.Unlock()
+	}()
 	keep := p.idle[:0]
 	for _, r := range p.idle {
 		switch reason := p.expiry(r, now); {

@@ -140,7 +140,9 @@ type Pool[T any] struct {
 	making  int // calls to New under way
 	closing int // calls to Config.Close under way: they still count against MaxSize
 	closed  bool
-	live    map[*Resource[T]]struct{} // every resource made and not yet closed
+	// sweeping is set while the maintainer sweeps, and may run user code.
+	sweeping bool
+	live     map[*Resource[T]]struct{} // every resource made and not yet closed
 
 	// cancels cancel the contexts of the calls to New under way and of the
 	// background health checks (see closable); Close calls them.

@@ -1,0 +1,89 @@
+package pool_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctxsync/ctxsync/pool"
+)
+
+// Hooks feed metrics: here, counters of acquires that waited and of
+// resources closed, kept by the caller. The extra/ctxsyncprom and
+// extra/ctxsyncotel modules fill them in for Prometheus and OpenTelemetry.
+func ExampleHooks() {
+	var waited, closed atomic.Int64
+	var waitTime atomic.Int64
+	p, err := pool.New(pool.Config[*client]{
+		New:     func(context.Context) (*client, error) { return &client{}, nil },
+		MaxSize: 1,
+		Hooks: pool.Hooks{
+			OnAcquire: func(e pool.AcquireEvent) {
+				if e.Waited {
+					waited.Add(1)
+					waitTime.Add(int64(e.Wait))
+				}
+			},
+			OnClose: func(reason pool.CloseReason) {
+				closed.Add(1)
+				fmt.Println("closed:", reason)
+			},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	r, _ := p.Acquire(ctx) // waits for New: the pool was empty
+	r.Destroy()
+	r, _ = p.Acquire(ctx) // waits again
+	r.Release()
+	r, _ = p.Acquire(ctx) // the idle one, at once
+	r.Release()
+	_ = p.Close(ctx)
+	fmt.Println("acquires that waited:", waited.Load(), "closed:", closed.Load())
+	fmt.Println("waited at all:", time.Duration(waitTime.Load()) > 0)
+	// Output:
+	// closed: destroy
+	// closed: pool
+	// acquires that waited: 2 closed: 2
+	// waited at all: true
+}
+
+// AcquireEvent tells whether an Acquire waited, how long, and how it ended.
+func ExampleAcquireEvent() {
+	p, _ := pool.New(pool.Config[*client]{
+		New:     func(context.Context) (*client, error) { return &client{}, nil },
+		MaxSize: 1,
+		Hooks: pool.Hooks{OnAcquire: func(e pool.AcquireEvent) {
+			fmt.Println("waited:", e.Waited, "error:", e.Err)
+		}},
+	})
+	r, _ := p.Acquire(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	_, _ = p.Acquire(ctx) // the pool is full: waits, then gives up
+	r.Release()
+	_ = p.Close(context.Background())
+	// Output:
+	// waited: true error: <nil>
+	// waited: true error: context deadline exceeded
+}
+
+// CreateEvent tells how long each call to New took, and its error.
+func ExampleCreateEvent() {
+	p, _ := pool.New(pool.Config[*client]{
+		New:     func(context.Context) (*client, error) { return nil, fmt.Errorf("backend down") },
+		MaxSize: 1,
+		Hooks: pool.Hooks{OnCreate: func(e pool.CreateEvent) {
+			fmt.Println("create failed:", e.Err)
+		}},
+	})
+	_, err := p.Acquire(context.Background())
+	fmt.Println("acquire:", err)
+	_ = p.Close(context.Background())
+	// Output:
+	// create failed: backend down
+	// acquire: backend down
+}
