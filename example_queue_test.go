@@ -3,6 +3,7 @@ package ctxsync_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -101,4 +102,26 @@ func ExampleNewPriorityQueue() {
 	// Output:
 	// true false
 	// 50
+}
+
+// Len, Cap, Getters and Putters are the gauges to graph: a queue whose
+// putters wait is holding its producers back.
+func ExampleQueue_Putters() {
+	q := ctxsync.NewQueue[string](1)
+	_ = q.Put(context.Background(), "first")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = q.Put(context.Background(), "second") // waits for room
+	}()
+	for q.Putters() == 0 {
+		runtime.Gosched()
+	}
+	fmt.Println("len", q.Len(), "of", q.Cap(), "- producers waiting:", q.Putters())
+	_, _ = q.Get(context.Background())
+	<-done
+	fmt.Println("producers waiting:", q.Putters(), "consumers waiting:", q.Getters())
+	// Output:
+	// len 1 of 1 - producers waiting: 1
+	// producers waiting: 0 consumers waiting: 0
 }

@@ -171,3 +171,11 @@ func (l *Lock) unlockLocked() {
 func (l *Lock) Locked() bool {
 	return l.state.Load() != 0
 }
+
+// Waiting returns the number of goroutines waiting in Lock at the moment of
+// the call. For metrics; it may be stale by the time the caller looks at it.
+func (l *Lock) Waiting() int {
+	l.q.Lock()
+	defer l.q.Unlock()
+	return l.q.Len()
+}

@@ -100,6 +100,26 @@ func (q *PriorityQueue[T]) TryGet() (T, bool) {
 // Len returns the number of items in the queue at the moment of the call.
 func (q *PriorityQueue[T]) Len() int { return q.core.len() }
 
+// Cap returns the queue's capacity: the most items it holds, or 0 if it is
+// unbounded.
+func (q *PriorityQueue[T]) Cap() int { return q.core.capacity }
+
+// Getters returns the number of goroutines waiting in Get at the moment of
+// the call: consumers starved of items. For metrics; it may be stale by the
+// time the caller looks at it.
+func (q *PriorityQueue[T]) Getters() int {
+	g, _ := q.core.waiting()
+	return g
+}
+
+// Putters returns the number of goroutines waiting in Put at the moment of
+// the call: producers held back by a full queue. For metrics; it may be
+// stale by the time the caller looks at it.
+func (q *PriorityQueue[T]) Putters() int {
+	_, p := q.core.waiting()
+	return p
+}
+
 // Close closes the queue: Put and TryPut fail from now on, producers waiting
 // are released with ErrClosed, and Get returns the items left, then ErrClosed.
 // Closing a closed queue does nothing.

@@ -222,6 +222,20 @@ func (q *Queue[T]) TryGet() (T, bool) {
 // Len returns the number of items in the queue at the moment of the call.
 func (q *Queue[T]) Len() int { return int(q.ring.len()) }
 
+// Cap returns the queue's capacity: the most items it holds, or 0 if it is
+// unbounded.
+func (q *Queue[T]) Cap() int { return int(q.capacity) }
+
+// Getters returns the number of goroutines waiting in Get at the moment of
+// the call: consumers starved of items. For metrics; it may be stale by the
+// time the caller looks at it.
+func (q *Queue[T]) Getters() int { return int(q.nGetters.Load()) }
+
+// Putters returns the number of goroutines waiting in Put at the moment of
+// the call: producers held back by a full queue. For metrics; it may be
+// stale by the time the caller looks at it.
+func (q *Queue[T]) Putters() int { return int(q.nPutters.Load()) }
+
 // Close closes the queue: Put and TryPut fail from now on, producers waiting
 // are released with ErrClosed, and Get returns the items left, then ErrClosed.
 // Closing a closed queue does nothing.

@@ -183,6 +183,12 @@ func (q *queueCore[T]) len() int {
 	return q.items.len()
 }
 
+func (q *queueCore[T]) waiting() (getters, putters int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.getters.Len(), q.putters.Len()
+}
+
 func (q *queueCore[T]) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -291,3 +291,12 @@ func (rw *RWLock) dispatchLocked() {
 		rw.state.Add(-rwWaiters)
 	}
 }
+
+// Waiting returns the number of goroutines waiting in RLock or Lock at the
+// moment of the call. For metrics; it may be stale by the time the caller
+// looks at it.
+func (rw *RWLock) Waiting() int {
+	rw.q.Lock()
+	defer rw.q.Unlock()
+	return rw.q.Len()
+}
