@@ -28,6 +28,10 @@
 // the clock. Changes of state are reported to OnStateChange outside the
 // breaker's lock and in order, so a callback may call the breaker.
 //
+// For metrics, Metrics is a snapshot of the state and counts, and
+// Settings.OnCall is told of each call's outcome and duration as it ends; the
+// modules extra/ctxsyncprom and extra/ctxsyncotel export both.
+//
 // Transport gives an http.Client one breaker per host; ratelimit.Transport's
 // documentation says how to nest it with a limiter and retries.
 //

@@ -21,6 +21,12 @@
 // more than MaxSize resources, counting those being made and those being
 // closed.
 //
+// For metrics, Stats is a snapshot of the gauges (idle, in use, waiting...)
+// and counters (acquires, waits, closes by reason...), cheap enough to read at
+// every scrape, and Config.Hooks are told of each event as it happens: how
+// long an Acquire waited, how long New took. The modules extra/ctxsyncprom
+// and extra/ctxsyncotel export both to Prometheus and OpenTelemetry.
+//
 // Time-based behaviour (lifetimes, idle times, the background sweep) runs on
 // the monotonic clock, and inside a testing/synctest bubble on the bubble's
 // virtual clock. A test that wants lifetimes to end at an exact time sets

@@ -31,6 +31,11 @@
 // after the process started, which only a bubble that sleeps for decades
 // reaches: from then on it no longer refills.
 //
+// The limiters count nothing, so that the hot path stays bare. For metrics,
+// wrap them with a Tally, which counts the decisions (allowed, refused, waits
+// and how they ended) of every limiter it wraps: one Tally can count for all
+// the keys of a Keyed, without a label per key.
+//
 // Bad arguments (a rate that is not above 0, or so slow that refilling a
 // bucket would take over four years; a burst or limit below 1; a window not
 // above 0; n below 1; a nil limiter) are bugs and panic with a message that
