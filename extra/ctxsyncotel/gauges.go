@@ -1,0 +1,125 @@
+package ctxsyncotel
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// The name attributes of the primitives' instruments.
+const (
+	SemaphoreNameKey = attribute.Key("ctxsync.semaphore.name")
+	WeightedNameKey  = attribute.Key("ctxsync.weighted.name")
+	QueueNameKey     = attribute.Key("ctxsync.queue.name")
+)
+
+// A SemaphoreSource is what ObserveSemaphore reads: a *ctxsync.Semaphore or
+// a *ctxsync.BoundedSemaphore.
+type SemaphoreSource interface {
+	Available() int
+	Waiting() int
+}
+
+// A WeightedSource is what ObserveWeighted reads: a *ctxsync.Weighted.
+type WeightedSource interface {
+	Capacity() int64
+	Available() int64
+	Waiting() int
+}
+
+// A QueueSource is what ObserveQueue reads: a *ctxsync.Queue[T] or a
+// *ctxsync.PriorityQueue[T] of any T.
+type QueueSource interface {
+	Len() int
+	Unfinished() int
+}
+
+// ObserveSemaphore registers a callback that reads s at each collection and
+// reports ctxsync.semaphore.available and ctxsync.semaphore.waiting, with
+// the ctxsync.semaphore.name attribute set to name. It returns the
+// registration, whose Unregister stops it. It fails on an empty name, a nil
+// s, a bad option, or an instrument the Meter refuses to make.
+func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
+	return observe("ObserveSemaphore", "semaphore", name, s, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+		avail, err1 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.available",
+			metric.WithDescription("Permits free now."), metric.WithUnit("{permit}"))
+		waiting, err2 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.waiting",
+			metric.WithDescription("Goroutines waiting for a permit now."), metric.WithUnit("{waiter}"))
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			o.ObserveInt64(avail, int64(s.Available()), all...)
+			o.ObserveInt64(waiting, int64(s.Waiting()), all...)
+			return nil
+		}, avail, waiting)
+	})
+}
+
+// ObserveWeighted registers a callback that reads w at each collection and
+// reports ctxsync.weighted.capacity, ctxsync.weighted.available and
+// ctxsync.weighted.waiting, with the ctxsync.weighted.name attribute set to
+// name. It returns the registration, whose Unregister stops it. It fails on
+// an empty name, a nil w, a bad option, or an instrument the Meter refuses
+// to make.
+func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Registration, error) {
+	return observe("ObserveWeighted", "weighted", name, w, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+		capacity, err1 := m.Int64ObservableUpDownCounter("ctxsync.weighted.capacity",
+			metric.WithDescription("The capacity of the weighted semaphore, in its units."), metric.WithUnit("{unit}"))
+		avail, err2 := m.Int64ObservableUpDownCounter("ctxsync.weighted.available",
+			metric.WithDescription("Units free now."), metric.WithUnit("{unit}"))
+		waiting, err3 := m.Int64ObservableUpDownCounter("ctxsync.weighted.waiting",
+			metric.WithDescription("Goroutines waiting for units now."), metric.WithUnit("{waiter}"))
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, err
+		}
+		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			o.ObserveInt64(capacity, w.Capacity(), all...)
+			o.ObserveInt64(avail, w.Available(), all...)
+			o.ObserveInt64(waiting, int64(w.Waiting()), all...)
+			return nil
+		}, capacity, avail, waiting)
+	})
+}
+
+// ObserveQueue registers a callback that reads q at each collection and
+// reports ctxsync.queue.length (items in the queue) and
+// ctxsync.queue.unfinished (items put and not yet TaskDone), with the
+// ctxsync.queue.name attribute set to name. It returns the registration,
+// whose Unregister stops it. It fails on an empty name, a nil q, a bad
+// option, or an instrument the Meter refuses to make.
+func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
+	return observe("ObserveQueue", "queue", name, q, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+		length, err1 := m.Int64ObservableUpDownCounter("ctxsync.queue.length",
+			metric.WithDescription("Items in the queue now."), metric.WithUnit("{item}"))
+		unfinished, err2 := m.Int64ObservableUpDownCounter("ctxsync.queue.unfinished",
+			metric.WithDescription("Items put and not yet marked done."), metric.WithUnit("{item}"))
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			o.ObserveInt64(length, int64(q.Len()), all...)
+			o.ObserveInt64(unfinished, int64(q.Unfinished()), all...)
+			return nil
+		}, length, unfinished)
+	})
+}
+
+// observe, for the function fn, checks name, src and opts, and has register
+// make the instruments of what and register their callback, whose
+// measurements take the options it is given.
+func observe(fn, what, name string, src any, opts []Option,
+	register func(metric.Meter, []metric.ObserveOption) (metric.Registration, error),
+) (metric.Registration, error) {
+	c, err := newConfig(what, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if isNil(src) {
+		return nil, errors.New("ctxsyncotel: " + fn + " of a nil " + what)
+	}
+	key := attribute.Key("ctxsync." + what + ".name")
+	return register(c.meter(), observeOpts(c.set(key.String(name))))
+}

@@ -1,0 +1,182 @@
+package ctxsyncotel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+)
+
+// ScopeName is the name of the instrumentation scope (the Meter) that every
+// instrument of this package belongs to.
+const ScopeName = "github.com/ctxsync/ctxsync/extra/ctxsyncotel"
+
+// An Option configures the instruments of a constructor or Observe function.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is what the options say.
+type config struct {
+	provider    metric.MeterProvider
+	providerSet bool // WithMeterProvider was given, maybe with nil
+	attrs       []attribute.KeyValue
+	buckets     []float64
+	bucketsSet  bool
+}
+
+// WithMeterProvider sets the MeterProvider the instruments are made from. The
+// default is the global one, otel.GetMeterProvider(), at the time of the
+// constructor's call: instruments made from it before otel.SetMeterProvider
+// forward to the provider set later. A nil provider is an error.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) {
+		c.provider = mp
+		c.providerSet = true
+	})
+}
+
+// WithAttributes adds attributes to every measurement: the service's
+// deployment, say. The name attribute of each constructor (the pool's name,
+// the breaker's...) wins over one of the same key here.
+func WithAttributes(attrs ...attribute.KeyValue) Option {
+	return optionFunc(func(c *config) {
+		c.attrs = append(c.attrs, attrs...)
+	})
+}
+
+// WithDurationBuckets sets the bucket boundaries, in seconds, of the
+// duration histograms (wait, create and call times). They must be finite and
+// strictly increasing; none at all leaves the choice to the SDK's default.
+// They are advice to the SDK: a View of the MeterProvider overrides them.
+//
+// The default, DefaultDurationBuckets, spans 100µs to 10s: pool waits and
+// calls through a breaker are often far shorter than the SDK's default
+// boundaries (made for milliseconds) assume.
+func WithDurationBuckets(bounds ...float64) Option {
+	b := append([]float64(nil), bounds...)
+	return optionFunc(func(c *config) {
+		c.buckets = b
+		c.bucketsSet = true
+	})
+}
+
+// DefaultDurationBuckets are the bucket boundaries, in seconds, of the
+// duration histograms unless WithDurationBuckets says otherwise.
+var DefaultDurationBuckets = []float64{
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+}
+
+// newConfig applies opts, and checks them and name; what is the name of what
+// the instruments measure, for errors ("pool", "breaker"...).
+func newConfig(what, name string, opts []Option) (*config, error) {
+	if name == "" {
+		return nil, fmt.Errorf("ctxsyncotel: empty %s name", what)
+	}
+	c := &config{}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("ctxsyncotel: nil Option")
+		}
+		o.apply(c)
+	}
+	if c.providerSet {
+		if isNil(c.provider) {
+			return nil, errors.New("ctxsyncotel: WithMeterProvider(nil)")
+		}
+	} else {
+		c.provider = otel.GetMeterProvider()
+	}
+	if c.bucketsSet {
+		for i, b := range c.buckets {
+			if math.IsNaN(b) || math.IsInf(b, 0) {
+				return nil, fmt.Errorf("ctxsyncotel: WithDurationBuckets: bound %v is not finite", b)
+			}
+			if i > 0 && b <= c.buckets[i-1] {
+				return nil, fmt.Errorf("ctxsyncotel: WithDurationBuckets: bounds not strictly increasing at %v", b)
+			}
+		}
+	} else {
+		c.buckets = DefaultDurationBuckets
+	}
+	return c, nil
+}
+
+// meter returns the Meter of the instruments.
+func (c *config) meter() metric.Meter {
+	return c.provider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+}
+
+// set returns the attribute set of c's attributes and then kvs, which win
+// over c's of the same key.
+func (c *config) set(kvs ...attribute.KeyValue) attribute.Set {
+	all := make([]attribute.KeyValue, 0, len(c.attrs)+len(kvs))
+	all = append(all, c.attrs...)
+	all = append(all, kvs...)
+	return attribute.NewSet(all...) // the last of a key wins
+}
+
+// durationHistogram makes a histogram of durations in seconds.
+func (c *config) durationHistogram(m metric.Meter, name, desc string) (metric.Float64Histogram, error) {
+	opts := []metric.Float64HistogramOption{metric.WithDescription(desc), metric.WithUnit("s")}
+	if len(c.buckets) > 0 {
+		opts = append(opts, metric.WithExplicitBucketBoundaries(c.buckets...))
+	}
+	return m.Float64Histogram(name, opts...)
+}
+
+// addOpts and recordOpts are the options of one attribute set, made once so
+// that a measurement allocates nothing: passing a lone option to a variadic
+// interface method would allocate its slice at every call.
+func addOpts(s attribute.Set) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(s)}
+}
+
+func recordOpts(s attribute.Set) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(s)}
+}
+
+func observeOpts(s attribute.Set) []metric.ObserveOption {
+	return []metric.ObserveOption{metric.WithAttributeSet(s)}
+}
+
+// isNil reports whether v is nil, or an interface holding a nil pointer (a
+// nil *pool.Pool as a PoolStatser, say), whose methods would fail only at
+// the first collection, far from the mistake.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// registration is what the Observe methods return: it unregisters the
+// callback, and then, once, frees the metrics for another Observe.
+type registration struct {
+	metric.Registration
+	once    sync.Once
+	release *atomic.Bool
+}
+
+func (r *registration) Unregister() error {
+	err := r.Registration.Unregister()
+	r.once.Do(func() { r.release.Store(false) })
+	return err
+}

@@ -1,0 +1,218 @@
+package ctxsyncotel
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/ctxsync/ctxsync/pool"
+)
+
+// A PoolSource is what PoolMetrics.Observe reads: a *pool.Pool[T] of any T.
+type PoolSource interface {
+	Stats() pool.Stats
+}
+
+// PoolMetrics are the instruments of one pool.Pool, named after the
+// db.client.connection.* semantic conventions where they fit, with the
+// db.client.connection.pool.name attribute. See the package doc for the
+// list.
+//
+// It measures in two ways, which may be used together or apart: Hooks, set
+// in the pool's Config, feed the histograms of wait and create times and the
+// count of timeouts as the events happen; Observe, given the pool once made,
+// reads its Stats at each collection for the gauges and the other counters.
+//
+//	m, err := ctxsyncotel.NewPoolMetrics("db", ctxsyncotel.WithMeterProvider(mp))
+//	cfg.Hooks = m.Hooks(cfg.Hooks)
+//	p, err := pool.New(cfg)
+//	reg, err := m.Observe(p)
+//	defer reg.Unregister()
+//
+// Use NewPoolMetrics; the zero PoolMetrics is not usable. It is safe for
+// concurrent use by multiple goroutines, and must not be copied after first
+// use.
+type PoolMetrics struct {
+	cfg  *config
+	name string
+
+	waitTime   metric.Float64Histogram
+	createTime metric.Float64Histogram
+	timeouts   metric.Int64Counter
+	rec        []metric.RecordOption // the pool's attributes
+	add        []metric.AddOption    // the same
+
+	observed atomic.Bool // an Observe is registered
+}
+
+// NewPoolMetrics makes the instruments of the pool called name, the value of
+// the db.client.connection.pool.name attribute ("server:port/db" for a pool
+// of connections to a database, as the conventions suggest; any name unique
+// in the program otherwise). It fails on an empty name, a bad option, or an
+// instrument the Meter refuses to make.
+func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
+	c, err := newConfig("pool", name, opts)
+	if err != nil {
+		return nil, err
+	}
+	m := &PoolMetrics{cfg: c, name: name}
+	meter := c.meter()
+	var errs [3]error
+	m.waitTime, errs[0] = c.durationHistogram(meter, "db.client.connection.wait_time",
+		"The time it took to obtain an open connection from the pool.")
+	m.createTime, errs[1] = c.durationHistogram(meter, "db.client.connection.create_time",
+		"The time it took to create a new connection.")
+	m.timeouts, errs[2] = meter.Int64Counter("db.client.connection.timeouts",
+		metric.WithDescription("The number of connection timeouts that have occurred trying to obtain a connection from the pool."),
+		metric.WithUnit("{timeout}"))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	s := m.set()
+	m.rec, m.add = recordOpts(s), addOpts(s)
+	return m, nil
+}
+
+func (m *PoolMetrics) set(kvs ...attribute.KeyValue) attribute.Set {
+	return m.cfg.set(append([]attribute.KeyValue{semconv.DBClientConnectionPoolName(m.name)}, kvs...)...)
+}
+
+func (m *PoolMetrics) check() {
+	if m == nil || m.cfg == nil {
+		panic("ctxsyncotel: use NewPoolMetrics; a nil or zero *PoolMetrics is not usable")
+	}
+}
+
+// Hooks returns hooks that feed m's histograms and counters and then call
+// next's, each of which may be nil: the way to keep hooks of one's own. Set
+// the result as the pool's Config.Hooks before pool.New.
+//
+// OnAcquire records the wait of every Acquire and of every TryAcquire that
+// got a resource in db.client.connection.wait_time (0 for those served by an
+// idle resource at once, which read no clock), failed ones included, and
+// counts those whose error is context.DeadlineExceeded (errors.Is) in
+// db.client.connection.timeouts. OnCreate records the duration of each call
+// to Config.New that made a resource in db.client.connection.create_time.
+// The other hooks are next's: Observe has their counts, from Stats.
+//
+// The pool's hooks report no time between Acquire and Release, so
+// db.client.connection.use_time is not measured.
+func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
+	m.check()
+	h := next
+	onAcquire, onCreate := next.OnAcquire, next.OnCreate
+	h.OnAcquire = func(e pool.AcquireEvent) {
+		m.waitTime.Record(context.Background(), e.Wait.Seconds(), m.rec...)
+		if e.Err != nil && errors.Is(e.Err, context.DeadlineExceeded) {
+			m.timeouts.Add(context.Background(), 1, m.add...)
+		}
+		if onAcquire != nil {
+			onAcquire(e)
+		}
+	}
+	h.OnCreate = func(e pool.CreateEvent) {
+		if e.Err == nil {
+			m.createTime.Record(context.Background(), e.Duration.Seconds(), m.rec...)
+		}
+		if onCreate != nil {
+			onCreate(e)
+		}
+	}
+	return h
+}
+
+// Observe registers a callback that reads p.Stats at each collection and
+// reports it to the asynchronous instruments (see the package doc). It
+// returns the registration, whose Unregister stops it. A PoolMetrics observes
+// one pool at a time: Observe fails while an earlier registration is in
+// force, as it does for a nil p or an instrument the Meter refuses to make.
+func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
+	m.check()
+	if isNil(p) {
+		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe of a nil pool")
+	}
+	if !m.observed.CompareAndSwap(false, true) {
+		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + m.name + " is observed already")
+	}
+	reg, err := m.observe(p)
+	if err != nil {
+		m.observed.Store(false)
+		return nil, err
+	}
+	return &registration{Registration: reg, release: &m.observed}, nil
+}
+
+func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
+	meter := m.cfg.meter()
+	conns := func(name, desc string) (metric.Int64ObservableUpDownCounter, error) {
+		return meter.Int64ObservableUpDownCounter(name, metric.WithDescription(desc), metric.WithUnit("{connection}"))
+	}
+	counter := func(name, desc, unit string) (metric.Int64ObservableCounter, error) {
+		return meter.Int64ObservableCounter(name, metric.WithDescription(desc), metric.WithUnit(unit))
+	}
+	var (
+		count, maxConns, pending, constructing, closing metric.Int64ObservableUpDownCounter
+		acquires, empty, waits, canceled                metric.Int64ObservableCounter
+		created, closed, failures, closeErrs            metric.Int64ObservableCounter
+		waited                                          metric.Float64ObservableCounter
+		errs                                            [14]error
+	)
+	count, errs[0] = conns("db.client.connection.count",
+		"The number of connections that are currently in state described by the `state` attribute.")
+	maxConns, errs[1] = conns("db.client.connection.max", "The maximum number of open connections allowed.")
+	pending, errs[2] = meter.Int64ObservableUpDownCounter("db.client.connection.pending_requests",
+		metric.WithDescription("The number of current pending requests for an open connection."),
+		metric.WithUnit("{request}"))
+	constructing, errs[3] = conns("ctxsync.pool.connection.constructing", "Calls to the pool's New under way.")
+	closing, errs[4] = conns("ctxsync.pool.connection.closing", "Calls to the pool's Close under way.")
+	acquires, errs[5] = counter("ctxsync.pool.acquires", "Acquires and TryAcquires that returned a connection.", "{acquire}")
+	empty, errs[6] = counter("ctxsync.pool.empty_acquires", "Acquires that found no idle connection.", "{acquire}")
+	waits, errs[7] = counter("ctxsync.pool.waits", "Acquires that found the pool full, and waited for a release.", "{acquire}")
+	canceled, errs[8] = counter("ctxsync.pool.canceled_acquires", "Acquires that returned their context's error, not counting those whose context was done at the call.", "{acquire}")
+	waited, errs[9] = meter.Float64ObservableCounter("ctxsync.pool.wait_duration",
+		metric.WithDescription("The time Acquires waited, for a release or a new connection, in all."),
+		metric.WithUnit("s"))
+	created, errs[10] = counter("ctxsync.pool.connection.created", "Connections made.", "{connection}")
+	closed, errs[11] = counter("ctxsync.pool.connection.closed", "Connections closed, by the reason in ctxsync.pool.close.reason.", "{connection}")
+	failures, errs[12] = counter("ctxsync.pool.connection.create_failures", "Calls to the pool's New that failed, or that its breaker refused.", "{failure}")
+	closeErrs, errs[13] = counter("ctxsync.pool.connection.close_errors", "Calls to the pool's Close that returned an error.", "{error}")
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+
+	all := observeOpts(m.set())
+	idle := observeOpts(m.set(semconv.DBClientConnectionStateIdle))
+	used := observeOpts(m.set(semconv.DBClientConnectionStateUsed))
+	var reasons [pool.ClosedPool + 1][]metric.ObserveOption
+	for r := pool.ClosedIdle; r <= pool.ClosedPool; r++ {
+		reasons[r] = observeOpts(m.set(attribute.String("ctxsync.pool.close.reason", r.String())))
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := p.Stats()
+		o.ObserveInt64(count, int64(s.Idle), idle...)
+		o.ObserveInt64(count, int64(s.InUse), used...)
+		o.ObserveInt64(maxConns, int64(s.Max), all...)
+		o.ObserveInt64(pending, int64(s.Waiting), all...)
+		o.ObserveInt64(constructing, int64(s.Constructing), all...)
+		o.ObserveInt64(closing, int64(s.Closing), all...)
+		o.ObserveInt64(acquires, s.AcquireCount, all...)
+		o.ObserveInt64(empty, s.EmptyAcquires, all...)
+		o.ObserveInt64(waits, s.WaitCount, all...)
+		o.ObserveInt64(canceled, s.CanceledAcquires, all...)
+		o.ObserveFloat64(waited, s.WaitDuration.Seconds(), all...)
+		o.ObserveInt64(created, s.Created, all...)
+		o.ObserveInt64(failures, s.CreateFailures, all...)
+		o.ObserveInt64(closeErrs, s.CloseErrors, all...)
+		o.ObserveInt64(closed, s.ClosedIdle, reasons[pool.ClosedIdle]...)
+		o.ObserveInt64(closed, s.ClosedLifetime, reasons[pool.ClosedLifetime]...)
+		o.ObserveInt64(closed, s.ClosedHealth, reasons[pool.ClosedHealth]...)
+		o.ObserveInt64(closed, s.ClosedDestroy, reasons[pool.ClosedDestroy]...)
+		o.ObserveInt64(closed, s.ClosedPool, reasons[pool.ClosedPool]...)
+		return nil
+	}, count, maxConns, pending, constructing, closing, acquires, empty, waits, canceled,
+		waited, created, failures, closeErrs, closed)
+}
