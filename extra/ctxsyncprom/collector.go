@@ -1,0 +1,283 @@
+package ctxsyncprom
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// ErrDuplicateName is returned, wrapped with the kind and the name, by the
+// Add methods for a name already added for the same kind of source: two
+// sources of one kind under one name would give the same series twice.
+var ErrDuplicateName = errors.New("ctxsyncprom: name already added")
+
+// Options configure a Collector. The zero Options are the defaults.
+type Options struct {
+	// Namespace is the first part of every metric's name, before "_pool_",
+	// "_breaker_"... "" means "ctxsync". It must be a valid metric name
+	// made of ASCII letters, digits, underscores and colons.
+	Namespace string
+
+	// The upper bounds, in seconds, of the buckets of each histogram, in
+	// increasing order. nil means DefaultBuckets().
+	AcquireWaitBuckets    []float64 // pool_acquire_wait_seconds
+	CreateDurationBuckets []float64 // pool_create_duration_seconds
+	CallDurationBuckets   []float64 // breaker_call_duration_seconds
+	LimiterWaitBuckets    []float64 // ratelimit_wait_seconds
+}
+
+// DefaultBuckets returns the histograms' default bucket bounds, in seconds:
+// from 100µs to 10s in 1-2.5-5 steps. A pool's waits and a dependency's calls
+// are often well under prometheus.DefBuckets' first bound of 5ms.
+func DefaultBuckets() []float64 {
+	return []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+}
+
+// A Collector is a prometheus.Collector for the pools, breakers, rate
+// limiters, semaphores and queues added to it, each under a name that becomes
+// the value of the "name" label of its series. Register it once; add and
+// remove sources at any time.
+//
+// At each scrape it reads the snapshots of its sources (Pool.Stats,
+// Breaker.Metrics, Tally.Counts, the gauges' getters): nothing is counted on
+// the way of an Acquire or a call. The histograms, which snapshots cannot
+// give, are fed by hooks that PoolHooks, BreakerOnCall and TallyOnWait make.
+//
+// Use NewCollector; the zero Collector is not usable, and panics at first use.
+// It is safe for concurrent use by multiple goroutines.
+type Collector struct {
+	d descs
+
+	acquireWait, createDuration, callDuration, limiterWait *prometheus.HistogramVec
+
+	mu   sync.Mutex                // serializes Add and Remove
+	srcs atomic.Pointer[sourceSet] // read by Collect without a lock
+}
+
+// sourceSet is the sources at one moment. It is never changed once stored:
+// Add and Remove store a new one, so that a scrape reads it with no lock.
+type sourceSet struct {
+	list    []entry // sorted by name, then kind
+	samples int     // the most samples the list gives: the size of a scrape's slab
+}
+
+type entry struct {
+	kind string // "pool", "breaker"...: a name is unique within its kind
+	name string
+	src  source
+}
+
+// A source gives the samples of one thing added to a Collector.
+type source interface {
+	// collect appends the samples of the source's current snapshot to out,
+	// at most size() of them.
+	collect(out []sample) []sample
+	size() int
+}
+
+var namespaceRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
+// NewCollector returns a Collector with no source.
+//
+// NewCollector panics if opts.Namespace is not a valid metric name, or a
+// bucket list is not in increasing order.
+func NewCollector(opts Options) *Collector {
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "ctxsync"
+	}
+	if !namespaceRE.MatchString(ns) {
+		panic(fmt.Sprintf("ctxsyncprom: Options.Namespace %q is not a valid metric name (ASCII letters, digits, _ and :, not first a digit)", ns))
+	}
+	c := &Collector{d: newDescs(ns)}
+	hist := func(field string, buckets []float64, subsystem, name, help string, labels ...string) *prometheus.HistogramVec {
+		if buckets == nil {
+			buckets = DefaultBuckets()
+		}
+		if len(buckets) == 0 {
+			panic("ctxsyncprom: Options." + field + " is empty; nil means DefaultBuckets()")
+		}
+		for i := 1; i < len(buckets); i++ {
+			if !(buckets[i-1] < buckets[i]) {
+				panic(fmt.Sprintf("ctxsyncprom: Options.%s %v is not in increasing order", field, buckets))
+			}
+		}
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: subsystem, Name: name, Help: help,
+			Buckets: slices.Clone(buckets), // the caller's slice may change later
+		}, append([]string{"name"}, labels...))
+	}
+	c.acquireWait = hist("AcquireWaitBuckets", opts.AcquireWaitBuckets, "pool", "acquire_wait_seconds",
+		"Time Acquires waited for a resource, when they found none idle (from PoolHooks).")
+	c.createDuration = hist("CreateDurationBuckets", opts.CreateDurationBuckets, "pool", "create_duration_seconds",
+		"Time the calls to the pool's New took, failed ones included (from PoolHooks).")
+	c.callDuration = hist("CallDurationBuckets", opts.CallDurationBuckets, "breaker", "call_duration_seconds",
+		"Time the calls let through by the breaker took, by outcome (from BreakerOnCall).", "outcome")
+	c.limiterWait = hist("LimiterWaitBuckets", opts.LimiterWaitBuckets, "ratelimit", "wait_seconds",
+		"Time WaitN calls through the Tally took, by result (from TallyOnWait).", "result")
+	c.srcs.Store(&sourceSet{})
+	return c
+}
+
+func (c *Collector) vecs() [4]*prometheus.HistogramVec {
+	return [...]*prometheus.HistogramVec{c.acquireWait, c.createDuration, c.callDuration, c.limiterWait}
+}
+
+func (c *Collector) mustBeMade() {
+	if c == nil || c.acquireWait == nil {
+		panic("ctxsyncprom: use NewCollector; a nil or zero Collector is not usable")
+	}
+}
+
+// Describe sends the descriptions of every metric the Collector may give,
+// whatever its sources: it implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.mustBeMade()
+	for _, d := range c.d.all() {
+		ch <- d
+	}
+	for _, v := range c.vecs() {
+		v.Describe(ch)
+	}
+}
+
+// Collect reads the snapshot of every source and sends its samples, then
+// the histograms: it implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.mustBeMade()
+	set := c.srcs.Load()
+	if set.samples > 0 {
+		// One slab for the whole scrape: the samples' labels were made
+		// when their source was added, so a scrape allocates this and
+		// what the registry allocates, whatever the number of sources.
+		slab := make([]sample, 0, set.samples)
+		for _, e := range set.list {
+			slab = e.src.collect(slab)
+		}
+		for i := range slab {
+			ch <- &slab[i]
+		}
+	}
+	for _, v := range c.vecs() {
+		v.Collect(ch)
+	}
+}
+
+// add adds src under kind and name, or returns an error wrapping
+// ErrDuplicateName.
+func (c *Collector) add(kind, name string, src source) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.srcs.Load()
+	i, found := slices.BinarySearchFunc(old.list, entry{kind: kind, name: name}, cmpEntry)
+	if found {
+		return fmt.Errorf("%w: a %s named %q", ErrDuplicateName, kind, name)
+	}
+	list := slices.Insert(slices.Clip(old.list), i, entry{kind: kind, name: name, src: src})
+	c.srcs.Store(&sourceSet{list: list, samples: old.samples + src.size()})
+	return nil
+}
+
+func cmpEntry(a, b entry) int {
+	if c := strings.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.kind, b.kind)
+}
+
+// Remove removes every source added under name, of every kind, and the
+// series of its histograms. It reports whether there was any. Hooks made for
+// name before go on working, but their observations are no longer exported;
+// hooks made after start the histograms anew.
+func (c *Collector) Remove(name string) bool {
+	c.mustBeMade()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.srcs.Load()
+	set := &sourceSet{}
+	for _, e := range old.list {
+		if e.name != name {
+			set.list = append(set.list, e)
+			set.samples += e.src.size()
+		}
+	}
+	removed := len(set.list) < len(old.list)
+	if removed {
+		c.srcs.Store(set)
+	}
+	for _, v := range c.vecs() {
+		if v.DeletePartialMatch(prometheus.Labels{"name": name}) > 0 {
+			removed = true
+		}
+	}
+	return removed
+}
+
+// checkName panics unless name can be the value of the name label.
+func checkName(method, name string) {
+	if name == "" {
+		panic("ctxsyncprom: " + method + " with an empty name")
+	}
+	if !utf8.ValidString(name) {
+		panic(fmt.Sprintf("ctxsyncprom: %s with a name that is not UTF-8: %q", method, name))
+	}
+}
+
+// checkSource panics if v is nil, or a nil pointer in an interface.
+func checkSource(method string, v any) {
+	if v == nil {
+		panic("ctxsyncprom: " + method + " with a nil source")
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		panic(fmt.Sprintf("ctxsyncprom: %s with a nil %T", method, v))
+	}
+}
+
+// A sample is one series' value at one scrape. It implements
+// prometheus.Metric with no allocation of its own: its label pairs are made
+// once per source (client_golang's own metrics share theirs across scrapes
+// too: a dto.Metric's labels are immutable by contract), and its value is
+// pointed to where it lies, in the scrape's slab.
+type sample struct {
+	desc    *prometheus.Desc
+	labels  []*dto.LabelPair
+	value   float64
+	counter bool
+}
+
+func (s *sample) Desc() *prometheus.Desc { return s.desc }
+
+func (s *sample) Write(m *dto.Metric) error {
+	m.Label = s.labels
+	if s.counter {
+		m.Counter = &dto.Counter{Value: &s.value}
+	} else {
+		m.Gauge = &dto.Gauge{Value: &s.value}
+	}
+	return nil
+}
+
+// A series is a desc with the label pairs of one source: a sample without
+// its value, made when the source is added.
+type series struct {
+	desc    *prometheus.Desc
+	labels  []*dto.LabelPair
+	counter bool
+}
+
+func newSeries(d *prometheus.Desc, counter bool, labelValues ...string) series {
+	return series{desc: d, labels: prometheus.MakeLabelPairs(d, labelValues), counter: counter}
+}
+
+func (s *series) at(v float64) sample {
+	return sample{desc: s.desc, labels: s.labels, value: v, counter: s.counter}
+}

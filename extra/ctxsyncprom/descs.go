@@ -1,0 +1,81 @@
+package ctxsyncprom
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// descs are the descriptions of the metrics read from snapshots, made once
+// per Collector. The package doc's table lists them.
+type descs struct {
+	poolResources, poolMax, poolWaiters                          *prometheus.Desc
+	poolAcquires, poolEmptyAcquires, poolCanceled                *prometheus.Desc
+	poolWaits, poolWaitDuration                                  *prometheus.Desc
+	poolCreated, poolCreateFailures, poolClosed, poolCloseErrors *prometheus.Desc
+
+	breakerState, breakerDisabled, breakerCalls, breakerSlowCalls *prometheus.Desc
+	breakerOpenings, breakerWindowCalls                           *prometheus.Desc
+	breakerFailureRatio, breakerSlowCallRatio                     *prometheus.Desc
+
+	limiterDecisions, limiterWaits *prometheus.Desc
+
+	semAvailable, semCapacity, semWaiters *prometheus.Desc
+
+	queueItems, queueUnfinished, queueWaiters *prometheus.Desc
+
+	waiters *prometheus.Desc
+}
+
+func newDescs(ns string) descs {
+	d := func(subsystem, name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(ns, subsystem, name), help, append([]string{"name"}, labels...), nil)
+	}
+	return descs{
+		poolResources:      d("pool", "resources", "Resources of the pool now, by state: idle, in_use, constructing (calls to New under way), closing (calls to Close under way).", "state"),
+		poolMax:            d("pool", "max_resources", "The most resources the pool may hold (Config.MaxSize)."),
+		poolWaiters:        d("pool", "waiters", "Acquires waiting now for a release or a new resource."),
+		poolAcquires:       d("pool", "acquires_total", "Acquires and TryAcquires that returned a resource."),
+		poolEmptyAcquires:  d("pool", "empty_acquires_total", "Acquires that found no idle resource."),
+		poolCanceled:       d("pool", "canceled_acquires_total", "Acquires that ended with their context while under way."),
+		poolWaits:          d("pool", "waits_total", "Acquires that found the pool full, and waited for a release."),
+		poolWaitDuration:   d("pool", "wait_duration_seconds_total", "Time Acquires waited for a release or a new resource."),
+		poolCreated:        d("pool", "created_total", "Resources made by New."),
+		poolCreateFailures: d("pool", "create_failures_total", "Calls to New that failed, or that the pool's breaker refused."),
+		poolClosed:         d("pool", "closed_total", "Resources closed, by reason: idle (MaxIdleTime), lifetime (MaxLifetime), health (failed HealthCheck), destroy (Destroy), pool (Close).", "reason"),
+		poolCloseErrors:    d("pool", "close_errors_total", "Calls to the pool's Close function that returned an error."),
+
+		breakerState:         d("breaker", "state", "1 for the state the breaker is in (closed, half-open or open), 0 for the others.", "state"),
+		breakerDisabled:      d("breaker", "disabled", "1 if the breaker is disabled: it lets every call through."),
+		breakerCalls:         d("breaker", "calls_total", "Calls by outcome: success, failure, ignored (let through, their error not judged), rejected (refused by the breaker). Reset on Breaker.Reset.", "outcome"),
+		breakerSlowCalls:     d("breaker", "slow_calls_total", "Calls slower than SlowCallDuration, whatever their outcome. Reset on Breaker.Reset."),
+		breakerOpenings:      d("breaker", "consecutive_openings", "Openings since the breaker last closed, which OpenBackoff scales the open time by."),
+		breakerWindowCalls:   d("breaker", "window_calls", "Calls in the window of the rate rules; only with a rate rule."),
+		breakerFailureRatio:  d("breaker", "window_failure_ratio", "Failed calls in the window of the rate rules, as a fraction of its calls; only with a rate rule."),
+		breakerSlowCallRatio: d("breaker", "window_slow_call_ratio", "Slow calls in the window of the rate rules, as a fraction of its calls; only with a rate rule."),
+
+		limiterDecisions: d("ratelimit", "decisions_total", "AllowN and Take calls through the Tally, by decision: allowed or refused.", "decision"),
+		limiterWaits:     d("ratelimit", "waits_total", "WaitN calls through the Tally, by result: taken (the events were taken) or failed (an error).", "result"),
+
+		semAvailable: d("semaphore", "available", "Permits (units, for a Weighted) free now."),
+		semCapacity:  d("semaphore", "capacity", "Units of a Weighted semaphore, free or held; only for Weighted."),
+		semWaiters:   d("semaphore", "waiters", "Goroutines waiting now to acquire."),
+
+		queueItems:      d("queue", "items", "Items in the queue now."),
+		queueUnfinished: d("queue", "unfinished_tasks", "Items put and not yet marked done with TaskDone."),
+		queueWaiters:    d("queue", "waiters", "Goroutines waiting now on the queue; only for a queue that counts them."),
+
+		waiters: d("", "waiters", "Goroutines waiting now on the primitive (a lock, a barrier, a condition)."),
+	}
+}
+
+func (d *descs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{
+		d.poolResources, d.poolMax, d.poolWaiters,
+		d.poolAcquires, d.poolEmptyAcquires, d.poolCanceled,
+		d.poolWaits, d.poolWaitDuration,
+		d.poolCreated, d.poolCreateFailures, d.poolClosed, d.poolCloseErrors,
+		d.breakerState, d.breakerDisabled, d.breakerCalls, d.breakerSlowCalls,
+		d.breakerOpenings, d.breakerWindowCalls, d.breakerFailureRatio, d.breakerSlowCallRatio,
+		d.limiterDecisions, d.limiterWaits,
+		d.semAvailable, d.semCapacity, d.semWaiters,
+		d.queueItems, d.queueUnfinished, d.queueWaiters,
+		d.waiters,
+	}
+}

@@ -1,0 +1,156 @@
+package ctxsyncprom
+
+// The gauge primitives are read through small interfaces, so that any type
+// with the getters fits: the root package's types, and the getters it gains.
+
+// A Semaphore is what AddSemaphore reads: *ctxsync.Semaphore and
+// *ctxsync.BoundedSemaphore are ones.
+type Semaphore interface {
+	Available() int // permits free now
+	Waiting() int   // goroutines waiting now
+}
+
+// A Weighted is what AddWeighted reads: *ctxsync.Weighted is one.
+type Weighted interface {
+	Capacity() int64
+	Available() int64
+	Waiting() int
+}
+
+// A Queue is what AddQueue reads: *ctxsync.Queue[T] and
+// *ctxsync.PriorityQueue[T] are ones. A queue that also counts the
+// goroutines waiting on it (a Waiter) has them exported too.
+type Queue interface {
+	Len() int        // items in the queue
+	Unfinished() int // items put and not yet marked done
+}
+
+// A Waiter counts the goroutines waiting on it: *ctxsync.Barrier and
+// *ctxsync.Condition are ones, as is any primitive with a Waiting method.
+type Waiter interface {
+	Waiting() int
+}
+
+// AddSemaphore adds s under name: each scrape reads its Available and
+// Waiting, as semaphore_available and semaphore_waiters.
+//
+// AddSemaphore returns an error wrapping ErrDuplicateName if a semaphore or a
+// Weighted was added under name already. It panics if s is nil or name is
+// empty.
+func (c *Collector) AddSemaphore(name string, s Semaphore) error {
+	c.mustBeMade()
+	checkName("AddSemaphore", name)
+	checkSource("AddSemaphore", s)
+	return c.add("semaphore", name, &semSource{
+		s:         s,
+		available: newSeries(c.d.semAvailable, false, name),
+		waiters:   newSeries(c.d.semWaiters, false, name),
+	})
+}
+
+type semSource struct {
+	s                  Semaphore
+	available, waiters series
+}
+
+func (s *semSource) size() int { return 2 }
+
+func (s *semSource) collect(out []sample) []sample {
+	return append(out, s.available.at(float64(s.s.Available())), s.waiters.at(float64(s.s.Waiting())))
+}
+
+// AddWeighted adds w under name: each scrape reads its Capacity, Available
+// and Waiting, as semaphore_capacity, semaphore_available and
+// semaphore_waiters.
+//
+// AddWeighted returns an error wrapping ErrDuplicateName if a semaphore or a
+// Weighted was added under name already. It panics if w is nil or name is
+// empty.
+func (c *Collector) AddWeighted(name string, w Weighted) error {
+	c.mustBeMade()
+	checkName("AddWeighted", name)
+	checkSource("AddWeighted", w)
+	return c.add("semaphore", name, &weightedSource{
+		w:         w,
+		capacity:  newSeries(c.d.semCapacity, false, name),
+		available: newSeries(c.d.semAvailable, false, name),
+		waiters:   newSeries(c.d.semWaiters, false, name),
+	})
+}
+
+type weightedSource struct {
+	w                            Weighted
+	capacity, available, waiters series
+}
+
+func (s *weightedSource) size() int { return 3 }
+
+func (s *weightedSource) collect(out []sample) []sample {
+	return append(out,
+		s.available.at(float64(s.w.Available())),
+		s.capacity.at(float64(s.w.Capacity())),
+		s.waiters.at(float64(s.w.Waiting())),
+	)
+}
+
+// AddQueue adds q under name: each scrape reads its Len and Unfinished, as
+// queue_items and queue_unfinished_tasks, and if q is a Waiter, its Waiting,
+// as queue_waiters.
+//
+// AddQueue returns an error wrapping ErrDuplicateName if a queue was added
+// under name already. It panics if q is nil or name is empty.
+func (c *Collector) AddQueue(name string, q Queue) error {
+	c.mustBeMade()
+	checkName("AddQueue", name)
+	checkSource("AddQueue", q)
+	s := &queueSource{
+		q:          q,
+		items:      newSeries(c.d.queueItems, false, name),
+		unfinished: newSeries(c.d.queueUnfinished, false, name),
+	}
+	if w, ok := q.(Waiter); ok {
+		s.w = w
+		s.waiters = newSeries(c.d.queueWaiters, false, name)
+	}
+	return c.add("queue", name, s)
+}
+
+type queueSource struct {
+	q                          Queue
+	w                          Waiter // q, if it counts its waiters
+	items, unfinished, waiters series
+}
+
+func (s *queueSource) size() int { return 3 }
+
+func (s *queueSource) collect(out []sample) []sample {
+	out = append(out, s.items.at(float64(s.q.Len())), s.unfinished.at(float64(s.q.Unfinished())))
+	if s.w != nil {
+		out = append(out, s.waiters.at(float64(s.w.Waiting())))
+	}
+	return out
+}
+
+// AddWaiter adds w under name: each scrape reads its Waiting, as waiters.
+// It is for the primitives that have no metric of their own here (a
+// Barrier, a Condition, a Lock once it counts its waiters).
+//
+// AddWaiter returns an error wrapping ErrDuplicateName if a waiter was added
+// under name already. It panics if w is nil or name is empty.
+func (c *Collector) AddWaiter(name string, w Waiter) error {
+	c.mustBeMade()
+	checkName("AddWaiter", name)
+	checkSource("AddWaiter", w)
+	return c.add("waiter", name, &waiterSource{w: w, waiters: newSeries(c.d.waiters, false, name)})
+}
+
+type waiterSource struct {
+	w       Waiter
+	waiters series
+}
+
+func (s *waiterSource) size() int { return 1 }
+
+func (s *waiterSource) collect(out []sample) []sample {
+	return append(out, s.waiters.at(float64(s.w.Waiting())))
+}
