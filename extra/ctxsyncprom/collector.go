@@ -237,8 +237,11 @@ func checkSource(method string, v any) {
 	if v == nil {
 		panic("ctxsyncprom: " + method + " with a nil source")
 	}
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-		panic(fmt.Sprintf("ctxsyncprom: %s with a nil %T", method, v))
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
+		if rv.IsNil() {
+			panic(fmt.Sprintf("ctxsyncprom: %s with a nil %T", method, v))
+		}
 	}
 }
 

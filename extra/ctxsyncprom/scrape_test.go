@@ -1,0 +1,274 @@
+package ctxsyncprom_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/extra/ctxsyncprom"
+	"github.com/ctxsync/ctxsync/pool"
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+func testutilCount(t *testing.T, c prometheus.Collector) int {
+	t.Helper()
+	return testutil.CollectAndCount(c)
+}
+
+// everything returns a Collector with a source of every kind, each hook fed
+// once, and a cleanup.
+func everything(t *testing.T) (*ctxsyncprom.Collector, func()) {
+	t.Helper()
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	p, err := pool.New(pool.Config[int]{
+		New:     func(context.Context) (int, error) { return 1, nil },
+		MaxSize: 2,
+		Hooks:   c.PoolHooks("db"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	b := breaker.New(breaker.Settings{OnCall: c.BreakerOnCall("api"), FailureRateThreshold: 50})
+	_ = b.Execute(context.Background(), func(context.Context) error { return nil })
+	tally := &ratelimit.Tally{OnWait: c.TallyOnWait("search")}
+	_ = tally.Wrap(ratelimit.NewTokenBucket(1000, 1)).WaitN(context.Background(), 1)
+	for _, err := range []error{
+		c.AddPool("db", p),
+		c.AddBreaker("api", b),
+		c.AddTally("search", tally),
+		c.AddSemaphore("workers", ctxsync.NewSemaphore(2)),
+		c.AddWeighted("memory", ctxsync.NewWeighted(10)),
+		c.AddQueue("jobs", queueWithWaiters{ctxsync.NewQueue[int](0), 0}),
+		c.AddWaiter("phases", ctxsync.NewBarrier(2, nil)),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, func() { _ = p.Close(context.Background()) }
+}
+
+// TestLint: client_golang's linter finds nothing to say of any metric.
+func TestLint(t *testing.T) {
+	c, done := everything(t)
+	defer done()
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestPromtool: promtool check metrics finds nothing to say of a scrape.
+// It is skipped where promtool is not installed (Debian: apt-get install
+// prometheus).
+func TestPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed (Debian package prometheus)")
+	}
+	c, done := everything(t)
+	defer done()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	enc := expfmt.NewEncoder(&text, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(text.Bytes())
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s\nscrape:\n%s", err, out, text.Bytes())
+	}
+}
+
+// TestScrapeMatchesDocTable: a scrape of a source of every kind, with every
+// hook fed, gives exactly the metrics of the package doc's table, each with
+// the type the table says; every sample has a description that Describe
+// sent (the pedantic registry checks).
+func TestScrapeMatchesDocTable(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^//\t(ctxsync_\w+)\s+(gauge|counter|histogram)\s`).FindAllStringSubmatch(string(doc), -1) {
+		want[m[1]] = m[2]
+	}
+	if len(want) < 30 {
+		t.Fatalf("found %d metrics in doc.go's table; has its layout changed?", len(want))
+	}
+	c, done := everything(t)
+	defer done()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = strings.ToLower(mf.GetType().String())
+	}
+	for name, typ := range want {
+		if got[name] != typ {
+			t.Errorf("%s: the table says %s, the scrape has %q", name, typ, got[name])
+		}
+	}
+	for name := range got {
+		if want[name] == "" {
+			t.Errorf("%s is in the scrape, not in the package doc's table", name)
+		}
+	}
+}
+
+func TestRemove(t *testing.T) {
+	c, done := everything(t)
+	defer done()
+	before := testutil.CollectAndCount(c)
+	if err := c.AddSemaphore("db", ctxsync.NewSemaphore(1)); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Remove("db") {
+		t.Fatal(`Remove("db") = false, want true`)
+	}
+	// The pool's 19 series, its 2 histograms and the semaphore's 2 series.
+	if got, want := testutil.CollectAndCount(c), before-19-2; got != want {
+		t.Errorf("%d series after Remove, want %d", got, want)
+	}
+	for _, n := range []string{"ctxsync_pool_resources", "ctxsync_pool_acquire_wait_seconds", "ctxsync_semaphore_available"} {
+		if strings.Contains(scrapeText(t, c, n), `name="db"`) {
+			t.Errorf("%s still has db after Remove", n)
+		}
+	}
+	if c.Remove("db") {
+		t.Error(`second Remove("db") = true, want false`)
+	}
+	// Hooks made before Remove go on working, unseen.
+	if !c.Remove("api") {
+		t.Error(`Remove("api") = false, want true`)
+	}
+	if err := c.AddPool("db", statsFunc(func() pool.Stats { return pool.Stats{Max: 7} })); err != nil {
+		t.Errorf("AddPool after Remove = %v", err)
+	}
+	if got := scrapeText(t, c, "ctxsync_pool_max_resources"); !strings.Contains(got, `ctxsync_pool_max_resources{name="db"} 7`) {
+		t.Errorf("scrape after Remove and AddPool:\n%s", got)
+	}
+	if c.Remove("nothing") {
+		t.Error(`Remove("nothing") = true`)
+	}
+}
+
+// scrapeText returns the text exposition of c's metric named name.
+func scrapeText(t *testing.T, c prometheus.Collector, name string) string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			_, _ = expfmt.MetricFamilyToText(&b, mf)
+		}
+	}
+	return b.String()
+}
+
+func TestJoinPoolHooks(t *testing.T) {
+	var log []string
+	rec := func(who string) pool.Hooks {
+		return pool.Hooks{
+			OnAcquire:         func(e pool.AcquireEvent) { log = append(log, who+" acquire "+e.Wait.String()) },
+			OnCreate:          func(pool.CreateEvent) { log = append(log, who+" create") },
+			OnRelease:         func() { log = append(log, who+" release") },
+			OnClose:           func(r pool.CloseReason) { log = append(log, who+" close "+r.String()) },
+			OnHealthCheckFail: func(err error) { log = append(log, who+" health "+err.Error()) },
+		}
+	}
+	j := ctxsyncprom.JoinPoolHooks(rec("a"), pool.Hooks{}, rec("b"))
+	j.OnAcquire(pool.AcquireEvent{Waited: true, Wait: time.Second})
+	j.OnCreate(pool.CreateEvent{})
+	j.OnRelease()
+	j.OnClose(pool.ClosedIdle)
+	j.OnHealthCheckFail(errDown)
+	want := "a acquire 1s,b acquire 1s,a create,b create,a release,b release,a close idle,b close idle,a health down,b health down"
+	if got := strings.Join(log, ","); got != want {
+		t.Errorf("joined hooks ran\n%s\nwant\n%s", got, want)
+	}
+
+	// A hook that none sets stays nil, so that it costs the pool nothing.
+	only := ctxsyncprom.JoinPoolHooks(pool.Hooks{}, pool.Hooks{OnRelease: func() {}})
+	if only.OnAcquire != nil || only.OnCreate != nil || only.OnClose != nil || only.OnHealthCheckFail != nil || only.OnRelease == nil {
+		t.Errorf("JoinPoolHooks of one OnRelease = %+v, want only OnRelease set", only)
+	}
+	none := ctxsyncprom.JoinPoolHooks(pool.Hooks{})
+	if none.OnAcquire != nil || none.OnCreate != nil || none.OnClose != nil || none.OnHealthCheckFail != nil || none.OnRelease != nil {
+		t.Errorf("JoinPoolHooks of no hook = %+v, want none set", none)
+	}
+}
+
+func TestJoinOnCall(t *testing.T) {
+	if ctxsyncprom.JoinOnCall() != nil || ctxsyncprom.JoinOnCall(nil, nil) != nil {
+		t.Error("JoinOnCall of no func is not nil")
+	}
+	var got []string
+	f := ctxsyncprom.JoinOnCall(
+		func(e breaker.CallEvent) { got = append(got, "a "+e.Outcome.String()) },
+		nil,
+		func(e breaker.CallEvent) { got = append(got, "b "+e.Outcome.String()) },
+	)
+	f(breaker.CallEvent{Outcome: breaker.Rejected})
+	if s := strings.Join(got, ","); s != "a rejected,b rejected" {
+		t.Errorf("joined OnCall ran %q", s)
+	}
+}
+
+// TestPoolHooksOnlyObserveWaits: an Acquire that did not wait is not in the
+// wait histogram; Remove forgets hooks' histograms too.
+func TestPoolHooksOnlyObserveWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		h := c.PoolHooks("db")
+		h.OnAcquire(pool.AcquireEvent{})
+		h.OnAcquire(pool.AcquireEvent{Err: context.Canceled})
+		h.OnAcquire(pool.AcquireEvent{Waited: true, Wait: time.Millisecond, Err: context.Canceled})
+		if got := scrapeText(t, c, "ctxsync_pool_acquire_wait_seconds"); !strings.Contains(got, `ctxsync_pool_acquire_wait_seconds_count{name="db"} 1`) {
+			t.Errorf("histogram:\n%s\nwant a count of 1", got)
+		}
+		if !c.Remove("db") {
+			t.Error(`Remove("db") of hooks alone = false`)
+		}
+		if got := testutil.CollectAndCount(c); got != 0 {
+			t.Errorf("%d series after Remove, want 0", got)
+		}
+	})
+}
