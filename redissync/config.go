@@ -25,7 +25,9 @@ type Config struct {
 	// Lease is how long a permit outlives the last renewal of its holder:
 	// the time a crashed process keeps its permits. Required, from 10
 	// milliseconds to a year; it is counted in whole milliseconds. The
-	// holder renews it every third of it.
+	// holder renews it every third of it. Processes sharing a Name may use
+	// different Leases: a waiter's place in line carries its own, and a
+	// permit handed to it by another process's Release is held for it.
 	Lease time.Duration
 
 	// Timeout bounds each round trip to Redis: a renewal, a Release, each
@@ -94,17 +96,20 @@ func New(cfg Config) (*Semaphore, error) {
 	}
 	base := cfg.Prefix + "{" + cfg.Name + "}:"
 	entry := 3*cfg.Poll + 2*cfg.Timeout
+	tag := randomHex()
+	leaseArg := strconv.FormatInt(cfg.Lease.Milliseconds(), 10)
 	s := &Semaphore{
-		client:  cfg.Client,
-		n:       cfg.N,
-		lease:   cfg.Lease,
-		timeout: cfg.Timeout,
-		poll:    cfg.Poll,
-		keys: []string{base + "holders", base + "queue", base + "qexp",
-			base + "seq", base + "qseq", base + "tokens"},
-		channel:     base + "wake",
+		client:      cfg.Client,
+		n:           cfg.N,
+		lease:       cfg.Lease,
+		timeout:     cfg.Timeout,
+		poll:        cfg.Poll,
+		keys:        []string{base + "holders", base + "queue", base + "qexp", base + "seq"},
+		wakeArg:     base + "wake:",
+		channel:     base + "wake:" + tag,
+		idPrefix:    tag + "/" + leaseArg + "/",
 		nArg:        strconv.Itoa(cfg.N),
-		leaseArg:    strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
+		leaseArg:    leaseArg,
 		entryArg:    strconv.FormatInt(entry.Milliseconds()+1, 10),
 		keyTTLArg:   strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
 		ctxTimeouts: honoursDeadlines(cfg.Client),

@@ -2,6 +2,7 @@ package redissync
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,60 @@ func TestMixedLeaseHandoff(t *testing.T) {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestHandoffGivesTheWaitersLease: a permit handed over by another process's
+// Release is held for the Lease of the waiter's own Config, not the
+// releaser's: the entry in line carries it (in its id). Both ways: a short
+// lease handing to a long one, and a long one to a short one.
+func TestHandoffGivesTheWaitersLease(t *testing.T) {
+	b := realBackend(t)
+	ctx := context.Background()
+	const short, long = 300 * time.Millisecond, 6 * time.Second
+	for _, tc := range []struct{ releaser, waiter time.Duration }{{short, long}, {long, short}} {
+		name := fmt.Sprintf("lease%v-%v", tc.releaser, tc.waiter)
+		rel := mustNew(t, Config{Client: b.client(t), Name: name, N: 1, Lease: tc.releaser, Poll: time.Second})
+		wai := mustNew(t, Config{Client: b.client(t), Name: name, N: 1, Lease: tc.waiter, Poll: time.Second})
+		p, err := rel.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *Permit, 1)
+		go func() {
+			q, err := wai.Acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- q
+		}()
+		for _, queued := counts(t, rel); queued == 0; _, queued = counts(t, rel) {
+			time.Sleep(time.Millisecond)
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		q := <-got
+		if q == nil {
+			t.Fatal("no permit")
+		}
+		end, err := rel.client.ZScore(ctx, rel.keys[0], q.id).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, err := rel.client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := time.UnixMilli(int64(end)).Sub(now)
+		// The waiter's lease, less the time since the hand-over; far from
+		// the releaser's either way.
+		if left > tc.waiter || left < tc.waiter-(long-short)/2 {
+			t.Errorf("releaser's Lease %v, waiter's %v: the handed permit has %v left on the server", tc.releaser, tc.waiter, left)
+		}
+		if err := q.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -164,7 +219,7 @@ func staleWithWaiter(t *testing.T, name string) *Semaphore {
 		held = append(held, p)
 	}
 	// The waiter joins the line (its first attempt), then sleeps on its poll.
-	r, err := s.attempt(ctx, "waiter-elsewhere", s.entryArg)
+	r, err := s.attempt(ctx, "waiter-elsewhere", s.entryArg, false)
 	if err != nil || r.granted {
 		t.Fatal(r, err)
 	}
@@ -302,9 +357,9 @@ func TestProvenLeaseExceedsServerLease(t *testing.T) {
 		s := mustNew(t, Config{Client: b.client(t), Name: "bound", N: 1, Lease: lease, Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond})
 		bad, worst := 0, time.Duration(0)
 		for i := 0; i < 50; i++ {
-			id := newID()
+			id := s.newID()
 			sent := time.Now()
-			r, err := s.attempt(ctx, id, "0")
+			r, err := s.attempt(ctx, id, "0", false)
 			if isUnavailable(err) { // a 3ms Timeout on a busy machine
 				_, _ = s.release(ctx, id)
 				i--

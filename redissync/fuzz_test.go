@@ -2,7 +2,6 @@ package redissync
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -17,7 +16,8 @@ type model struct {
 	now             int64
 	holders         map[string]int64 // id -> end of lease
 	tokens          map[string]int64
-	direct          map[string]bool // granted by its own attempt: never asks again
+	leases          map[string]int64 // the lease an id asks for, if not the caller's
+	direct          map[string]bool  // granted by its own attempt: never asks again
 	queue           []string
 	qexp            map[string]int64
 	seq             int64
@@ -30,6 +30,10 @@ func (m *model) sweep() {
 			delete(m.tokens, id)
 		}
 	}
+	m.sweepLine()
+}
+
+func (m *model) sweepLine() {
 	m.queue = slices.DeleteFunc(m.queue, func(id string) bool {
 		if m.qexp[id] <= m.now {
 			delete(m.qexp, id)
@@ -39,23 +43,36 @@ func (m *model) sweep() {
 	})
 }
 
-// handoff grants the free permits to the head of the line.
-func (m *model) handoff() {
+// handoff grants the free permits to the head of the line, each for the
+// lease its id asks for; it returns the ids it granted.
+func (m *model) handoff() map[string]bool {
+	granted := map[string]bool{}
 	for int64(len(m.holders)) < m.n && len(m.queue) > 0 {
 		id := m.queue[0]
 		m.queue = m.queue[1:]
 		delete(m.qexp, id)
 		m.seq++
-		m.holders[id] = m.now + m.lease
+		lease, ok := m.leases[id]
+		if !ok {
+			lease = m.lease
+		}
+		m.holders[id] = m.now + lease
 		m.tokens[id] = m.seq
+		granted[id] = true
 	}
+	return granted
 }
 
-// attempt returns the token of id's permit, or 0.
+// attempt returns the token of id's permit, or 0. A permit handed to id by
+// an earlier script is answered with a new token.
 func (m *model) attempt(id string, wait bool) int64 {
 	m.sweep()
-	m.handoff()
+	granted := m.handoff()
 	if _, ok := m.holders[id]; ok {
+		if !granted[id] {
+			m.seq++
+			m.tokens[id] = m.seq
+		}
 		return m.tokens[id]
 	}
 	if int64(len(m.holders)) < m.n && len(m.queue) == 0 {
@@ -118,12 +135,19 @@ func FuzzScripts(f *testing.F) {
 		}
 		// The entry's time to live is fixed here, to follow it in the model.
 		s.entryArg = "60"
+		// miniredis's clock is moved by the test; the Timeout is real time,
+		// and a fuzzing worker on a loaded machine can be slow.
+		s.timeout = 10 * time.Second
 		m := &model{n: int64(s.n), lease: 100, entry: 60, holders: map[string]int64{}, tokens: map[string]int64{}, direct: map[string]bool{}, qexp: map[string]int64{}}
+		// Ids of the form the package makes carry their own lease, which a
+		// permit handed to them gets; the others take the caller's.
+		m.leases = map[string]int64{"a3/50/1": 50, "b4/200/2": 200, "c5/100/3": 100}
+		ids := []string{"w0", "w1", "w2", "a3/50/1", "b4/200/2", "c5/100/3"}
 		ctx := context.Background()
 		for len(ops) >= 2 {
 			op, arg := ops[0]%5, ops[1]
 			ops = ops[2:]
-			id := fmt.Sprintf("w%d", arg%6)
+			id := ids[arg%6]
 			switch op {
 			case 0, 1:
 				if _, held := m.holders[id]; held && m.direct[id] {
@@ -133,7 +157,11 @@ func FuzzScripts(f *testing.F) {
 				if op == 1 {
 					entry = s.entryArg
 				}
-				r, err := s.attempt(ctx, id, entry)
+				// Acquire's first attempt says it never asked; later ones
+				// that it did.
+				_, held := m.holders[id]
+				again := held || slices.Contains(m.queue, id)
+				r, err := s.attempt(ctx, id, entry, again)
 				if err != nil {
 					t.Fatal(err)
 				}

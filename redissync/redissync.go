@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,10 @@ type Semaphore struct {
 	timeout   time.Duration
 	poll      time.Duration
 	keys      []string
-	channel   string
+	wakeArg   string // the prefix of every Semaphore's wake channel
+	channel   string // this one's: its waiters are told there
+	idPrefix  string // "tag/lease/" of this Semaphore's ids
+	ids       atomic.Uint64
 	nArg      string
 	leaseArg  string
 	entryArg  string
@@ -89,17 +93,18 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	id := newID()
+	id := s.newID()
 	wake := make(chan grant, 1)
 	s.mu.Lock()
 	s.waiters[id] = wake
 	s.mu.Unlock()
 	defer s.leave(id)
 
-	subscribed := false
+	subscribed, again := false, false
 	for {
 		sent := time.Now()
-		r, err := s.attempt(ctx, id, s.entryArg)
+		r, err := s.attempt(ctx, id, s.entryArg, again)
+		again = true
 		if err != nil {
 			s.abandon(ctx, id)
 			return nil, err
@@ -156,9 +161,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	id := newID()
+	id := s.newID()
 	sent := time.Now()
-	r, err := s.attempt(ctx, id, "0")
+	r, err := s.attempt(ctx, id, "0", false)
 	if err != nil {
 		s.abandon(ctx, id)
 		return nil, err
@@ -177,7 +182,7 @@ func (s *Semaphore) abandon(ctx context.Context, id string) {
 
 // release runs the release script for id.
 func (s *Semaphore) release(ctx context.Context, id string) (any, error) {
-	return s.eval(ctx, releaseScript, s.keys, s.nArg, id, s.channel, s.leaseArg, s.keyTTLArg)
+	return s.eval(ctx, releaseScript, s.keys, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg)
 }
 
 type attemptResult struct {
@@ -189,8 +194,14 @@ type attemptResult struct {
 	now       int64         // the server's clock, ms
 }
 
-func (s *Semaphore) attempt(ctx context.Context, id, entry string) (attemptResult, error) {
-	v, err := s.eval(ctx, acquireScript, s.keys, s.nArg, s.leaseArg, id, entry, s.channel, s.keyTTLArg)
+// attempt runs the acquire script for id; again says id asked before (so it
+// may be in line, or have been handed a permit).
+func (s *Semaphore) attempt(ctx context.Context, id, entry string, again bool) (attemptResult, error) {
+	asked := "0"
+	if again {
+		asked = "1"
+	}
+	v, err := s.eval(ctx, acquireScript, s.keys, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
 	if err != nil {
 		return attemptResult{}, err
 	}
@@ -255,8 +266,15 @@ func (s *Semaphore) eval(ctx context.Context, sc *redis.Script, keys []string, a
 	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// newID returns an id unique across processes.
-func newID() string {
+// newID returns an id unique across processes: "tag/lease/n", which the
+// scripts read (see scripts.go).
+func (s *Semaphore) newID() string {
+	return s.idPrefix + strconv.FormatUint(s.ids.Add(1), 36)
+}
+
+// randomHex returns 24 random hex digits: a Semaphore's tag, unique across
+// processes.
+func randomHex() string {
 	var b [12]byte
 	_, _ = crand.Read(b[:])
 	return hex.EncodeToString(b[:])

@@ -9,74 +9,100 @@ import "github.com/redis/go-redis/v9"
 //	KEYS[2] queue    sorted set: waiter id -> place in line
 //	KEYS[3] qexp     sorted set: waiter id -> when its entry lapses (ms)
 //	KEYS[4] seq      the last fencing token; never expires
-//	KEYS[5] qseq     the last place in line given
-//	KEYS[6] tokens   hash: id -> fencing token, of the permits handed to
-//	                 waiters (one that missed the message learns its token
-//	                 at its next attempt)
+//
+// An id is "tag/lease/n": tag names the Semaphore that made it (its waiters
+// are told on the channel prefix{name}:wake:tag) and lease is the Lease it
+// asked for, in ms, which a permit handed to it by another process's script
+// gets. Another id (the tests make some) takes the caller's Lease, and is
+// told nothing.
 //
 // Times come from TIME on the server, never from the callers' clocks.
+//
+// Every call into Redis from a script costs about as much as the script's
+// own start, so the scripts make few: the way of an uncontended lock is six
+// calls to take it and four to give it back, and the sweeps run only where
+// a line exists or the permits are all held.
 const prelude = `
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- sweep drops the leases that have ended and, if there is a line, the
--- waiters that stopped renewing their place; it returns the length of the
--- line.
-local function sweep()
-	local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-	for _, id in ipairs(gone) do
-		redis.call('ZREM', KEYS[1], id)
-		redis.call('HDEL', KEYS[6], id)
-	end
-	local queued = redis.call('ZCARD', KEYS[2])
-	if queued == 0 then return 0 end
-	local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
-	for _, id in ipairs(dead) do
-		redis.call('ZREM', KEYS[2], id)
-		redis.call('ZREM', KEYS[3], id)
-	end
-	return queued - #dead
+-- parse returns the tag and the lease of an id, or nil and dflt.
+local function parse(id, dflt)
+	local tag, l = string.match(id, '^(%x+)/(%d+)/')
+	l = tonumber(l)
+	if not l or l < 1 then return nil, dflt end
+	return tag, l
 end
 
 -- keep makes key i outlive every entry it holds: ttl is twice the longest an
 -- entry lives, and the key's time to live is raised back to it once half
--- gone (rarely, then). It never shortens a time to live that a process with
--- a longer lease set.
-local function keep(ttl, i)
-	if redis.call('PTTL', KEYS[i]) < ttl / 2 then
+-- gone (rarely, then), or at once for a key just made. It never shortens a
+-- time to live that a process with a longer lease set.
+local function keep(ttl, i, fresh)
+	if fresh or redis.call('PTTL', KEYS[i]) < ttl / 2 then
 		redis.call('PEXPIRE', KEYS[i], ttl)
 	end
 end
 
--- handoff grants the free permits to the waiters at the head of the line,
--- in order, and tells them in one message, "now lease id:token ...": a
--- waiter holds its permit without another round trip.
-local function handoff(n, lease, channel, ttl)
-	local free = n - redis.call('ZCARD', KEYS[1])
-	if free <= 0 then return end
-	local ids = redis.call('ZRANGE', KEYS[2], 0, free - 1)
-	local msg = {now, lease}
-	for _, id in ipairs(ids) do
-		local token = redis.call('INCR', KEYS[4])
-		redis.call('ZADD', KEYS[1], now + lease, id)
-		redis.call('HSET', KEYS[6], id, token)
-		redis.call('ZREM', KEYS[2], id)
-		redis.call('ZREM', KEYS[3], id)
-		msg[#msg + 1] = id .. ':' .. token
+-- zrem removes the members of list from key i, a thousand at a time (unpack
+-- is bounded by Lua's stack).
+local function zrem(i, list)
+	for j = 1, #list, 1000 do
+		redis.call('ZREM', KEYS[i], unpack(list, j, math.min(j + 999, #list)))
 	end
-	keep(ttl, 1)
-	keep(ttl, 6)
-	redis.call('PUBLISH', channel, table.concat(msg, ' '))
+end
+
+-- sweepLine drops the waiters that stopped renewing their place, and
+-- returns the length of the line.
+local function sweepLine()
+	local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+	zrem(2, dead)
+	zrem(3, dead)
+	return redis.call('ZCARD', KEYS[2])
+end
+
+-- handoff grants the free permits to the waiters at the head of the line, in
+-- order, each for the lease it asked for, and tells each on its Semaphore's
+-- channel, "now lease id:token": a waiter holds its permit without another
+-- round trip. The ended leases must have been swept. It returns how many it
+-- granted, and the token it gave me, if any.
+local function handoff(n, lease, ttl, wake, me)
+	local held = redis.call('ZCARD', KEYS[1])
+	if held >= n then return 0 end
+	local ids = redis.call('ZRANGE', KEYS[2], 0, n - held - 1)
+	if #ids == 0 then return 0 end
+	local longest, mine = ttl, nil
+	for _, id in ipairs(ids) do
+		local tag, l = parse(id, lease)
+		local token = redis.call('INCR', KEYS[4])
+		if id == me then mine = token end
+		redis.call('ZADD', KEYS[1], now + l, id)
+		if tag and id ~= me then
+			redis.call('PUBLISH', wake .. tag, now .. ' ' .. l .. ' ' .. id .. ':' .. token)
+		end
+		longest = math.max(longest, 2 * l + 1000)
+	end
+	zrem(2, ids)
+	zrem(3, ids)
+	keep(longest, 1, held == 0)
+	return #ids, mine
 end
 `
 
 // acquireScript first hands the free permits to the waiters at the head of
 // the line; then it answers ARGV[3] with its permit if it holds one (handed
-// to it), or grants it one if one is free and nobody is in line; otherwise,
-// if ARGV[4] (the entry's time to live, ms) is above 0, it puts it in line
-// or renews its place.
-// ARGV: n, lease ms, id, entry ttl ms, channel, key ttl ms.
+// to it: only if ARGV[7] is "1", an id that asked before), or grants it one
+// if one is free and nobody is in line; otherwise, if ARGV[4] (the entry's
+// time to live, ms) is above 0, it puts it in line or renews its place.
+//
+// A waiter that asks for a permit handed to it by an earlier script gets a
+// new fencing token: the one handed to it was sent only by a message, which
+// it missed or declined, so no holder ever used it; the new one is as good,
+// the permit having been its own since.
+//
+// ARGV: n, lease ms, id, entry ttl ms, wake channel prefix, key ttl ms,
+// asked before (1 or 0).
 // Reply: {1, token, lease ms left, now} or {0, place in line or -1, ms until
 // the first lease ends or -1, now}.
 var acquireScript = redis.NewScript(prelude + `
@@ -84,53 +110,84 @@ local n = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local id = ARGV[3]
 local ttl = tonumber(ARGV[6])
-local queued = sweep()
+local again = ARGV[7] == '1'
+local queued = redis.call('ZCARD', KEYS[2])
+local swept = false
 if queued > 0 then
-	handoff(n, lease, ARGV[5], ttl)
+	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+	swept = true
+	queued = sweepLine()
+	local granted, mine = handoff(n, lease, ttl, ARGV[5], id)
+	if mine then
+		return {1, mine, lease, now}
+	end
 	-- The line may have emptied: a free permit left is the caller's.
-	queued = redis.call('ZCARD', KEYS[2])
+	queued = queued - granted
 end
-local held = redis.call('ZSCORE', KEYS[1], id)
-if held then
-	-- Handed to it: a waiter that missed the message.
-	return {1, tonumber(redis.call('HGET', KEYS[6], id)) or 0, tonumber(held) - now, now}
+if again then
+	local held = redis.call('ZSCORE', KEYS[1], id)
+	if held and tonumber(held) > now then
+		-- Handed to it: a waiter that missed or declined the message.
+		return {1, redis.call('INCR', KEYS[4]), tonumber(held) - now, now}
+	end
 end
-if queued == 0 and redis.call('ZCARD', KEYS[1]) < n then
-	-- No token kept: the caller never asks again for this id.
-	local token = redis.call('INCR', KEYS[4])
-	redis.call('ZADD', KEYS[1], now + lease, id)
-	keep(ttl, 1)
-	return {1, token, lease, now}
+if queued == 0 then
+	local held = redis.call('ZCARD', KEYS[1])
+	if held >= n and not swept then
+		held = held - redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+	end
+	if held < n then
+		local token = redis.call('INCR', KEYS[4])
+		redis.call('ZADD', KEYS[1], now + lease, id)
+		keep(ttl, 1, held == 0)
+		return {1, token, lease, now}
+	end
 end
-local rank = redis.call('ZRANK', KEYS[2], id)
+local rank = false
+if again and queued > 0 then rank = redis.call('ZRANK', KEYS[2], id) end
 local wait = tonumber(ARGV[4])
 if wait > 0 then
+	local fresh = queued == 0
 	if not rank then
-		redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[5]), id)
-		rank = redis.call('ZCARD', KEYS[2]) - 1
+		-- At the tail: one place after the last.
+		local place = 1
+		if not fresh then
+			local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+			if #last > 0 then place = tonumber(last[2]) + 1 end
+		end
+		redis.call('ZADD', KEYS[2], place, id)
+		rank = queued
 	end
 	redis.call('ZADD', KEYS[3], now + wait, id)
-	keep(ttl, 2)
-	keep(ttl, 3)
-	keep(ttl, 5)
+	keep(ttl, 2, fresh)
+	keep(ttl, 3, fresh)
 end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local untilFree = -1
-if #first > 0 then untilFree = tonumber(first[2]) - now end
+if rank and rank < n then
+	local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+	if #first > 0 then untilFree = tonumber(first[2]) - now end
+end
 return {0, rank or -1, untilFree, now}
 `)
 
 // releaseScript gives up ARGV[2]'s permit and its place in line, whichever
 // it has, and hands the free permits to the waiters next in line.
-// ARGV: n, id, channel, lease ms, key ttl ms. Reply: 1 if it held a permit
-// whose lease had not ended, else 0.
+// ARGV: n, id, wake channel prefix, lease ms, key ttl ms. Reply: 1 if it held
+// a permit whose lease had not ended, else 0.
 var releaseScript = redis.NewScript(prelude + `
-local queued = sweep()
-local held = redis.call('ZREM', KEYS[1], ARGV[2])
-redis.call('HDEL', KEYS[6], ARGV[2])
-if queued > 0 then
-	if redis.call('ZREM', KEYS[2], ARGV[2]) > 0 then redis.call('ZREM', KEYS[3], ARGV[2]) end
-	handoff(tonumber(ARGV[1]), tonumber(ARGV[4]), ARGV[3], tonumber(ARGV[5]))
+local id = ARGV[2]
+local held = 0
+local score = redis.call('ZSCORE', KEYS[1], id)
+if score then
+	redis.call('ZREM', KEYS[1], id)
+	if tonumber(score) > now then held = 1 end
+elseif redis.call('ZREM', KEYS[2], id) > 0 then
+	redis.call('ZREM', KEYS[3], id)
+end
+if redis.call('ZCARD', KEYS[2]) > 0 then
+	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+	sweepLine()
+	handoff(tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[3], nil)
 end
 return held
 `)

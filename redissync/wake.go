@@ -10,9 +10,12 @@ import (
 )
 
 // Waiters are woken by pub/sub: a script that frees a permit hands it to the
-// waiter at the head of the line and publishes its id and token, and a
-// Semaphore with waiters keeps one subscription, which passes each its own.
-// The subscription lasts while the Semaphore has waiters.
+// waiter at the head of the line and publishes its id and token on the
+// channel of the waiter's Semaphore alone (named by the tag in the id), and a
+// Semaphore with waiters keeps one subscription to its channel, which passes
+// each waiter its own. So a hand-over wakes one process, not every process
+// waiting on the Name. The subscription lasts while the Semaphore has
+// waiters.
 
 // subscribe starts the subscription if there is none.
 func (s *Semaphore) subscribe() {
