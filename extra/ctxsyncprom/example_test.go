@@ -1,0 +1,347 @@
+package ctxsyncprom_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/extra/ctxsyncprom"
+	"github.com/ctxsync/ctxsync/pool"
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+// printScrape prints the samples of g whose lines start with one of
+// prefixes, as a scrape of /metrics would show them.
+func printScrape(g prometheus.Gatherer, prefixes ...string) {
+	mfs, err := g.Gather()
+	if err != nil {
+		panic(err)
+	}
+	var b strings.Builder
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			panic(err)
+		}
+	}
+	for line := range strings.Lines(b.String()) {
+		for _, p := range prefixes {
+			if strings.HasPrefix(line, p) {
+				fmt.Print(line)
+				break
+			}
+		}
+	}
+}
+
+// A pool exported with its histograms: the hooks go in its Config, the pool
+// into the Collector once made.
+func Example() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+
+	p, err := pool.New(pool.Config[string]{
+		New:     func(context.Context) (string, error) { return "conn", nil },
+		MaxSize: 4,
+		Hooks:   c.PoolHooks("db"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(context.Background())
+	if err := c.AddPool("db", p); err != nil {
+		panic(err)
+	}
+
+	_ = p.With(context.Background(), func(string) error { return nil })
+	printScrape(reg, "ctxsync_pool_resources", "ctxsync_pool_acquires_total", "ctxsync_pool_create_duration_seconds_count")
+	// Output:
+	// ctxsync_pool_acquires_total{name="db"} 1
+	// ctxsync_pool_create_duration_seconds_count{name="db"} 1
+	// ctxsync_pool_resources{name="db",state="closing"} 0
+	// ctxsync_pool_resources{name="db",state="constructing"} 0
+	// ctxsync_pool_resources{name="db",state="idle"} 1
+	// ctxsync_pool_resources{name="db",state="in_use"} 0
+}
+
+// Options change the namespace and the buckets of a histogram.
+func ExampleNewCollector() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{
+		Namespace:          "shop",
+		AcquireWaitBuckets: []float64{.001, .01, .1, 1},
+	})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	c.PoolHooks("db").OnAcquire(pool.AcquireEvent{Waited: true, Wait: 5 * time.Millisecond})
+	printScrape(reg, "shop_pool_acquire_wait_seconds_bucket")
+	// Output:
+	// shop_pool_acquire_wait_seconds_bucket{name="db",le="0.001"} 0
+	// shop_pool_acquire_wait_seconds_bucket{name="db",le="0.01"} 1
+	// shop_pool_acquire_wait_seconds_bucket{name="db",le="0.1"} 1
+	// shop_pool_acquire_wait_seconds_bucket{name="db",le="1"} 1
+	// shop_pool_acquire_wait_seconds_bucket{name="db",le="+Inf"} 1
+}
+
+// A Collector serves many sources, each under its name.
+func ExampleCollector() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	for _, name := range []string{"orders", "users"} {
+		p, err := pool.New(pool.Config[int]{New: func(context.Context) (int, error) { return 1, nil }, MaxSize: 8})
+		if err != nil {
+			panic(err)
+		}
+		defer p.Close(context.Background())
+		if err := c.AddPool(name, p); err != nil {
+			panic(err)
+		}
+	}
+	printScrape(reg, "ctxsync_pool_max_resources")
+	// Output:
+	// ctxsync_pool_max_resources{name="orders"} 8
+	// ctxsync_pool_max_resources{name="users"} 8
+}
+
+// AddPool reads the pool's Stats at each scrape.
+func ExampleCollector_AddPool() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	p, err := pool.New(pool.Config[int]{New: func(context.Context) (int, error) { return 1, nil }, MaxSize: 2})
+	if err != nil {
+		panic(err)
+	}
+	if err := c.AddPool("db", p); err != nil {
+		panic(err)
+	}
+	r, _ := p.Acquire(context.Background())
+	r.Destroy()
+	_ = p.Close(context.Background())
+	printScrape(reg, "ctxsync_pool_created_total", "ctxsync_pool_closed_total")
+
+	err = c.AddPool("db", p)
+	fmt.Println(errors.Is(err, ctxsyncprom.ErrDuplicateName), err)
+	// Output:
+	// ctxsync_pool_closed_total{name="db",reason="destroy"} 1
+	// ctxsync_pool_closed_total{name="db",reason="health"} 0
+	// ctxsync_pool_closed_total{name="db",reason="idle"} 0
+	// ctxsync_pool_closed_total{name="db",reason="lifetime"} 0
+	// ctxsync_pool_closed_total{name="db",reason="pool"} 0
+	// ctxsync_pool_created_total{name="db"} 1
+	// true ctxsyncprom: name already added: a pool named "db"
+}
+
+// PoolHooks feed the histograms of a pool's waits and calls to New.
+func ExampleCollector_PoolHooks() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	p, err := pool.New(pool.Config[int]{
+		New:     func(context.Context) (int, error) { return 1, nil },
+		MaxSize: 1,
+		Hooks:   c.PoolHooks("db"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(context.Background())
+	r, _ := p.Acquire(context.Background()) // waits for New
+	r.Release()
+	r, _ = p.Acquire(context.Background()) // takes the idle one: no wait
+	r.Release()
+	printScrape(reg, "ctxsync_pool_acquire_wait_seconds_count", "ctxsync_pool_create_duration_seconds_count")
+	// Output:
+	// ctxsync_pool_acquire_wait_seconds_count{name="db"} 1
+	// ctxsync_pool_create_duration_seconds_count{name="db"} 1
+}
+
+// JoinPoolHooks sets the Collector's hooks beside hooks of your own.
+func ExampleJoinPoolHooks() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	mine := pool.Hooks{OnClose: func(r pool.CloseReason) { fmt.Println("closed:", r) }}
+	p, err := pool.New(pool.Config[int]{
+		New:     func(context.Context) (int, error) { return 1, nil },
+		MaxSize: 1,
+		Hooks:   ctxsyncprom.JoinPoolHooks(c.PoolHooks("db"), mine),
+	})
+	if err != nil {
+		panic(err)
+	}
+	r, _ := p.Acquire(context.Background())
+	r.Destroy()
+	// Output:
+	// closed: destroy
+}
+
+// AddBreaker reads the breaker's Metrics at each scrape.
+func ExampleCollector_AddBreaker() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	b := breaker.New(breaker.Settings{Name: "payments", FailureThreshold: 1})
+	if err := c.AddBreaker(b.Metrics().Name, b); err != nil {
+		panic(err)
+	}
+	fail := func(context.Context) error { return errors.New("timeout") }
+	_ = b.Execute(context.Background(), fail) // opens it
+	_ = b.Execute(context.Background(), fail) // refused
+	printScrape(reg, "ctxsync_breaker_state", "ctxsync_breaker_calls_total")
+	// Output:
+	// ctxsync_breaker_calls_total{name="payments",outcome="failure"} 1
+	// ctxsync_breaker_calls_total{name="payments",outcome="ignored"} 0
+	// ctxsync_breaker_calls_total{name="payments",outcome="rejected"} 1
+	// ctxsync_breaker_calls_total{name="payments",outcome="success"} 0
+	// ctxsync_breaker_state{name="payments",state="closed"} 0
+	// ctxsync_breaker_state{name="payments",state="half-open"} 0
+	// ctxsync_breaker_state{name="payments",state="open"} 1
+}
+
+// BreakerOnCall feeds the histogram of the durations of a breaker's calls.
+func ExampleCollector_BreakerOnCall() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	b := breaker.New(breaker.Settings{OnCall: c.BreakerOnCall("payments")})
+	_ = b.Execute(context.Background(), func(context.Context) error { return nil })
+	printScrape(reg, "ctxsync_breaker_call_duration_seconds_count")
+	// Output:
+	// ctxsync_breaker_call_duration_seconds_count{name="payments",outcome="failure"} 0
+	// ctxsync_breaker_call_duration_seconds_count{name="payments",outcome="ignored"} 0
+	// ctxsync_breaker_call_duration_seconds_count{name="payments",outcome="success"} 1
+}
+
+// JoinOnCall sets the Collector's OnCall beside one of your own.
+func ExampleJoinOnCall() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	b := breaker.New(breaker.Settings{
+		OnCall: ctxsyncprom.JoinOnCall(c.BreakerOnCall("payments"), func(e breaker.CallEvent) {
+			fmt.Println("call:", e.Outcome)
+		}),
+	})
+	_ = b.Execute(context.Background(), func(context.Context) error { return nil })
+	// Output:
+	// call: success
+}
+
+// AddTally reads the counts of a Tally, which counts the decisions of the
+// limiters it wraps; TallyOnWait feeds the histogram of their waits.
+func ExampleCollector_AddTally() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	tally := &ratelimit.Tally{OnWait: c.TallyOnWait("search")}
+	if err := c.AddTally("search", tally); err != nil {
+		panic(err)
+	}
+	l := tally.Wrap(ratelimit.NewTokenBucket(1, 2))
+	for range 3 {
+		l.AllowN(1)
+	}
+	printScrape(reg, "ctxsync_ratelimit_decisions_total")
+	// Output:
+	// ctxsync_ratelimit_decisions_total{decision="allowed",name="search"} 2
+	// ctxsync_ratelimit_decisions_total{decision="refused",name="search"} 1
+}
+
+// TallyOnWait feeds the histogram of the waits of a Tally's limiters.
+func ExampleCollector_TallyOnWait() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	tally := &ratelimit.Tally{OnWait: c.TallyOnWait("search")}
+	l := tally.Wrap(ratelimit.NewTokenBucket(1, 1))
+	_ = l.WaitN(context.Background(), 1) // a token is there
+	_ = l.WaitN(context.Background(), 2) // more than the burst: fails at once
+	printScrape(reg, "ctxsync_ratelimit_wait_seconds_count")
+	// Output:
+	// ctxsync_ratelimit_wait_seconds_count{name="search",result="failed"} 1
+	// ctxsync_ratelimit_wait_seconds_count{name="search",result="taken"} 1
+}
+
+func ExampleCollector_AddSemaphore() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	sem := ctxsync.NewSemaphore(4)
+	if err := c.AddSemaphore("workers", sem); err != nil {
+		panic(err)
+	}
+	_ = sem.Acquire(context.Background())
+	printScrape(reg, "ctxsync_semaphore_")
+	// Output:
+	// ctxsync_semaphore_available{name="workers"} 3
+	// ctxsync_semaphore_waiters{name="workers"} 0
+}
+
+func ExampleCollector_AddWeighted() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mem := ctxsync.NewWeighted(1 << 20)
+	if err := c.AddWeighted("memory", mem); err != nil {
+		panic(err)
+	}
+	_ = mem.Acquire(context.Background(), 1<<18)
+	printScrape(reg, "ctxsync_semaphore_")
+	// Output:
+	// ctxsync_semaphore_available{name="memory"} 786432
+	// ctxsync_semaphore_capacity{name="memory"} 1.048576e+06
+	// ctxsync_semaphore_waiters{name="memory"} 0
+}
+
+func ExampleCollector_AddQueue() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	q := ctxsync.NewQueue[string](0)
+	if err := c.AddQueue("jobs", q); err != nil {
+		panic(err)
+	}
+	_ = q.Put(context.Background(), "a")
+	_ = q.Put(context.Background(), "b")
+	_, _ = q.Get(context.Background())
+	printScrape(reg, "ctxsync_queue_")
+	// Output:
+	// ctxsync_queue_items{name="jobs"} 1
+	// ctxsync_queue_unfinished_tasks{name="jobs"} 2
+}
+
+func ExampleCollector_AddWaiter() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	if err := c.AddWaiter("phases", ctxsync.NewBarrier(3, nil)); err != nil {
+		panic(err)
+	}
+	printScrape(reg, "ctxsync_waiters")
+	// Output:
+	// ctxsync_waiters{name="phases"} 0
+}
+
+// Remove forgets a name: a pool closed for good, say.
+func ExampleCollector_Remove() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	_ = c.AddSemaphore("a", ctxsync.NewSemaphore(1))
+	_ = c.AddSemaphore("b", ctxsync.NewSemaphore(2))
+	fmt.Println(c.Remove("a"), c.Remove("a"))
+	printScrape(reg, "ctxsync_semaphore_available")
+	// Output:
+	// true false
+	// ctxsync_semaphore_available{name="b"} 2
+}
+
+func ExampleDefaultBuckets() {
+	fmt.Println(ctxsyncprom.DefaultBuckets())
+	// Output:
+	// [0.0001 0.00025 0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10]
+}
