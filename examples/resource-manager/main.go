@@ -6,24 +6,75 @@
 // manager reports usage, waits and failures, and shuts down gracefully: it
 // stops the workers, then waits for the resources in use to come back, for a
 // bounded time.
+//
+// It exports its metrics to Prometheus with extra/ctxsyncprom: each pool's
+// resources, waits and closings, each breaker's state and calls, with the
+// histograms of the waits and the call durations. The program serves them
+// on /metrics, on a port of the loopback interface, while it runs, and ends
+// by reading its own /metrics as Prometheus would scrape it.
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/extra/ctxsyncprom"
 	"github.com/ctxsync/ctxsync/pool"
 	"github.com/ctxsync/ctxsync/retry"
 )
 
-func main() { run(os.Stdout) }
+func main() {
+	reg := prometheus.NewRegistry()
+	// Port 0: the system picks a free one. A real service would listen on a
+	// port of its own, where Prometheus finds it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv := &http.Server{Handler: metricsHandler(reg), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/metrics"
+	fmt.Println("metrics on", url)
+
+	run(os.Stdout, reg)
+
+	// Read our own /metrics, as Prometheus would, and show a few lines:
+	// how many Acquires waited, and what the payments breaker saw.
+	resp, err := http.Get(url)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	fmt.Println("\nscraped from", url+":")
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		if line := sc.Text(); strings.HasPrefix(line, "ctxsync_pool_acquire_wait_seconds_count") ||
+			strings.HasPrefix(line, `ctxsync_breaker_calls_total{name="payments"`) {
+			fmt.Println(line)
+		}
+	}
+}
+
+// metricsHandler serves the metrics of reg on /metrics.
+func metricsHandler(reg prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
 
 // A resource is a client of some backend.
 type resource struct {
@@ -48,7 +99,9 @@ type manager struct {
 	mu       sync.Mutex
 }
 
-func newManager(tl *timeline, start time.Time, kinds []kind) *manager {
+// newManager makes a pool and a breaker per kind, and exports their metrics
+// through c, each under the kind's name.
+func newManager(tl *timeline, start time.Time, kinds []kind, c *ctxsyncprom.Collector) *manager {
 	m := &manager{tl: tl, pools: map[string]*pool.Pool[*resource]{}, breakers: map[string]*breaker.Breaker{}, failures: map[string]int{}}
 	for _, k := range kinds {
 		b := breaker.New(breaker.Settings{
@@ -56,6 +109,9 @@ func newManager(tl *timeline, start time.Time, kinds []kind) *manager {
 			OnStateChange: func(from, to breaker.State, _ breaker.Counts) {
 				tl.Printf("   %s breaker: %s -> %s", k.name, from, to)
 			},
+			// The histogram of the durations of the calls it lets
+			// through: here, the calls to New.
+			OnCall: c.BreakerOnCall(k.name),
 		})
 		made := 0
 		var madeMu sync.Mutex
@@ -75,8 +131,18 @@ func newManager(tl *timeline, start time.Time, kinds []kind) *manager {
 			HealthCheck: func(context.Context, *resource) error { return nil },
 			MaxSize:     k.maxSize,
 			Breaker:     b,
+			// The histograms of the waits of Acquire and of the calls
+			// to New.
+			Hooks: c.PoolHooks(k.name),
 		})
 		if err != nil {
+			panic(err)
+		}
+		// Each scrape reads the pool's Stats and the breaker's Metrics.
+		if err := c.AddPool(k.name, p); err != nil {
+			panic(err)
+		}
+		if err := c.AddBreaker(k.name, b); err != nil {
 			panic(err)
 		}
 		m.pools[k.name], m.breakers[k.name] = p, b
@@ -123,14 +189,26 @@ func (m *manager) report(w io.Writer) {
 	}
 }
 
-func run(w io.Writer) {
+// run plays the story, printing its timeline to w, and exports its metrics
+// to reg.
+func run(w io.Writer, reg prometheus.Registerer) {
 	tl := newTimeline(w, time.Millisecond)
 	start := time.Now()
+	// Histogram buckets to the scale of the story: dials of a few
+	// milliseconds, waits of up to a second. (The default has 16, from
+	// 100µs to 10s.)
+	buckets := []float64{.005, .025, .1, .5}
+	metrics := ctxsyncprom.NewCollector(ctxsyncprom.Options{
+		AcquireWaitBuckets:    buckets,
+		CreateDurationBuckets: buckets,
+		CallDurationBuckets:   buckets,
+	})
+	reg.MustRegister(metrics)
 	m := newManager(tl, start, []kind{
 		{name: "database", maxSize: 2, dial: 20 * time.Millisecond},
 		{name: "cache", maxSize: 4, dial: 5 * time.Millisecond},
 		{name: "payments", maxSize: 1, dial: 30 * time.Millisecond, downTil: 250 * time.Millisecond},
-	})
+	}, metrics)
 	// The workers' ctx: shutdown cancels it, so that no new job starts and
 	// no retry waits on.
 	work, stopWork := context.WithCancel(context.Background())
