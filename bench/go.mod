@@ -4,6 +4,7 @@ go 1.25.0
 
 replace (
 	github.com/ctxsync/ctxsync => ../
+	github.com/ctxsync/ctxsync/extra/ctxsyncprom => ../extra/ctxsyncprom
 	github.com/ctxsync/ctxsync/ratelimit/redislimit => ../ratelimit/redislimit
 	github.com/ctxsync/ctxsync/redissync => ../redissync
 )
@@ -13,12 +14,14 @@ require github.com/ctxsync/ctxsync v0.1.0
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/ctxsync/ctxsync/extra/ctxsyncprom v0.0.0-00010101000000-000000000000
 	github.com/ctxsync/ctxsync/ratelimit/redislimit v0.0.0-00010101000000-000000000000
 	github.com/ctxsync/ctxsync/redissync v0.0.0-00010101000000-000000000000
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/go-redsync/redsync/v4 v4.17.0
 	github.com/jackc/puddle/v2 v2.2.3
+	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/sony/gobreaker/v2 v2.4.0
@@ -36,12 +39,18 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
+	github.com/prometheus/common v0.70.1 // indirect
+	github.com/prometheus/procfs v0.21.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.9.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.43.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )
