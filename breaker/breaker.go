@@ -215,7 +215,9 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	}
 	s, start, err := b.admit(s)
 	if err != nil {
-		b.reportRefusal(err)
+		if b.s.OnCall != nil {
+			b.reportRefusal(err)
+		}
 		return err
 	}
 	err = b.run(ctx, fn, s, start)
@@ -250,7 +252,9 @@ func (b *Breaker) Allow(ctx context.Context) (done func(err error), err error) {
 	}
 	s, start, err := b.admit(b.state.Load())
 	if err != nil {
-		b.reportRefusal(err)
+		if b.s.OnCall != nil {
+			b.reportRefusal(err)
+		}
 		return nil, err
 	}
 	var called atomic.Bool

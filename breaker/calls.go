@@ -40,11 +40,8 @@ func (o Outcome) String() string {
 	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
-// reportRefusal tells OnCall of a call refused in state word s with err.
+// reportRefusal tells OnCall of a call refused with err.
 func (b *Breaker) reportRefusal(err error) {
-	if b.s.OnCall == nil {
-		return
-	}
 	st := Open
 	if e, ok := err.(*OpenError); ok {
 		st = e.State

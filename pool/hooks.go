@@ -40,7 +40,8 @@ type Hooks struct {
 	OnClose func(CloseReason)
 
 	// OnHealthCheckFail is told of every HealthCheck that failed, with its
-	// error, at Acquire or in the background, before the resource is closed.
+	// error, at Acquire or in the background, before the resource is closed
+	// (and OnClose told).
 	// A check that panicked is told with an error that says so.
 	OnHealthCheckFail func(error)
 }

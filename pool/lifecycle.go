@@ -151,19 +151,26 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	p.closeLocked(r, ClosedHealth)
 	p.fillLocked(context.Background())
 	p.q.Unlock()
+	p.closeFailed(r, err)
+	return false, nil
+}
+
+// closeFailed tells Hooks.OnHealthCheckFail of err, the failure of r's
+// check, then closes r, retired: even if the hook panics. A function of its
+// own, so that checkOut, on Acquire's path, has no more defers than its
+// compiler inlines (open-coded defers).
+func (p *Pool[T]) closeFailed(r *Resource[T], err error) {
 	if h := p.cfg.Hooks.OnHealthCheckFail; h != nil {
-		defer h(err) // once r is closed, even if Config.Close panics
+		defer p.closeValue(r)
+		h(err)
+		return
 	}
 	p.closeValue(r)
-	return false, nil
 }
 
 // checkPanicked closes r, whose HealthCheck at Acquire panicked: a check
 // that does not return has not passed. The panic then goes on to the caller.
 func (p *Pool[T]) checkPanicked(r *Resource[T]) {
-	if h := p.cfg.Hooks.OnHealthCheckFail; h != nil {
-		defer h(errHealthCheckPanicked)
-	}
 	p.q.Lock()
 	p.stats.AcquireCount--
 	if p.closed {
@@ -173,7 +180,7 @@ func (p *Pool[T]) checkPanicked(r *Resource[T]) {
 		p.fillLocked(context.Background())
 	}
 	p.q.Unlock()
-	p.closeValue(r)
+	p.closeFailed(r, errHealthCheckPanicked)
 }
 
 // errHealthCheckPanicked is what Hooks.OnHealthCheckFail is told of a
@@ -414,9 +421,6 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 	failed := true
 	err := errHealthCheckPanicked
 	defer func() {
-		if h := p.cfg.Hooks.OnHealthCheckFail; h != nil && failed {
-			defer h(err) // once r is closed, even if Config.Close panics
-		}
 		p.q.Lock()
 		closeIt := true
 		if failed {
@@ -426,7 +430,10 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 			closeIt = p.releaseLocked(r)
 		}
 		p.q.Unlock()
-		if closeIt {
+		switch {
+		case failed:
+			p.closeFailed(r, err)
+		case closeIt:
 			p.closeValue(r)
 		}
 	}()

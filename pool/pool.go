@@ -226,16 +226,16 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 // Acquire panics if ctx is nil, or with the panic of HealthCheck or New (see
 // Pool).
 func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
-	p.mustBeMade()
-	if err := waitq.CtxErr(ctx, "pool"); err != nil {
-		p.reportAcquire(nil, AcquireEvent{Err: err})
-		return nil, err
-	}
-	r, e, err := p.acquire(ctx)
-	if p.cfg.Hooks.OnAcquire != nil {
-		e.Err = err
-		p.reportAcquire(r, e)
-	}
+	// Small enough to be inlined: the caller calls the loop itself.
+	return p.acquire(ctx, nil)
+}
+
+// acquireReported is Acquire, told to Hooks.OnAcquire.
+func (p *Pool[T]) acquireReported(ctx context.Context) (*Resource[T], error) {
+	var e AcquireEvent
+	r, err := p.acquire(ctx, &e)
+	e.Err = err
+	p.reportAcquire(r, e)
 	return r, err
 }
 
@@ -257,16 +257,22 @@ func (p *Pool[T]) reportAcquire(r *Resource[T], e AcquireEvent) {
 	ok = true
 }
 
-// acquire is Acquire, past the look at ctx at the call. It tells whether it
-// waited, and how long, for Hooks.OnAcquire; the error goes apart.
-func (p *Pool[T]) acquire(ctx context.Context) (*Resource[T], AcquireEvent, error) {
-	var e AcquireEvent
+// acquire is Acquire. If e is not nil, it tells there whether it waited,
+// and how long, for Hooks.OnAcquire.
+func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], error) {
+	p.mustBeMade()
+	if e == nil && p.cfg.Hooks.OnAcquire != nil {
+		return p.acquireReported(ctx)
+	}
+	if err := waitq.CtxErr(ctx, "pool"); err != nil {
+		return nil, err
+	}
 	waited, paused := false, false
 	for {
 		p.q.Lock()
 		if p.closed {
 			p.q.Unlock()
-			return nil, e, ErrClosed
+			return nil, ErrClosed
 		}
 		// Look at ctx again under the lock, which every Release takes: a
 		// resource released after ctx ended is not ours (nor, once queued,
@@ -276,17 +282,17 @@ func (p *Pool[T]) acquire(ctx context.Context) (*Resource[T], AcquireEvent, erro
 			// ended with its ctx: in its pause before queueing, say.
 			p.stats.CanceledAcquires++
 			p.q.Unlock()
-			return nil, e, err
+			return nil, err
 		}
 		if r := p.popIdleLocked(); r != nil {
 			p.q.Unlock()
 			ok, err := p.checkOut(ctx, r)
 			if ok {
 				p.acquired(r)
-				return r, e, nil
+				return r, nil
 			}
 			if err != nil {
-				return nil, e, err
+				return nil, err
 			}
 			continue // r was bad, and is closed: look again
 		}
@@ -314,20 +320,22 @@ func (p *Pool[T]) acquire(ctx context.Context) (*Resource[T], AcquireEvent, erro
 		h, ok := p.q.Wait(ctx, w)
 		wait := clock.Now() - start
 		p.waitNs.Add(wait)
-		e = AcquireEvent{Waited: true, Wait: time.Duration(wait)}
+		if e != nil {
+			e.Waited, e.Wait = true, time.Duration(wait)
+		}
 		if !ok {
 			p.abandon(w)
-			return nil, e, ctx.Err()
+			return nil, ctx.Err()
 		}
 		if h.panic != nil {
 			panic(h.panic)
 		}
 		if h.err != nil {
-			return nil, e, h.err
+			return nil, h.err
 		}
 		// Handed over by a Release or fresh from New: it works.
 		p.acquired(h.r)
-		return h.r, e, nil
+		return h.r, nil
 	}
 }
 
