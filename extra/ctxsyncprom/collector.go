@@ -52,8 +52,12 @@ func DefaultBuckets() []float64 {
 // the way of an Acquire or a call. The histograms, which snapshots cannot
 // give, are fed by hooks that PoolHooks, BreakerOnCall and TallyOnWait make.
 //
+// To add labels to every series (the instance of a service, say), register
+// the Collector through prometheus.WrapRegistererWith.
+//
 // Use NewCollector; the zero Collector is not usable, and panics at first use.
-// It is safe for concurrent use by multiple goroutines.
+// A Collector must not be copied after first use. It is safe for concurrent
+// use by multiple goroutines.
 type Collector struct {
 	d descs
 

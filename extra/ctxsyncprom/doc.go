@@ -64,6 +64,9 @@
 //	ctxsync_queue_waiters                      gauge                          AddQueue: Waiting, for a queue that has it
 //	ctxsync_waiters                            gauge                          AddWaiter: Waiting
 //
+// The sum of a pool's ctxsync_pool_resources is its Stats.Total, which it
+// never lets exceed ctxsync_pool_max_resources.
+//
 // The label values: state of a pool's resources closing, constructing, idle,
 // in_use; reason closed destroy, health, idle, lifetime, pool; state of a
 // breaker closed, half-open, open; outcome failure, ignored, rejected, success

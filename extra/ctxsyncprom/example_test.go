@@ -345,3 +345,117 @@ func ExampleDefaultBuckets() {
 	// Output:
 	// [0.0001 0.00025 0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10]
 }
+
+// Options{} is the default: the namespace ctxsync, DefaultBuckets for every
+// histogram.
+func ExampleOptions() {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(ctxsyncprom.NewCollector(ctxsyncprom.Options{Namespace: "billing"}))
+	reg.MustRegister(ctxsyncprom.NewCollector(ctxsyncprom.Options{})) // beside it: another namespace
+	fmt.Println("two collectors registered")
+	// Output:
+	// two collectors registered
+}
+
+// Every *pool.Pool[T] is a Pool, whatever its T; so is any type with Stats.
+func ExamplePool() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	conns, _ := pool.New(pool.Config[[]byte]{New: func(context.Context) ([]byte, error) { return nil, nil }, MaxSize: 3})
+	defer conns.Close(context.Background())
+	var pools = map[string]ctxsyncprom.Pool{"buffers": conns, "fake": fixedStats{Max: 9}}
+	for name, p := range pools {
+		_ = c.AddPool(name, p)
+	}
+	printScrape(reg, "ctxsync_pool_max_resources")
+	// Output:
+	// ctxsync_pool_max_resources{name="buffers"} 3
+	// ctxsync_pool_max_resources{name="fake"} 9
+}
+
+// fixedStats is a Pool whose Stats never change.
+type fixedStats pool.Stats
+
+func (s fixedStats) Stats() pool.Stats { return pool.Stats(s) }
+
+// A *breaker.Breaker is a Breaker.
+func ExampleBreaker() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	var b ctxsyncprom.Breaker = breaker.New(breaker.Settings{})
+	_ = c.AddBreaker("api", b)
+	printScrape(reg, "ctxsync_breaker_state")
+	// Output:
+	// ctxsync_breaker_state{name="api",state="closed"} 1
+	// ctxsync_breaker_state{name="api",state="half-open"} 0
+	// ctxsync_breaker_state{name="api",state="open"} 0
+}
+
+// A *ratelimit.Tally is a Tally; one Tally may count the limiters of many
+// keys (those of a Keyed, say) under one name.
+func ExampleTally() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	tally := &ratelimit.Tally{}
+	_ = c.AddTally("per-user", tally)
+	for range 2 {
+		tally.Wrap(ratelimit.NewTokenBucket(1, 1)).AllowN(1) // a limiter per user, one name
+	}
+	printScrape(reg, "ctxsync_ratelimit_decisions_total")
+	// Output:
+	// ctxsync_ratelimit_decisions_total{decision="allowed",name="per-user"} 2
+	// ctxsync_ratelimit_decisions_total{decision="refused",name="per-user"} 0
+}
+
+// A *ctxsync.BoundedSemaphore is a Semaphore too.
+func ExampleSemaphore() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	_ = c.AddSemaphore("uploads", ctxsync.NewBoundedSemaphore(2))
+	printScrape(reg, "ctxsync_semaphore_available")
+	// Output:
+	// ctxsync_semaphore_available{name="uploads"} 2
+}
+
+// A *ctxsync.Weighted is a Weighted; Resize shows in its capacity.
+func ExampleWeighted() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	w := ctxsync.NewWeighted(8)
+	_ = c.AddWeighted("cpu", w)
+	w.Resize(16)
+	printScrape(reg, "ctxsync_semaphore_capacity")
+	// Output:
+	// ctxsync_semaphore_capacity{name="cpu"} 16
+}
+
+// A *ctxsync.PriorityQueue is a Queue too.
+func ExampleQueue() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	q := ctxsync.NewPriorityQueue[string](0)
+	_ = c.AddQueue("dispatch", q)
+	_ = q.Put(context.Background(), 1, "urgent")
+	printScrape(reg, "ctxsync_queue_items")
+	// Output:
+	// ctxsync_queue_items{name="dispatch"} 1
+}
+
+// A *ctxsync.Condition is a Waiter, as is every primitive with a Waiting
+// method.
+func ExampleWaiter() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	var w ctxsyncprom.Waiter = ctxsync.NewCondition(nil)
+	_ = c.AddWaiter("ready", w)
+	printScrape(reg, "ctxsync_waiters")
+	// Output:
+	// ctxsync_waiters{name="ready"} 0
+}

@@ -215,4 +215,3 @@ func labelsKey(m *dto.Metric) string {
 	}
 	return b.String()
 }
-
