@@ -2,6 +2,7 @@ package redissync
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,17 +26,33 @@ type Permit struct {
 	lost   ctxsync.Event
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	stop   chan struct{} // closed by Release
-	done   atomic.Bool
-	lostAt time.Time // when the loss was decided: for tests
+	done   atomic.Bool // Release was called
+
+	// The renewals run on a timer's function, not a goroutine of their own:
+	// a permit held for less than a third of its lease (the common case)
+	// costs no goroutine, and Release wakes none.
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool      // released or lost: no more renewals
+	until   time.Time // when the lease can no longer be proven
+	next    time.Time // when to renew
+	lostAt  time.Time // when the loss was decided: for tests
 }
 
 // newPermit starts the renewals of a permit whose lease is proven until
 // until.
 func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, until time.Time) *Permit {
-	p := &Permit{s: s, id: id, token: token, stop: make(chan struct{})}
+	p := &Permit{s: s, id: id, token: token, until: until}
 	p.ctx, p.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	go p.keep(until)
+	// The first renewal comes at a third of the lease, or sooner when less
+	// than that is left: a permit handed over late (its waiter's message held
+	// up) must be renewed before it ends.
+	now := time.Now()
+	first := max(min(s.lease/3, until.Sub(now)/2), 0)
+	p.next = now.Add(first)
+	p.mu.Lock()
+	p.t = time.AfterFunc(first, p.tick)
+	p.mu.Unlock()
 	return p
 }
 
@@ -93,7 +110,10 @@ func (p *Permit) Release(ctx context.Context) error {
 	if p.done.Swap(true) {
 		panic("redissync: Release of a Permit already released")
 	}
-	close(p.stop)
+	p.mu.Lock()
+	p.stopped = true
+	p.t.Stop()
+	p.mu.Unlock()
 	p.cancel(errReleased)
 	s := p.s
 	v, err := s.release(ctx, p.id)
@@ -108,77 +128,62 @@ func (p *Permit) Release(ctx context.Context) error {
 	return nil
 }
 
-// lose signals the loss of the lease, unless the permit was released.
-func (p *Permit) lose() {
-	select {
-	case <-p.stop:
-		return
-	default:
-	}
+// loseLocked signals the loss of the lease; p.mu is held and the permit not
+// stopped.
+func (p *Permit) loseLocked() {
+	p.stopped = true
 	p.lostAt = time.Now()
 	p.cancel(ErrLost)
 	p.lost.Set()
 }
 
-// keep renews the lease every third of it until Release, and signals its loss
-// when Redis says it ended or when until passes with no renewal. A renewal
-// that fails is tried again sooner, but not so often as to hammer a Redis
-// that is coming back.
-func (p *Permit) keep(until time.Time) {
+// tick renews the lease every third of it until Release, and signals its
+// loss when Redis says it ended or when until passes with no renewal. A
+// renewal that fails is tried again sooner, but not so often as to hammer a
+// Redis that is coming back. It runs on p.t, which it sets again.
+func (p *Permit) tick() {
 	s := p.s
 	every := s.lease / 3
 	retry := max(every/4, 5*time.Millisecond)
-	// The first renewal comes at a third of the lease, or sooner when less
-	// than that is left: a permit handed over late (its waiter's message held
-	// up, or a releaser's shorter lease) must be renewed before it ends.
-	first := min(every, time.Until(until)/2)
-	next := time.Now().Add(first)
-	t := time.NewTimer(max(first, 0))
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-t.C:
-		}
-		now := time.Now()
-		if !now.Before(until) {
-			p.lose()
-			return
-		}
-		if !now.Before(next) {
-			if s.noRenew.Load() {
-				next = now.Add(every)
-			} else {
-				renewed, err := p.renew(now, until)
-				select {
-				case <-p.stop:
-					return
-				default:
-				}
-				switch {
-				case err == nil && !renewed:
-					p.lose()
-					return
-				case err == nil:
-					until = s.validUntil(now, s.lease)
-					next = now.Add(every)
-				default:
-					next = time.Now().Add(retry)
-				}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	now := time.Now()
+	if !now.Before(p.until) {
+		p.loseLocked()
+		return
+	}
+	if !now.Before(p.next) {
+		if s.noRenew.Load() {
+			p.next = now.Add(every)
+		} else {
+			until := p.until
+			p.mu.Unlock()
+			renewed, err := p.renew(until)
+			p.mu.Lock()
+			if p.stopped {
+				return
+			}
+			switch {
+			case err == nil && !renewed:
+				p.loseLocked()
+				return
+			case err == nil:
+				p.until = s.validUntil(now, s.lease)
+				p.next = now.Add(every)
+			default:
+				p.next = time.Now().Add(retry)
 			}
 		}
-		wait := time.Until(next)
-		if u := time.Until(until); u < wait {
-			wait = u
-		}
-		t.Reset(max(wait, 0))
 	}
+	p.t.Reset(max(min(time.Until(p.next), time.Until(p.until)), 0))
 }
 
 // renew extends the lease; a renewal still under way when the lease can no
 // longer be proven is given up.
-func (p *Permit) renew(now, until time.Time) (bool, error) {
+func (p *Permit) renew(until time.Time) (bool, error) {
 	s := p.s
 	ctx, cancel := context.WithDeadline(p.ctx, until)
 	defer cancel()
