@@ -19,7 +19,7 @@ import "github.com/redis/go-redis/v9"
 // Times come from TIME on the server, never from the callers' clocks.
 //
 // Every call into Redis from a script costs about as much as the script's
-// own start, so the scripts make few: the way of an uncontended lock is six
+// own start, so the scripts make few: the way of an uncontended lock is five
 // calls to take it and four to give it back, and the sweeps run only where
 // a line exists or the permits are all held.
 const prelude = `
@@ -53,22 +53,30 @@ local function zrem(i, list)
 	end
 end
 
--- sweepLine drops the waiters that stopped renewing their place, and
--- returns the length of the line.
-local function sweepLine()
+-- sweepLine drops the waiters that stopped renewing their place from a line
+-- of queued, and returns the length left.
+local function sweepLine(queued)
 	local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+	if #dead == 0 then return queued end
 	zrem(2, dead)
 	zrem(3, dead)
 	return redis.call('ZCARD', KEYS[2])
 end
 
+-- live returns how many holders have a lease that has not ended, and drops
+-- the others if that leaves a permit free (else they do no harm yet).
+local function live(n)
+	local held = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+	if held < n then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
+	return held
+end
+
 -- handoff grants the free permits to the waiters at the head of the line, in
 -- order, each for the lease it asked for, and tells each on its Semaphore's
 -- channel, "now lease id:token": a waiter holds its permit without another
--- round trip. The ended leases must have been swept. It returns how many it
--- granted, and the token it gave me, if any.
-local function handoff(n, lease, ttl, wake, me)
-	local held = redis.call('ZCARD', KEYS[1])
+-- round trip. held is what live returned. It returns how many it granted,
+-- and the token it gave me, if any.
+local function handoff(n, held, lease, ttl, wake, me)
 	if held >= n then return 0 end
 	local ids = redis.call('ZRANGE', KEYS[2], 0, n - held - 1)
 	if #ids == 0 then return 0 end
@@ -111,31 +119,35 @@ local lease = tonumber(ARGV[2])
 local id = ARGV[3]
 local ttl = tonumber(ARGV[6])
 local again = ARGV[7] == '1'
+if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
+	-- Nothing held, nobody in line: the way of an uncontended lock.
+	local token = redis.call('INCR', KEYS[4])
+	redis.call('ZADD', KEYS[1], now + lease, id)
+	keep(ttl, 1, true)
+	return {1, token, lease, now}
+end
 local queued = redis.call('ZCARD', KEYS[2])
-local swept = false
+local held = false
 if queued > 0 then
-	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-	swept = true
-	queued = sweepLine()
-	local granted, mine = handoff(n, lease, ttl, ARGV[5], id)
+	queued = sweepLine(queued)
+	held = live(n)
+	local granted, mine = handoff(n, held, lease, ttl, ARGV[5], id)
 	if mine then
 		return {1, mine, lease, now}
 	end
 	-- The line may have emptied: a free permit left is the caller's.
 	queued = queued - granted
+	held = held + granted
 end
 if again then
-	local held = redis.call('ZSCORE', KEYS[1], id)
-	if held and tonumber(held) > now then
+	local score = redis.call('ZSCORE', KEYS[1], id)
+	if score and tonumber(score) > now then
 		-- Handed to it: a waiter that missed or declined the message.
-		return {1, redis.call('INCR', KEYS[4]), tonumber(held) - now, now}
+		return {1, redis.call('INCR', KEYS[4]), tonumber(score) - now, now}
 	end
 end
 if queued == 0 then
-	local held = redis.call('ZCARD', KEYS[1])
-	if held >= n and not swept then
-		held = held - redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-	end
+	if not held then held = live(n) end
 	if held < n then
 		local token = redis.call('INCR', KEYS[4])
 		redis.call('ZADD', KEYS[1], now + lease, id)
@@ -159,12 +171,15 @@ if wait > 0 then
 		rank = queued
 	end
 	redis.call('ZADD', KEYS[3], now + wait, id)
-	keep(ttl, 2, fresh)
-	keep(ttl, 3, fresh)
+	-- The line and its lapses are made, emptied and kept together.
+	if fresh or redis.call('PTTL', KEYS[2]) < ttl / 2 then
+		redis.call('PEXPIRE', KEYS[2], ttl)
+		redis.call('PEXPIRE', KEYS[3], ttl)
+	end
 end
 local untilFree = -1
 if rank and rank < n then
-	local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+	local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 	if #first > 0 then untilFree = tonumber(first[2]) - now end
 end
 return {0, rank or -1, untilFree, now}
@@ -184,10 +199,10 @@ if score then
 elseif redis.call('ZREM', KEYS[2], id) > 0 then
 	redis.call('ZREM', KEYS[3], id)
 end
-if redis.call('ZCARD', KEYS[2]) > 0 then
-	redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-	sweepLine()
-	handoff(tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[3], nil)
+local queued = redis.call('ZCARD', KEYS[2])
+if queued > 0 and sweepLine(queued) > 0 then
+	local n = tonumber(ARGV[1])
+	handoff(n, live(n), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[3], nil)
 end
 return held
 `)
