@@ -217,3 +217,5 @@ func sumKind(t testing.TB, name string, monotonic bool, tem metricdata.Temporali
 
 // near reports whether got is want to within a nanosecond's rounding.
 func near(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+
+func attrString(k, v string) attribute.KeyValue { return attribute.String(k, v) }

@@ -1,0 +1,110 @@
+package ctxsyncotel_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/extra/ctxsyncotel"
+)
+
+func TestObservePrimitives(t *testing.T) {
+	r, mp := newProvider(t)
+	ctx := context.Background()
+
+	sem := ctxsync.NewSemaphore(3)
+	bounded := ctxsync.NewBoundedSemaphore(2)
+	w := ctxsync.NewWeighted(10)
+	q := ctxsync.NewQueue[int](0)
+	pq := ctxsync.NewPriorityQueue[string](0)
+	var regs []interface{ Unregister() error }
+	for _, obs := range []func() (interface{ Unregister() error }, error){
+		func() (interface{ Unregister() error }, error) { return ctxsyncotel.ObserveSemaphore("sem", sem, mp) },
+		func() (interface{ Unregister() error }, error) {
+			return ctxsyncotel.ObserveSemaphore("bounded", bounded, mp)
+		},
+		func() (interface{ Unregister() error }, error) { return ctxsyncotel.ObserveWeighted("w", w, mp) },
+		func() (interface{ Unregister() error }, error) { return ctxsyncotel.ObserveQueue("q", q, mp) },
+		func() (interface{ Unregister() error }, error) { return ctxsyncotel.ObserveQueue("pq", pq, mp) },
+	} {
+		reg, err := obs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs = append(regs, reg)
+	}
+
+	if err := sem.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Acquire(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	w.Resize(12)
+	for i := range 3 {
+		if err := q.Put(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pq.Put(ctx, 1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// A waiter on the bounded semaphore, emptied first.
+	bounded.TryAcquire()
+	bounded.TryAcquire()
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- bounded.Acquire(wctx) }()
+	for bounded.Waiting() == 0 {
+		runtime.Gosched() // no timing is assumed: the waiter queues soon
+	}
+	c := collect(t, r)
+	cancel()
+	<-done
+
+	c.checkKinds(t, map[string]struct {
+		kind kind
+		unit string
+	}{
+		"ctxsync.semaphore.available": {upDown, "{permit}"},
+		"ctxsync.semaphore.waiting":   {upDown, "{waiter}"},
+		"ctxsync.weighted.capacity":   {upDown, "{unit}"},
+		"ctxsync.weighted.available":  {upDown, "{unit}"},
+		"ctxsync.weighted.waiting":    {upDown, "{waiter}"},
+		"ctxsync.queue.length":        {upDown, "{item}"},
+		"ctxsync.queue.unfinished":    {upDown, "{item}"},
+	})
+	for _, w := range []struct {
+		name, key, of string
+		want          int64
+	}{
+		{"ctxsync.semaphore.available", "ctxsync.semaphore.name", "sem", 2},
+		{"ctxsync.semaphore.waiting", "ctxsync.semaphore.name", "sem", 0},
+		{"ctxsync.semaphore.available", "ctxsync.semaphore.name", "bounded", 0},
+		{"ctxsync.semaphore.waiting", "ctxsync.semaphore.name", "bounded", 1},
+		{"ctxsync.weighted.capacity", "ctxsync.weighted.name", "w", 12},
+		{"ctxsync.weighted.available", "ctxsync.weighted.name", "w", 8},
+		{"ctxsync.weighted.waiting", "ctxsync.weighted.name", "w", 0},
+		{"ctxsync.queue.length", "ctxsync.queue.name", "q", 2},
+		{"ctxsync.queue.unfinished", "ctxsync.queue.name", "q", 3},
+		{"ctxsync.queue.length", "ctxsync.queue.name", "pq", 1},
+		{"ctxsync.queue.unfinished", "ctxsync.queue.name", "pq", 1},
+	} {
+		if got := c.point(t, w.name, attrString(w.key, w.of)); got != w.want {
+			t.Errorf("%s{%s} = %d, want %d", w.name, w.of, got, w.want)
+		}
+	}
+	for _, reg := range regs {
+		if err := reg.Unregister(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c = collect(t, r)
+	if n := c.points("ctxsync.semaphore.available") + c.points("ctxsync.weighted.capacity") + c.points("ctxsync.queue.length"); n != 0 {
+		t.Errorf("after Unregister: %d points, want 0", n)
+	}
+}
