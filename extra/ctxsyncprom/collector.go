@@ -52,6 +52,10 @@ func DefaultBuckets() []float64 {
 // the way of an Acquire or a call. The histograms, which snapshots cannot
 // give, are fed by hooks that PoolHooks, BreakerOnCall and TallyOnWait make.
 //
+// Each Add method reads its source once, so that one that cannot be read (a
+// zero pool.Pool, say) panics there, with its own message, rather than at a
+// scrape, in the registry's goroutine.
+//
 // To add labels to every series (the instance of a service, say), register
 // the Collector through prometheus.WrapRegistererWith.
 //
@@ -178,7 +182,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // add adds src under kind and name, or returns an error wrapping
 // ErrDuplicateName.
+//
+// It reads src once first, so that a source that cannot be read (a zero
+// pool.Pool, say, which panics with "pool: use New") fails here, in the
+// caller's goroutine, rather than at every scrape, in the registry's.
 func (c *Collector) add(kind, name string, src source) error {
+	src.collect(make([]sample, 0, src.size()))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.srcs.Load()

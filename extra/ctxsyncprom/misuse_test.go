@@ -109,6 +109,34 @@ func TestBadSourcesPanic(t *testing.T) {
 	}
 }
 
+// TestUnreadableSourcePanicsAtAdd: a source that panics when read (a zero
+// pool or breaker) panics at Add, in the caller's goroutine, with its own
+// message, not at a scrape in the registry's goroutine, which would end the
+// program. Nothing is added.
+func TestUnreadableSourcePanicsAtAdd(t *testing.T) {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	for _, tc := range []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"zero pool.Pool", func() { _ = c.AddPool("db", new(pool.Pool[int])) }, "pool: use New"},
+		{"zero breaker.Breaker", func() { _ = c.AddBreaker("b", new(breaker.Breaker)) }, "breaker: use New"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if r := fmt.Sprint(recover()); !strings.HasPrefix(r, tc.want) {
+					t.Errorf("panic %q, want one starting with %q", r, tc.want)
+				}
+			}()
+			tc.f()
+		})
+	}
+	if n := testutilCount(t, c); n != 0 {
+		t.Errorf("%d series after the failed Adds, want 0", n)
+	}
+}
+
 func TestZeroCollectorPanics(t *testing.T) {
 	var zero ctxsyncprom.Collector
 	var nilc *ctxsyncprom.Collector
