@@ -173,11 +173,11 @@ func FuzzScripts(f *testing.F) {
 					t.Fatalf("%s at place %d, model %d", id, r.rank, slices.Index(m.queue, id))
 				}
 			case 2:
-				v, err := s.release(ctx, id)
+				held, err := s.release(ctx, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, want := v.(int64) == 1, m.release(id); got != want {
+				if got, want := held, m.release(id); got != want {
 					t.Fatalf("release %s: %v, model %v", id, got, want)
 				}
 			case 3:

@@ -116,13 +116,11 @@ func (p *Permit) Release(ctx context.Context) error {
 	p.mu.Unlock()
 	p.cancel(errReleased)
 	s := p.s
-	v, err := s.release(ctx, p.id)
+	held, err := s.release(ctx, p.id)
 	if err != nil {
 		return err
 	}
-	if n, ok := v.(int64); !ok {
-		return unexpected(v)
-	} else if n == 0 {
+	if !held {
 		return ErrLost
 	}
 	return nil

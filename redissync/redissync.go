@@ -180,9 +180,42 @@ func (s *Semaphore) abandon(ctx context.Context, id string) {
 	_, _ = s.release(context.WithoutCancel(ctx), id)
 }
 
-// release runs the release script for id.
-func (s *Semaphore) release(ctx context.Context, id string) (any, error) {
-	return s.eval(ctx, releaseScript, s.keys, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg)
+// release runs the release script for id, and reports whether it held a
+// permit whose lease had not ended. The permits it hands to waiters of this
+// Semaphore come back in its reply, not by pub/sub: it wakes them itself.
+func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
+	v, err := s.eval(ctx, releaseScript, s.keys, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg)
+	if err != nil {
+		return false, err
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) < 2 || len(a)%3 != 2 {
+		return false, unexpected(v)
+	}
+	held, ok1 := a[0].(int64)
+	now, ok2 := a[1].(int64)
+	if !ok1 || !ok2 {
+		return false, unexpected(v)
+	}
+	if len(a) > 2 {
+		s.mu.Lock()
+		for i := 2; i < len(a); i += 3 {
+			id, _ := a[i].(string)
+			lease, ok1 := a[i+1].(int64)
+			token, ok2 := a[i+2].(int64)
+			w, mine := s.waiters[id]
+			if !mine {
+				continue // gone: its own release takes the permit back
+			}
+			if !ok1 || !ok2 || token < 1 || lease < 0 || lease > int64(maxLease/time.Millisecond) {
+				signal(w, grant{})
+				continue
+			}
+			signal(w, grant{token: token, now: now, lease: time.Duration(lease) * time.Millisecond})
+		}
+		s.mu.Unlock()
+	}
+	return held == 1, nil
 }
 
 type attemptResult struct {

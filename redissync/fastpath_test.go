@@ -1,0 +1,142 @@
+package redissync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitQueued waits until n waiters are in s's line.
+func waitQueued(t *testing.T, s *Semaphore, n int64) {
+	t.Helper()
+	for _, queued := counts(t, s); queued != n; _, queued = counts(t, s) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestFastPathDoesNotOvertakeTheLine: the way of an uncontended Acquire (no
+// permit held, nobody in line) is not taken while a waiter is in line, even
+// when no permit is held: here the permits' key was lost (as a flush would),
+// so the line is all that is left. The newcomer's script hands the permit to
+// the waiter, and the newcomer gets none.
+func TestFastPathDoesNotOvertakeTheLine(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			holder := mustNew(t, b.config(b.client(t), "fast", 1, time.Second))
+			waiter := mustNew(t, b.config(b.client(t), "fast", 1, time.Second))
+			newcomer := mustNew(t, b.config(b.client(t), "fast", 1, time.Second))
+			p, err := holder.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *Permit, 1)
+			go func() {
+				q, err := waiter.Acquire(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- q
+			}()
+			waitQueued(t, holder, 1)
+			if err := holder.client.Del(ctx, holder.keys[0]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := newcomer.TryAcquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r != nil {
+				t.Errorf("a newcomer took the permit (token %d) ahead of a waiter in line", r.Token())
+				_ = r.Release(ctx)
+			}
+			q := <-got
+			if q == nil {
+				t.Fatal("the waiter got no permit")
+			}
+			if q.Token() <= p.Token() {
+				t.Errorf("token %d after %d", q.Token(), p.Token())
+			}
+			if err := q.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_ = p.Release(ctx) // its lease is gone with the key
+			if held, queued := counts(t, holder); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+// TestLocalHandoffPublishesNothing: a Release that hands the permit to a
+// waiter of its own Semaphore wakes it from its reply, with no pub/sub
+// message; a waiter of another Semaphore is told by a message on that
+// Semaphore's channel alone.
+func TestLocalHandoffPublishesNothing(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := b.client(t)
+			s := mustNew(t, b.config(c, "local", 1, time.Second))
+			other := mustNew(t, b.config(b.client(t), "local", 1, time.Second))
+			sub := b.client(t).PSubscribe(ctx, s.wakeArg+"*")
+			defer sub.Close()
+			if _, err := sub.Receive(ctx); err != nil { // the subscription
+				t.Fatal(err)
+			}
+			msgs := sub.Channel()
+
+			p, err := s.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *Permit, 2)
+			acquire := func(s *Semaphore) {
+				q, err := s.Acquire(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- q
+			}
+			go acquire(s)
+			waitQueued(t, s, 1)
+			go acquire(other)
+			waitQueued(t, s, 2)
+
+			// To the local waiter: no message.
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			q := <-got
+			if q == nil || q.s != s {
+				t.Fatalf("the local waiter did not get the permit: %v", q)
+			}
+			select {
+			case m := <-msgs:
+				t.Errorf("a hand-over within the Semaphore published %q on %s", m.Payload, m.Channel)
+			case <-time.After(50 * time.Millisecond):
+			}
+
+			// To the other Semaphore's waiter: a message on its channel.
+			if err := q.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-got
+			if r == nil || r.s != other {
+				t.Fatalf("the other waiter did not get the permit: %v", r)
+			}
+			select {
+			case m := <-msgs:
+				if m.Channel != other.channel || !strings.Contains(m.Payload, r.id+":") {
+					t.Errorf("hand-over to another Semaphore: %q on %s; want its id on %s", m.Payload, m.Channel, other.channel)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("no message for a waiter of another Semaphore")
+			}
+			if err := r.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
