@@ -25,7 +25,7 @@
 // PoolMetrics.Observe), with db.client.connection.pool.name:
 //
 //	name                                   kind                 unit           attributes, and what is counted
-//	db.client.connection.wait_time         histogram (H)        s              every Acquire, failed ones too; 0 when served at once
+//	db.client.connection.wait_time         histogram (H)        s              Acquires that waited, failed ones too
 //	db.client.connection.create_time       histogram (H)        s              calls to New that made a resource
 //	db.client.connection.timeouts          counter (H)          {timeout}      Acquires that failed with context.DeadlineExceeded
 //	db.client.connection.count             updowncounter (O)    {connection}   db.client.connection.state=idle|used
