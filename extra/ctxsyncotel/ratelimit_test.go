@@ -70,7 +70,7 @@ func TestLimiterMetrics(t *testing.T) {
 			{"ctxsync.ratelimit.waits", waitEnd("failed"), 1},
 		} {
 			if got := c.point(t, w.name, limiterName, w.kv); got != w.want {
-				t.Errorf("%s{%v} = %d, want %d", w.name, w.kv.Value.Emit(), got, w.want)
+				t.Errorf("%s{%v} = %d, want %d", w.name, w.kv.Value.String(), got, w.want)
 			}
 		}
 		if h := c.hist(t, "ctxsync.ratelimit.wait.duration", limiterName, waitEnd("taken")); h.Count != 1 || !near(h.Sum, 0.1) {
