@@ -171,8 +171,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, e := range set.list {
 			slab = e.src.collect(slab)
 		}
+		// The values' messages too, two slabs rather than one allocation
+		// per sample in Write: the registry keeps them in what Gather
+		// returns.
+		counters := 0
 		for i := range slab {
-			ch <- &slab[i]
+			if slab[i].counter {
+				counters++
+			}
+		}
+		cs := make([]dto.Counter, counters)
+		gs := make([]dto.Gauge, len(slab)-counters)
+		for i := range slab {
+			s := &slab[i]
+			if s.counter {
+				s.c, cs = &cs[0], cs[1:]
+			} else {
+				s.g, gs = &gs[0], gs[1:]
+			}
+			ch <- s
 		}
 	}
 	for _, v := range c.vecs() {
@@ -268,15 +285,24 @@ type sample struct {
 	labels  []*dto.LabelPair
 	value   float64
 	counter bool
+	c       *dto.Counter // where Write puts the value: one of them is set
+	g       *dto.Gauge
 }
 
 func (s *sample) Desc() *prometheus.Desc { return s.desc }
 
 func (s *sample) Write(m *dto.Metric) error {
 	m.Label = s.labels
-	if s.counter {
+	switch {
+	case s.c != nil:
+		s.c.Value = &s.value
+		m.Counter = s.c
+	case s.g != nil:
+		s.g.Value = &s.value
+		m.Gauge = s.g
+	case s.counter: // a sample made outside Collect
 		m.Counter = &dto.Counter{Value: &s.value}
-	} else {
+	default:
 		m.Gauge = &dto.Gauge{Value: &s.value}
 	}
 	return nil
