@@ -76,7 +76,8 @@
 // # Cost
 //
 // A scrape reads each source's snapshot (a pool's Stats takes its lock once)
-// and allocates one slab for all the samples; the descriptions and the label
+// and allocates three slabs for all the samples, whatever their number,
+// beside what the registry allocates for each; the descriptions and the label
 // pairs of each source are made when it is added. The hooks observe
 // histograms whose series they looked up when made: no label lookup per
 // event, and a pool's Acquire that did not wait costs them a function call.
