@@ -114,6 +114,9 @@ func New(cfg Config) (*Semaphore, error) {
 		keyTTLArg:   strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
 		ctxTimeouts: honoursDeadlines(cfg.Client),
 	}
+	s.acquireCall = newCall(acquireScript, s.keys)
+	s.releaseCall = newCall(releaseScript, s.keys)
+	s.renewCall = newCall(renewScript, s.keys[:1])
 	s.waiters = make(map[string]chan grant)
 	return s, nil
 }

@@ -80,7 +80,7 @@ func TestLocalHandoffPublishesNothing(t *testing.T) {
 			c := b.client(t)
 			s := mustNew(t, b.config(c, "local", 1, time.Second))
 			other := mustNew(t, b.config(b.client(t), "local", 1, time.Second))
-			sub := b.client(t).PSubscribe(ctx, s.wakeArg+"*")
+			sub := b.client(t).PSubscribe(ctx, s.wakeArg.(string)+"*")
 			defer sub.Close()
 			if _, err := sub.Receive(ctx); err != nil { // the subscription
 				t.Fatal(err)
@@ -136,6 +136,33 @@ func TestLocalHandoffPublishesNothing(t *testing.T) {
 			}
 			if err := r.Release(ctx); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestScriptsFlushed: the scripts run by their hash, and by their source when
+// Redis no longer knows them (SCRIPT FLUSH, a restart, a failover).
+func TestScriptsFlushed(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := b.client(t)
+			l := mustNew(t, b.config(c, "flushed", 1, time.Second))
+			for range 2 {
+				if err := c.ScriptFlush(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				p, err := l.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.ScriptFlush(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}

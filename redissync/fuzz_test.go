@@ -153,7 +153,7 @@ func FuzzScripts(f *testing.F) {
 				if _, held := m.holders[id]; held && m.direct[id] {
 					continue // Acquire never asks again once granted
 				}
-				entry := "0"
+				var entry any = "0"
 				if op == 1 {
 					entry = s.entryArg
 				}
@@ -184,7 +184,7 @@ func FuzzScripts(f *testing.F) {
 				m.now += int64(arg % 100)
 				mr.SetTime(start.Add(time.Duration(m.now) * time.Millisecond))
 			case 4:
-				v, err := s.eval(ctx, renewScript, s.keys[:1], id, s.leaseArg, s.keyTTLArg)
+				v, err := s.eval(ctx, s.renewCall, id, s.leaseArg, s.keyTTLArg)
 				if err != nil {
 					t.Fatal(err)
 				}

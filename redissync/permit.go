@@ -185,7 +185,7 @@ func (p *Permit) renew(until time.Time) (bool, error) {
 	s := p.s
 	ctx, cancel := context.WithDeadline(p.ctx, until)
 	defer cancel()
-	v, err := s.eval(ctx, renewScript, s.keys[:1], p.id, s.leaseArg, s.keyTTLArg)
+	v, err := s.eval(ctx, s.renewCall, p.id, s.leaseArg, s.keyTTLArg)
 	if err != nil {
 		return false, err
 	}

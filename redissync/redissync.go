@@ -35,20 +35,24 @@ const errZero = "redissync: use New or NewLock; the zero Semaphore is not usable
 // hold it by the pointer New returns. It is safe for concurrent use by
 // multiple goroutines, and by many processes sharing one Redis.
 type Semaphore struct {
-	client    redis.UniversalClient
-	n         int
-	lease     time.Duration
-	timeout   time.Duration
-	poll      time.Duration
-	keys      []string
-	wakeArg   string // the prefix of every Semaphore's wake channel
-	channel   string // this one's: its waiters are told there
-	idPrefix  string // "tag/lease/" of this Semaphore's ids
-	ids       atomic.Uint64
-	nArg      string
-	leaseArg  string
-	entryArg  string
-	keyTTLArg string
+	client  redis.UniversalClient
+	n       int
+	lease   time.Duration
+	timeout time.Duration
+	poll    time.Duration
+	keys    []string
+	// The scripts, with their keys.
+	acquireCall, releaseCall, renewCall *call
+	wakeArg                             any    // the prefix of every Semaphore's wake channel
+	channel                             string // this one's: its waiters are told there
+	idPrefix                            string // "tag/lease/" of this Semaphore's ids
+	ids                                 atomic.Uint64
+	// The scripts' arguments, made interfaces once: a string passed as an
+	// interface allocates at each call.
+	nArg      any
+	leaseArg  any
+	entryArg  any
+	keyTTLArg any
 
 	ctxTimeouts bool
 
@@ -184,7 +188,7 @@ func (s *Semaphore) abandon(ctx context.Context, id string) {
 // permit whose lease had not ended. The permits it hands to waiters of this
 // Semaphore come back in its reply, not by pub/sub: it wakes them itself.
 func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
-	v, err := s.eval(ctx, releaseScript, s.keys, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg)
+	v, err := s.eval(ctx, s.releaseCall, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg)
 	if err != nil {
 		return false, err
 	}
@@ -229,12 +233,12 @@ type attemptResult struct {
 
 // attempt runs the acquire script for id; again says id asked before (so it
 // may be in line, or have been handed a permit).
-func (s *Semaphore) attempt(ctx context.Context, id, entry string, again bool) (attemptResult, error) {
-	asked := "0"
+func (s *Semaphore) attempt(ctx context.Context, id string, entry any, again bool) (attemptResult, error) {
+	var asked any = "0"
 	if again {
 		asked = "1"
 	}
-	v, err := s.eval(ctx, acquireScript, s.keys, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
+	v, err := s.eval(ctx, s.acquireCall, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
 	if err != nil {
 		return attemptResult{}, err
 	}
@@ -261,16 +265,45 @@ func unexpected(v any) error {
 	return fmt.Errorf("%w: unexpected reply %v", ErrUnavailable, v)
 }
 
-// eval runs a script, bounded by ctx and the Timeout. It returns ctx.Err()
-// if ctx ended first, and an error matching ErrUnavailable for any failure of
+// A call is a script with its keys, and the head of its command (EVALSHA,
+// its hash, the keys) made interfaces once: go-redis's Script.Run would
+// convert each at every call.
+type call struct {
+	sc   *redis.Script
+	keys []string
+	head []any
+}
+
+func newCall(sc *redis.Script, keys []string) *call {
+	head := []any{"evalsha", sc.Hash(), len(keys)}
+	for _, k := range keys {
+		head = append(head, k)
+	}
+	return &call{sc: sc, keys: keys, head: head}
+}
+
+// run runs the script by its hash, and by its source if Redis does not know
+// it yet, as Script.Run does.
+func (c *call) run(ctx context.Context, client redis.UniversalClient, args []any) (any, error) {
+	cmd := make([]any, 0, len(c.head)+len(args))
+	cmd = append(append(cmd, c.head...), args...)
+	v, err := client.Do(ctx, cmd...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = c.sc.Eval(ctx, client, c.keys, args...).Result()
+	}
+	return v, err
+}
+
+// eval runs a script, bounded by ctx and the Timeout. It returns ctx.Err() if
+// ctx ended first, and an error matching ErrUnavailable for any failure of
 // Redis.
-func (s *Semaphore) eval(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+func (s *Semaphore) eval(ctx context.Context, c *call, args ...any) (any, error) {
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var v any
 	var err error
 	if s.ctxTimeouts {
-		v, err = sc.Run(tctx, s.client, keys, args...).Result()
+		v, err = c.run(tctx, s.client, args)
 	} else {
 		// The client may wait for its ReadTimeout past ours: stop waiting
 		// for it. The round trip ends on its own.
@@ -280,7 +313,7 @@ func (s *Semaphore) eval(ctx context.Context, sc *redis.Script, keys []string, a
 		}
 		done := make(chan reply, 1)
 		go func() {
-			v, err := sc.Run(tctx, s.client, keys, args...).Result()
+			v, err := c.run(tctx, s.client, args)
 			done <- reply{v, err}
 		}()
 		select {
