@@ -143,3 +143,5 @@ func TestBreakerMetricsOutOfRange(t *testing.T) {
 		t.Errorf("calls{other} = %d, want 3", got)
 	}
 }
+
+func breakerNameOf(n string) attribute.KeyValue { return ctxsyncotel.BreakerNameKey.String(n) }
