@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 )
 
 // waitQueued waits until n waiters are in s's line.
@@ -166,4 +168,55 @@ func TestScriptsFlushed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPermitContextMadeWhenAsked: a Permit's Context is made at its first
+// call, and reflects what happened before: a Context asked for after Release
+// is done already (cause context.Canceled), one asked for before is ended by
+// Release, and calls racing with Release all get the same one.
+func TestPermitContextMadeWhenAsked(t *testing.T) {
+	m := miniredisBackend(t)
+	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+	l := mustNew(t, m.config(m.client(t), "ctx", 1, time.Second))
+
+	p, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Context(); c.Err() == nil || context.Cause(c) != context.Canceled || c.Value(ctxKey{}) != "v" {
+		t.Errorf("Context after Release: err %v, cause %v, value %v", c.Err(), context.Cause(c), c.Value(ctxKey{}))
+	}
+
+	p, err = l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := p.Context()
+	if before.Err() != nil {
+		t.Fatal("the Context of a live Permit is done")
+	}
+	got := make(chan context.Context, 8)
+	for range 8 {
+		go func() { got <- p.Context() }()
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if c := <-got; c != before {
+			t.Error("two calls of Context gave two contexts")
+		}
+	}
+	<-before.Done()
+}
+
+type ctxKey struct{}
+
+// miniredisBackend returns a miniredis backend alone.
+func miniredisBackend(t *testing.T) backend {
+	m := miniredis.RunT(t)
+	return backend{name: "miniredis", addr: m.Addr(), mini: m, prefix: "test:"}
 }

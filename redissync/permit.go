@@ -24,9 +24,8 @@ type Permit struct {
 	id     string
 	token  int64
 	lost   ctxsync.Event
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   atomic.Bool // Release was called
+	parent context.Context // Acquire's: its values
+	done   atomic.Bool     // Release was called
 
 	// The renewals run on a timer's function, not a goroutine of their own:
 	// a permit held for less than a third of its lease (the common case)
@@ -37,13 +36,20 @@ type Permit struct {
 	until   time.Time // when the lease can no longer be proven
 	next    time.Time // when to renew
 	lostAt  time.Time // when the loss was decided: for tests
+
+	// The Context is made at its first call (most holders never ask), and
+	// ended with the permit's cause: nil while it lasts, then ErrLost or
+	// errReleased.
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+	cause       error
+	renewCancel context.CancelFunc // ends a renewal under way
 }
 
 // newPermit starts the renewals of a permit whose lease is proven until
 // until.
 func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, until time.Time) *Permit {
-	p := &Permit{s: s, id: id, token: token, until: until}
-	p.ctx, p.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	p := &Permit{s: s, id: id, token: token, until: until, parent: ctx}
 	// The first renewal comes at a third of the lease, or sooner when less
 	// than that is left: a permit handed over late (its waiter's message held
 	// up) must be renewed before it ends.
@@ -96,7 +102,30 @@ func (p *Permit) Lost() <-chan struct{} {
 // Acquire.
 func (p *Permit) Context() context.Context {
 	p.check()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx == nil {
+		p.ctx, p.cancel = context.WithCancelCause(context.WithoutCancel(p.parent))
+		if p.cause != nil {
+			p.cancel(p.cause)
+		}
+	}
 	return p.ctx
+}
+
+// endLocked ends the permit's Context, and a renewal under way, with cause,
+// unless they have ended already; p.mu is held.
+func (p *Permit) endLocked(cause error) {
+	if p.cause != nil {
+		return
+	}
+	p.cause = cause
+	if p.cancel != nil {
+		p.cancel(cause)
+	}
+	if p.renewCancel != nil {
+		p.renewCancel()
+	}
 }
 
 // Release gives the permit back and wakes the waiter next in line. It panics
@@ -113,8 +142,8 @@ func (p *Permit) Release(ctx context.Context) error {
 	p.mu.Lock()
 	p.stopped = true
 	p.t.Stop()
+	p.endLocked(errReleased)
 	p.mu.Unlock()
-	p.cancel(errReleased)
 	s := p.s
 	held, err := s.release(ctx, p.id)
 	if err != nil {
@@ -131,7 +160,7 @@ func (p *Permit) Release(ctx context.Context) error {
 func (p *Permit) loseLocked() {
 	p.stopped = true
 	p.lostAt = time.Now()
-	p.cancel(ErrLost)
+	p.endLocked(ErrLost)
 	p.lost.Set()
 }
 
@@ -157,10 +186,15 @@ func (p *Permit) tick() {
 		if s.noRenew.Load() {
 			p.next = now.Add(every)
 		} else {
-			until := p.until
+			// A renewal still under way when the lease can no longer be
+			// proven is given up, and so is one at Release.
+			ctx, cancel := context.WithDeadline(context.WithoutCancel(p.parent), p.until)
+			p.renewCancel = cancel
 			p.mu.Unlock()
-			renewed, err := p.renew(until)
+			renewed, err := p.renew(ctx)
 			p.mu.Lock()
+			p.renewCancel = nil
+			cancel()
 			if p.stopped {
 				return
 			}
@@ -179,12 +213,9 @@ func (p *Permit) tick() {
 	p.t.Reset(max(min(time.Until(p.next), time.Until(p.until)), 0))
 }
 
-// renew extends the lease; a renewal still under way when the lease can no
-// longer be proven is given up.
-func (p *Permit) renew(until time.Time) (bool, error) {
+// renew extends the lease.
+func (p *Permit) renew(ctx context.Context) (bool, error) {
 	s := p.s
-	ctx, cancel := context.WithDeadline(p.ctx, until)
-	defer cancel()
 	v, err := s.eval(ctx, s.renewCall, p.id, s.leaseArg, s.keyTTLArg)
 	if err != nil {
 		return false, err
