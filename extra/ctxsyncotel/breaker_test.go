@@ -29,11 +29,15 @@ func TestBreakerMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		var mine []breaker.Outcome
+		var changes []breaker.State
 		b := breaker.New(breaker.Settings{
 			Name:             "payments",
 			FailureThreshold: 1,
 			OpenTimeout:      time.Second,
 			OnCall:           m.OnCall(func(e breaker.CallEvent) { mine = append(mine, e.Outcome) }),
+			OnStateChange: m.OnStateChange(func(_, to breaker.State, _ breaker.Counts) {
+				changes = append(changes, to)
+			}),
 		})
 		reg, err := m.Observe(b)
 		if err != nil {
@@ -86,32 +90,41 @@ func TestBreakerMetrics(t *testing.T) {
 			"ctxsync.breaker.calls":         {counter, "{call}"},
 			"ctxsync.breaker.call.duration": {histogram, "s"},
 			"ctxsync.breaker.state":         {gauge, "1"},
+			"ctxsync.breaker.state_changes": {counter, "{change}"},
 		})
 		for _, w := range []struct {
-			outcome, state string
-			calls          int64
-			seconds        float64
+			outcome string
+			calls   int64
+			seconds float64
 		}{
-			{"success", "closed", 1, 0.01},
-			{"failure", "closed", 1, 0.02},
-			{"rejected", "open", 1, 0},
-			{"success", "half-open", 1, 0.03},
+			{"success", 2, 0.04},
+			{"failure", 1, 0.02},
+			{"ignored", 0, 0},
+			{"rejected", 1, 0},
 		} {
-			kvs := []attribute.KeyValue{breakerName, outcome(w.outcome), state(w.state)}
+			kvs := []attribute.KeyValue{breakerName, outcome(w.outcome)}
 			if got := c.point(t, "ctxsync.breaker.calls", kvs...); got != w.calls {
-				t.Errorf("calls{%s, %s} = %d, want %d", w.outcome, w.state, got, w.calls)
+				t.Errorf("calls{%s} = %d, want %d", w.outcome, got, w.calls)
 			}
 			h := c.hist(t, "ctxsync.breaker.call.duration", kvs...)
-			wantCount := uint64(1)
+			wantCount := uint64(w.calls)
 			if w.outcome == "rejected" {
-				wantCount = 0
+				wantCount = 0 // refusals take no time, and are not recorded
 			}
 			if h.Count != wantCount || !near(h.Sum, w.seconds) {
-				t.Errorf("call.duration{%s, %s}: count %d sum %v, want %d and %v", w.outcome, w.state, h.Count, h.Sum, wantCount, w.seconds)
+				t.Errorf("call.duration{%s}: count %d sum %v, want %d and %v", w.outcome, h.Count, h.Sum, wantCount, w.seconds)
 			}
 		}
-		if n := c.points("ctxsync.breaker.calls"); n != 4 {
-			t.Errorf("ctxsync.breaker.calls: %d points, want 4", n)
+		for _, w := range []struct {
+			state string
+			n     int64
+		}{{"open", 1}, {"half-open", 1}, {"closed", 1}} {
+			if got := c.point(t, "ctxsync.breaker.state_changes", breakerName, state(w.state)); got != w.n {
+				t.Errorf("state_changes{%s} = %d, want %d", w.state, got, w.n)
+			}
+		}
+		if len(changes) != 3 {
+			t.Errorf("the user's OnStateChange saw %v, want 3 changes", changes)
 		}
 		want := []breaker.Outcome{breaker.Success, breaker.Failure, breaker.Rejected, breaker.Success}
 		if len(mine) != len(want) {
@@ -126,7 +139,7 @@ func TestBreakerMetrics(t *testing.T) {
 }
 
 // TestBreakerMetricsOutOfRange: an event whose outcome or state no
-// breaker makes today is counted under "other", not dropped, and does not
+// breaker makes today is recorded under "other", not dropped, and does not
 // index out of range.
 func TestBreakerMetricsOutOfRange(t *testing.T) {
 	r, mp := newProvider(t)
@@ -136,11 +149,17 @@ func TestBreakerMetricsOutOfRange(t *testing.T) {
 	}
 	on := m.OnCall(nil)
 	on(breaker.CallEvent{Outcome: 0, State: breaker.Closed})
-	on(breaker.CallEvent{Outcome: breaker.Success, State: breaker.State(7)})
+	on(breaker.CallEvent{Outcome: breaker.Outcome(9), State: breaker.State(7)})
 	on(breaker.CallEvent{Outcome: breaker.Outcome(-1), State: breaker.State(-1)})
+	change := m.OnStateChange(nil)
+	change(breaker.Closed, breaker.State(3), breaker.Counts{})
+	change(breaker.Closed, breaker.State(-1), breaker.Counts{})
 	c := collect(t, r)
-	if got := c.point(t, "ctxsync.breaker.calls", outcome("other"), state("other")); got != 3 {
-		t.Errorf("calls{other} = %d, want 3", got)
+	if got := c.hist(t, "ctxsync.breaker.call.duration", outcome("other")).Count; got != 3 {
+		t.Errorf("call.duration{other} count = %d, want 3", got)
+	}
+	if got := c.point(t, "ctxsync.breaker.state_changes", state("other")); got != 2 {
+		t.Errorf("state_changes{other} = %d, want 2", got)
 	}
 }
 

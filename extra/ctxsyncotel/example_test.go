@@ -106,7 +106,9 @@ func ExampleNewBreakerMetrics() {
 	}
 	b := breaker.New(breaker.Settings{
 		FailureThreshold: 1,
-		OnCall:           m.OnCall(nil), // or m.OnCall(myOnCall)
+		// Functions of one's own go in the arguments: both are called.
+		OnCall:        m.OnCall(nil),
+		OnStateChange: m.OnStateChange(nil),
 	})
 	reg, err := m.Observe(b)
 	if err != nil {
@@ -116,10 +118,13 @@ func ExampleNewBreakerMetrics() {
 
 	_ = b.Execute(context.Background(), func(context.Context) error { return errors.New("down") })
 	_ = b.Execute(context.Background(), func(context.Context) error { return nil }) // refused
-	show(reader, "ctxsync.breaker.calls", "ctxsync.breaker.state")
+	show(reader, "ctxsync.breaker.calls", "ctxsync.breaker.state", "ctxsync.breaker.state_changes")
 	// Output:
-	// ctxsync.breaker.calls{ctxsync.breaker.name=payments,ctxsync.breaker.outcome=failure,ctxsync.breaker.state=closed} 1
-	// ctxsync.breaker.calls{ctxsync.breaker.name=payments,ctxsync.breaker.outcome=rejected,ctxsync.breaker.state=open} 1
+	// ctxsync.breaker.calls{ctxsync.breaker.name=payments,ctxsync.breaker.outcome=failure} 1
+	// ctxsync.breaker.calls{ctxsync.breaker.name=payments,ctxsync.breaker.outcome=ignored} 0
+	// ctxsync.breaker.calls{ctxsync.breaker.name=payments,ctxsync.breaker.outcome=rejected} 1
+	// ctxsync.breaker.calls{ctxsync.breaker.name=payments,ctxsync.breaker.outcome=success} 0
+	// ctxsync.breaker.state_changes{ctxsync.breaker.name=payments,ctxsync.breaker.state=open} 1
 	// ctxsync.breaker.state{ctxsync.breaker.name=payments,ctxsync.breaker.state=closed} 0
 	// ctxsync.breaker.state{ctxsync.breaker.name=payments,ctxsync.breaker.state=half-open} 0
 	// ctxsync.breaker.state{ctxsync.breaker.name=payments,ctxsync.breaker.state=open} 1

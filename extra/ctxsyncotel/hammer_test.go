@@ -103,10 +103,12 @@ func TestHammer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls [breaker.Rejected + 1]atomic.Int64
+	var stateChanges atomic.Int64
 	b := breaker.New(breaker.Settings{
 		FailureThreshold: 3,
 		OpenTimeout:      time.Millisecond,
 		OnCall:           bm.OnCall(func(e breaker.CallEvent) { calls[e.Outcome].Add(1) }),
+		OnStateChange:    bm.OnStateChange(func(_, _ breaker.State, _ breaker.Counts) { stateChanges.Add(1) }),
 	})
 	breg, err := bm.Observe(b)
 	if err != nil {
@@ -237,19 +239,38 @@ func TestHammer(t *testing.T) {
 	if got := c.point(t, "db.client.connection.pending_requests"); got != 0 {
 		t.Errorf("pending_requests at rest = %d, want 0", got)
 	}
-	for o := breaker.Success; o <= breaker.Rejected; o++ {
-		want := calls[o].Load()
-		var got int64
-		if m, ok := c["ctxsync.breaker.calls"]; ok {
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				if v, _ := dp.Attributes.Value(ctxsyncotel.BreakerOutcomeKey); v.AsString() == o.String() {
-					got += dp.Value
+	total := b.Metrics().Total
+	for o, want := range map[breaker.Outcome]int64{
+		breaker.Success: total.Successes, breaker.Failure: total.Failures,
+		breaker.Ignored: total.Ignored, breaker.Rejected: total.Rejected,
+	} {
+		if calls[o].Load() != want {
+			t.Errorf("the user's OnCall saw %d calls %s, want %d (Total)", calls[o].Load(), o, want)
+		}
+		if got := c.point(t, "ctxsync.breaker.calls", outcome(o.String())); got != want {
+			t.Errorf("calls{%s} = %d, want %d", o, got, want)
+		}
+		if o == breaker.Rejected {
+			continue
+		}
+		if got := c.hist(t, "ctxsync.breaker.call.duration", outcome(o.String())).Count; got != uint64(want) {
+			t.Errorf("call.duration{%s} count = %d, want %d", o, got, want)
+		}
+	}
+	var changed int64
+	if _, ok := c["ctxsync.breaker.state_changes"]; ok {
+		for _, st := range []string{"closed", "open", "half-open"} {
+			if m := c["ctxsync.breaker.state_changes"]; m.Data != nil {
+				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					if v, _ := dp.Attributes.Value(ctxsyncotel.BreakerStateKey); v.AsString() == st {
+						changed += dp.Value
+					}
 				}
 			}
 		}
-		if got != want {
-			t.Errorf("calls{%s} = %d, want %d", o, got, want)
-		}
+	}
+	if changed != stateChanges.Load() {
+		t.Errorf("state_changes = %d, want %d", changed, stateChanges.Load())
 	}
 	counts := tally.Counts()
 	if got, want := c.hist(t, "ctxsync.ratelimit.wait.duration", waitEnd("taken")).Count+

@@ -341,6 +341,7 @@ func TestMeterRefuses(t *testing.T) {
 	// And the hooks work, on the no-op instruments.
 	pm.Hooks(pool.Hooks{}).OnAcquire(pool.AcquireEvent{})
 	bm.OnCall(nil)(breaker.CallEvent{Outcome: breaker.Success})
+	bm.OnStateChange(nil)(breaker.Closed, breaker.Open, breaker.Counts{})
 	lm.OnWait(nil)(0, nil)
 }
 
@@ -362,7 +363,7 @@ func TestUserHookPanics(t *testing.T) {
 		on(breaker.CallEvent{Outcome: breaker.Failure, State: breaker.Closed})
 	}()
 	c := collect(t, r)
-	if got := c.point(t, "ctxsync.breaker.calls", outcome("failure")); got != 1 {
-		t.Errorf("calls{failure} = %d, want 1", got)
+	if got := c.hist(t, "ctxsync.breaker.call.duration", outcome("failure")).Count; got != 1 {
+		t.Errorf("call.duration{failure} count = %d, want 1", got)
 	}
 }
