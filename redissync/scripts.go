@@ -22,11 +22,17 @@ import "github.com/redis/go-redis/v9"
 // own start, so the scripts make few: the way of an uncontended lock is five
 // calls to take it and four to give it back, and the sweeps run only where
 // a line exists or the permits are all held.
-const prelude = `
+//
+// A script reads the clock first, then may take its fast way out before it
+// defines the functions below (in Lua, each run makes each one anew).
+const clock = `
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
 
+// prelude defines the functions the scripts share.
+const prelude = `
 -- parse returns the tag and the lease of an id, or nil and dflt.
 local function parse(id, dflt)
 	local tag, l = string.match(id, '^(%x+)/(%d+)/')
@@ -119,19 +125,20 @@ end
 // asked before (1 or 0).
 // Reply: {1, token, lease ms left, now} or {0, place in line or -1, ms until
 // the first lease ends or -1, now}.
-var acquireScript = redis.NewScript(prelude + `
-local n = tonumber(ARGV[1])
+var acquireScript = redis.NewScript(clock + `
 local lease = tonumber(ARGV[2])
-local id = ARGV[3]
 local ttl = tonumber(ARGV[6])
-local again = ARGV[7] == '1'
 if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
 	-- Nothing held, nobody in line: the way of an uncontended lock.
 	local token = redis.call('INCR', KEYS[4])
-	redis.call('ZADD', KEYS[1], now + lease, id)
-	keep(ttl, 1, true)
+	redis.call('ZADD', KEYS[1], now + lease, ARGV[3])
+	redis.call('PEXPIRE', KEYS[1], ttl)
 	return {1, token, lease, now}
 end
+` + prelude + `
+local n = tonumber(ARGV[1])
+local id = ARGV[3]
+local again = ARGV[7] == '1'
 local queued = redis.call('ZCARD', KEYS[2])
 local held = false
 if queued > 0 then
@@ -196,7 +203,7 @@ return {0, rank or -1, untilFree, now}
 // ARGV: n, id, wake channel prefix, lease ms, key ttl ms. Reply: {1 if it
 // held a permit whose lease had not ended else 0, now, then id, lease ms,
 // token of each permit handed to a waiter of the caller's Semaphore}.
-var releaseScript = redis.NewScript(prelude + `
+var releaseScript = redis.NewScript(clock + `
 local id = ARGV[2]
 local held = 0
 local score = redis.call('ZSCORE', KEYS[1], id)
@@ -208,7 +215,9 @@ elseif redis.call('ZREM', KEYS[2], id) > 0 then
 end
 local out = {held, now}
 local queued = redis.call('ZCARD', KEYS[2])
-if queued > 0 and sweepLine(queued) > 0 then
+if queued == 0 then return out end
+` + prelude + `
+if sweepLine(queued) > 0 then
 	local n = tonumber(ARGV[1])
 	handoff(n, live(n), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[3], nil, parse(id, 0), out)
 end
@@ -217,7 +226,7 @@ return out
 
 // renewScript extends ARGV[1]'s lease to ARGV[2] ms from now, if it has not
 // ended. ARGV: id, lease ms, key ttl ms. Reply: 1 if renewed, 0 if gone.
-var renewScript = redis.NewScript(prelude + `
+var renewScript = redis.NewScript(clock + prelude + `
 local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not held or tonumber(held) <= now then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
