@@ -8,6 +8,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/extra/ctxsyncotel"
 	"github.com/ctxsync/ctxsync/pool"
 )
@@ -64,6 +65,45 @@ func BenchmarkOtelPoolAcquireRelease(b *testing.B) {
 		})
 		b.Run("goroutines=16/size=4/impl="+impl.name, func(b *testing.B) {
 			inGoroutines(b, 16, acquireRelease(newMetricsPool(b, 4, impl.hooks(b))))
+		})
+	}
+}
+
+// BenchmarkOtelBreakerExecute: a call that succeeds through a closed
+// breaker, with ctxsyncotel's OnCall and OnStateChange and without them.
+// With OnCall set, the breaker reads the clock twice per call for its
+// duration, whoever the hook is (see BenchmarkHooksBreaker).
+func BenchmarkOtelBreakerExecute(b *testing.B) {
+	for _, impl := range []string{"ctxsync-otel", "no-hooks"} {
+		newBreaker := func(b *testing.B) *breaker.Breaker {
+			var s breaker.Settings
+			if impl == "ctxsync-otel" {
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+				m, err := ctxsyncotel.NewBreakerMetrics("b", ctxsyncotel.WithMeterProvider(mp))
+				must(err)
+				s.OnCall = m.OnCall(nil)
+				s.OnStateChange = m.OnStateChange(nil)
+			}
+			return breaker.New(s)
+		}
+		b.Run("run=serial/impl="+impl, func(b *testing.B) {
+			b.ReportAllocs()
+			br := newBreaker(b)
+			ctx := benchCtx(b)
+			for b.Loop() {
+				must(br.Execute(ctx, okCall))
+			}
+		})
+		b.Run("run=parallel/impl="+impl, func(b *testing.B) {
+			b.ReportAllocs()
+			br := newBreaker(b)
+			ctx := benchCtx(b)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					must(br.Execute(ctx, okCall))
+				}
+			})
 		})
 	}
 }
