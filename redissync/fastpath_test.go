@@ -220,3 +220,44 @@ func miniredisBackend(t *testing.T) backend {
 	m := miniredis.RunT(t)
 	return backend{name: "miniredis", addr: m.Addr(), mini: m, prefix: "test:"}
 }
+
+// TestMissedHandoffGetsANewToken: a waiter that missed the message of its
+// hand-over (its process was not listening) finds its permit at its next
+// attempt, with a new token above the one handed: that one was never used.
+func TestMissedHandoffGetsANewToken(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			holder := mustNew(t, b.config(b.client(t), "missed", 1, time.Second))
+			w := mustNew(t, b.config(b.client(t), "missed", 1, time.Second))
+			p, err := holder.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := w.newID()
+			if r, err := w.attempt(ctx, id, w.entryArg, false); err != nil || r.granted || r.rank != 0 {
+				t.Fatalf("first attempt: %+v, %v; want in line at place 0", r, err)
+			}
+			if err := p.Release(ctx); err != nil { // hands the permit to id; nobody listens
+				t.Fatal(err)
+			}
+			handed, err := holder.client.Get(ctx, holder.keys[3]).Int64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := w.attempt(ctx, id, w.entryArg, true)
+			if err != nil || !r.granted {
+				t.Fatalf("attempt after the hand-over: %+v, %v; want granted", r, err)
+			}
+			if r.token <= handed || r.left <= 0 || r.left > time.Second {
+				t.Errorf("re-asked: token %d (handed %d), lease left %v", r.token, handed, r.left)
+			}
+			if held, err := w.release(ctx, id); err != nil || !held {
+				t.Errorf("release: %v, %v; want held", held, err)
+			}
+			if held, queued := counts(t, w); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
