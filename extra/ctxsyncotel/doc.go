@@ -6,13 +6,17 @@
 // the MeterProvider (WithMeterProvider; the global one by default), add
 // attributes (WithAttributes) and set the histograms' buckets
 // (WithDurationBuckets). Gauges and counters that a snapshot holds (Stats,
-// Counts, State, Available...) are read by a callback at each collection,
+// Metrics, Available...) are read by a callback at each collection,
 // registered by Observe and stopped by its registration's Unregister: they
 // cost the hot paths nothing. What only an event tells (how long an Acquire
 // waited, how long a call took) is fed by hooks that the pool, breaker or
-// Tally calls; they take no lock and allocate nothing, their attributes being
-// made once. Each hook constructor takes the user's own hook, called after
-// ours.
+// Tally calls; they allocate nothing, their attributes being made once, and
+// take no lock but the SDK's. Each hook constructor takes the user's own
+// hook, called after ours.
+//
+// Names are the user's to choose, one per pool, breaker, limiter or
+// primitive observed: two sources observed under one name report the same
+// series, which the SDK then merges or overwrites.
 //
 // The pool's instruments follow the db.client.connection.* semantic
 // conventions where they fit (version 1.43.0, whose schema URL the Meter
@@ -24,24 +28,24 @@
 // Pools (NewPoolMetrics; H: from PoolMetrics.Hooks, O: from
 // PoolMetrics.Observe), with db.client.connection.pool.name:
 //
-//	name                                   kind                 unit           attributes, and what is counted
-//	db.client.connection.wait_time         histogram (H)        s              Acquires that waited, failed ones too
-//	db.client.connection.create_time       histogram (H)        s              calls to New that made a resource
-//	db.client.connection.timeouts          counter (H)          {timeout}      Acquires that failed with context.DeadlineExceeded
-//	db.client.connection.count             updowncounter (O)    {connection}   db.client.connection.state=idle|used
-//	db.client.connection.max               updowncounter (O)    {connection}   Config.MaxSize
-//	db.client.connection.pending_requests  updowncounter (O)    {request}      Acquires waiting
-//	ctxsync.pool.connection.constructing   updowncounter (O)    {connection}   calls to New under way
-//	ctxsync.pool.connection.closing        updowncounter (O)    {connection}   calls to Close under way
-//	ctxsync.pool.acquires                  counter (O)          {acquire}      Stats.AcquireCount
-//	ctxsync.pool.empty_acquires            counter (O)          {acquire}      Stats.EmptyAcquires
-//	ctxsync.pool.waits                     counter (O)          {acquire}      Stats.WaitCount
-//	ctxsync.pool.canceled_acquires         counter (O)          {acquire}      Stats.CanceledAcquires
-//	ctxsync.pool.wait_duration             counter (O)          s              Stats.WaitDuration
-//	ctxsync.pool.connection.created        counter (O)          {connection}   Stats.Created
-//	ctxsync.pool.connection.create_failures counter (O)         {failure}      Stats.CreateFailures
-//	ctxsync.pool.connection.closed         counter (O)          {connection}   ctxsync.pool.close.reason=idle|lifetime|health|destroy|pool
-//	ctxsync.pool.connection.close_errors   counter (O)          {error}        Stats.CloseErrors
+//	name                                    kind                 unit           attributes, and what is counted
+//	db.client.connection.wait_time          histogram (H)        s              Acquires that waited, failed ones too
+//	db.client.connection.create_time        histogram (H)        s              calls to New that made a resource
+//	db.client.connection.timeouts           counter (H)          {timeout}      Acquires that failed with context.DeadlineExceeded
+//	db.client.connection.count              updowncounter (O)    {connection}   db.client.connection.state=idle|used
+//	db.client.connection.max                updowncounter (O)    {connection}   Config.MaxSize
+//	db.client.connection.pending_requests   updowncounter (O)    {request}      Acquires waiting
+//	ctxsync.pool.connection.constructing    updowncounter (O)    {connection}   calls to New under way
+//	ctxsync.pool.connection.closing         updowncounter (O)    {connection}   calls to Close under way
+//	ctxsync.pool.acquires                   counter (O)          {acquire}      Stats.AcquireCount
+//	ctxsync.pool.empty_acquires             counter (O)          {acquire}      Stats.EmptyAcquires
+//	ctxsync.pool.waits                      counter (O)          {acquire}      Stats.WaitCount
+//	ctxsync.pool.canceled_acquires          counter (O)          {acquire}      Stats.CanceledAcquires
+//	ctxsync.pool.wait_duration              counter (O)          s              Stats.WaitDuration
+//	ctxsync.pool.connection.created         counter (O)          {connection}   Stats.Created
+//	ctxsync.pool.connection.create_failures counter (O)          {failure}      Stats.CreateFailures
+//	ctxsync.pool.connection.closed          counter (O)          {connection}   ctxsync.pool.close.reason=idle|lifetime|health|destroy|pool
+//	ctxsync.pool.connection.close_errors    counter (O)          {error}        Stats.CloseErrors
 //
 // db.client.connection.use_time is not measured: the pool's hooks do not
 // tell how long a resource was out. Nor are db.client.connection.idle.max
@@ -51,28 +55,28 @@
 // Breakers (NewBreakerMetrics; H: from BreakerMetrics.OnCall and
 // OnStateChange, O: from BreakerMetrics.Observe), with ctxsync.breaker.name:
 //
-//	ctxsync.breaker.call.duration          histogram (H)        s              ctxsync.breaker.outcome=success|failure|ignored: the calls let through
-//	ctxsync.breaker.state_changes          counter (H)          {change}       ctxsync.breaker.state: the state entered
-//	ctxsync.breaker.calls                  counter (O)          {call}         ctxsync.breaker.outcome=success|failure|ignored|rejected: Metrics().Total
-//	ctxsync.breaker.state                  gauge (O)            1              ctxsync.breaker.state=closed|open|half-open: 1 for the current one
+//	ctxsync.breaker.call.duration           histogram (H)        s              ctxsync.breaker.outcome=success|failure|ignored: the calls let through
+//	ctxsync.breaker.state_changes           counter (H)          {change}       ctxsync.breaker.state: the state entered
+//	ctxsync.breaker.calls                   counter (O)          {call}         ctxsync.breaker.outcome=success|failure|ignored|rejected: Metrics().Total
+//	ctxsync.breaker.state                   gauge (O)            1              ctxsync.breaker.state=closed|open|half-open: 1 for the current one
 //
 // Limiters (NewLimiterMetrics; H: from LimiterMetrics.OnWait, O: from
 // LimiterMetrics.Observe of a ratelimit.Tally), with ctxsync.ratelimit.name:
 //
-//	ctxsync.ratelimit.decisions            counter (O)          {decision}     ctxsync.ratelimit.decision=allowed|refused (AllowN, Take)
-//	ctxsync.ratelimit.waits                counter (O)          {wait}         ctxsync.ratelimit.wait=taken|failed (WaitN)
-//	ctxsync.ratelimit.wait.duration        histogram (H)        s              ctxsync.ratelimit.wait=taken|failed
+//	ctxsync.ratelimit.decisions             counter (O)          {decision}     ctxsync.ratelimit.decision=allowed|refused (AllowN, Take)
+//	ctxsync.ratelimit.waits                 counter (O)          {wait}         ctxsync.ratelimit.wait=taken|failed (WaitN)
+//	ctxsync.ratelimit.wait.duration         histogram (H)        s              ctxsync.ratelimit.wait=taken|failed
 //
 // Primitives (ObserveSemaphore, ObserveWeighted, ObserveQueue), with
 // ctxsync.semaphore.name, ctxsync.weighted.name or ctxsync.queue.name:
 //
-//	ctxsync.semaphore.available            updowncounter (O)    {permit}
-//	ctxsync.semaphore.waiting              updowncounter (O)    {waiter}
-//	ctxsync.weighted.capacity              updowncounter (O)    {unit}
-//	ctxsync.weighted.available             updowncounter (O)    {unit}
-//	ctxsync.weighted.waiting               updowncounter (O)    {waiter}
-//	ctxsync.queue.length                   updowncounter (O)    {item}
-//	ctxsync.queue.unfinished               updowncounter (O)    {item}
+//	ctxsync.semaphore.available             updowncounter (O)    {permit}
+//	ctxsync.semaphore.waiting               updowncounter (O)    {waiter}
+//	ctxsync.weighted.capacity               updowncounter (O)    {unit}
+//	ctxsync.weighted.available              updowncounter (O)    {unit}
+//	ctxsync.weighted.waiting                updowncounter (O)    {waiter}
+//	ctxsync.queue.length                    updowncounter (O)    {item}
+//	ctxsync.queue.unfinished                updowncounter (O)    {item}
 //
 // Counters read from a snapshot go down when what they read is reset
 // (Breaker.Reset zeroes ctxsync.breaker.calls); a back end reads that as a

@@ -62,8 +62,8 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 // They are advice to the SDK: a View of the MeterProvider overrides them.
 //
 // The default, DefaultDurationBuckets, spans 100µs to 10s: pool waits and
-// calls through a breaker are often far shorter than the SDK's default
-// boundaries (made for milliseconds) assume.
+// calls through a breaker are often far shorter than the SDK's own default
+// boundaries (made for milliseconds) can tell apart.
 func WithDurationBuckets(bounds ...float64) Option {
 	b := append([]float64(nil), bounds...)
 	return optionFunc(func(c *config) {
@@ -72,11 +72,14 @@ func WithDurationBuckets(bounds ...float64) Option {
 	})
 }
 
-// DefaultDurationBuckets are the bucket boundaries, in seconds, of the
-// duration histograms unless WithDurationBuckets says otherwise.
-var DefaultDurationBuckets = []float64{
-	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-	0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+// DefaultDurationBuckets returns the bucket boundaries, in seconds, of the
+// duration histograms unless WithDurationBuckets says otherwise: 100µs to
+// 10s. Each call returns a new slice.
+func DefaultDurationBuckets() []float64 {
+	return []float64{
+		0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+		0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+	}
 }
 
 // newConfig applies opts, and checks them and name; what is the name of what
@@ -109,7 +112,7 @@ func newConfig(what, name string, opts []Option) (*config, error) {
 			}
 		}
 	} else {
-		c.buckets = DefaultDurationBuckets
+		c.buckets = DefaultDurationBuckets()
 	}
 	return c, nil
 }

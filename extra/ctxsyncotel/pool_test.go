@@ -3,6 +3,7 @@ package ctxsyncotel_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -175,7 +176,7 @@ func TestPoolMetrics(t *testing.T) {
 		if lo, ok := wait.Min.Value(); !ok || !near(lo, 0.005) {
 			t.Errorf("wait_time: min %v, want 0.005 (the Acquire that timed out)", lo)
 		}
-		if want := ctxsyncotel.DefaultDurationBuckets; len(wait.Bounds) != len(want) {
+		if want := ctxsyncotel.DefaultDurationBuckets(); !slices.Equal(wait.Bounds, want) {
 			t.Errorf("wait_time: bounds %v, want %v", wait.Bounds, want)
 		}
 		create := c.hist(t, "db.client.connection.create_time", poolName)
