@@ -60,8 +60,9 @@
 //
 // Waiting is quiet: a script that frees a permit hands it at once to the
 // waiter at the head of the line, for the waiter's own Lease, and tells that
-// waiter by pub/sub, on a channel its process alone listens to; it holds the
-// permit with no further round trip. A slow poll (Config.Poll) makes up
+// waiter by pub/sub, on a channel its Semaphore alone listens to (or, when
+// the waiter shares the releaser's Semaphore, by the releaser's own reply);
+// it holds the permit with no further round trip. A slow poll (Config.Poll) makes up
 // for a lost message and for a lease that ends with no Release. A waiter that
 // stops asking, because its process died, loses its place after a few Polls;
 // one that dies just as a permit is handed to it holds it for a Lease.
