@@ -145,12 +145,14 @@ func (m *BreakerMetrics) OnStateChange(next func(from, to breaker.State, counts 
 // returns the registration, whose Unregister stops it. A BreakerMetrics
 // observes one breaker at a time: Observe fails while an earlier
 // registration is in force, as it does for a nil b or an instrument the
-// Meter refuses to make.
+// Meter refuses to make. It reads b once: it panics with b's panic if b is
+// the zero Breaker.
 func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	m.check()
 	if isNil(b) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe of a nil breaker")
 	}
+	b.Metrics() // a zero Breaker panics here, not at a collection (see PoolMetrics.Observe)
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + m.name + " is observed already")
 	}

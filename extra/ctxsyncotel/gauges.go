@@ -42,7 +42,7 @@ type QueueSource interface {
 // registration, whose Unregister stops it. It fails on an empty name, a nil
 // s, a bad option, or an instrument the Meter refuses to make.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveSemaphore", "semaphore", name, s, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveSemaphore", "semaphore", name, s, func() { s.Available(); s.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		avail, err1 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.available",
 			metric.WithDescription("Permits free now."), metric.WithUnit("{permit}"))
 		waiting, err2 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.waiting",
@@ -65,7 +65,7 @@ func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Re
 // an empty name, a nil w, a bad option, or an instrument the Meter refuses
 // to make.
 func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveWeighted", "weighted", name, w, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveWeighted", "weighted", name, w, func() { w.Capacity(); w.Available(); w.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		capacity, err1 := m.Int64ObservableUpDownCounter("ctxsync.weighted.capacity",
 			metric.WithDescription("The capacity of the weighted semaphore, in its units."), metric.WithUnit("{unit}"))
 		avail, err2 := m.Int64ObservableUpDownCounter("ctxsync.weighted.available",
@@ -91,7 +91,7 @@ func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Regi
 // whose Unregister stops it. It fails on an empty name, a nil q, a bad
 // option, or an instrument the Meter refuses to make.
 func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveQueue", "queue", name, q, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		length, err1 := m.Int64ObservableUpDownCounter("ctxsync.queue.length",
 			metric.WithDescription("Items in the queue now."), metric.WithUnit("{item}"))
 		unfinished, err2 := m.Int64ObservableUpDownCounter("ctxsync.queue.unfinished",
@@ -107,10 +107,11 @@ func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registrati
 	})
 }
 
-// observe, for the function fn, checks name, src and opts, and has register
+// observe, for the function fn, checks name, src and opts, reads src once
+// with read, and has register
 // make the instruments of what and register their callback, whose
 // measurements take the options it is given.
-func observe(fn, what, name string, src any, opts []Option,
+func observe(fn, what, name string, src any, read func(), opts []Option,
 	register func(metric.Meter, []metric.ObserveOption) (metric.Registration, error),
 ) (metric.Registration, error) {
 	c, err := newConfig(what, name, opts)
@@ -120,6 +121,10 @@ func observe(fn, what, name string, src any, opts []Option,
 	if isNil(src) {
 		return nil, errors.New("ctxsyncotel: " + fn + " of a nil " + what)
 	}
+	// Read once here, so that a source that panics (a zero value that must
+	// be made by its constructor) does so in the caller's goroutine, not at
+	// a collection in the exporter's.
+	read()
 	key := attribute.Key("ctxsync." + what + ".name")
 	return register(c.meter(), observeOpts(c.set(key.String(name))))
 }

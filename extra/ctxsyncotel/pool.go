@@ -136,11 +136,15 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 // returns the registration, whose Unregister stops it. A PoolMetrics observes
 // one pool at a time: Observe fails while an earlier registration is in
 // force, as it does for a nil p or an instrument the Meter refuses to make.
+// It reads p once: it panics with p's panic if p is the zero Pool.
 func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	m.check()
 	if isNil(p) {
 		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe of a nil pool")
 	}
+	// Read once here, so that a pool not made by pool.New panics in the
+	// caller's goroutine, not at a collection in the exporter's.
+	p.Stats()
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + m.name + " is observed already")
 	}

@@ -108,6 +108,7 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	if isNil(t) {
 		return nil, errors.New("ctxsyncotel: LimiterMetrics.Observe of a nil Tally")
 	}
+	t.Counts() // a source that panics does so here, not at a collection (see PoolMetrics.Observe)
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: LimiterMetrics.Observe: limiter " + m.name + " is observed already")
 	}
