@@ -40,9 +40,11 @@ type Hooks struct {
 	OnClose func(CloseReason)
 
 	// OnHealthCheckFail is told of every HealthCheck that failed, with its
-	// error, at Acquire or in the background, before the resource is closed
-	// (and OnClose told).
-	// A check that panicked is told with an error that says so.
+	// error, at Acquire or in the background, once the resource is closed
+	// (and OnClose told), its place free: even one closed for the pool's
+	// Close meanwhile. A check that panicked is told with an error that
+	// says so. A check at Acquire that fails as the Acquire's ctx ends is
+	// not told: it may have failed for that, and its resource goes back.
 	OnHealthCheckFail func(error)
 }
 

@@ -121,7 +121,7 @@ func TestHooksTellEveryEvent(t *testing.T) {
 		require.Equal(t, []string{
 			"close destroy",
 			"create 2s ok", "acquire waited=true wait=2s ok", "release",
-			"check failed: gone bad", "close health", "create 2s ok", "acquire waited=true wait=2s ok",
+			"close health", "check failed: gone bad", "create 2s ok", "acquire waited=true wait=2s ok",
 		}, rec.take())
 
 		// Released past its lifetime: closed, not released.

@@ -126,7 +126,13 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		p.stats.AcquireCount--
 		p.closeLocked(r, ClosedPool)
 		p.q.Unlock()
-		p.closeValue(r)
+		if err != nil {
+			// Closed for the pool's Close, but failed all the same: told,
+			// as every failed check is.
+			p.closeFailed(r, err)
+		} else {
+			p.closeValue(r)
+		}
 		return false, ErrClosed
 	case ctx.Err() != nil:
 		// The caller gave up, whether or not the resource passed: a
@@ -155,15 +161,15 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	return false, nil
 }
 
-// closeFailed tells Hooks.OnHealthCheckFail of err, the failure of r's
-// check, then closes r, retired: even if the hook panics. A function of its
-// own, so that checkOut, on Acquire's path, has no more defers than its
-// compiler inlines (open-coded defers).
+// closeFailed closes r, retired, whose check failed with err, then tells
+// Hooks.OnHealthCheckFail: even if Config.Close panics. Told before, the hook
+// would run while r still held its place, and a Close it called would wait
+// for that place, which only its own return frees. A function of its own, so
+// that checkOut, on Acquire's path, has no more defers than its compiler
+// inlines (open-coded defers).
 func (p *Pool[T]) closeFailed(r *Resource[T], err error) {
 	if h := p.cfg.Hooks.OnHealthCheckFail; h != nil {
-		defer p.closeValue(r)
-		h(err)
-		return
+		defer h(err)
 	}
 	p.closeValue(r)
 }

@@ -215,10 +215,19 @@ func (p *Pool[T]) retireLocked(r *Resource[T], reason CloseReason) {
 	r.closedFor = reason
 }
 
-// closeValue calls Config.Close on the value of r, retired, then frees its
-// place: in a defer, so that a Close that panics frees it too before the
-// panic goes on (and counts as a failed Close). The lock must not be held.
+// closeValue calls Config.Close on the value of r, retired, frees its place,
+// then tells Hooks.OnClose: in a defer, so that a Close that panics frees it
+// too before the panic goes on (and counts as a failed Close). The lock must
+// not be held.
 func (p *Pool[T]) closeValue(r *Resource[T]) {
+	if h := p.cfg.Hooks.OnClose; h != nil {
+		defer h(r.closedFor)
+	}
+	p.closeQuietly(r)
+}
+
+// closeQuietly is closeValue without the hook.
+func (p *Pool[T]) closeQuietly(r *Resource[T]) {
 	failed := p.cfg.Close != nil
 	defer func() {
 		p.q.Lock()
@@ -229,27 +238,49 @@ func (p *Pool[T]) closeValue(r *Resource[T]) {
 		p.fillLocked(context.Background())
 		p.drainedLocked()
 		p.q.Unlock()
-		if h := p.cfg.Hooks.OnClose; h != nil {
-			h(r.closedFor)
-		}
 	}()
 	if p.cfg.Close != nil {
 		failed = p.cfg.Close(r.v) != nil
 	}
 }
 
-// closeValues closes the values of rs, retired. If Config.Close panics on
-// one, the others are still closed, their places freed, before the panic
-// goes on: a pool left with places held by values nobody will close would
-// make its Close wait for ever. The lock must not be held.
+// closeValues closes the values of rs, retired, then tells Hooks.OnClose of
+// each. If Config.Close panics on one, the others are still closed, their
+// places freed, before the panic goes on: a pool left with places held by
+// values nobody will close would make its Close wait for ever. The hook is
+// told once every place is free, so that a Close it calls does not wait for
+// the rest of rs, which only this goroutine would close. The lock must not
+// be held.
 func (p *Pool[T]) closeValues(rs []*Resource[T]) {
+	if p.cfg.Hooks.OnClose != nil {
+		defer p.tellClosed(rs)
+	}
+	p.closeAll(rs)
+}
+
+// closeAll is closeValues without the hook.
+func (p *Pool[T]) closeAll(rs []*Resource[T]) {
 	i := 0
 	defer func() {
 		if i < len(rs) { // rs[i] panicked
-			p.closeValues(rs[i+1:])
+			p.closeAll(rs[i+1:])
 		}
 	}()
 	for ; i < len(rs); i++ {
-		p.closeValue(rs[i])
+		p.closeQuietly(rs[i])
+	}
+}
+
+// tellClosed tells Hooks.OnClose of each of rs, closed: all of them, even if
+// the hook panics on one, so that none goes untold.
+func (p *Pool[T]) tellClosed(rs []*Resource[T]) {
+	i := 0
+	defer func() {
+		if i < len(rs) { // the hook panicked on rs[i]
+			p.tellClosed(rs[i+1:])
+		}
+	}()
+	for ; i < len(rs); i++ {
+		p.cfg.Hooks.OnClose(rs[i].closedFor)
 	}
 }

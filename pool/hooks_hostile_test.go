@@ -1,0 +1,137 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestHealthCheckFailToldWhenClosedDuringCheck: a HealthCheck at Acquire
+// that fails while Close runs is told to OnHealthCheckFail, as every failed
+// check is, though the resource is then closed for the pool's Close.
+func TestHealthCheckFailToldWhenClosedDuringCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		l := newLedger()
+		cfg := l.config(1)
+		cfg.HealthCheckSkip = -1
+		checking, fail := make(chan struct{}), make(chan struct{})
+		var block atomic.Bool
+		cfg.HealthCheck = func(context.Context, *conn) error {
+			if !block.Load() {
+				return nil
+			}
+			close(checking)
+			<-fail
+			return errors.New("gone bad")
+		}
+		cfg.Hooks = rec.hooks()
+		p := mustNew(t, cfg)
+		acquireWithin(t, p).Release()
+		rec.take()
+		block.Store(true)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := p.Acquire(t.Context())
+			require.ErrorIs(t, err, ErrClosed)
+		})
+		<-checking
+		wg.Go(func() { require.NoError(t, p.Close(t.Context())) })
+		synctest.Wait()
+		close(fail)
+		wg.Wait()
+		require.Equal(t, []string{"close pool", "check failed: gone bad", "acquire waited=false wait=0s pool: closed"}, rec.take())
+		l.check(t)
+	})
+}
+
+// TestHookCallsClose: a hook may call Close, with a ctx that never ends,
+// where the event it is told of holds nothing of the pool: a failed check's
+// resource, the other idle resources of a Close, are not waited for by it.
+func TestHookCallsClose(t *testing.T) {
+	for _, hook := range []string{"OnHealthCheckFail", "OnClose", "OnRelease", "OnCreate"} {
+		t.Run(hook, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLedger()
+				cfg := l.config(2)
+				var p *Pool[*conn]
+				var once atomic.Bool
+				var closeErr error
+				closed := make(chan struct{})
+				closeIt := func() {
+					if once.Swap(true) {
+						return
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+					defer cancel()
+					closeErr = p.Close(ctx)
+					close(closed)
+				}
+				var armed atomic.Bool
+				switch hook {
+				case "OnHealthCheckFail":
+					cfg.HealthCheckSkip = -1
+					cfg.HealthCheck = func(context.Context, *conn) error {
+						if armed.Load() {
+							return errors.New("gone bad")
+						}
+						return nil
+					}
+					cfg.Hooks.OnHealthCheckFail = func(error) { closeIt() }
+				case "OnClose":
+					cfg.Hooks.OnClose = func(CloseReason) {
+						if armed.Load() {
+							closeIt()
+						}
+					}
+				case "OnRelease":
+					cfg.Hooks.OnRelease = func() {
+						if armed.Load() {
+							closeIt()
+						}
+					}
+				case "OnCreate":
+					cfg.Hooks.OnCreate = func(CreateEvent) {
+						if armed.Load() {
+							closeIt()
+						}
+					}
+				}
+				p = mustNew(t, cfg)
+				rs := acquireN(t, p, 2)
+				releaseAll(rs)
+				armed.Store(true)
+				switch hook {
+				case "OnHealthCheckFail":
+					_, err := p.Acquire(t.Context())
+					require.ErrorIs(t, err, ErrClosed)
+				case "OnClose":
+					// The hook's Close runs while this one closes the
+					// other idle resource.
+					require.NoError(t, p.Close(t.Context()))
+				case "OnRelease":
+					acquireWithin(t, p).Release()
+				case "OnCreate":
+					r1, r2 := acquireWithin(t, p), acquireWithin(t, p)
+					r1.Destroy()
+					r, err := p.Acquire(t.Context())
+					if err == nil {
+						r.Release()
+					}
+					r2.Release()
+				}
+				<-closed
+				require.NoError(t, closeErr)
+				requireWhole(t, p)
+				require.NoError(t, p.Close(t.Context()))
+				l.check(t)
+			})
+		})
+	}
+}
