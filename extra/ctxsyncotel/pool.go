@@ -99,9 +99,11 @@ func (m *PoolMetrics) check() {
 // for nothing (the pool reads no clock for them), and a histogram's record
 // would triple the cost of the pool's fastest path. ctxsync.pool.acquires
 // counts them with the others; ctxsync.pool.empty_acquires counts the
-// Acquires recorded, and those whose ctx ended before they could wait. OnCreate records the duration of each call
-// to Config.New that made a resource in db.client.connection.create_time.
-// The other hooks are next's: Observe has their counts, from Stats.
+// Acquires recorded, and those whose ctx ended before they could wait.
+//
+// OnCreate records the duration of each call to Config.New that made a
+// resource in db.client.connection.create_time. The other hooks are next's:
+// Observe has their counts, from Stats.
 //
 // The pool's hooks report no time between Acquire and Release, so
 // db.client.connection.use_time is not measured.
