@@ -67,8 +67,9 @@
 //	ctxsync.ratelimit.waits                 counter (O)          {wait}         ctxsync.ratelimit.wait=taken|failed (WaitN)
 //	ctxsync.ratelimit.wait.duration         histogram (H)        s              ctxsync.ratelimit.wait=taken|failed
 //
-// Primitives (ObserveSemaphore, ObserveWeighted, ObserveQueue), with
-// ctxsync.semaphore.name, ctxsync.weighted.name or ctxsync.queue.name:
+// Primitives (ObserveSemaphore, ObserveWeighted, ObserveQueue, ObserveLock),
+// with ctxsync.semaphore.name, ctxsync.weighted.name, ctxsync.queue.name or
+// ctxsync.lock.name:
 //
 //	ctxsync.semaphore.available             updowncounter (O)    {permit}
 //	ctxsync.semaphore.waiting               updowncounter (O)    {waiter}
@@ -77,6 +78,8 @@
 //	ctxsync.weighted.waiting                updowncounter (O)    {waiter}
 //	ctxsync.queue.length                    updowncounter (O)    {item}
 //	ctxsync.queue.unfinished                updowncounter (O)    {item}
+//	ctxsync.lock.waiting                    updowncounter (O)    {waiter}
+//	ctxsync.lock.held                       gauge (O)            1              Lock and Condition only
 //
 // Counters read from a snapshot go down when what they read is reset
 // (Breaker.Reset zeroes ctxsync.breaker.calls); a back end reads that as a

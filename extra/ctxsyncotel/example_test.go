@@ -218,6 +218,26 @@ func ExampleObserveQueue() {
 	// ctxsync.queue.unfinished{ctxsync.queue.name=jobs,worker.pool=thumbnails} 2
 }
 
+func ExampleObserveLock() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+
+	var config ctxsync.Lock // the zero Lock is ready to use
+	reg, err := ctxsyncotel.ObserveLock("config", &config, ctxsyncotel.WithMeterProvider(mp))
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Unregister()
+
+	config.TryLock()
+	show(reader, "ctxsync.lock.held", "ctxsync.lock.waiting")
+	config.Unlock()
+	// Output:
+	// ctxsync.lock.held{ctxsync.lock.name=config} 1
+	// ctxsync.lock.waiting{ctxsync.lock.name=config} 0
+}
+
 func ExampleWithDurationBuckets() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))

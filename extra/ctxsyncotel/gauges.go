@@ -13,6 +13,7 @@ const (
 	SemaphoreNameKey = attribute.Key("ctxsync.semaphore.name")
 	WeightedNameKey  = attribute.Key("ctxsync.weighted.name")
 	QueueNameKey     = attribute.Key("ctxsync.queue.name")
+	LockNameKey      = attribute.Key("ctxsync.lock.name")
 )
 
 // A SemaphoreSource is what ObserveSemaphore reads: a *ctxsync.Semaphore or
@@ -34,6 +35,57 @@ type WeightedSource interface {
 type QueueSource interface {
 	Len() int
 	Unfinished() int
+}
+
+// A LockSource is what ObserveLock reads: a *ctxsync.Lock, *ctxsync.RWLock
+// or *ctxsync.Condition. If it also has a method Locked() bool, as Lock and
+// Condition do, whether it is held is reported too.
+type LockSource interface {
+	Waiting() int
+}
+
+// ObserveLock registers a callback that reads l at each collection and
+// reports ctxsync.lock.waiting (goroutines waiting for it) and, if l has a
+// method Locked() bool, ctxsync.lock.held (1 while it is held, else 0), with
+// the ctxsync.lock.name attribute set to name. It returns the registration,
+// whose Unregister stops it. It fails on an empty name, a nil l, a bad
+// option, or an instrument the Meter refuses to make.
+func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration, error) {
+	locked, _ := l.(interface{ Locked() bool })
+	read := func() {
+		l.Waiting()
+		if locked != nil {
+			locked.Locked()
+		}
+	}
+	return observe("ObserveLock", "lock", name, l, read, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+		waiting, err := m.Int64ObservableUpDownCounter("ctxsync.lock.waiting",
+			metric.WithDescription("Goroutines waiting for the lock now."), metric.WithUnit("{waiter}"))
+		if err != nil {
+			return nil, err
+		}
+		insts := []metric.Observable{waiting}
+		var held metric.Int64ObservableGauge
+		if locked != nil {
+			held, err = m.Int64ObservableGauge("ctxsync.lock.held",
+				metric.WithDescription("1 while the lock is held, else 0."), metric.WithUnit("1"))
+			if err != nil {
+				return nil, err
+			}
+			insts = append(insts, held)
+		}
+		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
+			if locked != nil {
+				v := int64(0)
+				if locked.Locked() {
+					v = 1
+				}
+				o.ObserveInt64(held, v, all...)
+			}
+			return nil
+		}, insts...)
+	})
 }
 
 // ObserveSemaphore registers a callback that reads s at each collection and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"testing/synctest"
 
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/extra/ctxsyncotel"
@@ -107,4 +108,67 @@ func TestObservePrimitives(t *testing.T) {
 	if n := c.points("ctxsync.semaphore.available") + c.points("ctxsync.weighted.capacity") + c.points("ctxsync.queue.length"); n != 0 {
 		t.Errorf("after Unregister: %d points, want 0", n)
 	}
+}
+
+// TestObserveLock: a Lock held with a goroutine waiting for it, and an
+// RWLock, which has no Locked method, and so no ctxsync.lock.held.
+func TestObserveLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, mp := newProvider(t)
+		l := ctxsync.NewLock()
+		rw := ctxsync.NewRWLock()
+		for name, src := range map[string]ctxsyncotel.LockSource{"l": l, "rw": rw} {
+			reg, err := ctxsyncotel.ObserveLock(name, src, mp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reg.Unregister()
+		}
+		c := collect(t, r)
+		if got := c.point(t, "ctxsync.lock.held", attrString("ctxsync.lock.name", "l")); got != 0 {
+			t.Errorf("held{l} = %d, want 0", got)
+		}
+		if err := l.Lock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := rw.RLock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if l.Lock(context.Background()) == nil {
+				l.Unlock()
+			}
+			if rw.Lock(context.Background()) == nil {
+				rw.Unlock()
+			}
+		}()
+		synctest.Wait()
+		c = collect(t, r)
+		c.checkKinds(t, map[string]struct {
+			kind kind
+			unit string
+		}{
+			"ctxsync.lock.waiting": {upDown, "{waiter}"},
+			"ctxsync.lock.held":    {gauge, "1"},
+		})
+		if got := c.point(t, "ctxsync.lock.held", attrString("ctxsync.lock.name", "l")); got != 1 {
+			t.Errorf("held{l} = %d, want 1", got)
+		}
+		if got := c.point(t, "ctxsync.lock.waiting", attrString("ctxsync.lock.name", "l")); got != 1 {
+			t.Errorf("waiting{l} = %d, want 1", got)
+		}
+		if n := c.points("ctxsync.lock.held"); n != 1 {
+			t.Errorf("ctxsync.lock.held: %d points, want 1 (the RWLock has none)", n)
+		}
+		l.Unlock()
+		synctest.Wait()
+		c = collect(t, r)
+		if got := c.point(t, "ctxsync.lock.waiting", attrString("ctxsync.lock.name", "rw")); got != 1 {
+			t.Errorf("waiting{rw} = %d, want 1", got)
+		}
+		rw.RUnlock()
+		<-done
+	})
 }

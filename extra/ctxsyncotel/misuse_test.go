@@ -72,6 +72,10 @@ func TestBadNamesAndOptions(t *testing.T) {
 			_, err := ctxsyncotel.ObserveQueue(n, ctxsync.NewQueue[int](0), o...)
 			return err
 		},
+		"ObserveLock": func(n string, o ...ctxsyncotel.Option) error {
+			_, err := ctxsyncotel.ObserveLock(n, ctxsync.NewLock(), o...)
+			return err
+		},
 	}
 	for fn, f := range constructors {
 		t.Run(fn, func(t *testing.T) {
@@ -117,6 +121,9 @@ func TestObserveNil(t *testing.T) {
 		},
 		"ObserveWeighted(nil *Weighted)": func() error { _, err := ctxsyncotel.ObserveWeighted("w", (*ctxsync.Weighted)(nil), mp); return err },
 		"ObserveQueue(nil *Queue)":       func() error { _, err := ctxsyncotel.ObserveQueue("q", (*ctxsync.Queue[int])(nil), mp); return err },
+		"ObserveLock(nil)":               func() error { _, err := ctxsyncotel.ObserveLock("l", nil, mp); return err },
+		"ObserveLock(nil *Lock)":         func() error { _, err := ctxsyncotel.ObserveLock("l", (*ctxsync.Lock)(nil), mp); return err },
+		"ObserveLock(nil *RWLock)":       func() error { _, err := ctxsyncotel.ObserveLock("l", (*ctxsync.RWLock)(nil), mp); return err },
 		"ObserveQueue(nil *PriorityQueue)": func() error {
 			_, err := ctxsyncotel.ObserveQueue("q", (*ctxsync.PriorityQueue[int])(nil), mp)
 			return err
@@ -302,6 +309,10 @@ func TestMeterRefuses(t *testing.T) {
 		},
 		"ObserveQueue": func(o ctxsyncotel.Option) error {
 			_, err := ctxsyncotel.ObserveQueue("q", ctxsync.NewQueue[int](0), o)
+			return err
+		},
+		"ObserveLock": func(o ctxsyncotel.Option) error {
+			_, err := ctxsyncotel.ObserveLock("l", ctxsync.NewLock(), o)
 			return err
 		},
 	} {
