@@ -317,12 +317,34 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 		}
 		cfg.MaxSize = m.maxSize
 		// What the hooks are told must add up to the Stats.
-		var told struct {
-			sync.Mutex
-			closed  [ClosedPool + 1]int64
-			creates int64
-		}
+		var told toldHooks
+		var acquireErrs, releases int64 // what the callers saw
 		cfg.Hooks = Hooks{
+			OnAcquire: func(e AcquireEvent) {
+				told.Lock()
+				defer told.Unlock()
+				if e.Err == nil {
+					told.acquired++
+				} else {
+					told.acquireErrs++
+				}
+				if e.Waited {
+					told.waited++
+				} else if e.Wait != 0 {
+					panic("an Acquire that did not wait told a wait")
+				}
+				told.wait += e.Wait
+			},
+			OnRelease: func() {
+				told.Lock()
+				told.releases++
+				told.Unlock()
+			},
+			OnHealthCheckFail: func(error) {
+				told.Lock()
+				told.checkFails++
+				told.Unlock()
+			},
 			OnClose: func(r CloseReason) {
 				told.Lock()
 				told.closed[r]++
@@ -416,6 +438,9 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 				m.takeBack(v)
 				if op == 2 {
 					r.Release()
+					if !m.pastLifetime(v) {
+						releases++
+					}
 					if m.pastLifetime(v) {
 						m.closedLifetime++
 						m.fill()
@@ -520,10 +545,16 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 				a := <-w.res
 				if w.panicked {
 					require.NotNil(t, a.panicked, "an Acquire returned (%v, %v); the model says it panicked", a.r, a.err)
+					if _, ok := a.panicked.(*newPanic); ok {
+						acquireErrs++ // told to OnAcquire, with its wait
+					}
 					continue
 				}
 				require.Nil(t, a.panicked, "an Acquire panicked")
 				require.Equal(t, w.err, a.err)
+				if a.err != nil {
+					acquireErrs++
+				}
 				if w.err == nil {
 					require.Equal(t, w.value, a.r.Value())
 					out[w.value] = a.r
@@ -543,10 +574,17 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 			s.WaitDuration = 0
 			require.Equal(t, want, s)
 			told.Lock()
+			told := told.snapshot() // unlocked: a failure below closes the pool, which tells the hooks
 			require.Equal(t, [...]int64{0, s.ClosedIdle, s.ClosedLifetime, s.ClosedHealth, s.ClosedDestroy, s.ClosedPool},
 				told.closed, "the closes told to OnClose")
 			require.Equal(t, s.Created+s.CreateFailures, told.creates, "the calls to New told to OnCreate")
-			told.Unlock()
+			require.Equal(t, s.AcquireCount, told.acquired, "the Acquires told to OnAcquire")
+			require.Equal(t, acquireErrs, told.acquireErrs, "the failed Acquires told to OnAcquire")
+			require.Equal(t, releases, told.releases, "the Releases told to OnRelease")
+			// In the model a value's check fails only at Acquire or in the
+			// sweep, each time closing it for that.
+			require.Equal(t, s.ClosedHealth, told.checkFails, "the failed checks told to OnHealthCheckFail")
+			require.Equal(t, time.Duration(p.waitNs.Load()), told.wait, "the waits told to OnAcquire")
 		}
 		for _, w := range all {
 			w.cancel()
@@ -561,4 +599,24 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 		}
 		require.Len(t, closes, made)
 	})
+}
+
+// toldHooks counts what a pool's Hooks were told.
+type toldHooks struct {
+	sync.Mutex
+	toldCounts
+}
+
+type toldCounts struct {
+	closed                       [ClosedPool + 1]int64
+	creates                      int64
+	acquired, acquireErrs        int64
+	releases, checkFails, waited int64
+	wait                         time.Duration
+}
+
+// snapshot returns the counts and unlocks t, locked by the caller.
+func (t *toldHooks) snapshot() toldCounts {
+	defer t.Unlock()
+	return t.toldCounts
 }

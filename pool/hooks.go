@@ -22,7 +22,10 @@ import (
 // function of Config there does (see Pool).
 type Hooks struct {
 	// OnAcquire is told of every Acquire when it returns, and of every
-	// TryAcquire that returned a resource.
+	// TryAcquire that returned a resource. An Acquire that panics with the
+	// panic of the call to New made for it is told too, before it panics,
+	// with Err the error it panics with: it waited, as every Acquire that
+	// Stats.WaitDuration counts. One whose HealthCheck panicked is not.
 	OnAcquire func(AcquireEvent)
 
 	// OnCreate is told of every call to Config.New when it ends, or of the

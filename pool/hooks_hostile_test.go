@@ -135,3 +135,45 @@ func TestHookCallsClose(t *testing.T) {
 		})
 	}
 }
+
+// TestHookAcquireToldOfNewPanic: an Acquire that waited for a call to New
+// that panicked, and panics with it, is told to OnAcquire too, with its
+// wait: the waits told add up to Stats.WaitDuration.
+func TestHookAcquireToldOfNewPanic(t *testing.T) {
+	{
+		synctest.Test(t, func(t *testing.T) {
+			var told []AcquireEvent
+			var mu sync.Mutex
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			p := mustNew(t, Config[int]{
+				MaxSize: 1,
+				New: func(context.Context) (int, error) {
+					time.Sleep(time.Second)
+					panic("New exploded")
+				},
+				Hooks: Hooks{OnAcquire: func(e AcquireEvent) {
+					mu.Lock()
+					defer mu.Unlock()
+					told = append(told, e)
+				}},
+			})
+			v := func() (v any) {
+				defer func() { v = recover() }()
+				_, _ = p.Acquire(ctx)
+				return nil
+			}()
+			require.NotNil(t, v)
+			err, ok := v.(error)
+			require.True(t, ok, "Acquire panicked with %v", v)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, told, 1)
+			require.True(t, told[0].Waited)
+			require.Equal(t, time.Second, told[0].Wait)
+			require.Equal(t, err, told[0].Err)
+			require.Equal(t, p.Stats().WaitDuration, told[0].Wait)
+			require.NoError(t, p.Close(t.Context()))
+		})
+	}
+}

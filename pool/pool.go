@@ -324,11 +324,13 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			e.Waited, e.Wait = true, time.Duration(wait)
 		}
 		if !ok {
-			p.abandon(w)
+			if np := p.abandon(w); np != nil {
+				p.raise(e, np)
+			}
 			return nil, ctx.Err()
 		}
 		if h.panic != nil {
-			panic(h.panic)
+			p.raise(e, h.panic)
 		}
 		if h.err != nil {
 			return nil, h.err
@@ -339,19 +341,30 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 	}
 }
 
+// raise panics with np, the panic of the call to New made for an Acquire,
+// once Hooks.OnAcquire is told of it, if e is not nil: that Acquire waited,
+// and its wait counts in Stats.WaitDuration as every other.
+func (p *Pool[T]) raise(e *AcquireEvent, np *newPanic) {
+	if e != nil {
+		e.Err = np
+		p.cfg.Hooks.OnAcquire(*e)
+	}
+	panic(np)
+}
+
 // abandon takes w, a waiting Acquire whose ctx ended, out of the queue. A
 // resource handed to it as ctx ended goes to the next waiter, or back to the
 // pool; unless a Close that gave up waiting for the resources out has closed
-// it meanwhile. A panic of New handed to it is raised: dropped, it would be
-// a panic hidden.
-func (p *Pool[T]) abandon(w *waitq.Waiter[handoff[T]]) {
+// it meanwhile. A panic of New handed to it is returned, for the caller to
+// raise: dropped, it would be a panic hidden.
+func (p *Pool[T]) abandon(w *waitq.Waiter[handoff[T]]) *newPanic {
 	p.q.Lock()
 	closeIt := false
 	h, granted, _ := p.q.Cancel(w)
 	if granted && h.panic != nil {
 		p.stats.CanceledAcquires++
 		p.q.Unlock()
-		panic(h.panic)
+		return h.panic
 	}
 	if granted && h.r != nil {
 		p.stats.AcquireCount--
@@ -364,6 +377,7 @@ func (p *Pool[T]) abandon(w *waitq.Waiter[handoff[T]]) {
 	if closeIt {
 		p.closeValue(h.r)
 	}
+	return nil
 }
 
 // TryAcquire returns an idle resource if there is one and nobody waits, and
