@@ -237,13 +237,8 @@ func TestNewPanicToAbandonedAcquire(t *testing.T) {
 	_, ok := p.q.Wait(testutil.Cancelled(), w) // and its ctx ends,
 	require.False(t, ok)
 	p.make(context.Background()) // as New panics.
-	v := func() (v any) {
-		defer func() { v = recover() }()
-		p.abandon(w)
-		return nil
-	}()
-	err, _ := v.(error)
-	require.ErrorIs(t, err, errBoom, "the panic was dropped: %v", v)
+	np := p.abandon(w) // for the Acquire to raise
+	require.ErrorIs(t, np, errBoom, "the panic was dropped: %v", np)
 	requireWhole(t, p)
 	require.NoError(t, p.Close(context.Background()))
 }
