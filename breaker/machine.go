@@ -96,7 +96,7 @@ func (b *Breaker) admit(s uint64) (admitted uint64, start int64, err error) {
 		b.mu.Lock()
 		s, err = b.admitLocked()
 		if err != nil {
-			b.unlock()
+			b.unlockRefused(err)
 			return 0, 0, err
 		}
 		b.unlockAdmitted(s)
@@ -150,6 +150,26 @@ func (b *Breaker) unlockAdmitted(s uint64) {
 			// others queued wait for the next unlock rather than run
 			// OnStateChange again in the middle of its panic.
 			b.mu.Unlock()
+		}
+	}()
+	b.unlock()
+	ok = true
+}
+
+// unlockRefused unlocks b.mu for a call just refused with err, and counted.
+// Unlocking reports the changes of state queued meanwhile (left by an
+// OnStateChange that panicked, say) to OnStateChange, which is user code: if
+// it panics, the refusal is told to OnCall before the panic goes on, since
+// the caller that would tell it will not.
+func (b *Breaker) unlockRefused(err error) {
+	if len(b.events) == 0 || b.s.OnCall == nil {
+		b.unlock()
+		return
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			b.reportRefusal(err)
 		}
 	}()
 	b.unlock()
