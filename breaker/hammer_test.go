@@ -35,6 +35,8 @@ func TestHammer(t *testing.T) {
 func hammer(t *testing.T, manual bool) {
 	var tr transitions
 	var b *Breaker
+	var told [Rejected + 1]atomic.Int64 // by outcome
+	var badPredicates atomic.Int64      // calls whose IsFailure panicked: not told
 	b = New(Settings{
 		FailureThreshold: 3, HalfOpenMaxCalls: 2, Jitter: 0.5,
 		OpenBackoff: func(n int) time.Duration {
@@ -45,6 +47,10 @@ func hammer(t *testing.T, manual bool) {
 		OnStateChange: func(from, to State, c Counts) {
 			_ = b.State()
 			tr.record(from, to, c)
+		},
+		OnCall: func(e CallEvent) {
+			_ = b.State() // outside the lock, as the change of state it may follow
+			told[e.Outcome].Add(1)
 		},
 	})
 	var trials, maxTrials atomic.Int32
@@ -59,6 +65,7 @@ func hammer(t *testing.T, manual bool) {
 				case 0:
 					panic("fn panicked")
 				case 1:
+					badPredicates.Add(1)
 					return errBadPredicate // IsFailure panics
 				case 2, 3, 4:
 					return errBoom
@@ -137,6 +144,10 @@ func hammer(t *testing.T, manual bool) {
 	if !manual {
 		require.Equal(t, admitted.Load(), m.Total.Requests, "calls missing from Total, or counted twice")
 		require.Equal(t, refused.Load(), m.Total.Rejected)
+		require.Equal(t, m.Total.Successes, told[Success].Load(), "successes told to OnCall")
+		require.Equal(t, m.Total.Failures, told[Failure].Load(), "failures told to OnCall")
+		require.Equal(t, m.Total.Ignored, told[Ignored].Load()+badPredicates.Load(), "ignored calls told to OnCall")
+		require.Equal(t, m.Total.Rejected, told[Rejected].Load(), "refusals told to OnCall")
 	}
 	b.mu.Lock()
 	probes := b.probes
