@@ -177,3 +177,55 @@ func TestHookAcquireToldOfNewPanic(t *testing.T) {
 		})
 	}
 }
+
+// hooks returns Hooks that count what they are told in t, and call the pool
+// in p back (Stats), as a hook may, once it is there: New's goroutine may
+// tell of resources made for MinIdle before New returns.
+func (t *toldHooks) hooks(p *atomic.Pointer[Pool[*conn]]) Hooks {
+	count := func(f func(c *toldCounts)) {
+		if p := p.Load(); p != nil {
+			_ = p.Stats()
+		}
+		t.Lock()
+		defer t.Unlock()
+		f(&t.toldCounts)
+	}
+	return Hooks{
+		OnAcquire: func(e AcquireEvent) {
+			count(func(c *toldCounts) {
+				if e.Err == nil {
+					c.acquired++
+				} else {
+					c.acquireErrs++
+				}
+				if e.Waited {
+					c.waited++
+				}
+				c.wait += e.Wait
+			})
+		},
+		OnCreate:          func(CreateEvent) { count(func(c *toldCounts) { c.creates++ }) },
+		OnRelease:         func() { count(func(c *toldCounts) { c.releases++ }) },
+		OnClose:           func(r CloseReason) { count(func(c *toldCounts) { c.closed[r]++ }) },
+		OnHealthCheckFail: func(error) { count(func(c *toldCounts) { c.checkFails++ }) },
+	}
+}
+
+// requireToldAddsUp checks what the hooks of p, quiescent, were told against
+// its Stats: acquires Acquires in all were made.
+func requireToldAddsUp(t *testing.T, p *Pool[*conn], told *toldHooks, acquires int64) {
+	t.Helper()
+	s := p.Stats()
+	told.Lock()
+	c := told.snapshot()
+	require.Equal(t, [...]int64{0, s.ClosedIdle, s.ClosedLifetime, s.ClosedHealth, s.ClosedDestroy, s.ClosedPool},
+		c.closed, "the closes told to OnClose: %+v", s)
+	require.Equal(t, s.Created+s.CreateFailures, c.creates, "the calls to New told to OnCreate: %+v", s)
+	require.Equal(t, s.AcquireCount, c.acquired, "the Acquires told to OnAcquire: %+v", s)
+	require.Equal(t, acquires, c.acquired+c.acquireErrs, "the Acquires told to OnAcquire: %+v", s)
+	require.Equal(t, s.WaitDuration, c.wait, "the waits told to OnAcquire: %+v", s)
+	// A check that fails as Close runs is told, its resource closed for
+	// the pool.
+	require.GreaterOrEqual(t, c.checkFails, s.ClosedHealth, "the failed checks told: %+v", s)
+	require.LessOrEqual(t, c.checkFails, s.ClosedHealth+s.ClosedPool, "the failed checks told: %+v", s)
+}

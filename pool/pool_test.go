@@ -800,7 +800,11 @@ func TestHammerPool(t *testing.T) {
 		cfg.MaxLifetime = 50 * time.Millisecond
 		cfg.MinIdle = 1
 		cfg.HealthCheckPeriod = 20 * time.Millisecond
+		var told toldHooks
+		var pp atomic.Pointer[Pool[*conn]]
+		cfg.Hooks = told.hooks(&pp)
 		p := mustNew(t, cfg)
+		pp.Store(p)
 		var wg sync.WaitGroup
 		var acquired, canceled atomic.Int64
 		for g := range 16 {
@@ -827,6 +831,7 @@ func TestHammerPool(t *testing.T) {
 		require.Equal(t, acquired.Load(), s.AcquireCount, "AcquireCount: %+v", s)
 		require.Equal(t, canceled.Load(), s.CanceledAcquires, "CanceledAcquires: %+v", s)
 		require.Equal(t, s.Created, s.ClosedIdle+s.ClosedLifetime+s.ClosedHealth+s.ClosedDestroy+s.ClosedPool, "%+v", s)
+		requireToldAddsUp(t, p, &told, int64(16*testutil.HammerRounds(40)))
 		l.check(t)
 		require.LessOrEqual(t, l.maxLive, maxSize, "more than MaxSize alive")
 		require.Greater(t, l.made.Load(), int32(maxSize))
@@ -1029,13 +1034,19 @@ func TestHammerPoolCloseMidway(t *testing.T) {
 			cfg.MinIdle = 1
 			cfg.LeakThreshold = 2 * time.Millisecond
 			cfg.OnLeak = func(Leak) {}
+			var told toldHooks
+			var pp atomic.Pointer[Pool[*conn]]
+			cfg.Hooks = told.hooks(&pp)
 			p := mustNew(t, cfg)
+			pp.Store(p)
 			var wg sync.WaitGroup
+			var acquires atomic.Int64
 			for g := range 3 {
 				wg.Go(func() {
 					r := rand.New(rand.NewPCG(seed, uint64(g)))
 					for range 30 {
 						time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+						acquires.Add(1)
 						churn(t, p, r, 6, 5)
 					}
 				})
@@ -1053,6 +1064,7 @@ func TestHammerPoolCloseMidway(t *testing.T) {
 			s := p.Stats()
 			require.Zero(t, s.Total, "%+v", s)
 			require.Zero(t, s.InUse)
+			requireToldAddsUp(t, p, &told, acquires.Load())
 		})
 	}
 }
