@@ -237,7 +237,7 @@ func TestNewPanicToAbandonedAcquire(t *testing.T) {
 	_, ok := p.q.Wait(testutil.Cancelled(), w) // and its ctx ends,
 	require.False(t, ok)
 	p.make(context.Background()) // as New panics.
-	np := p.abandon(w) // for the Acquire to raise
+	np := p.abandon(w)           // for the Acquire to raise
 	require.ErrorIs(t, np, errBoom, "the panic was dropped: %v", np)
 	requireWhole(t, p)
 	require.NoError(t, p.Close(context.Background()))
