@@ -19,7 +19,8 @@ import (
 //
 // A Close called from a function of Config that the pool is running (a
 // HealthCheck, a Config.Close or a New, run for a caller or by the pool's own
-// goroutine) waits for that very function to return, as it waits for any
+// goroutine), or from a hook that holds something of the pool (see Hooks),
+// waits for that very function to return, as it waits for any
 // resource out or call under way, and so returns only when ctx ends, with
 // ctx.Err(): give it a ctx that ends, or call Close in a goroutine of its
 // own. The pool is closed at once all the same, and what Close could not

@@ -19,7 +19,18 @@ import (
 // (Stats, say). A hook that panics leaves the pool whole (the resource an
 // Acquire was about to return is released first), and the panic goes on in
 // that goroutine: in the pool's own, it ends the program, as the panic of a
-// function of Config there does (see Pool).
+// function of Config there does (see Pool). OnCreate always runs there.
+//
+// A hook that calls Close is as a function of Config that does (see Close):
+// Close waits for what the hook's goroutine holds (the resource OnAcquire's
+// Acquire is about to return, the checks of the sweep still to run), and so
+// returns only when its ctx ends.
+//
+// Each hook is told of its events in the order they happened in the
+// goroutine that tells it; events of one resource told in different
+// goroutines may arrive out of order: the Acquire handed a resource fresh
+// from New may tell OnAcquire, and even Destroy it and tell OnClose, before
+// the goroutine that made it tells OnCreate.
 type Hooks struct {
 	// OnAcquire is told of every Acquire when it returns, and of every
 	// TryAcquire that returned a resource. An Acquire that panics with the

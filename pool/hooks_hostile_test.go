@@ -3,6 +3,8 @@ package pool
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,4 +230,40 @@ func requireToldAddsUp(t *testing.T, p *Pool[*conn], told *toldHooks, acquires i
 	// the pool.
 	require.GreaterOrEqual(t, c.checkFails, s.ClosedHealth, "the failed checks told: %+v", s)
 	require.LessOrEqual(t, c.checkFails, s.ClosedHealth+s.ClosedPool, "the failed checks told: %+v", s)
+}
+
+// TestBackgroundHookPanicEndsProgram: a hook that panics in the pool's own
+// goroutine ends the program, as Hooks says: OnCreate of a call to New for
+// MinIdle, OnHealthCheckFail and OnClose of the sweep.
+func TestBackgroundHookPanicEndsProgram(t *testing.T) {
+	if hook := os.Getenv("POOL_TEST_HOOK_PANIC"); hook != "" {
+		synctest.Test(t, func(t *testing.T) {
+			boom := func() { panic("hook exploded in " + hook) }
+			cfg := Config[int]{MaxSize: 1, MinIdle: 1, HealthCheckPeriod: time.Minute,
+				New: func(context.Context) (int, error) { return 1, nil }}
+			switch hook {
+			case "OnCreate":
+				cfg.Hooks.OnCreate = func(CreateEvent) { boom() }
+			case "OnHealthCheckFail":
+				cfg.HealthCheck = func(context.Context, int) error { return errors.New("bad") }
+				cfg.Hooks.OnHealthCheckFail = func(error) { boom() }
+			case "OnClose":
+				cfg.MaxIdleTime = time.Second
+				cfg.Hooks.OnClose = func(CloseReason) { boom() }
+			}
+			p := mustNew(t, cfg)
+			time.Sleep(time.Hour)
+			_ = p.Close(t.Context())
+		})
+		return
+	}
+	for _, hook := range []string{"OnCreate", "OnHealthCheckFail", "OnClose"} {
+		t.Run(hook, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBackgroundHookPanicEndsProgram$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "POOL_TEST_HOOK_PANIC="+hook)
+			out, err := cmd.CombinedOutput()
+			require.Error(t, err, "the program went on: %s", out)
+			require.Contains(t, string(out), "panic: hook exploded in "+hook)
+		})
+	}
 }
