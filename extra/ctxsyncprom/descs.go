@@ -18,7 +18,7 @@ type descs struct {
 
 	semAvailable, semCapacity, semWaiters *prometheus.Desc
 
-	queueItems, queueUnfinished, queueWaiters *prometheus.Desc
+	queueItems, queueUnfinished, queueCapacity, queueWaiters *prometheus.Desc
 
 	waiters *prometheus.Desc
 }
@@ -59,7 +59,8 @@ func newDescs(ns string) descs {
 
 		queueItems:      d("queue", "items", "Items in the queue now."),
 		queueUnfinished: d("queue", "unfinished_tasks", "Items put and not yet marked done with TaskDone."),
-		queueWaiters:    d("queue", "waiters", "Goroutines waiting now on the queue; only for a queue that counts them."),
+		queueCapacity:   d("queue", "capacity", "The most items the queue holds; 0 if unbounded."),
+		queueWaiters:    d("queue", "waiters", "Goroutines waiting now on the queue, by side: get (consumers starved of items), put (producers held back by a full queue).", "side"),
 
 		waiters: d("", "waiters", "Goroutines waiting now on the primitive (a lock, a barrier, a condition)."),
 	}
@@ -75,7 +76,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.breakerOpenings, d.breakerWindowCalls, d.breakerFailureRatio, d.breakerSlowCallRatio,
 		d.limiterDecisions, d.limiterWaits,
 		d.semAvailable, d.semCapacity, d.semWaiters,
-		d.queueItems, d.queueUnfinished, d.queueWaiters,
+		d.queueItems, d.queueUnfinished, d.queueCapacity, d.queueWaiters,
 		d.waiters,
 	}
 }

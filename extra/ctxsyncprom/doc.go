@@ -61,7 +61,8 @@
 //	ctxsync_semaphore_waiters                  gauge                          AddSemaphore, AddWeighted: Waiting
 //	ctxsync_queue_items                        gauge                          AddQueue: Len
 //	ctxsync_queue_unfinished_tasks             gauge                          AddQueue: Unfinished
-//	ctxsync_queue_waiters                      gauge                          AddQueue: Waiting, for a queue that has it
+//	ctxsync_queue_capacity                     gauge                          AddQueue: Cap
+//	ctxsync_queue_waiters                      gauge      side                AddQueue: Getters (get), Putters (put)
 //	ctxsync_waiters                            gauge                          AddWaiter: Waiting
 //
 // The sum of a pool's ctxsync_pool_resources is its Stats.Total, which it
@@ -71,7 +72,7 @@
 // in_use; reason closed destroy, health, idle, lifetime, pool; state of a
 // breaker closed, half-open, open; outcome failure, ignored, rejected, success
 // (rejected calls are not in the histogram: they took no time); decision
-// allowed, refused; result taken, failed.
+// allowed, refused; result taken, failed; side get, put.
 //
 // # Cost
 //

@@ -310,8 +310,11 @@ func ExampleCollector_AddQueue() {
 	_, _ = q.Get(context.Background())
 	printScrape(reg, "ctxsync_queue_")
 	// Output:
+	// ctxsync_queue_capacity{name="jobs"} 0
 	// ctxsync_queue_items{name="jobs"} 1
 	// ctxsync_queue_unfinished_tasks{name="jobs"} 2
+	// ctxsync_queue_waiters{name="jobs",side="get"} 0
+	// ctxsync_queue_waiters{name="jobs",side="put"} 0
 }
 
 func ExampleCollector_AddWaiter() {

@@ -18,11 +18,20 @@ type Weighted interface {
 }
 
 // A Queue is what AddQueue reads: *ctxsync.Queue[T] and
-// *ctxsync.PriorityQueue[T] are ones. A queue that also counts the
-// goroutines waiting on it (a Waiter) has them exported too.
+// *ctxsync.PriorityQueue[T] are ones. Their capacity and the goroutines
+// waiting on them, if they tell (as a QueueWaiters), are exported too.
 type Queue interface {
 	Len() int        // items in the queue
 	Unfinished() int // items put and not yet marked done
+}
+
+// QueueWaiters is what AddQueue reads, besides Queue, of a queue that tells
+// its capacity and the goroutines waiting on it: *ctxsync.Queue[T] and
+// *ctxsync.PriorityQueue[T] do.
+type QueueWaiters interface {
+	Cap() int     // the most items the queue holds; 0 if unbounded
+	Getters() int // goroutines waiting in Get now: consumers starved of items
+	Putters() int // goroutines waiting in Put now: producers held back
 }
 
 // A Waiter counts the goroutines waiting on it: *ctxsync.Barrier and
@@ -94,8 +103,9 @@ func (s *weightedSource) collect(out []sample) []sample {
 }
 
 // AddQueue adds q under name: each scrape reads its Len and Unfinished, as
-// queue_items and queue_unfinished_tasks, and if q is a Waiter, its Waiting,
-// as queue_waiters.
+// queue_items and queue_unfinished_tasks, and if q is a QueueWaiters, its
+// Cap, as queue_capacity, and its Getters and Putters, as queue_waiters
+// with side "get" and "put".
 //
 // AddQueue returns an error wrapping ErrDuplicateName if a queue was added
 // under name already. It panics if q is nil or name is empty.
@@ -108,32 +118,37 @@ func (c *Collector) AddQueue(name string, q Queue) error {
 		items:      newSeries(c.d.queueItems, false, name),
 		unfinished: newSeries(c.d.queueUnfinished, false, name),
 	}
-	if w, ok := q.(Waiter); ok {
+	if w, ok := q.(QueueWaiters); ok {
 		s.w = w
-		s.waiters = newSeries(c.d.queueWaiters, false, name)
+		s.capacity = newSeries(c.d.queueCapacity, false, name)
+		s.getters = newSeries(c.d.queueWaiters, false, name, "get")
+		s.putters = newSeries(c.d.queueWaiters, false, name, "put")
 	}
 	return c.add("queue", name, s)
 }
 
 type queueSource struct {
-	q                          Queue
-	w                          Waiter // q, if it counts its waiters
-	items, unfinished, waiters series
+	q                 Queue
+	w                 QueueWaiters // q, if it tells its capacity and waiters
+	items, unfinished series
+	capacity          series
+	getters, putters  series
 }
 
-func (s *queueSource) size() int { return 3 }
+func (s *queueSource) size() int { return 5 }
 
 func (s *queueSource) collect(out []sample) []sample {
 	out = append(out, s.items.at(float64(s.q.Len())), s.unfinished.at(float64(s.q.Unfinished())))
 	if s.w != nil {
-		out = append(out, s.waiters.at(float64(s.w.Waiting())))
+		out = append(out, s.capacity.at(float64(s.w.Cap())),
+			s.getters.at(float64(s.w.Getters())), s.putters.at(float64(s.w.Putters())))
 	}
 	return out
 }
 
 // AddWaiter adds w under name: each scrape reads its Waiting, as waiters.
 // It is for the primitives that have no metric of their own here (a
-// Barrier, a Condition, a Lock once it counts its waiters).
+// Barrier, a Condition, a Lock, an RWLock).
 //
 // AddWaiter returns an error wrapping ErrDuplicateName if a waiter was added
 // under name already. It panics if w is nil or name is empty.

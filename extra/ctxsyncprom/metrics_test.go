@@ -402,14 +402,11 @@ ctxsync_ratelimit_waits_total{name="search",result="failed"} 1
 ctxsync_ratelimit_waits_total{name="search",result="taken"} 1
 `
 
-// queueWithWaiters is a Queue that counts its waiters, as the root package's
-// queues may.
-type queueWithWaiters struct {
-	*ctxsync.Queue[int]
-	waiting int
-}
+// plainQueue is a Queue that tells neither its capacity nor its waiters.
+type plainQueue struct{ n int }
 
-func (q queueWithWaiters) Waiting() int { return q.waiting }
+func (q plainQueue) Len() int        { return q.n }
+func (q plainQueue) Unfinished() int { return q.n }
 
 // TestGaugeMetrics reads the gauges of semaphores, queues and waiters.
 func TestGaugeMetrics(t *testing.T) {
@@ -428,6 +425,12 @@ func TestGaugeMetrics(t *testing.T) {
 		_ = q.Put(ctx, 1)
 		_ = q.Put(ctx, 2)
 		_, _ = q.Get(ctx)
+		full := ctxsync.NewQueue[int](1)
+		_ = full.Put(ctx, 1)
+		wg.Go(func() { _ = full.Put(waitCtx, 2) })
+		wg.Go(func() { _ = full.Put(waitCtx, 3) })
+		empty := ctxsync.NewPriorityQueue[int](0)
+		wg.Go(func() { _, _ = empty.Get(waitCtx) })
 		pq := ctxsync.NewPriorityQueue[string](0)
 		_ = pq.Put(ctx, 1, "a")
 		barrier := ctxsync.NewBarrier(3, nil)
@@ -438,7 +441,9 @@ func TestGaugeMetrics(t *testing.T) {
 			c.AddSemaphore("workers", sem),
 			c.AddWeighted("memory", w),
 			c.AddQueue("jobs", q),
-			c.AddQueue("urgent", queueWithWaiters{ctxsync.NewQueue[int](1), 2}),
+			c.AddQueue("full", full),
+			c.AddQueue("empty", empty),
+			c.AddQueue("plain", plainQueue{4}),
 			c.AddQueue("ranked", pq),
 			c.AddWaiter("phases", barrier),
 		} {
@@ -447,26 +452,43 @@ func TestGaugeMetrics(t *testing.T) {
 			}
 		}
 		compare(t, reg, gaugeWant, "semaphore_available", "semaphore_capacity", "semaphore_waiters",
-			"queue_items", "queue_unfinished_tasks", "queue_waiters", "waiters")
+			"queue_items", "queue_unfinished_tasks", "queue_capacity", "queue_waiters", "waiters")
 		cancel()
 		wg.Wait()
 	})
 }
 
 const gaugeWant = `
+# HELP ctxsync_queue_capacity The most items the queue holds; 0 if unbounded.
+# TYPE ctxsync_queue_capacity gauge
+ctxsync_queue_capacity{name="empty"} 0
+ctxsync_queue_capacity{name="full"} 1
+ctxsync_queue_capacity{name="jobs"} 0
+ctxsync_queue_capacity{name="ranked"} 0
 # HELP ctxsync_queue_items Items in the queue now.
 # TYPE ctxsync_queue_items gauge
+ctxsync_queue_items{name="empty"} 0
+ctxsync_queue_items{name="full"} 1
 ctxsync_queue_items{name="jobs"} 1
+ctxsync_queue_items{name="plain"} 4
 ctxsync_queue_items{name="ranked"} 1
-ctxsync_queue_items{name="urgent"} 0
 # HELP ctxsync_queue_unfinished_tasks Items put and not yet marked done with TaskDone.
 # TYPE ctxsync_queue_unfinished_tasks gauge
+ctxsync_queue_unfinished_tasks{name="empty"} 0
+ctxsync_queue_unfinished_tasks{name="full"} 1
 ctxsync_queue_unfinished_tasks{name="jobs"} 2
+ctxsync_queue_unfinished_tasks{name="plain"} 4
 ctxsync_queue_unfinished_tasks{name="ranked"} 1
-ctxsync_queue_unfinished_tasks{name="urgent"} 0
-# HELP ctxsync_queue_waiters Goroutines waiting now on the queue; only for a queue that counts them.
+# HELP ctxsync_queue_waiters Goroutines waiting now on the queue, by side: get (consumers starved of items), put (producers held back by a full queue).
 # TYPE ctxsync_queue_waiters gauge
-ctxsync_queue_waiters{name="urgent"} 2
+ctxsync_queue_waiters{name="empty",side="get"} 1
+ctxsync_queue_waiters{name="empty",side="put"} 0
+ctxsync_queue_waiters{name="full",side="get"} 0
+ctxsync_queue_waiters{name="full",side="put"} 2
+ctxsync_queue_waiters{name="jobs",side="get"} 0
+ctxsync_queue_waiters{name="jobs",side="put"} 0
+ctxsync_queue_waiters{name="ranked",side="get"} 0
+ctxsync_queue_waiters{name="ranked",side="put"} 0
 # HELP ctxsync_semaphore_available Permits (units, for a Weighted) free now.
 # TYPE ctxsync_semaphore_available gauge
 ctxsync_semaphore_available{name="memory"} 6

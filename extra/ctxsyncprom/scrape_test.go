@@ -55,7 +55,7 @@ func everything(t *testing.T) (*ctxsyncprom.Collector, func()) {
 		c.AddTally("search", tally),
 		c.AddSemaphore("workers", ctxsync.NewSemaphore(2)),
 		c.AddWeighted("memory", ctxsync.NewWeighted(10)),
-		c.AddQueue("jobs", queueWithWaiters{ctxsync.NewQueue[int](0), 0}),
+		c.AddQueue("jobs", ctxsync.NewQueue[int](0)),
 		c.AddWaiter("phases", ctxsync.NewBarrier(2, nil)),
 	} {
 		if err != nil {
