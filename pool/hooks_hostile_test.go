@@ -267,3 +267,63 @@ func TestBackgroundHookPanicEndsProgram(t *testing.T) {
 		})
 	}
 }
+
+// TestHooksPoolMadeOutsideBubble: a pool made outside a synctest bubble,
+// used inside one, tells waits on the bubble's clock, exactly.
+func TestHooksPoolMadeOutsideBubble(t *testing.T) {
+	var rec recorder
+	l := newLedger()
+	cfg := l.config(1)
+	cfg.Hooks = rec.hooks()
+	p := mustNew(t, cfg)
+	synctest.Test(t, func(t *testing.T) {
+		r := acquireWithin(t, p)
+		var wg sync.WaitGroup
+		wg.Go(func() { acquireWithin(t, p).Destroy() })
+		time.Sleep(3 * time.Second)
+		r.Release()
+		wg.Wait()
+	})
+	require.NoError(t, p.Close(context.Background()))
+	require.Equal(t, []string{
+		"create 0s ok", "acquire waited=true wait=0s ok", "release",
+		"acquire waited=true wait=3s ok", "close destroy",
+	}, rec.take())
+	l.check(t)
+}
+
+// TestHooksTryAcquireAndWith: TryAcquire's OnAcquire that panics gives the
+// resource back; With that finds its resource broken tells its close.
+func TestHooksTryAcquireAndWith(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		l := newLedger()
+		cfg := l.config(1)
+		cfg.Hooks = rec.hooks()
+		var explode atomic.Bool
+		onAcquire := cfg.Hooks.OnAcquire
+		cfg.Hooks.OnAcquire = func(e AcquireEvent) {
+			onAcquire(e)
+			if explode.Load() {
+				panic("hook exploded")
+			}
+		}
+		p := mustNew(t, cfg)
+		acquireWithin(t, p).Release()
+		explode.Store(true)
+		require.PanicsWithValue(t, "hook exploded", func() { p.TryAcquire() })
+		requireWhole(t, p)
+		explode.Store(false)
+		require.ErrorIs(t, p.With(t.Context(), func(*conn) error { return ErrBroken }), ErrBroken)
+		requireWhole(t, p)
+		require.NoError(t, p.Close(t.Context()))
+		require.Equal(t, []string{
+			"create 0s ok", "acquire waited=true wait=0s ok", "release",
+			"acquire waited=false wait=0s ok", "release", // the panic's, then its release
+			"acquire waited=false wait=0s ok", "close destroy",
+		}, rec.take())
+		s := p.Stats()
+		require.Equal(t, int64(3), s.AcquireCount)
+		l.check(t)
+	})
+}
