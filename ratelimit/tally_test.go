@@ -103,3 +103,21 @@ func TestTallyMisuse(t *testing.T) {
 	require.PanicsWithValue(t, errZeroBucket, func() { tally.Wrap(new(TokenBucket)).AllowN(1) })
 	require.Zero(t, tally.Counts())
 }
+
+// TestTallyWrapsKeyedHandles: a Tally wraps the handle of one key of a
+// Keyed; a handle is no Taker, so Take tells Allowed alone. A misused
+// wrapper (n below 1) panics as the limiter does, and counts nothing.
+func TestTallyWrapsKeyedHandles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tally Tally
+		k := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+		a, b := tally.Wrap(k.Limiter("a")), tally.Wrap(k.Limiter("b"))
+		require.True(t, a.AllowN(1))
+		require.Equal(t, Decision{Allowed: false, Remaining: -1}, a.Take(1))
+		require.True(t, b.Take(1).Allowed)
+		require.NoError(t, a.WaitN(t.Context(), 1))
+		require.Panics(t, func() { a.AllowN(0) })
+		require.Panics(t, func() { _ = b.WaitN(t.Context(), -1) })
+		require.Equal(t, TallyCounts{Allowed: 2, Refused: 1, Waited: 1}, tally.Counts())
+	})
+}
