@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,5 +91,35 @@ func TestOnCallResetsTheBreaker(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		require.Equal(t, map[Outcome]int64{Failure: 1, Rejected: 1, Success: 1}, told)
+	})
+}
+
+// TestOnCallToldOfPrecheckRefusal: a refusal of Transport.Precheck counts as
+// rejected, and so is told to OnCall: the caller acts on it as on a refusal
+// of RoundTrip.
+func TestOnCallToldOfPrecheckRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var told [Rejected + 1]atomic.Int64
+		tr := &Transport{Base: &statusBase{}, Settings: Settings{
+			FailureThreshold: 1, OpenTimeout: time.Second, HalfOpenMaxCalls: 1,
+			OnCall: func(e CallEvent) { told[e.Outcome].Add(1) },
+		}}
+		req, err := http.NewRequest(http.MethodGet, "http://a.test/500", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		b := tr.Breaker("a.test")
+		require.ErrorIs(t, tr.Precheck(req), ErrOpen)
+		time.Sleep(time.Second)
+		done, err := b.Allow(t.Context())
+		require.NoError(t, err)
+		require.ErrorIs(t, tr.Precheck(req), ErrOpen) // the one trial slot is taken
+		done(nil)
+		m := b.Metrics()
+		require.EqualValues(t, 2, m.Total.Rejected)
+		require.Equal(t, m.Total.Rejected, told[Rejected].Load(), "the refusals told to OnCall")
+		require.Equal(t, m.Total.Successes, told[Success].Load())
+		require.Equal(t, m.Total.Failures, told[Failure].Load())
 	})
 }

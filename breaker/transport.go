@@ -173,8 +173,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Precheck returns the error that RoundTrip would refuse req with now, without
 // sending it: an *OpenError if the breaker of req's host is open, or half-open
 // with every trial slot taken; otherwise nil. It takes no trial slot. A
-// refusal counts in the breaker's Counts.Rejected, as the caller is to act on
-// it as on RoundTrip's: return the error, and not call RoundTrip.
+// refusal counts in the breaker's Counts.Rejected, and is told to
+// Settings.OnCall, as the caller is to act on it as on RoundTrip's: return
+// the error, and not call RoundTrip.
 //
 // It is for a RoundTripper in front of Transport that would spend something
 // on a request before sending it, as ratelimit.Transport spends an event of
@@ -186,6 +187,10 @@ func (t *Transport) Precheck(req *http.Request) error {
 		return nil // a host not seen yet has a closed breaker
 	}
 	if err := b.refusal(); err != nil {
+		// Counted as rejected: told as a refusal of RoundTrip is.
+		if b.s.OnCall != nil {
+			b.reportRefusal(err)
+		}
 		return err
 	}
 	return nil
