@@ -46,7 +46,7 @@ func TestAcquireTryAcquireRelease(t *testing.T) {
 				t.Errorf("first token %d, want 1", p.Token())
 			}
 			if q, err := l.TryAcquire(ctx); q != nil || err != nil {
-				t.Fatalf("TryAcquire while held: %v, %v; want nil, nil", q, err)
+				t.Fatalf("TryAcquire while held: a permit %v, %v; want none, nil", q != nil, err)
 			}
 			if err := p.Release(ctx); err != nil {
 				t.Fatal(err)
@@ -251,7 +251,7 @@ func TestRenewalKeepsTheLease(t *testing.T) {
 			default:
 			}
 			if q, err := l.TryAcquire(ctx); q != nil || err != nil {
-				t.Fatalf("TryAcquire while held: %v, %v", q, err)
+				t.Fatalf("TryAcquire while held: a permit %v, %v", q != nil, err)
 			}
 			if err := p.Release(ctx); err != nil {
 				t.Fatal(err)
