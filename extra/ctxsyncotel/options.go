@@ -51,8 +51,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // deployment, say. The name attribute of each constructor (the pool's name,
 // the breaker's...) wins over one of the same key here.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
+	a := append([]attribute.KeyValue(nil), attrs...) // the caller may reuse attrs
 	return optionFunc(func(c *config) {
-		c.attrs = append(c.attrs, attrs...)
+		c.attrs = append(c.attrs, a...)
 	})
 }
 
