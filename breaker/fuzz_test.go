@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -190,6 +191,7 @@ func (m *breakerModel) move(to State, now time.Time) {
 type call struct {
 	gen    int       // in the model
 	start  time.Time // when it was admitted
+	state  State     // and in which state
 	finish chan error
 	res    chan error
 }
@@ -250,7 +252,19 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 			}
 			var b *Breaker
 			var tr transitions
+			var calls callEvents // what OnCall is told, against want
+			var want []CallEvent
+			outcome := func(err error) Outcome {
+				switch {
+				case isIgnored(err):
+					return Ignored
+				case err != nil:
+					return Failure
+				}
+				return Success
+			}
 			s := Settings{
+				OnCall:           calls.add,
 				FailureThreshold: m.threshold,
 				HalfOpenMaxCalls: m.maxTrials,
 				SuccessThreshold: m.successes,
@@ -294,18 +308,21 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 				op, arg := script[0]%9, int(script[1])
 				switch op {
 				case 0, 1: // a call that succeeds or fails at once
-					var want error
+					var fnErr error
 					if op == 1 {
-						want = errBoom
+						fnErr = errBoom
 					}
 					gen, state, ok := m.admit(time.Now())
-					err := b.Execute(ctx, func(context.Context) error { return want })
+					in := m.state
+					err := b.Execute(ctx, func(context.Context) error { return fnErr })
 					if !ok {
 						require.Equal(t, state, refusedIn(err), "refused in")
+						want = append(want, CallEvent{Outcome: Rejected, State: state, Err: err})
 						break
 					}
-					require.Equal(t, want, err)
-					m.finish(gen, want, time.Now(), time.Now())
+					require.Equal(t, fnErr, err)
+					m.finish(gen, fnErr, time.Now(), time.Now())
+					want = append(want, CallEvent{Outcome: outcome(fnErr), State: in, Err: fnErr})
 				case 2: // a call held in flight
 					c := &call{finish: make(chan error), res: make(chan error, 1)}
 					go func() {
@@ -315,11 +332,13 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 					gen, state, ok := m.admit(time.Now())
 					if !ok {
 						require.NotEmpty(t, c.res, "a call the model refuses went through")
-						require.Equal(t, state, refusedIn(<-c.res), "refused in")
+						err := <-c.res
+						require.Equal(t, state, refusedIn(err), "refused in")
+						want = append(want, CallEvent{Outcome: Rejected, State: state, Err: err})
 						break
 					}
 					require.Empty(t, c.res, "a call the model admits was refused")
-					c.gen, c.start = gen, time.Now()
+					c.gen, c.start, c.state = gen, time.Now(), m.state
 					inFlight = append(inFlight, c)
 				case 3: // finish a call in flight
 					if len(inFlight) == 0 {
@@ -332,6 +351,7 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 					c.finish <- err
 					require.Equal(t, err, <-c.res)
 					m.finish(c.gen, err, c.start, time.Now())
+					want = append(want, CallEvent{Outcome: outcome(err), State: c.state, Duration: time.Since(c.start), Err: err})
 				case 4:
 					time.Sleep(time.Duration(arg%8) * m.openTimeout / 4)
 				case 5:
@@ -351,6 +371,7 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 					m.move(Closed, time.Now())
 				case 7, 8: // a call whose func, or whose IsFailure, panics
 					gen, state, ok := m.admit(time.Now())
+					in := m.state
 					var err error
 					r := func() (r any) {
 						defer func() { r = recover() }()
@@ -365,15 +386,21 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 					if !ok {
 						require.Nil(t, r)
 						require.Equal(t, state, refusedIn(err), "refused in")
+						want = append(want, CallEvent{Outcome: Rejected, State: state, Err: err})
 						break
 					}
 					require.Equal(t, []any{"fn panicked", "IsFailure panicked"}[op-7], r)
+					if op == 7 { // one whose IsFailure panicked is not told
+						want = append(want, CallEvent{Outcome: Failure, State: in, Err: errPanic})
+					}
 					m.finish(gen, []error{errBoom, errBadPredicate}[op-7], time.Now(), time.Now())
 				}
 				m.observe(time.Now())
 				require.Equal(t, m.state, b.State(), "after op %d", op)
 				require.Equal(t, m.wantCounts(), b.Counts(), "after op %d", op)
 				require.Equal(t, m.moves, tr.list(), "after op %d", op)
+				require.Equal(t, append([]CallEvent(nil), want...), calls.take(), "told to OnCall after op %d", op)
+				want = want[:0]
 			}
 			for _, c := range inFlight {
 				c.finish <- nil
@@ -381,4 +408,25 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 			}
 		})
 	}
+}
+
+// callEvents keeps what OnCall was told.
+type callEvents struct {
+	mu     sync.Mutex
+	events []CallEvent
+}
+
+func (c *callEvents) add(e CallEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+}
+
+// take returns the events told since the last take, or nil.
+func (c *callEvents) take() []CallEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.events
+	c.events = nil
+	return e
 }
