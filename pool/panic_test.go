@@ -266,7 +266,7 @@ func TestBackgroundPanicEndsProgram(t *testing.T) {
 
 // TestHammerPoolPanics: goroutines acquire with random timeouts, use
 // resources through With, release and destroy them, while HealthCheck,
-// Config.Close, Config.Broken and fn panic at random (New fails at random: a
+// Config.Close, Config.Broken, fn and the hooks panic at random (New fails at random: a
 // panic of New whose Acquire has given up would end the program, see Pool).
 // Each panic reaches the goroutine that ran the function; at the end nothing
 // is held, the pool never had more than MaxSize alive, and every resource was
@@ -316,6 +316,25 @@ func TestHammerPoolPanics(t *testing.T) {
 					panic("broken exploded")
 				}
 				return chance(5)
+			}
+			// Hooks panic too, where they run in the caller's goroutine:
+			// OnClose for reasons the pool's own goroutine never closes
+			// for here (its sweep is hours away; it closes for ClosedPool
+			// a resource made after Close).
+			hookBoom := func() {
+				if !calm.Load() && chance(12) {
+					panic("hook exploded")
+				}
+			}
+			cfg.Hooks = Hooks{
+				OnAcquire: func(AcquireEvent) { hookBoom() },
+				OnRelease: hookBoom,
+				OnClose: func(r CloseReason) {
+					if r != ClosedPool {
+						hookBoom()
+					}
+				},
+				OnHealthCheckFail: func(error) { hookBoom() },
 			}
 			p := mustNew(t, cfg)
 			var wg sync.WaitGroup
