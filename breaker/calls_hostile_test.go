@@ -123,3 +123,22 @@ func TestOnCallToldOfPrecheckRefusal(t *testing.T) {
 		require.Equal(t, m.Total.Failures, told[Failure].Load())
 	})
 }
+
+// TestOnCallAfterItsChangeOfState: a call whose outcome opens or closes the
+// breaker is told to OnCall after OnStateChange is told of the change.
+func TestOnCallAfterItsChangeOfState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log []string
+		b := New(Settings{FailureThreshold: 1, OpenTimeout: time.Second,
+			OnStateChange: func(from, to State, _ Counts) { log = append(log, from.String()+"->"+to.String()) },
+			OnCall:        func(e CallEvent) { log = append(log, e.Outcome.String()+" in "+e.State.String()) },
+		})
+		_ = b.Execute(t.Context(), fail)
+		time.Sleep(time.Second)
+		_ = b.Execute(t.Context(), succeed)
+		require.Equal(t, []string{
+			"closed->open", "failure in closed",
+			"open->half-open", "half-open->closed", "success in half-open",
+		}, log)
+	})
+}

@@ -122,6 +122,10 @@ type Settings struct {
 	// panics, the panic goes on to that caller; the breaker has counted
 	// the call already and is whole. Calls that panic or whose IsFailure or
 	// IsIgnored panics are told as failures, and not told, respectively.
+	// A call whose outcome changes the state is told after that change is
+	// reported to OnStateChange (unless another goroutine is reporting
+	// changes already: then in no set order). A refusal of
+	// Transport.Precheck is told as a refusal.
 	OnCall func(CallEvent)
 }
 
