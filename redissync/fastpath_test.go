@@ -2,6 +2,7 @@ package redissync
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,39 @@ func TestMissedHandoffGetsANewToken(t *testing.T) {
 				t.Errorf("release: %v, %v; want held", held, err)
 			}
 			if held, queued := counts(t, w); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+// TestReleaseOfAPermitTakenBehindItsBack: a Release whose lease is still
+// proven takes its permit out with no reading of the lease's end; a permit
+// that is no longer there (removed behind its holder's back, before any
+// renewal saw it) still gives ErrLost.
+func TestReleaseOfAPermitTakenBehindItsBack(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := mustNew(t, b.config(b.client(t), "behind", 1, 10*time.Second))
+			p, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.client.ZRem(ctx, l.keys[0], p.id).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Release(ctx); !errors.Is(err, ErrLost) {
+				t.Errorf("Release of a permit removed behind its back: %v, want ErrLost", err)
+			}
+			q, err := l.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Release(ctx); err != nil {
+				t.Errorf("Release of a proven lease: %v", err)
+			}
+			if held, queued := counts(t, l); held != 0 || queued != 0 {
 				t.Errorf("after the run: %d held, %d queued", held, queued)
 			}
 		})

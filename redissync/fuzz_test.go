@@ -173,7 +173,11 @@ func FuzzScripts(f *testing.F) {
 					t.Fatalf("%s at place %d, model %d", id, r.rank, slices.Index(m.queue, id))
 				}
 			case 2:
-				held, err := s.release(ctx, id)
+				// A holder whose lease has not ended may say so, as a
+				// Permit that can still prove it does.
+				end, holds := m.holders[id]
+				proven := holds && end > m.now && arg&8 != 0
+				held, err := s.releaseProven(ctx, id, proven)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -140,12 +140,15 @@ func (p *Permit) Release(ctx context.Context) error {
 		panic("redissync: Release of a Permit already released")
 	}
 	p.mu.Lock()
+	// A lease still proven has not ended on the server either: the script
+	// need not read its end. (One lost is not, whatever the clock says.)
+	proven := p.cause == nil && time.Now().Before(p.until)
 	p.stopped = true
 	p.t.Stop()
 	p.endLocked(errReleased)
 	p.mu.Unlock()
 	s := p.s
-	held, err := s.release(ctx, p.id)
+	held, err := s.releaseProven(ctx, p.id, proven)
 	if err != nil {
 		return err
 	}

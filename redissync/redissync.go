@@ -188,7 +188,17 @@ func (s *Semaphore) abandon(ctx context.Context, id string) {
 // permit whose lease had not ended. The permits it hands to waiters of this
 // Semaphore come back in its reply, not by pub/sub: it wakes them itself.
 func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
-	v, err := s.eval(ctx, s.releaseCall, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg)
+	return s.releaseProven(ctx, id, false)
+}
+
+// releaseProven is release, told whether id holds a permit whose lease it
+// can still prove: then Redis need not check that it has not ended.
+func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (bool, error) {
+	var p any = "0"
+	if proven {
+		p = "1"
+	}
+	v, err := s.eval(ctx, s.releaseCall, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg, p)
 	if err != nil {
 		return false, err
 	}

@@ -20,8 +20,8 @@ import "github.com/redis/go-redis/v9"
 //
 // Every call into Redis from a script costs about as much as the script's
 // own start, so the scripts make few: the way of an uncontended lock is five
-// calls to take it and four to give it back, and the sweeps run only where
-// a line exists or the permits are all held.
+// calls to take it and two to give it back, and the sweeps run only where a
+// line exists or the permits are all held.
 //
 // A script reads the clock first, then may take its fast way out before it
 // defines the functions below (in Lua, each run makes each one anew).
@@ -200,22 +200,41 @@ return {0, rank or -1, untilFree, now}
 
 // releaseScript gives up ARGV[2]'s permit and its place in line, whichever
 // it has, and hands the free permits to the waiters next in line.
-// ARGV: n, id, wake channel prefix, lease ms, key ttl ms. Reply: {1 if it
-// held a permit whose lease had not ended else 0, now, then id, lease ms,
-// token of each permit handed to a waiter of the caller's Semaphore}.
-var releaseScript = redis.NewScript(clock + `
+//
+// ARGV[6] is "1" when the caller holds a permit whose lease it can still
+// prove (so it has not ended on the server either): then the permit is
+// taken out with no reading of the clock nor of its lease's end, and an
+// uncontended Release is two calls.
+//
+// ARGV: n, id, wake channel prefix, lease ms, key ttl ms, proven (1 or 0).
+// Reply: {1 if it held a permit whose lease had not ended else 0, now or 0,
+// then id, lease ms, token of each permit handed to a waiter of the caller's
+// Semaphore}.
+var releaseScript = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
 local id = ARGV[2]
 local held = 0
-local score = redis.call('ZSCORE', KEYS[1], id)
-if score then
-	redis.call('ZREM', KEYS[1], id)
-	if tonumber(score) > now then held = 1 end
-elseif redis.call('ZREM', KEYS[2], id) > 0 then
-	redis.call('ZREM', KEYS[3], id)
+local now = 0
+local function readClock()
+	local t = redis.call('TIME')
+	now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local out = {held, now}
+if ARGV[6] == '1' then
+	held = redis.call('ZREM', KEYS[1], id)
+else
+	readClock()
+	local score = redis.call('ZSCORE', KEYS[1], id)
+	if score then
+		redis.call('ZREM', KEYS[1], id)
+		if tonumber(score) > now then held = 1 end
+	elseif redis.call('ZREM', KEYS[2], id) > 0 then
+		redis.call('ZREM', KEYS[3], id)
+	end
+end
 local queued = redis.call('ZCARD', KEYS[2])
-if queued == 0 then return out end
+if queued == 0 then return {held, now} end
+if now == 0 then readClock() end
+local out = {held, now}
 ` + prelude + `
 if sweepLine(queued) > 0 then
 	local n = tonumber(ARGV[1])
