@@ -327,3 +327,50 @@ func TestHooksTryAcquireAndWith(t *testing.T) {
 		l.check(t)
 	})
 }
+
+// TestHooksAcquireFromHooks: hooks may acquire, release and destroy: an
+// OnRelease that takes the resource just released and destroys it, an
+// OnClose that acquires a new one, an OnCreate that acquires and releases.
+func TestHooksAcquireFromHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(1)
+		var p *Pool[*conn]
+		var depth atomic.Int32
+		reenter := func(f func()) {
+			if depth.Add(1) == 1 {
+				f()
+			}
+			depth.Add(-1)
+		}
+		var created atomic.Int32
+		cfg.Hooks = Hooks{
+			OnRelease: func() {
+				reenter(func() { acquireWithin(t, p).Destroy() })
+			},
+			OnClose: func(r CloseReason) {
+				if r == ClosedDestroy {
+					reenter(func() { acquireWithin(t, p).Release() })
+				}
+			},
+			OnCreate: func(CreateEvent) {
+				if created.Add(1) == 1 {
+					// In the goroutine that made it, while the Acquire
+					// it was made for holds it: this one waits for its
+					// Release.
+					go func() { acquireWithin(t, p).Release() }()
+				}
+			},
+		}
+		p = mustNew(t, cfg)
+		acquireWithin(t, p).Release()
+		synctest.Wait()
+		requireWhole(t, p)
+		s := p.Stats()
+		require.Positive(t, s.ClosedDestroy, "%+v", s)
+		require.NoError(t, p.Close(t.Context()))
+		s = p.Stats()
+		require.Equal(t, s.Created, s.ClosedDestroy+s.ClosedPool, "%+v", s)
+		l.check(t)
+	})
+}
