@@ -46,11 +46,15 @@ type Hooks struct {
 	// OnRelease is told of every Release that gave a resource back to the
 	// pool, to a waiting Acquire or to the idle ones. A resource that
 	// Release closes instead (past MaxLifetime, or the pool closed) is told
-	// to OnClose only.
+	// to OnClose only. The resource that an Acquire whose OnAcquire
+	// panicked gives back is told here too.
 	OnRelease func()
 
 	// OnClose is told of every resource the pool closes, and why, once
-	// Config.Close has returned.
+	// Config.Close has returned and the resource's place is free: when the
+	// pool closes several at once (Close, the sweep), once every one of
+	// them is closed, so that a hook that calls Close does not wait for
+	// the others.
 	OnClose func(CloseReason)
 
 	// OnHealthCheckFail is told of every HealthCheck that failed, with its
