@@ -71,19 +71,21 @@ func ExampleAcquireEvent() {
 	// waited: true error: context deadline exceeded
 }
 
-// CreateEvent tells how long each call to New took, and its error.
+// CreateEvent tells how long each call to New took, and its error. The call
+// runs in a goroutine of its own, which tells OnCreate once the Acquire it
+// served has its answer: here, the example waits to hear of it.
 func ExampleCreateEvent() {
+	told := make(chan pool.CreateEvent, 1)
 	p, _ := pool.New(pool.Config[*client]{
 		New:     func(context.Context) (*client, error) { return nil, fmt.Errorf("backend down") },
 		MaxSize: 1,
-		Hooks: pool.Hooks{OnCreate: func(e pool.CreateEvent) {
-			fmt.Println("create failed:", e.Err)
-		}},
+		Hooks:   pool.Hooks{OnCreate: func(e pool.CreateEvent) { told <- e }},
 	})
 	_, err := p.Acquire(context.Background())
 	fmt.Println("acquire:", err)
+	fmt.Println("create failed:", (<-told).Err)
 	_ = p.Close(context.Background())
 	// Output:
-	// create failed: backend down
 	// acquire: backend down
+	// create failed: backend down
 }

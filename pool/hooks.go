@@ -40,7 +40,9 @@ type Hooks struct {
 	OnAcquire func(AcquireEvent)
 
 	// OnCreate is told of every call to Config.New when it ends, or of the
-	// refusal of Config.Breaker in its stead.
+	// refusal of Config.Breaker in its stead, in the goroutine that made
+	// the call, once the resource or the error has gone to the Acquire it
+	// was made for: that Acquire may return before its OnCreate is told.
 	OnCreate func(CreateEvent)
 
 	// OnRelease is told of every Release that gave a resource back to the

@@ -262,7 +262,8 @@ func (p *Pool[T]) make(parent context.Context) {
 	done()
 	if h := p.cfg.Hooks.OnCreate; h != nil {
 		// Told once the resource is in the pool, or its error with the
-		// waiter it went to: the deferred call runs after the unlocks.
+		// waiter it went to, and the call's place is free: the deferred
+		// call runs after the unlocks, so that a hook may call Close.
 		defer h(CreateEvent{Duration: time.Duration(clock.Now() - start), Err: err})
 	}
 

@@ -27,6 +27,7 @@ type Stats struct {
 	InUse        int // resources acquired and not yet released
 	Total        int // Idle + InUse + Constructing + Closing
 	Max          int // Config.MaxSize
+	MinIdle      int // Config.MinIdle
 	Constructing int // calls to New under way
 	Waiting      int // Acquires waiting now, for a release or a new resource
 	Closing      int // calls to Config.Close under way
@@ -204,6 +205,7 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 		cancels: make(map[uint64]context.CancelFunc),
 	}
 	p.stats.Max = cfg.MaxSize
+	p.stats.MinIdle = cfg.MinIdle
 	if cfg.background() {
 		p.quit = make(chan struct{})
 		p.stopped = make(chan struct{})
