@@ -34,6 +34,7 @@
 //	db.client.connection.timeouts           counter (H)          {timeout}      Acquires that failed with context.DeadlineExceeded
 //	db.client.connection.count              updowncounter (O)    {connection}   db.client.connection.state=idle|used
 //	db.client.connection.max                updowncounter (O)    {connection}   Config.MaxSize
+//	db.client.connection.idle.min           updowncounter (O)    {connection}   Config.MinIdle
 //	db.client.connection.pending_requests   updowncounter (O)    {request}      Acquires waiting
 //	ctxsync.pool.connection.constructing    updowncounter (O)    {connection}   calls to New under way
 //	ctxsync.pool.connection.closing         updowncounter (O)    {connection}   calls to Close under way
@@ -48,9 +49,8 @@
 //	ctxsync.pool.connection.close_errors    counter (O)          {error}        Stats.CloseErrors
 //
 // db.client.connection.use_time is not measured: the pool's hooks do not
-// tell how long a resource was out. Nor are db.client.connection.idle.max
-// and .idle.min: the pool has no cap on idle resources but MaxSize, and
-// Stats does not carry MinIdle.
+// tell how long a resource was out. Nor is db.client.connection.idle.max:
+// the pool has no cap on idle resources but MaxSize.
 //
 // Breakers (NewBreakerMetrics; H: from BreakerMetrics.OnCall and
 // OnStateChange, O: from BreakerMetrics.Observe), with ctxsync.breaker.name:

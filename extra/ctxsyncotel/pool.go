@@ -167,11 +167,11 @@ func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
 		return meter.Int64ObservableCounter(name, metric.WithDescription(desc), metric.WithUnit(unit))
 	}
 	var (
-		count, maxConns, pending, constructing, closing metric.Int64ObservableUpDownCounter
-		acquires, empty, waits, canceled                metric.Int64ObservableCounter
-		created, closed, failures, closeErrs            metric.Int64ObservableCounter
-		waited                                          metric.Float64ObservableCounter
-		errs                                            [14]error
+		count, maxConns, minIdle, pending, constructing, closing metric.Int64ObservableUpDownCounter
+		acquires, empty, waits, canceled                         metric.Int64ObservableCounter
+		created, closed, failures, closeErrs                     metric.Int64ObservableCounter
+		waited                                                   metric.Float64ObservableCounter
+		errs                                                     [15]error
 	)
 	count, errs[0] = conns("db.client.connection.count",
 		"The number of connections that are currently in state described by the `state` attribute.")
@@ -191,6 +191,7 @@ func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
 	created, errs[10] = counter("ctxsync.pool.connection.created", "Connections made.", "{connection}")
 	closed, errs[11] = counter("ctxsync.pool.connection.closed", "Connections closed, by the reason in ctxsync.pool.close.reason.", "{connection}")
 	failures, errs[12] = counter("ctxsync.pool.connection.create_failures", "Calls to the pool's New that failed, or that its breaker refused.", "{failure}")
+	minIdle, errs[14] = conns("db.client.connection.idle.min", "The minimum number of idle open connections allowed.")
 	closeErrs, errs[13] = counter("ctxsync.pool.connection.close_errors", "Calls to the pool's Close that returned an error.", "{error}")
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
@@ -208,6 +209,7 @@ func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
 		o.ObserveInt64(count, int64(s.Idle), idle...)
 		o.ObserveInt64(count, int64(s.InUse), used...)
 		o.ObserveInt64(maxConns, int64(s.Max), all...)
+		o.ObserveInt64(minIdle, int64(s.MinIdle), all...)
 		o.ObserveInt64(pending, int64(s.Waiting), all...)
 		o.ObserveInt64(constructing, int64(s.Constructing), all...)
 		o.ObserveInt64(closing, int64(s.Closing), all...)
@@ -225,6 +227,6 @@ func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
 		o.ObserveInt64(closed, s.ClosedDestroy, reasons[pool.ClosedDestroy]...)
 		o.ObserveInt64(closed, s.ClosedPool, reasons[pool.ClosedPool]...)
 		return nil
-	}, count, maxConns, pending, constructing, closing, acquires, empty, waits, canceled,
+	}, count, maxConns, minIdle, pending, constructing, closing, acquires, empty, waits, canceled,
 		waited, created, failures, closeErrs, closed)
 }

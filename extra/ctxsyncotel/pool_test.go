@@ -32,6 +32,7 @@ var poolInstruments = map[string]struct {
 	"db.client.connection.timeouts":           {counter, "{timeout}"},
 	"db.client.connection.count":              {upDown, "{connection}"},
 	"db.client.connection.max":                {upDown, "{connection}"},
+	"db.client.connection.idle.min":           {upDown, "{connection}"},
 	"db.client.connection.pending_requests":   {upDown, "{request}"},
 	"ctxsync.pool.connection.constructing":    {upDown, "{connection}"},
 	"ctxsync.pool.connection.closing":         {upDown, "{connection}"},
@@ -107,6 +108,7 @@ func TestPoolMetrics(t *testing.T) {
 			{"db.client.connection.count", []attribute.KeyValue{used}, 2},
 			{"db.client.connection.pending_requests", nil, 1},
 			{"db.client.connection.max", nil, 2},
+			{"db.client.connection.idle.min", nil, 0},
 		} {
 			if got := c.point(t, w.name, append(w.kvs, poolName, attribute.String("service", "x"))...); got != w.want {
 				t.Errorf("while one waits: %s%v = %d, want %d", w.name, w.kvs, got, w.want)
