@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // TestHealthCheckFailToldWhenClosedDuringCheck: a HealthCheck at Acquire
@@ -373,4 +375,54 @@ func TestHooksAcquireFromHooks(t *testing.T) {
 		require.Equal(t, s.Created, s.ClosedDestroy+s.ClosedPool, "%+v", s)
 		l.check(t)
 	})
+}
+
+// TestCloseDoneCtxWhileSweepRunsUserCode: a Close with a done ctx, called
+// while the sweep runs a HealthCheck, or from that very check, returns
+// ctx.Err() at once rather than wait for the check; once the check has
+// ended, a Close with a done ctx returns nil: nothing is left.
+func TestCloseDoneCtxWhileSweepRunsUserCode(t *testing.T) {
+	for _, from := range []string{"outside", "check"} {
+		t.Run(from, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rec recorder
+				var p *Pool[int]
+				checking, release := make(chan struct{}), make(chan struct{})
+				inCheck := make(chan error, 1)
+				var once atomic.Bool
+				p = mustNew(t, Config[int]{
+					MaxSize: 1, HealthCheckPeriod: time.Minute,
+					New: func(context.Context) (int, error) { return 1, nil },
+					HealthCheck: func(context.Context, int) error {
+						if once.Swap(true) {
+							return nil
+						}
+						if from == "check" {
+							inCheck <- p.Close(testutil.Cancelled())
+						}
+						close(checking)
+						<-release // ignores its ctx
+						return errors.New("gone bad")
+					},
+					Hooks: rec.hooks(),
+				})
+				acquireWithin(t, p).Release()
+				time.Sleep(time.Minute)
+				<-checking
+				if from == "check" {
+					require.Equal(t, context.Canceled, <-inCheck)
+				} else {
+					require.Equal(t, context.Canceled, p.Close(testutil.Cancelled()))
+				}
+				close(release)
+				synctest.Wait()
+				require.NoError(t, p.Close(testutil.Cancelled()))
+				requireWhole(t, p)
+				require.Equal(t, []string{
+					"create 0s ok", "acquire waited=true wait=0s ok", "release",
+					"close health", "check failed: gone bad",
+				}, rec.take())
+			})
+		})
+	}
 }
