@@ -78,6 +78,8 @@
 //	ctxsync.weighted.waiting                updowncounter (O)    {waiter}
 //	ctxsync.queue.length                    updowncounter (O)    {item}
 //	ctxsync.queue.unfinished                updowncounter (O)    {item}
+//	ctxsync.queue.capacity                  updowncounter (O)    {item}         Cap; 0 if unbounded
+//	ctxsync.queue.waiting                   updowncounter (O)    {waiter}       ctxsync.queue.side=get|put: Getters, Putters
 //	ctxsync.lock.waiting                    updowncounter (O)    {waiter}
 //	ctxsync.lock.held                       gauge (O)            1              Lock and Condition only
 //

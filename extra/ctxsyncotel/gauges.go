@@ -13,6 +13,7 @@ const (
 	SemaphoreNameKey = attribute.Key("ctxsync.semaphore.name")
 	WeightedNameKey  = attribute.Key("ctxsync.weighted.name")
 	QueueNameKey     = attribute.Key("ctxsync.queue.name")
+	QueueSideKey     = attribute.Key("ctxsync.queue.side") // get or put, of ctxsync.queue.waiting
 	LockNameKey      = attribute.Key("ctxsync.lock.name")
 )
 
@@ -35,6 +36,9 @@ type WeightedSource interface {
 type QueueSource interface {
 	Len() int
 	Unfinished() int
+	Cap() int     // 0 if unbounded
+	Getters() int // goroutines waiting in Get
+	Putters() int // goroutines waiting in Put
 }
 
 // A LockSource is what ObserveLock reads: a *ctxsync.Lock, *ctxsync.RWLock
@@ -148,14 +152,25 @@ func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registrati
 			metric.WithDescription("Items in the queue now."), metric.WithUnit("{item}"))
 		unfinished, err2 := m.Int64ObservableUpDownCounter("ctxsync.queue.unfinished",
 			metric.WithDescription("Items put and not yet marked done."), metric.WithUnit("{item}"))
-		if err := errors.Join(err1, err2); err != nil {
+		capacity, err3 := m.Int64ObservableUpDownCounter("ctxsync.queue.capacity",
+			metric.WithDescription("The most items the queue holds; 0 if unbounded."), metric.WithUnit("{item}"))
+		waiting, err4 := m.Int64ObservableUpDownCounter("ctxsync.queue.waiting",
+			metric.WithDescription("Goroutines waiting now, by side: get (consumers starved of items), put (producers held back by a full queue)."),
+			metric.WithUnit("{waiter}"))
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return nil, err
 		}
+		// Made once: the side is merged into the queue's attributes.
+		getters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("get")))
+		putters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("put")))
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 			o.ObserveInt64(length, int64(q.Len()), all...)
 			o.ObserveInt64(unfinished, int64(q.Unfinished()), all...)
+			o.ObserveInt64(capacity, int64(q.Cap()), all...)
+			o.ObserveInt64(waiting, int64(q.Getters()), getters...)
+			o.ObserveInt64(waiting, int64(q.Putters()), putters...)
 			return nil
-		}, length, unfinished)
+		}, length, unfinished, capacity, waiting)
 	})
 }
 

@@ -18,7 +18,7 @@ func TestObservePrimitives(t *testing.T) {
 	bounded := ctxsync.NewBoundedSemaphore(2)
 	w := ctxsync.NewWeighted(10)
 	q := ctxsync.NewQueue[int](0)
-	pq := ctxsync.NewPriorityQueue[string](0)
+	pq := ctxsync.NewPriorityQueue[string](1)
 	var regs []interface{ Unregister() error }
 	for _, obs := range []func() (interface{ Unregister() error }, error){
 		func() (interface{ Unregister() error }, error) { return ctxsyncotel.ObserveSemaphore("sem", sem, mp) },
@@ -54,6 +54,13 @@ func TestObservePrimitives(t *testing.T) {
 	if err := pq.Put(ctx, 1, "a"); err != nil {
 		t.Fatal(err)
 	}
+	// A producer held back by the full priority queue.
+	pctx, pcancel := context.WithCancel(ctx)
+	pdone := make(chan error)
+	go func() { pdone <- pq.Put(pctx, 2, "b") }()
+	for pq.Putters() == 0 {
+		runtime.Gosched()
+	}
 	// A waiter on the bounded semaphore, emptied first.
 	bounded.TryAcquire()
 	bounded.TryAcquire()
@@ -66,6 +73,16 @@ func TestObservePrimitives(t *testing.T) {
 	c := collect(t, r)
 	cancel()
 	<-done
+	pcancel()
+	<-pdone
+	for _, w := range []struct {
+		of, side string
+		want     int64
+	}{{"q", "get", 0}, {"q", "put", 0}, {"pq", "get", 0}, {"pq", "put", 1}} {
+		if got := c.point(t, "ctxsync.queue.waiting", attrString("ctxsync.queue.name", w.of), attrString("ctxsync.queue.side", w.side)); got != w.want {
+			t.Errorf("ctxsync.queue.waiting{%s,%s} = %d, want %d", w.of, w.side, got, w.want)
+		}
+	}
 
 	c.checkKinds(t, map[string]struct {
 		kind kind
@@ -78,6 +95,8 @@ func TestObservePrimitives(t *testing.T) {
 		"ctxsync.weighted.waiting":    {upDown, "{waiter}"},
 		"ctxsync.queue.length":        {upDown, "{item}"},
 		"ctxsync.queue.unfinished":    {upDown, "{item}"},
+		"ctxsync.queue.capacity":      {upDown, "{item}"},
+		"ctxsync.queue.waiting":       {upDown, "{waiter}"},
 	})
 	for _, w := range []struct {
 		name, key, of string
@@ -94,6 +113,8 @@ func TestObservePrimitives(t *testing.T) {
 		{"ctxsync.queue.unfinished", "ctxsync.queue.name", "q", 3},
 		{"ctxsync.queue.length", "ctxsync.queue.name", "pq", 1},
 		{"ctxsync.queue.unfinished", "ctxsync.queue.name", "pq", 1},
+		{"ctxsync.queue.capacity", "ctxsync.queue.name", "q", 0},
+		{"ctxsync.queue.capacity", "ctxsync.queue.name", "pq", 1},
 	} {
 		if got := c.point(t, w.name, attrString(w.key, w.of)); got != w.want {
 			t.Errorf("%s{%s} = %d, want %d", w.name, w.of, got, w.want)
