@@ -26,11 +26,11 @@ import (
 // Acquire is about to return, the checks of the sweep still to run), and so
 // returns only when its ctx ends.
 //
-// Each hook is told of its events in the order they happened in the
-// goroutine that tells it; events of one resource told in different
-// goroutines may arrive out of order: the Acquire handed a resource fresh
-// from New may tell OnAcquire, and even Destroy it and tell OnClose, before
-// the goroutine that made it tells OnCreate.
+// The events of one resource may be told out of order: the Acquire handed
+// a resource fresh from New may tell OnAcquire, and even Destroy it and
+// tell OnClose, before the goroutine that made it tells OnCreate; and a
+// resource made after Close is closed, and told to OnClose, before its
+// OnCreate, which waits until its place is free so that it may call Close.
 type Hooks struct {
 	// OnAcquire is told of every Acquire when it returns, and of every
 	// TryAcquire that returned a resource. An Acquire that panics with the

@@ -426,3 +426,43 @@ func TestCloseDoneCtxWhileSweepRunsUserCode(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateAfterCloseToldOnceClosed: a resource made after Close is closed
+// by the goroutine that made it, which then tells OnCreate, after OnClose:
+// once the resource's place is free, so that a Close its hook calls, with a
+// ctx that never ends, returns.
+func TestCreateAfterCloseToldOnceClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		var p *Pool[int]
+		made := make(chan struct{})
+		closed := make(chan error, 1)
+		p = mustNew(t, Config[int]{MaxSize: 1,
+			New: func(context.Context) (int, error) {
+				<-made // ignores its ctx
+				return 1, nil
+			},
+			Hooks: Hooks{
+				OnCreate: func(e CreateEvent) {
+					rec.add("create %s", errString(e.Err))
+					closed <- p.Close(context.Background())
+				},
+				OnClose: func(r CloseReason) { rec.add("close %v", r) },
+			},
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := p.Acquire(ctx)
+			require.Equal(t, context.Canceled, err)
+		})
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		require.Equal(t, context.Canceled, p.Close(testutil.Cancelled()))
+		close(made)
+		require.NoError(t, <-closed)
+		require.Equal(t, []string{"close pool", "create ok"}, rec.take())
+		requireWhole(t, p)
+	})
+}
