@@ -297,7 +297,8 @@ func (k *Keyed[K, L]) Len() int {
 }
 
 // Limiter returns the limiter of key as a Limiter of its own: a handle to use
-// where a single Limiter is expected.
+// where a single Limiter is expected. The handle is a Taker too, whose Take is
+// the Keyed's.
 func (k *Keyed[K, L]) Limiter(key K) Limiter { return keyedHandle[K, L]{k, key} }
 
 type keyedHandle[K comparable, L Limiter] struct {
@@ -305,7 +306,8 @@ type keyedHandle[K comparable, L Limiter] struct {
 	key K
 }
 
-func (h keyedHandle[K, L]) AllowN(n int) bool { return h.k.AllowN(h.key, n) }
+func (h keyedHandle[K, L]) AllowN(n int) bool   { return h.k.AllowN(h.key, n) }
+func (h keyedHandle[K, L]) Take(n int) Decision { return h.k.Take(h.key, n) }
 func (h keyedHandle[K, L]) WaitN(ctx context.Context, n int) error {
 	return h.k.WaitN(ctx, h.key, n)
 }

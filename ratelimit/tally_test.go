@@ -105,7 +105,7 @@ func TestTallyMisuse(t *testing.T) {
 }
 
 // TestTallyWrapsKeyedHandles: a Tally wraps the handle of one key of a
-// Keyed; a handle is no Taker, so Take tells Allowed alone. A misused
+// Keyed; the handle is a Taker, so Take tells the key's bucket's Decision. A misused
 // wrapper (n below 1) panics as the limiter does, and counts nothing.
 func TestTallyWrapsKeyedHandles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -113,7 +113,10 @@ func TestTallyWrapsKeyedHandles(t *testing.T) {
 		k := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
 		a, b := tally.Wrap(k.Limiter("a")), tally.Wrap(k.Limiter("b"))
 		require.True(t, a.AllowN(1))
-		require.Equal(t, Decision{Allowed: false, Remaining: -1}, a.Take(1))
+		d := a.Take(1)
+		require.False(t, d.Allowed)
+		require.Equal(t, 1, d.Limit) // the key's bucket's burst
+		require.Equal(t, time.Second, d.RetryAfter)
 		require.True(t, b.Take(1).Allowed)
 		require.NoError(t, a.WaitN(t.Context(), 1))
 		require.Panics(t, func() { a.AllowN(0) })
