@@ -116,6 +116,33 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		}
 		gather(b, c)
 	})
+	// The Collector as a Gatherer of its own, served alone or beside a
+	// registry through prometheus.Gatherers.
+	b.Run("pools=100/impl=ctxsync-prometheus-gatherer", func(b *testing.B) {
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		for i, p := range pools(b, nil) {
+			must(c.AddPool("pool"+strconv.Itoa(i), p))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Gather(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pools=100/impl=ctxsync-prometheus-gatherers", func(b *testing.B) {
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		for i, p := range pools(b, nil) {
+			must(c.AddPool("pool"+strconv.Itoa(i), p))
+		}
+		g := prometheus.Gatherers{prometheus.NewRegistry(), c}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := g.Gather(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("pools=100/impl=const-metrics", func(b *testing.B) {
 		gather(b, newConstPoolCollector(pools(b, nil)))
 	})

@@ -119,10 +119,14 @@ func NewCollector(opts Options) *Collector {
 				panic(fmt.Sprintf("ctxsyncprom: Options.%s %v is not in increasing order", field, buckets))
 			}
 		}
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: subsystem, Name: name, Help: help,
 			Buckets: slices.Clone(buckets), // the caller's slice may change later
 		}, append([]string{"name"}, labels...))
+		ch := make(chan *prometheus.Desc, 1)
+		v.Describe(ch)
+		c.d.info[<-ch] = descInfo{prometheus.BuildFQName(ns, subsystem, name), help}
+		return v
 	}
 	c.acquireWait = hist("AcquireWaitBuckets", opts.AcquireWaitBuckets, "pool", "acquire_wait_seconds",
 		"Time Acquires waited for a resource, when they found none idle (from PoolHooks).")

@@ -21,13 +21,25 @@ type descs struct {
 	queueItems, queueUnfinished, queueCapacity, queueWaiters *prometheus.Desc
 
 	waiters *prometheus.Desc
+
+	// info holds the name and help of every description above, and of
+	// the histograms': a Desc does not tell them, and Gather needs them.
+	info map[*prometheus.Desc]descInfo
 }
 
+type descInfo struct{ name, help string }
+
 func newDescs(ns string) descs {
+	info := map[*prometheus.Desc]descInfo{}
 	d := func(subsystem, name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(ns, subsystem, name), help, append([]string{"name"}, labels...), nil)
+		fq := prometheus.BuildFQName(ns, subsystem, name)
+		desc := prometheus.NewDesc(fq, help, append([]string{"name"}, labels...), nil)
+		info[desc] = descInfo{fq, help}
+		return desc
 	}
 	return descs{
+		info: info,
+
 		poolResources:      d("pool", "resources", "Resources of the pool now, by state: idle, in_use, constructing (calls to New under way), closing (calls to Close under way).", "state"),
 		poolMax:            d("pool", "max_resources", "The most resources the pool may hold (Config.MaxSize)."),
 		poolWaiters:        d("pool", "waiters", "Acquires waiting now for a release or a new resource."),
