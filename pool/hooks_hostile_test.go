@@ -110,6 +110,9 @@ func TestHookCallsClose(t *testing.T) {
 				p = mustNew(t, cfg)
 				rs := acquireN(t, p, 2)
 				releaseAll(rs)
+				// OnCreate is told after the Acquire it served returns:
+				// let the two calls' goroutines end before arming.
+				synctest.Wait()
 				armed.Store(true)
 				switch hook {
 				case "OnHealthCheckFail":
