@@ -202,6 +202,9 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 	if err != nil {
 		return false, err
 	}
+	if held, ok := v.(int64); ok {
+		return held == 1, nil
+	}
 	a, ok := v.([]any)
 	if !ok || len(a) < 2 || len(a)%3 != 2 {
 		return false, unexpected(v)
@@ -251,6 +254,12 @@ func (s *Semaphore) attempt(ctx context.Context, id string, entry any, again boo
 	v, err := s.eval(ctx, s.acquireCall, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
 	if err != nil {
 		return attemptResult{}, err
+	}
+	if token, ok := v.(int64); ok {
+		if token < 1 {
+			return attemptResult{}, unexpected(v)
+		}
+		return attemptResult{granted: true, token: token, left: s.lease.Truncate(time.Millisecond)}, nil
 	}
 	a, ok := v.([]any)
 	if !ok || len(a) != 4 {

@@ -123,8 +123,10 @@ end
 //
 // ARGV: n, lease ms, id, entry ttl ms, wake channel prefix, key ttl ms,
 // asked before (1 or 0).
-// Reply: {1, token, lease ms left, now} or {0, place in line or -1, ms until
-// the first lease ends or -1, now}.
+// Reply: the token of a permit it granted now, for the whole lease (a bare
+// integer, the most common reply, made and read the fastest); {1, token,
+// lease ms left, now} for a permit handed before; or {0, place in line or
+// -1, ms until the first lease ends or -1, now}.
 var acquireScript = redis.NewScript(clock + `
 local lease = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[6])
@@ -133,7 +135,7 @@ if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
 	local token = redis.call('INCR', KEYS[4])
 	redis.call('ZADD', KEYS[1], now + lease, ARGV[3])
 	redis.call('PEXPIRE', KEYS[1], ttl)
-	return {1, token, lease, now}
+	return token
 end
 ` + prelude + `
 local n = tonumber(ARGV[1])
@@ -165,7 +167,7 @@ if queued == 0 then
 		local token = redis.call('INCR', KEYS[4])
 		redis.call('ZADD', KEYS[1], now + lease, id)
 		keep(ttl, 1, held == 0)
-		return {1, token, lease, now}
+		return token
 	end
 end
 local rank = false
@@ -207,9 +209,9 @@ return {0, rank or -1, untilFree, now}
 // uncontended Release is two calls.
 //
 // ARGV: n, id, wake channel prefix, lease ms, key ttl ms, proven (1 or 0).
-// Reply: {1 if it held a permit whose lease had not ended else 0, now or 0,
-// then id, lease ms, token of each permit handed to a waiter of the caller's
-// Semaphore}.
+// Reply: 1 if it held a permit whose lease had not ended, else 0; or, with a
+// line, {that, now, then id, lease ms, token of each permit handed to a
+// waiter of the caller's Semaphore}.
 var releaseScript = redis.NewScript(`
 if redis.replicate_commands then redis.replicate_commands() end
 local id = ARGV[2]
@@ -232,7 +234,7 @@ else
 	end
 end
 local queued = redis.call('ZCARD', KEYS[2])
-if queued == 0 then return {held, now} end
+if queued == 0 then return held end
 if now == 0 then readClock() end
 local out = {held, now}
 ` + prelude + `
