@@ -53,33 +53,38 @@ func TestCancelledAcquireNotHandedResource(t *testing.T) {
 // not look at ctx), is not handed the resource: Acquire returns ctx.Err() and
 // the healthy resource goes back to the pool.
 func TestCtxEndsDuringPassingCheckNotHandedResource(t *testing.T) {
-	var cancel context.CancelFunc
-	p := mustNew(t, Config[int]{
-		New: func(context.Context) (int, error) { return 1, nil },
-		HealthCheck: func(context.Context, int) error {
-			if cancel != nil {
-				cancel() // the caller gives up while its resource is checked
-			}
-			return nil
-		},
-		HealthCheckSkip: -1,
-		MaxSize:         1,
+	synctest.Test(t, func(t *testing.T) {
+		var cancel context.CancelFunc
+		p := mustNew(t, Config[int]{
+			New: func(context.Context) (int, error) { return 1, nil },
+			HealthCheck: func(context.Context, int) error {
+				if cancel != nil {
+					cancel() // the caller gives up while its resource is checked
+				}
+				return nil
+			},
+			HealthCheckSkip: -1,
+			MaxSize:         1,
+		})
+		// The pool's goroutine sweeps once as it starts: let it, so that
+		// its check does not take the resource from the Acquire below.
+		synctest.Wait()
+		r, err := p.Acquire(context.Background())
+		require.NoError(t, err)
+		r.Release()
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+		r, err = p.Acquire(ctx)
+		require.Error(t, ctx.Err(), "ctx ended during the check")
+		require.Equal(t, context.Canceled, err, "a resource handed to an Acquire whose ctx had ended")
+		require.Nil(t, r)
+		s := p.Stats()
+		require.Equal(t, 1, s.Idle, "the checked resource is back in the pool: %+v", s)
+		require.Equal(t, int64(1), s.AcquireCount, "%+v", s)
+		require.Equal(t, int64(1), s.CanceledAcquires, "%+v", s)
+		require.NoError(t, p.Close(context.Background()))
 	})
-	r, err := p.Acquire(context.Background())
-	require.NoError(t, err)
-	r.Release()
-	var ctx context.Context
-	ctx, cancel = context.WithCancel(context.Background())
-	defer cancel()
-	r, err = p.Acquire(ctx)
-	require.Error(t, ctx.Err(), "ctx ended during the check")
-	require.Equal(t, context.Canceled, err, "a resource handed to an Acquire whose ctx had ended")
-	require.Nil(t, r)
-	s := p.Stats()
-	require.Equal(t, 1, s.Idle, "the checked resource is back in the pool: %+v", s)
-	require.Equal(t, int64(1), s.AcquireCount, "%+v", s)
-	require.Equal(t, int64(1), s.CanceledAcquires, "%+v", s)
-	require.NoError(t, p.Close(context.Background()))
 }
 
 // TestCtxEndsDuringPauseCounted: an Acquire that finds the pool full pauses
@@ -95,7 +100,11 @@ func TestCtxEndsDuringPauseCounted(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() { _, err := p.Acquire(ctx); errc <- err }()
-		runtime.Gosched() // it runs until its pause
+		// It counts its wait, then pauses (yielding the one P): cancel
+		// once it has counted, not before it has even looked.
+		for p.Stats().WaitCount == 0 {
+			runtime.Gosched()
+		}
 		cancel()
 		require.Equal(t, context.Canceled, <-errc)
 		s := p.Stats()
