@@ -3,6 +3,7 @@ package ctxsyncprom
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -97,7 +98,7 @@ var namespaceRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 // NewCollector returns a Collector with no source.
 //
 // NewCollector panics if opts.Namespace is not a valid metric name, or a
-// bucket list is not in increasing order.
+// bucket list is empty, holds NaN or is not in strictly increasing order.
 func NewCollector(opts Options) *Collector {
 	ns := opts.Namespace
 	if ns == "" {
@@ -114,8 +115,13 @@ func NewCollector(opts Options) *Collector {
 		if len(buckets) == 0 {
 			panic("ctxsyncprom: Options." + field + " is empty; nil means DefaultBuckets()")
 		}
-		for i := 1; i < len(buckets); i++ {
-			if !(buckets[i-1] < buckets[i]) {
+		for i, b := range buckets {
+			// A lone NaN passes the comparisons below, which are all
+			// false for it: look for it on its own.
+			if math.IsNaN(b) {
+				panic(fmt.Sprintf("ctxsyncprom: Options.%s %v holds NaN", field, buckets))
+			}
+			if i > 0 && !(buckets[i-1] < b) {
 				panic(fmt.Sprintf("ctxsyncprom: Options.%s %v is not in increasing order", field, buckets))
 			}
 		}

@@ -51,6 +51,8 @@ func TestBadOptionsPanic(t *testing.T) {
 		{"decreasing buckets", ctxsyncprom.Options{CallDurationBuckets: []float64{1, 0.5}}, "CallDurationBuckets"},
 		{"equal buckets", ctxsyncprom.Options{CreateDurationBuckets: []float64{1, 1}}, "CreateDurationBuckets"},
 		{"NaN bucket", ctxsyncprom.Options{LimiterWaitBuckets: []float64{0.1, math.NaN()}}, "LimiterWaitBuckets"},
+		{"lone NaN bucket", ctxsyncprom.Options{AcquireWaitBuckets: []float64{math.NaN()}}, "AcquireWaitBuckets"},
+		{"NaN bucket first", ctxsyncprom.Options{CreateDurationBuckets: []float64{math.NaN(), 1}}, "CreateDurationBuckets"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mustPanic(t, func() { ctxsyncprom.NewCollector(tc.opts) }, tc.want)
