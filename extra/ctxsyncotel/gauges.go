@@ -147,7 +147,7 @@ func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Regi
 // whose Unregister stops it. It fails on an empty name, a nil q, a bad
 // option, or an instrument the Meter refuses to make.
 func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished(); q.Cap(); q.Getters(); q.Putters() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		length, err1 := m.Int64ObservableUpDownCounter("ctxsync.queue.length",
 			metric.WithDescription("Items in the queue now."), metric.WithUnit("{item}"))
 		unfinished, err2 := m.Int64ObservableUpDownCounter("ctxsync.queue.unfinished",

@@ -378,3 +378,54 @@ func TestUserHookPanics(t *testing.T) {
 		t.Errorf("call.duration{failure} count = %d, want 1", got)
 	}
 }
+
+// nilMeterProvider gives a nil Meter: a broken provider, which every
+// constructor and Observe function must refuse with an error, not a nil
+// dereference.
+type nilMeterProvider struct{ noop.MeterProvider }
+
+func (nilMeterProvider) Meter(string, ...metric.MeterOption) metric.Meter { return nil }
+
+func TestNilMeterIsAnError(t *testing.T) {
+	opt := ctxsyncotel.WithMeterProvider(nilMeterProvider{})
+	for what, f := range map[string]func() error{
+		"NewPoolMetrics":    func() error { _, err := ctxsyncotel.NewPoolMetrics("p", opt); return err },
+		"NewBreakerMetrics": func() error { _, err := ctxsyncotel.NewBreakerMetrics("b", opt); return err },
+		"NewLimiterMetrics": func() error { _, err := ctxsyncotel.NewLimiterMetrics("l", opt); return err },
+		"ObserveSemaphore":  func() error { _, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(1), opt); return err },
+		"ObserveWeighted":   func() error { _, err := ctxsyncotel.ObserveWeighted("w", ctxsync.NewWeighted(1), opt); return err },
+		"ObserveQueue":      func() error { _, err := ctxsyncotel.ObserveQueue("q", ctxsync.NewQueue[int](1), opt); return err },
+		"ObserveLock":       func() error { _, err := ctxsyncotel.ObserveLock("l", ctxsync.NewLock(), opt); return err },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s panicked: %v", what, r)
+				}
+			}()
+			wantErr(t, what, f(), "nil Meter")
+		}()
+	}
+}
+
+// capPanics is a queue whose Cap panics, as a source that must be made by
+// its constructor does.
+type capPanics struct{ *ctxsync.Queue[int] }
+
+func (capPanics) Cap() int { panic("cap of a queue not made by its constructor") }
+
+// TestObserveQueueReadsAllOnce: ObserveQueue reads every getter it will
+// read at collections, so that one that panics does so in the caller's
+// goroutine, not in the exporter's at a collection.
+func TestObserveQueueReadsAllOnce(t *testing.T) {
+	_, opt := newProvider(t)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "cap of a queue") {
+			t.Errorf("ObserveQueue of a queue whose Cap panics: recovered %v, want Cap's panic", r)
+		}
+	}()
+	reg, err := ctxsyncotel.ObserveQueue("q", capPanics{ctxsync.NewQueue[int](1)}, opt)
+	if err == nil {
+		_ = reg.Unregister()
+	}
+}

@@ -34,6 +34,7 @@ type config struct {
 	attrs       []attribute.KeyValue
 	buckets     []float64
 	bucketsSet  bool
+	m           metric.Meter // provider's Meter of ScopeName
 }
 
 // WithMeterProvider sets the MeterProvider the instruments are made from. The
@@ -103,6 +104,12 @@ func newConfig(what, name string, opts []Option) (*config, error) {
 	} else {
 		c.provider = otel.GetMeterProvider()
 	}
+	// Asked for here, once, so that a provider that gives no Meter is an
+	// error of the constructor rather than a nil dereference in it.
+	c.m = c.provider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	if isNil(c.m) {
+		return nil, fmt.Errorf("ctxsyncotel: the MeterProvider (%T) gave a nil Meter", c.provider)
+	}
 	if c.bucketsSet {
 		for i, b := range c.buckets {
 			if math.IsNaN(b) || math.IsInf(b, 0) {
@@ -119,9 +126,7 @@ func newConfig(what, name string, opts []Option) (*config, error) {
 }
 
 // meter returns the Meter of the instruments.
-func (c *config) meter() metric.Meter {
-	return c.provider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
-}
+func (c *config) meter() metric.Meter { return c.m }
 
 // set returns the attribute set of c's attributes and then kvs, which win
 // over c's of the same key.
