@@ -25,7 +25,9 @@ var ErrDuplicateName = errors.New("ctxsyncprom: name already added")
 type Options struct {
 	// Namespace is the first part of every metric's name, before "_pool_",
 	// "_breaker_"... "" means "ctxsync". It must be a valid metric name
-	// made of ASCII letters, digits, underscores and colons.
+	// made of ASCII letters, digits and underscores: no colon, which
+	// Prometheus keeps for the names of recording rules (promtool and
+	// client_golang's linter flag it in an exporter's metrics).
 	Namespace string
 
 	// The upper bounds, in seconds, of the buckets of each histogram, in
@@ -93,7 +95,7 @@ type source interface {
 	size() int
 }
 
-var namespaceRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+var namespaceRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // NewCollector returns a Collector with no source.
 //
@@ -105,7 +107,7 @@ func NewCollector(opts Options) *Collector {
 		ns = "ctxsync"
 	}
 	if !namespaceRE.MatchString(ns) {
-		panic(fmt.Sprintf("ctxsyncprom: Options.Namespace %q is not a valid metric name (ASCII letters, digits, _ and :, not first a digit)", ns))
+		panic(fmt.Sprintf("ctxsyncprom: Options.Namespace %q is not a valid metric name (ASCII letters, digits and _, not first a digit; no colon, which is for recording rules)", ns))
 	}
 	c := &Collector{d: newDescs(ns)}
 	hist := func(field string, buckets []float64, subsystem, name, help string, labels ...string) *prometheus.HistogramVec {

@@ -47,6 +47,8 @@ func TestBadOptionsPanic(t *testing.T) {
 		{"namespace with a dash", ctxsyncprom.Options{Namespace: "my-app"}, `"my-app"`},
 		{"namespace starting with a digit", ctxsyncprom.Options{Namespace: "1app"}, "Namespace"},
 		{"namespace with a space", ctxsyncprom.Options{Namespace: "my app"}, "Namespace"},
+		// Colons are for recording rules: promtool and promlint flag them.
+		{"namespace with a colon", ctxsyncprom.Options{Namespace: "app:x"}, "colon"},
 		{"empty buckets", ctxsyncprom.Options{AcquireWaitBuckets: []float64{}}, "AcquireWaitBuckets"},
 		{"decreasing buckets", ctxsyncprom.Options{CallDurationBuckets: []float64{1, 0.5}}, "CallDurationBuckets"},
 		{"equal buckets", ctxsyncprom.Options{CreateDurationBuckets: []float64{1, 1}}, "CreateDurationBuckets"},
@@ -64,7 +66,7 @@ func TestBadOptionsPanic(t *testing.T) {
 // NewCollector changes nothing.
 func TestOptionsBucketsAreCopied(t *testing.T) {
 	b := []float64{0.1, 1}
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{AcquireWaitBuckets: b, Namespace: "app:x"})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{AcquireWaitBuckets: b, Namespace: "app_x"})
 	b[0] = 5
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
@@ -74,14 +76,14 @@ func TestOptionsBucketsAreCopied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "app:x_pool_acquire_wait_seconds" {
+		if mf.GetName() == "app_x_pool_acquire_wait_seconds" {
 			if got := mf.Metric[0].Histogram.Bucket[0].GetUpperBound(); got != 0.1 {
 				t.Errorf("first bucket = %v, want 0.1", got)
 			}
 			return
 		}
 	}
-	t.Error("no app:x_pool_acquire_wait_seconds in the scrape")
+	t.Error("no app_x_pool_acquire_wait_seconds in the scrape")
 }
 
 func TestBadSourcesPanic(t *testing.T) {
