@@ -74,6 +74,9 @@ func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
 	}
+	if err := nilInstrument("ctxsync.breaker.call.duration", m.duration, "ctxsync.breaker.state_changes", m.changes); err != nil {
+		return nil, err
+	}
 	for o := breaker.Success; o <= breaker.Rejected; o++ {
 		m.outcomes[o] = recordOpts(m.set(BreakerOutcomeKey.String(o.String())))
 	}

@@ -429,3 +429,33 @@ func TestObserveQueueReadsAllOnce(t *testing.T) {
 		_ = reg.Unregister()
 	}
 }
+
+// nilInstrumentsProvider makes meters whose synchronous instruments are nil,
+// with no error: a broken Meter, which the constructors must refuse rather
+// than leave hooks that dereference nil in the pool's or the caller's
+// goroutine.
+type nilInstrumentsProvider struct{ noop.MeterProvider }
+
+func (nilInstrumentsProvider) Meter(string, ...metric.MeterOption) metric.Meter {
+	return nilInstrumentsMeter{}
+}
+
+type nilInstrumentsMeter struct{ noop.Meter }
+
+func (nilInstrumentsMeter) Int64Counter(string, ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	return nil, nil
+}
+
+func (nilInstrumentsMeter) Float64Histogram(string, ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	return nil, nil
+}
+
+func TestNilInstrumentIsAnError(t *testing.T) {
+	opt := ctxsyncotel.WithMeterProvider(nilInstrumentsProvider{})
+	_, err := ctxsyncotel.NewPoolMetrics("p", opt)
+	wantErr(t, "NewPoolMetrics", err, "nil")
+	_, err = ctxsyncotel.NewBreakerMetrics("b", opt)
+	wantErr(t, "NewBreakerMetrics", err, "nil")
+	_, err = ctxsyncotel.NewLimiterMetrics("l", opt)
+	wantErr(t, "NewLimiterMetrics", err, "nil")
+}

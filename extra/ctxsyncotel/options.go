@@ -176,6 +176,19 @@ func isNil(v any) bool {
 	return false
 }
 
+// nilInstrument returns an error naming the first of insts, a name then an
+// instrument in turn, that is nil: a Meter that gives one with no error is
+// broken, and the hooks would dereference it at their first event, in the
+// pool's or the caller's goroutine, far from the mistake.
+func nilInstrument(insts ...any) error {
+	for i := 0; i+1 < len(insts); i += 2 {
+		if isNil(insts[i+1]) {
+			return fmt.Errorf("ctxsyncotel: the Meter gave a nil %s, with no error", insts[i])
+		}
+	}
+	return nil
+}
+
 // registration is what the Observe methods return: it unregisters the
 // callback, and then, once, frees the metrics for another Observe.
 type registration struct {

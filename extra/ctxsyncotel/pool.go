@@ -72,6 +72,10 @@ func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
+	if err := nilInstrument("db.client.connection.wait_time", m.waitTime,
+		"db.client.connection.create_time", m.createTime, "db.client.connection.timeouts", m.timeouts); err != nil {
+		return nil, err
+	}
 	s := m.set()
 	m.rec, m.add = recordOpts(s), addOpts(s)
 	return m, nil

@@ -64,6 +64,9 @@ func NewLimiterMetrics(name string, opts ...Option) (*LimiterMetrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := nilInstrument("ctxsync.ratelimit.wait.duration", m.waitDuration); err != nil {
+		return nil, err
+	}
 	m.taken = recordOpts(m.set(LimiterWaitKey.String("taken")))
 	m.failed = recordOpts(m.set(LimiterWaitKey.String("failed")))
 	return m, nil
