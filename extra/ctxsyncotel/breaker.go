@@ -159,7 +159,7 @@ func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + m.name + " is observed already")
 	}
-	reg, err := m.observe(b)
+	reg, err := registered(m.observe(b))
 	if err != nil {
 		m.observed.Store(false)
 		return nil, err

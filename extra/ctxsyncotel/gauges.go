@@ -193,5 +193,5 @@ func observe(fn, what, name string, src any, read func(), opts []Option,
 	// a collection in the exporter's.
 	read()
 	key := attribute.Key("ctxsync." + what + ".name")
-	return register(c.meter(), observeOpts(c.set(key.String(name))))
+	return registered(register(c.meter(), observeOpts(c.set(key.String(name)))))
 }

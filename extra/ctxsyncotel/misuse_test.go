@@ -459,3 +459,64 @@ func TestNilInstrumentIsAnError(t *testing.T) {
 	_, err = ctxsyncotel.NewLimiterMetrics("l", opt)
 	wantErr(t, "NewLimiterMetrics", err, "nil")
 }
+
+// nilRegistrationProvider makes meters whose RegisterCallback gives a nil
+// Registration with no error: every Observe must refuse it rather than
+// return a registration whose Unregister dereferences nil.
+type nilRegistrationProvider struct{ noop.MeterProvider }
+
+func (nilRegistrationProvider) Meter(string, ...metric.MeterOption) metric.Meter {
+	return nilRegistrationMeter{}
+}
+
+type nilRegistrationMeter struct{ noop.Meter }
+
+func (nilRegistrationMeter) RegisterCallback(metric.Callback, ...metric.Observable) (metric.Registration, error) {
+	return nil, nil
+}
+
+func TestNilRegistrationIsAnError(t *testing.T) {
+	opt := ctxsyncotel.WithMeterProvider(nilRegistrationProvider{})
+	p, err := pool.New(pool.Config[int]{New: func(context.Context) (int, error) { return 1, nil }, MaxSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	pm, err := ctxsyncotel.NewPoolMetrics("p", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := ctxsyncotel.NewBreakerMetrics("b", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := ctxsyncotel.NewLimiterMetrics("l", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, f := range map[string]func() (metric.Registration, error){
+		"PoolMetrics.Observe":    func() (metric.Registration, error) { return pm.Observe(p) },
+		"BreakerMetrics.Observe": func() (metric.Registration, error) { return bm.Observe(breaker.New(breaker.Settings{})) },
+		"LimiterMetrics.Observe": func() (metric.Registration, error) { return lm.Observe(&ratelimit.Tally{}) },
+		"ObserveSemaphore": func() (metric.Registration, error) {
+			return ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(1), opt)
+		},
+		"ObserveWeighted": func() (metric.Registration, error) {
+			return ctxsyncotel.ObserveWeighted("w", ctxsync.NewWeighted(1), opt)
+		},
+		"ObserveQueue": func() (metric.Registration, error) {
+			return ctxsyncotel.ObserveQueue("q", ctxsync.NewQueue[int](1), opt)
+		},
+		"ObserveLock": func() (metric.Registration, error) { return ctxsyncotel.ObserveLock("l", ctxsync.NewLock(), opt) },
+	} {
+		reg, err := f()
+		wantErr(t, what, err, "nil Registration")
+		if reg != nil {
+			t.Errorf("%s gave a registration %v with its error", what, reg)
+		}
+	}
+	// The refusal leaves the PoolMetrics free: another Observe is refused
+	// for the same reason, not as observed already.
+	_, err = pm.Observe(p)
+	wantErr(t, "PoolMetrics.Observe again", err, "nil Registration")
+}

@@ -189,6 +189,16 @@ func nilInstrument(insts ...any) error {
 	return nil
 }
 
+// registered returns reg and err, or an error if the Meter gave a nil
+// Registration with no error: its Unregister would dereference nil, in the
+// caller's deferred call.
+func registered(reg metric.Registration, err error) (metric.Registration, error) {
+	if err == nil && isNil(reg) {
+		return nil, errors.New("ctxsyncotel: the Meter's RegisterCallback gave a nil Registration, with no error")
+	}
+	return reg, err
+}
+
 // registration is what the Observe methods return: it unregisters the
 // callback, and then, once, frees the metrics for another Observe.
 type registration struct {

@@ -154,7 +154,7 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + m.name + " is observed already")
 	}
-	reg, err := m.observe(p)
+	reg, err := registered(m.observe(p))
 	if err != nil {
 		m.observed.Store(false)
 		return nil, err

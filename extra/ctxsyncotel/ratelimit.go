@@ -130,14 +130,14 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	refused := observeOpts(m.set(LimiterDecisionKey.String("refused")))
 	taken := observeOpts(m.set(LimiterWaitKey.String("taken")))
 	failed := observeOpts(m.set(LimiterWaitKey.String("failed")))
-	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		c := t.Counts()
 		o.ObserveInt64(decisions, c.Allowed, allowed...)
 		o.ObserveInt64(decisions, c.Refused, refused...)
 		o.ObserveInt64(waits, c.Waited, taken...)
 		o.ObserveInt64(waits, c.WaitFailed, failed...)
 		return nil
-	}, decisions, waits)
+	}, decisions, waits))
 	if err != nil {
 		m.observed.Store(false)
 		return nil, err
