@@ -378,7 +378,7 @@ func TestProvenLeaseExceedsServerLease(t *testing.T) {
 	ctx := context.Background()
 	for _, lease := range []time.Duration{11 * time.Millisecond, 10*time.Millisecond + 999*time.Microsecond, 60*time.Millisecond + 900*time.Microsecond} {
 		s := mustNew(t, Config{Client: b.client(t), Name: "bound", N: 1, Lease: lease, Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond})
-		bad, worst := 0, time.Duration(0)
+		bad, worst, stale := 0, time.Duration(0), 0
 		for i := 0; i < 50; i++ {
 			id := s.newID()
 			sent := time.Now()
@@ -386,6 +386,15 @@ func TestProvenLeaseExceedsServerLease(t *testing.T) {
 			if isUnavailable(err) { // a 3ms Timeout on a busy machine
 				for _, err := s.release(ctx, id); isUnavailable(err); _, err = s.release(ctx, id) {
 				}
+				i--
+				continue
+			}
+			if err == nil && !r.granted && stale < 20 {
+				// An attempt cut short by the Timeout may still run on
+				// the server after the Release sent for it, on another
+				// connection: its permit then lives out its lease.
+				stale++
+				time.Sleep(lease + 2*time.Millisecond)
 				i--
 				continue
 			}
