@@ -86,6 +86,9 @@ type AcquireEvent struct {
 type CreateEvent struct {
 	Duration time.Duration // how long New took
 	Err      error         // its error; nil if it made a resource
+	// Refused reports that Config.Breaker refused the call: New was not
+	// called, and Err is the breaker's *breaker.OpenError.
+	Refused bool
 }
 
 // A CloseReason is why the pool closed a resource.

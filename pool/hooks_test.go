@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/breaker"
 )
 
 // recorder keeps what a pool's Hooks were told, as lines.
@@ -352,4 +354,35 @@ func TestCloseReasonString(t *testing.T) {
 	require.Equal(t, "CloseReason(0)", CloseReason(0).String())
 	require.Equal(t, "CloseReason(-1)", CloseReason(-1).String())
 	require.Equal(t, "CloseReason(99)", CloseReason(99).String())
+}
+
+// TestCreateEventRefused: a call that Config.Breaker refuses is told as
+// refused, New never called; one that New fails is not.
+func TestCreateEventRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := breaker.New(breaker.Settings{FailureThreshold: 1, OpenTimeout: time.Minute})
+		told := make(chan CreateEvent, 2)
+		calls := 0
+		p := mustNew(t, Config[int]{
+			New: func(context.Context) (int, error) {
+				calls++
+				return 0, errors.New("down")
+			},
+			MaxSize: 1,
+			Breaker: b,
+			Hooks:   Hooks{OnCreate: func(e CreateEvent) { told <- e }},
+		})
+		_, err := p.Acquire(t.Context())
+		require.ErrorContains(t, err, "down")
+		e := <-told
+		require.False(t, e.Refused)
+		require.Equal(t, breaker.Open, b.State())
+		_, err = p.Acquire(t.Context())
+		require.ErrorIs(t, err, breaker.ErrOpen)
+		e = <-told
+		require.True(t, e.Refused)
+		require.ErrorIs(t, e.Err, breaker.ErrOpen)
+		require.Equal(t, 1, calls)
+		require.NoError(t, p.Close(t.Context()))
+	})
 }

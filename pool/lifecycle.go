@@ -257,14 +257,14 @@ func (p *Pool[T]) make(parent context.Context) {
 		p.drainedLocked()
 		p.q.Unlock()
 	}()
-	v, err := p.newValue(ctx)
+	v, refused, err := p.newValue(ctx)
 	returned = true
 	done()
 	if h := p.cfg.Hooks.OnCreate; h != nil {
 		// Told once the resource is in the pool, or its error with the
 		// waiter it went to, and the call's place is free: the deferred
 		// call runs after the unlocks, so that a hook may call Close.
-		defer h(CreateEvent{Duration: time.Duration(clock.Now() - start), Err: err})
+		defer h(CreateEvent{Duration: time.Duration(clock.Now() - start), Err: err, Refused: refused})
 	}
 
 	p.q.Lock()
@@ -318,11 +318,17 @@ func (p *Pool[T]) errWaiterLocked() *waitq.Waiter[handoff[T]] {
 }
 
 // newValue calls Config.New, through the Breaker if there is one.
-func (p *Pool[T]) newValue(ctx context.Context) (T, error) {
+func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
 	if p.cfg.Breaker != nil {
-		return breaker.Do(ctx, p.cfg.Breaker, p.cfg.New)
+		called := false
+		v, err = breaker.Do(ctx, p.cfg.Breaker, func(ctx context.Context) (T, error) {
+			called = true
+			return p.cfg.New(ctx)
+		})
+		return v, !called && err != nil, err
 	}
-	return p.cfg.New(ctx)
+	v, err = p.cfg.New(ctx)
+	return v, false, err
 }
 
 // wake makes the maintainer look early, to top MinIdle up.

@@ -102,7 +102,11 @@ func (c *Collector) PoolHooks(name string) pool.Hooks {
 				wait.Observe(e.Wait.Seconds())
 			}
 		},
-		OnCreate: func(e pool.CreateEvent) { create.Observe(e.Duration.Seconds()) },
+		OnCreate: func(e pool.CreateEvent) {
+			if !e.Refused { // the breaker's refusals took no call to New
+				create.Observe(e.Duration.Seconds())
+			}
+		},
 	}
 }
 
