@@ -200,6 +200,15 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 	}
 	v, err := s.eval(ctx, s.releaseCall, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg, p)
 	if err != nil {
+		// The script may have run and handed permits to waiters of this
+		// Semaphore, whom only its lost reply would have told: wake them
+		// all to ask again, else they sleep until their poll, by which
+		// time a permit held for them may have lapsed, and their place too.
+		s.mu.Lock()
+		for _, w := range s.waiters {
+			signal(w, grant{})
+		}
+		s.mu.Unlock()
 		return false, err
 	}
 	if held, ok := v.(int64); ok {
