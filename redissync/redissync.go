@@ -260,7 +260,10 @@ func (s *Semaphore) attempt(ctx context.Context, id string, entry any, again boo
 	if again {
 		asked = "1"
 	}
-	v, err := s.eval(ctx, s.acquireCall, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
+	// An attempt given up while on its way may still run, after the
+	// caller took back what it left: take back what it leaves too.
+	late := func() { _, _ = s.release(context.Background(), id) }
+	v, err := s.evalThen(ctx, late, s.acquireCall, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
 	if err != nil {
 		return attemptResult{}, err
 	}
@@ -326,6 +329,12 @@ func (c *call) run(ctx context.Context, client redis.UniversalClient, args []any
 // ctx ended first, and an error matching ErrUnavailable for any failure of
 // Redis.
 func (s *Semaphore) eval(ctx context.Context, c *call, args ...any) (any, error) {
+	return s.evalThen(ctx, nil, c, args...)
+}
+
+// evalThen is eval, which runs late, if not nil, once a round trip that it
+// stopped waiting for ends (the script may have run after all).
+func (s *Semaphore) evalThen(ctx context.Context, late func(), c *call, args ...any) (any, error) {
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var v any
@@ -349,6 +358,12 @@ func (s *Semaphore) eval(ctx context.Context, c *call, args ...any) (any, error)
 			v, err = r.v, r.err
 		case <-tctx.Done():
 			err = tctx.Err()
+			if late != nil {
+				go func() {
+					<-done
+					late()
+				}()
+			}
 		}
 	}
 	if err == nil {
