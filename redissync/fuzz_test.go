@@ -70,8 +70,10 @@ func (m *model) attempt(id string, wait bool) int64 {
 	granted := m.handoff()
 	if _, ok := m.holders[id]; ok {
 		if !granted[id] {
+			// Claimed after a missed message: a new token, a whole lease.
 			m.seq++
 			m.tokens[id] = m.seq
+			m.holders[id] = m.now + m.lease
 		}
 		return m.tokens[id]
 	}

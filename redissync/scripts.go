@@ -119,7 +119,7 @@ end
 // A waiter that asks for a permit handed to it by an earlier script gets a
 // new fencing token: the one handed to it was sent only by a message, which
 // it missed or declined, so no holder ever used it; the new one is as good,
-// the permit having been its own since.
+// the permit having been its own since. Its lease is renewed whole.
 //
 // ARGV: n, lease ms, id, entry ttl ms, wake channel prefix, key ttl ms,
 // asked before (1 or 0).
@@ -157,8 +157,12 @@ end
 if again then
 	local score = redis.call('ZSCORE', KEYS[1], id)
 	if score and tonumber(score) > now then
-		-- Handed to it: a waiter that missed or declined the message.
-		return {1, redis.call('INCR', KEYS[4]), tonumber(score) - now, now}
+		-- Handed to it: a waiter that missed or declined the message. Its
+		-- lease starts again from now: what is left of the one held for it
+		-- may be too little to prove, or to renew in time.
+		redis.call('ZADD', KEYS[1], now + lease, id)
+		keep(ttl, 1)
+		return {1, redis.call('INCR', KEYS[4]), lease, now}
 	end
 end
 if queued == 0 then
