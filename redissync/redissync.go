@@ -89,7 +89,9 @@ func (s *Semaphore) N() int {
 // It returns ctx.Err() when ctx ends first, and an error matching
 // ErrUnavailable when Redis fails to answer an attempt within the Timeout.
 // Either way it takes its place in line back and gives up a permit granted as
-// it gave up (at most one Timeout more): nothing of it is left in Redis, or,
+// it gave up (at most one Timeout more; an attempt it stopped waiting for
+// that reaches Redis later has what it left taken back when its round trip
+// ends): nothing of it is left in Redis, or,
 // if Redis does not answer that either, its place lapses after three Polls
 // and a permit at the end of its Lease.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
