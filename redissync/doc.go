@@ -70,4 +70,12 @@
 // An idle Name costs a few keys that expire, and one that does not: the last
 // fencing token, which must outlive everything else for tokens to keep
 // growing.
+//
+// # Tests and testing/synctest
+//
+// A Semaphore waits on the network, which a testing/synctest bubble does not
+// count as blocked: in a bubble, a goroutine waiting in Acquire keeps the
+// bubble's virtual clock from moving, and its polls and the test's own
+// sleeps may never come. Test code that takes permits in Redis outside
+// bubbles, or give the code under test a ctxsync.Semaphore in their stead.
 package redissync
