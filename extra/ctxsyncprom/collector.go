@@ -81,6 +81,15 @@ type sourceSet struct {
 	samples int     // the most samples the list gives: the size of a scrape's slab
 }
 
+// collect reads the snapshot of every source, into one slab of samples.
+func (set *sourceSet) collect() []sample {
+	slab := make([]sample, 0, set.samples)
+	for _, e := range set.list {
+		slab = e.src.collect(slab)
+	}
+	return slab
+}
+
 type entry struct {
 	kind string // "pool", "breaker"...: a name is unique within its kind
 	name string
@@ -179,10 +188,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		// One slab for the whole scrape: the samples' labels were made
 		// when their source was added, so a scrape allocates this and
 		// what the registry allocates, whatever the number of sources.
-		slab := make([]sample, 0, set.samples)
-		for _, e := range set.list {
-			slab = e.src.collect(slab)
-		}
+		slab := set.collect()
 		// The values' messages too, two slabs rather than one allocation
 		// per sample in Write: the registry keeps them in what Gather
 		// returns.

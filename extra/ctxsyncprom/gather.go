@@ -26,11 +26,7 @@ import (
 // values, as a registry sorts them.
 func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 	c.mustBeMade()
-	set := c.srcs.Load()
-	slab := make([]sample, 0, set.samples)
-	for _, e := range set.list {
-		slab = e.src.collect(slab)
-	}
+	slab := c.srcs.Load().collect()
 	// Count the series of each description, then give each family its
 	// slice of one slab of metrics, and each value its message in another.
 	counts := make(map[*prometheus.Desc]int, len(c.d.info))
