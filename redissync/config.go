@@ -105,6 +105,7 @@ func New(cfg Config) (*Semaphore, error) {
 		timeout:     cfg.Timeout,
 		poll:        cfg.Poll,
 		keys:        []string{base + "holders", base + "queue", base + "qexp", base + "seq"},
+		lock:        cfg.N == 1,
 		wakeArg:     base + "wake:",
 		channel:     base + "wake:" + tag,
 		idPrefix:    tag + "/" + leaseArg + "/",
@@ -114,9 +115,14 @@ func New(cfg Config) (*Semaphore, error) {
 		keyTTLArg:   strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
 		ctxTimeouts: honoursDeadlines(cfg.Client),
 	}
-	s.acquireCall = newCall(acquireScript, s.keys)
-	s.releaseCall = newCall(releaseScript, s.keys)
-	s.renewCall = newCall(renewScript, s.keys[:1])
+	sc := setScripts
+	if s.lock {
+		sc = lockScripts
+		s.keys[0] = base + "owner"
+	}
+	s.acquireCall = newCall(sc.acquire, s.keys)
+	s.releaseCall = newCall(sc.release, s.keys)
+	s.renewCall = newCall(sc.renew, s.keys[:1])
 	s.waiters = make(map[string]chan grant)
 	return s, nil
 }

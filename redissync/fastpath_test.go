@@ -3,6 +3,7 @@ package redissync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,7 @@ type ctxKey struct{}
 // miniredisBackend returns a miniredis backend alone.
 func miniredisBackend(t *testing.T) backend {
 	m := miniredis.RunT(t)
+	m.ClockTTL(true)
 	return backend{name: "miniredis", addr: m.Addr(), mini: m, prefix: "test:"}
 }
 
@@ -269,29 +271,29 @@ func TestMissedHandoffGetsANewToken(t *testing.T) {
 // renewal saw it) still gives ErrLost.
 func TestReleaseOfAPermitTakenBehindItsBack(t *testing.T) {
 	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := mustNew(t, b.config(b.client(t), "behind", 1, 10*time.Second))
-			p, err := l.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.client.ZRem(ctx, l.keys[0], p.id).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Release(ctx); !errors.Is(err, ErrLost) {
-				t.Errorf("Release of a permit removed behind its back: %v, want ErrLost", err)
-			}
-			q, err := l.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := q.Release(ctx); err != nil {
-				t.Errorf("Release of a proven lease: %v", err)
-			}
-			if held, queued := counts(t, l); held != 0 || queued != 0 {
-				t.Errorf("after the run: %d held, %d queued", held, queued)
-			}
-		})
+		for n := 1; n <= 2; n++ { // both layouts of the holders
+			t.Run(fmt.Sprintf("%s/N=%d", b.name, n), func(t *testing.T) {
+				ctx := context.Background()
+				l := mustNew(t, b.config(b.client(t), fmt.Sprintf("behind%d", n), n, 10*time.Second))
+				p, err := l.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dropHolder(t, l, p.id)
+				if err := p.Release(ctx); !errors.Is(err, ErrLost) {
+					t.Errorf("Release of a permit removed behind its back: %v, want ErrLost", err)
+				}
+				q, err := l.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Release(ctx); err != nil {
+					t.Errorf("Release of a proven lease: %v", err)
+				}
+				if held, queued := counts(t, l); held != 0 || queued != 0 {
+					t.Errorf("after the run: %d held, %d queued", held, queued)
+				}
+			})
+		}
 	}
 }

@@ -128,6 +128,7 @@ func FuzzScripts(f *testing.F) {
 		mr := miniredis.RunT(t)
 		start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 		mr.SetTime(start)
+		mr.ClockTTL(true) // a lock's owner key expires with its lease, on this clock
 		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		defer c.Close()
 		s, err := New(Config{Client: c, Name: "fuzz", N: int(n%3) + 1, Lease: 100 * time.Millisecond,

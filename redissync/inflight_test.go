@@ -20,7 +20,7 @@ type slowConn struct {
 }
 
 func (c slowConn) Write(b []byte) (int, error) {
-	if c.armed.Load() && bytes.Contains(b, []byte(acquireScript.Hash())) {
+	if c.armed.Load() && (bytes.Contains(b, []byte(setAcquire.Hash())) || bytes.Contains(b, []byte(lockAcquire.Hash()))) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	return c.Conn.Write(b)

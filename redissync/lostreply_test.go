@@ -27,7 +27,7 @@ func (h *loseReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		args := cmd.Args()
 		src, _ := args[min(1, len(args)-1)].(string)
 		if err == nil && len(args) > 1 && h.armed.Load() &&
-			(src == releaseScript.Hash() || strings.Contains(src, "readClock")) {
+			(src == setRelease.Hash() || src == lockRelease.Hash() || strings.Contains(src, releaseBody)) {
 			h.armed.Store(false)
 			err = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("reply lost")}
 			cmd.SetErr(err)

@@ -2,6 +2,7 @@ package redissync
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -119,19 +120,22 @@ func TestReleaseTwicePanics(t *testing.T) {
 // hold another type) gives ErrUnavailable, no panic.
 func TestRedisErrorIsUnavailable(t *testing.T) {
 	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := b.client(t)
-			l := mustNew(t, b.config(c, "wrongtype", 1, time.Second))
-			ctx := context.Background()
-			if err := c.Set(ctx, l.keys[0], "not a sorted set", 0).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if p, err := l.Acquire(ctx); p != nil || !isUnavailable(err) {
-				t.Errorf("Acquire: %v, %v; want ErrUnavailable", p, err)
-			}
-			if p, err := l.TryAcquire(ctx); p != nil || !isUnavailable(err) {
-				t.Errorf("TryAcquire: %v, %v; want ErrUnavailable", p, err)
-			}
-		})
+		for n := 1; n <= 2; n++ { // both layouts of the holders
+			t.Run(fmt.Sprintf("%s/N=%d", b.name, n), func(t *testing.T) {
+				c := b.client(t)
+				l := mustNew(t, b.config(c, fmt.Sprintf("wrongtype%d", n), n, time.Second))
+				ctx := context.Background()
+				// The line, a sorted set in both layouts, made a string.
+				if err := c.Set(ctx, l.keys[1], "not a sorted set", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if p, err := l.Acquire(ctx); p != nil || !isUnavailable(err) {
+					t.Errorf("Acquire: %v, %v; want ErrUnavailable", p, err)
+				}
+				if p, err := l.TryAcquire(ctx); p != nil || !isUnavailable(err) {
+					t.Errorf("TryAcquire: %v, %v; want ErrUnavailable", p, err)
+				}
+			})
+		}
 	}
 }

@@ -40,7 +40,8 @@ type Semaphore struct {
 	lease   time.Duration
 	timeout time.Duration
 	poll    time.Duration
-	keys    []string
+	keys    []string // holders or owner (see lock), queue, qexp, seq
+	lock    bool     // N is 1: the holder is kept in a string, "owner"
 	// The scripts, with their keys.
 	acquireCall, releaseCall, renewCall *call
 	wakeArg                             any    // the prefix of every Semaphore's wake channel

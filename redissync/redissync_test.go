@@ -13,7 +13,12 @@ import (
 func counts(t testing.TB, s *Semaphore) (held, queued int64) {
 	t.Helper()
 	ctx := context.Background()
-	held, err := s.client.ZCard(ctx, s.keys[0]).Result()
+	var err error
+	if s.lock {
+		held, err = s.client.Exists(ctx, s.keys[0]).Result()
+	} else {
+		held, err = s.client.ZCard(ctx, s.keys[0]).Result()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

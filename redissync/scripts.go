@@ -5,10 +5,20 @@ import "github.com/redis/go-redis/v9"
 // The state of a name, all under one hash tag so that Redis Cluster keeps it
 // on one node, and each change is one script, so atomic:
 //
-//	KEYS[1] holders  sorted set: acquisition id -> end of its lease (ms, Redis clock)
+//	KEYS[1] the holders, in one of two layouts (below)
 //	KEYS[2] queue    sorted set: waiter id -> place in line
 //	KEYS[3] qexp     sorted set: waiter id -> when its entry lapses (ms)
 //	KEYS[4] seq      the last fencing token; never expires
+//
+// A Semaphore of N > 1 keeps its holders in a sorted set, "holders": each
+// acquisition id -> the end of its lease (ms, Redis clock). A lock (N = 1)
+// keeps its holder in a string, "owner": the holder's id, which expires at
+// the end of its lease (PX). The lock's layout is the leaner: taking and
+// giving back a free lock reads no clock, and its calls are fewer and
+// cheaper (EXISTS, SET, INCR; GET, DEL, ZCARD) than the sorted set's (TIME,
+// EXISTS, INCR, ZADD, PEXPIRE; ZREM, ZCARD); and a lock is most of the use.
+// The two
+// layouts have different keys, so Semaphores of one Name must agree on N.
 //
 // An id is "tag/lease/n": tag names the Semaphore that made it (its waiters
 // are told on the channel prefix{name}:wake:tag) and lease is the Lease it
@@ -16,39 +26,31 @@ import "github.com/redis/go-redis/v9"
 // gets. Another id (the tests make some) takes the caller's Lease, and is
 // told nothing.
 //
-// Times come from TIME on the server, never from the callers' clocks.
+// Times come from the server (TIME, and key expiry), never from the callers'
+// clocks.
 //
 // Every call into Redis from a script costs about as much as the script's
-// own start, so the scripts make few: the way of an uncontended lock is five
-// calls to take it and two to give it back, and the sweeps run only where a
-// line exists or the permits are all held.
+// own start, so the scripts make few, and the sweeps run only where a line
+// exists or the permits are all held.
 //
-// A script reads the clock first, then may take its fast way out before it
-// defines the functions below (in Lua, each run makes each one anew).
+// A script reads the clock, if it needs it, only after its fast way out,
+// and defines the functions below after that too (in Lua, each run makes
+// each one anew).
 const clock = `
-if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `
 
-// prelude defines the functions the scripts share.
-const prelude = `
+// linePrelude defines the functions both layouts share: the line, and the
+// handing of free permits to its head. It uses the layout's live, grant and
+// kept, which setPrelude or lockPrelude define before it.
+const linePrelude = `
 -- parse returns the tag and the lease of an id, or nil and dflt.
 local function parse(id, dflt)
 	local tag, l = string.match(id, '^(%x+)/(%d+)/')
 	l = tonumber(l)
 	if not l or l < 1 then return nil, dflt end
 	return tag, l
-end
-
--- keep makes key i outlive every entry it holds: ttl is twice the longest an
--- entry lives, and the key's time to live is raised back to it once half
--- gone (rarely, then), or at once for a key just made. It never shortens a
--- time to live that a process with a longer lease set.
-local function keep(ttl, i, fresh)
-	if fresh or redis.call('PTTL', KEYS[i]) < ttl / 2 then
-		redis.call('PEXPIRE', KEYS[i], ttl)
-	end
 end
 
 -- zrem removes the members of list from key i, a thousand at a time (unpack
@@ -69,14 +71,6 @@ local function sweepLine(queued)
 	return redis.call('ZCARD', KEYS[2])
 end
 
--- live returns how many holders have a lease that has not ended, and drops
--- the others if that leaves a permit free (else they do no harm yet).
-local function live(n)
-	local held = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
-	if held < n then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
-	return held
-end
-
 -- handoff grants the free permits to the waiters at the head of the line, in
 -- order, each for the lease it asked for, and tells each on its Semaphore's
 -- channel, "now lease id:token": a waiter holds its permit without another
@@ -93,7 +87,7 @@ local function handoff(n, held, lease, ttl, wake, me, localTag, out)
 		local tag, l = parse(id, lease)
 		local token = redis.call('INCR', KEYS[4])
 		if id == me then mine = token end
-		redis.call('ZADD', KEYS[1], now + l, id)
+		grant(id, l)
 		if tag and tag == localTag then
 			out[#out + 1] = id
 			out[#out + 1] = l
@@ -105,16 +99,97 @@ local function handoff(n, held, lease, ttl, wake, me, localTag, out)
 	end
 	zrem(2, ids)
 	zrem(3, ids)
-	keep(longest, 1, held == 0)
+	kept(longest, held == 0)
 	return #ids, mine
 end
 `
 
-// acquireScript first hands the free permits to the waiters at the head of
-// the line; then it answers ARGV[3] with its permit if it holds one (handed
-// to it: only if ARGV[7] is "1", an id that asked before), or grants it one
-// if one is free and nobody is in line; otherwise, if ARGV[4] (the entry's
-// time to live, ms) is above 0, it puts it in line or renews its place.
+// setPrelude defines the holders of a Semaphore of N > 1: a sorted set.
+const setPrelude = `
+-- keep makes key i outlive every entry it holds: ttl is twice the longest an
+-- entry lives, and the key's time to live is raised back to it once half
+-- gone (rarely, then), or at once for a key just made. It never shortens a
+-- time to live that a process with a longer lease set.
+local function keep(ttl, i, fresh)
+	if fresh or redis.call('PTTL', KEYS[i]) < ttl / 2 then
+		redis.call('PEXPIRE', KEYS[i], ttl)
+	end
+end
+
+-- live returns how many holders have a lease that has not ended, and drops
+-- the others if that leaves a permit free (else they do no harm yet).
+local function live(n)
+	local held = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+	if held < n then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
+	return held
+end
+
+-- grant makes id a holder for a lease of l ms from now.
+local function grant(id, l)
+	redis.call('ZADD', KEYS[1], now + l, id)
+end
+
+-- kept keeps the holders' key after grants: ttl as keep's, fresh if the key
+-- was empty before.
+local function kept(ttl, fresh)
+	keep(ttl, 1, fresh)
+end
+
+-- holds reports whether id holds a permit whose lease has not ended.
+local function holds(id)
+	local score = redis.call('ZSCORE', KEYS[1], id)
+	return score and tonumber(score) > now
+end
+
+-- untilFree returns the ms until the first lease ends, or -1.
+local function untilFree()
+	local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+	if #first > 0 then return tonumber(first[2]) - now end
+	return -1
+end
+`
+
+// lockPrelude defines the holder of a lock: a string, its id, which expires
+// with its lease.
+const lockPrelude = `
+local function live(n)
+	return redis.call('EXISTS', KEYS[1])
+end
+
+local function grant(id, l)
+	redis.call('SET', KEYS[1], id, 'PX', l)
+end
+
+-- The key expires with its holder's lease: nothing to keep.
+local function kept(ttl, fresh) end
+
+local function holds(id)
+	return redis.call('GET', KEYS[1]) == id
+end
+
+local function untilFree()
+	local left = redis.call('PTTL', KEYS[1])
+	if left >= 0 then return left end
+	return -1
+end
+`
+
+// The scripts of each layout: acquire, release and renew.
+type scripts struct {
+	acquire, release, renew *redis.Script
+}
+
+var (
+	setScripts  = scripts{setAcquire, setRelease, setRenew}
+	lockScripts = scripts{lockAcquire, lockRelease, lockRenew}
+)
+
+// The acquire script first hands the free permits to the waiters at the head
+// of the line; then it answers ARGV[3] with its permit if it holds one
+// (handed to it: only if ARGV[7] is "1", an id that asked before), or grants
+// it one if one is free and nobody is in line; otherwise, if ARGV[4] (the
+// entry's time to live, ms) is above 0, it puts it in line or renews its
+// place.
 //
 // A waiter that asks for a permit handed to it by an earlier script gets a
 // new fencing token: the one handed to it was sent only by a message, which
@@ -127,19 +202,31 @@ end
 // integer, the most common reply, made and read the fastest); {1, token,
 // lease ms left, now} for a permit handed before; or {0, place in line or
 // -1, ms until the first lease ends or -1, now}.
-var acquireScript = redis.NewScript(clock + `
-local lease = tonumber(ARGV[2])
-local ttl = tonumber(ARGV[6])
+//
+// Each layout has its fast way, for a Name nobody holds and nobody waits
+// for; acquireBody is the rest, the same in both.
+var (
+	setAcquire = redis.NewScript(clock + `
 if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
-	-- Nothing held, nobody in line: the way of an uncontended lock.
 	local token = redis.call('INCR', KEYS[4])
-	redis.call('ZADD', KEYS[1], now + lease, ARGV[3])
-	redis.call('PEXPIRE', KEYS[1], ttl)
+	redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+	redis.call('PEXPIRE', KEYS[1], ARGV[6])
 	return token
 end
-` + prelude + `
+` + setPrelude + linePrelude + acquireBody)
+
+	lockAcquire = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2]) then
+	return redis.call('INCR', KEYS[4])
+end
+` + clock + lockPrelude + linePrelude + acquireBody)
+)
+
+const acquireBody = `
 local n = tonumber(ARGV[1])
+local lease = tonumber(ARGV[2])
 local id = ARGV[3]
+local ttl = tonumber(ARGV[6])
 local again = ARGV[7] == '1'
 local queued = redis.call('ZCARD', KEYS[2])
 local held = false
@@ -154,23 +241,20 @@ if queued > 0 then
 	queued = queued - granted
 	held = held + granted
 end
-if again then
-	local score = redis.call('ZSCORE', KEYS[1], id)
-	if score and tonumber(score) > now then
-		-- Handed to it: a waiter that missed or declined the message. Its
-		-- lease starts again from now: what is left of the one held for it
-		-- may be too little to prove, or to renew in time.
-		redis.call('ZADD', KEYS[1], now + lease, id)
-		keep(ttl, 1)
-		return {1, redis.call('INCR', KEYS[4]), lease, now}
-	end
+if again and holds(id) then
+	-- Handed to it: a waiter that missed or declined the message. Its lease
+	-- starts again from now: what is left of the one held for it may be too
+	-- little to prove, or to renew in time.
+	grant(id, lease)
+	kept(ttl, false)
+	return {1, redis.call('INCR', KEYS[4]), lease, now}
 end
 if queued == 0 then
 	if not held then held = live(n) end
 	if held < n then
 		local token = redis.call('INCR', KEYS[4])
-		redis.call('ZADD', KEYS[1], now + lease, id)
-		keep(ttl, 1, held == 0)
+		grant(id, lease)
+		kept(ttl, held == 0)
 		return token
 	end
 end
@@ -196,28 +280,26 @@ if wait > 0 then
 		redis.call('PEXPIRE', KEYS[3], ttl)
 	end
 end
-local untilFree = -1
-if rank and rank < n then
-	local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-	if #first > 0 then untilFree = tonumber(first[2]) - now end
-end
-return {0, rank or -1, untilFree, now}
-`)
+local free = -1
+if rank and rank < n then free = untilFree() end
+return {0, rank or -1, free, now}
+`
 
-// releaseScript gives up ARGV[2]'s permit and its place in line, whichever
-// it has, and hands the free permits to the waiters next in line.
+// The release script gives up ARGV[2]'s permit and its place in line,
+// whichever it has, and hands the free permits to the waiters next in line.
 //
 // ARGV[6] is "1" when the caller holds a permit whose lease it can still
-// prove (so it has not ended on the server either): then the permit is
-// taken out with no reading of the clock nor of its lease's end, and an
-// uncontended Release is two calls.
+// prove (so it has not ended on the server either): then the sorted set's
+// permit is taken out with no reading of the clock nor of its lease's end.
+// The lock needs no such hint: its holder's key is gone when its lease is.
+// An uncontended Release is then two calls (the set) or three (the lock).
 //
 // ARGV: n, id, wake channel prefix, lease ms, key ttl ms, proven (1 or 0).
 // Reply: 1 if it held a permit whose lease had not ended, else 0; or, with a
 // line, {that, now, then id, lease ms, token of each permit handed to a
 // waiter of the caller's Semaphore}.
-var releaseScript = redis.NewScript(`
-if redis.replicate_commands then redis.replicate_commands() end
+var (
+	setRelease = redis.NewScript(`
 local id = ARGV[2]
 local held = 0
 local now = 0
@@ -240,21 +322,44 @@ end
 local queued = redis.call('ZCARD', KEYS[2])
 if queued == 0 then return held end
 if now == 0 then readClock() end
+` + setPrelude + releaseBody)
+
+	lockRelease = redis.NewScript(`
+local id = ARGV[2]
+local held = 0
+if redis.call('GET', KEYS[1]) == id then
+	redis.call('DEL', KEYS[1])
+	held = 1
+elseif redis.call('ZREM', KEYS[2], id) > 0 then
+	redis.call('ZREM', KEYS[3], id)
+end
+local queued = redis.call('ZCARD', KEYS[2])
+if queued == 0 then return held end
+` + clock + lockPrelude + releaseBody)
+)
+
+const releaseBody = linePrelude + `
 local out = {held, now}
-` + prelude + `
 if sweepLine(queued) > 0 then
 	local n = tonumber(ARGV[1])
 	handoff(n, live(n), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[3], nil, parse(id, 0), out)
 end
 return out
-`)
+`
 
-// renewScript extends ARGV[1]'s lease to ARGV[2] ms from now, if it has not
-// ended. ARGV: id, lease ms, key ttl ms. Reply: 1 if renewed, 0 if gone.
-var renewScript = redis.NewScript(clock + prelude + `
-local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not held or tonumber(held) <= now then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+// The renew script extends ARGV[1]'s lease to ARGV[2] ms from now, if it has
+// not ended. ARGV: id, lease ms, key ttl ms. Reply: 1 if renewed, 0 if gone.
+var (
+	setRenew = redis.NewScript(clock + setPrelude + `
+if not holds(ARGV[1]) then return 0 end
+grant(ARGV[1], tonumber(ARGV[2]))
 keep(tonumber(ARGV[3]), 1)
 return 1
 `)
+
+	lockRenew = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+)

@@ -52,6 +52,7 @@ var prefixes atomic.Int64
 // backends returns the Redis servers to run a test against.
 func backends(t *testing.T) []backend {
 	m := miniredis.RunT(t)
+	m.ClockTTL(true) // keys expire with time, as in Redis: a lock's lease ends
 	out := []backend{{name: "miniredis", addr: m.Addr(), mini: m, prefix: "test:"}}
 	if addr := realRedis(t); addr != "" {
 		out = append(out, backend{name: "redis-server", addr: addr, prefix: fmt.Sprintf("test%d:", prefixes.Add(1))})
