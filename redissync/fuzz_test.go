@@ -121,6 +121,9 @@ func (m *model) renew(id string) bool {
 func FuzzScripts(f *testing.F) {
 	f.Add(uint8(2), []byte{1, 0, 1, 1, 1, 2, 2, 0, 1, 1, 3, 40, 1, 2, 4, 1, 3, 90, 0, 3})
 	f.Add(uint8(1), []byte{0, 0, 1, 1, 1, 2, 3, 70, 1, 1, 2, 0, 1, 2, 1, 1})
+	// A lock (N = 1) whose Release finds the head of the line lapsed and
+	// hands the lock to the next.
+	f.Add(uint8(0), []byte{1, 0, 1, 1, 1, 2, 3, 50, 1, 2, 3, 20, 2, 8, 0, 2, 2, 2})
 	f.Fuzz(func(t *testing.T, n uint8, ops []byte) {
 		if len(ops) > 200 {
 			return

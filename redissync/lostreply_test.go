@@ -27,7 +27,7 @@ func (h *loseReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		args := cmd.Args()
 		src, _ := args[min(1, len(args)-1)].(string)
 		if err == nil && len(args) > 1 && h.armed.Load() &&
-			(src == setRelease.Hash() || src == lockRelease.Hash() || strings.Contains(src, releaseBody)) {
+			(src == setRelease.Hash() || src == lockRelease.Hash() || strings.Contains(src, "local id = ARGV[2]")) {
 			h.armed.Store(false)
 			err = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("reply lost")}
 			cmd.SetErr(err)

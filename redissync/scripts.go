@@ -77,10 +77,11 @@ end
 -- round trip. held is what live returned. It returns how many it granted,
 -- and the token it gave me, if any. The grants to the waiters of the
 -- caller's own Semaphore (tagged local) are not published but added to out,
--- as id, lease, token: the caller tells them itself, sooner.
-local function handoff(n, held, lease, ttl, wake, me, localTag, out)
+-- as id, lease, token: the caller tells them itself, sooner. ids, if given,
+-- is the head of the line, read already: the waiters to grant.
+local function handoff(n, held, lease, ttl, wake, me, localTag, out, ids)
 	if held >= n then return 0 end
-	local ids = redis.call('ZRANGE', KEYS[2], 0, n - held - 1)
+	ids = ids or redis.call('ZRANGE', KEYS[2], 0, n - held - 1)
 	if #ids == 0 then return 0 end
 	local longest, mine = ttl, nil
 	for _, id in ipairs(ids) do
@@ -213,23 +214,33 @@ if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
 	redis.call('PEXPIRE', KEYS[1], ARGV[6])
 	return token
 end
+local queued = redis.call('ZCARD', KEYS[2])
+local held = false
 ` + setPrelude + linePrelude + acquireBody)
 
+	// The lock's fast way counts the line rather than asking whether it
+	// exists, for the rest to use, and a SET NX that fails tells that the
+	// lock is held.
 	lockAcquire = redis.NewScript(`
-if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2]) then
-	return redis.call('INCR', KEYS[4])
+local queued = redis.call('ZCARD', KEYS[2])
+local held = false
+if queued == 0 then
+	if redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2]) then
+		return redis.call('INCR', KEYS[4])
+	end
+	held = 1
 end
 ` + clock + lockPrelude + linePrelude + acquireBody)
 )
 
+// acquireBody begins with queued, the length of the line, and held, how
+// many permits are held if known (else false).
 const acquireBody = `
 local n = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local id = ARGV[3]
 local ttl = tonumber(ARGV[6])
 local again = ARGV[7] == '1'
-local queued = redis.call('ZCARD', KEYS[2])
-local held = false
 if queued > 0 then
 	queued = sweepLine(queued)
 	held = live(n)
@@ -292,7 +303,8 @@ return {0, rank or -1, free, now}
 // prove (so it has not ended on the server either): then the sorted set's
 // permit is taken out with no reading of the clock nor of its lease's end.
 // The lock needs no such hint: its holder's key is gone when its lease is.
-// An uncontended Release is then two calls (the set) or three (the lock).
+// An uncontended Release is then two calls (the set) or three (the lock:
+// GET, DEL, ZRANGE).
 //
 // ARGV: n, id, wake channel prefix, lease ms, key ttl ms, proven (1 or 0).
 // Reply: 1 if it held a permit whose lease had not ended, else 0; or, with a
@@ -324,6 +336,10 @@ if queued == 0 then return held end
 if now == 0 then readClock() end
 ` + setPrelude + releaseBody)
 
+	// The lock's Release reads the head of the line at once: the lock it
+	// gave up is free, and a head whose place has not lapsed (the common
+	// case) takes it with no sweep of the line. Places lapsed further back
+	// are swept by the next Acquire.
 	lockRelease = redis.NewScript(`
 local id = ARGV[2]
 local held = 0
@@ -333,9 +349,19 @@ if redis.call('GET', KEYS[1]) == id then
 elseif redis.call('ZREM', KEYS[2], id) > 0 then
 	redis.call('ZREM', KEYS[3], id)
 end
-local queued = redis.call('ZCARD', KEYS[2])
-if queued == 0 then return held end
-` + clock + lockPrelude + releaseBody)
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)
+if #head == 0 then return held end
+` + clock + lockPrelude + linePrelude + `
+local out = {held, now}
+if held == 0 and live(1) == 1 then return out end
+local lapse = redis.call('ZSCORE', KEYS[3], head[1])
+if lapse and tonumber(lapse) <= now then
+	if sweepLine(1) == 0 then return out end
+	head = nil
+end
+handoff(1, 0, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[3], nil, parse(id, 0), out, head)
+return out
+`)
 )
 
 const releaseBody = linePrelude + `
