@@ -9,11 +9,21 @@
 // a Permit, which the holder gives back with Release.
 //
 // Every change of state is one Lua script, so atomic, and every time is the
-// Redis server's (TIME), never a caller's clock. Keys carry a hash tag
-// ("prefix{name}:..."), so it works on Redis Cluster; it takes any
-// redis.UniversalClient. Each round trip is bounded by the caller's ctx and
-// Config.Timeout; a Redis that fails to answer gives an error matching
-// ErrUnavailable, never a hang nor a panic.
+// Redis server's (TIME, and the expiry of keys), never a caller's clock. Keys
+// carry a hash tag ("prefix{name}:..."), so it works on Redis Cluster; it
+// takes any redis.UniversalClient, and needs Redis 5 or later (scripts
+// replicated by their effects). Each round trip is bounded by the caller's
+// ctx and Config.Timeout; a Redis that fails to answer gives an error
+// matching ErrUnavailable, never a hang nor a panic.
+//
+// A lock keeps its holder in a key that expires with the lease, which makes
+// it cheaper than a Semaphore of N > 1, whose holders are a sorted set: the
+// two keep their state under different keys, so every process sharing a Name
+// must use the same N.
+//
+// The program in examples/fleet shows a fleet's uses: a job one instance
+// runs, a bound on calls across instances, and a store that checks fencing
+// tokens. It runs against the Redis at REDIS_ADDR, or an embedded one.
 //
 // # Leases
 //
@@ -72,6 +82,10 @@
 // growing.
 //
 // # Tests and testing/synctest
+//
+// Code can be tested against miniredis (github.com/alicebob/miniredis/v2),
+// with ClockTTL(true): without it, miniredis lets keys expire only when the
+// test calls FastForward, so a lock's lease would never end.
 //
 // A Semaphore waits on the network, which a testing/synctest bubble does not
 // count as blocked: in a bubble, a goroutine waiting in Acquire keeps the

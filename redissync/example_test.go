@@ -15,6 +15,7 @@ import (
 // the number of instances making them.
 func ExampleSemaphore() {
 	srv, _ := miniredis.Run() // a real deployment uses its Redis
+	srv.ClockTTL(true)        // keys expire as time passes, as in Redis: leases end
 	defer srv.Close()
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()
