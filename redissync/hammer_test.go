@@ -3,6 +3,7 @@ package redissync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -60,10 +61,11 @@ func (l *ledger) maxHolders() int {
 }
 
 // TestHammerRealRedis: 8 clients of 16 goroutines each contend for a
-// Semaphore of 3 permits, with random cancellations, and one client stops
-// renewing halfway, as if it crashed. At no instant more than 3 holders
-// hold a lease they can prove, every token is unique, each goroutine's tokens
-// increase, and no permit nor place in line is left after the run.
+// Semaphore of 3 permits, and for a lock (whose holder is kept in a key of
+// its own layout), with random cancellations, and one client stops renewing
+// halfway, as if it crashed. At no instant more than N holders hold a lease
+// they can prove, every token is unique, each goroutine's tokens increase,
+// and no permit nor place in line is left after the run.
 func TestHammerRealRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds")
@@ -72,11 +74,18 @@ func TestHammerRealRedis(t *testing.T) {
 	if addr == "" {
 		t.Skip("no redis-server on the PATH and no REDIS_ADDR")
 	}
-	b := backend{name: "redis-server", addr: addr, prefix: "hammer:"}
+	for _, permits := range []int{3, 1} {
+		t.Run(fmt.Sprintf("N=%d", permits), func(t *testing.T) {
+			b := backend{name: "redis-server", addr: addr, prefix: fmt.Sprintf("hammer%d:", permits)}
+			hammer(t, b, permits)
+		})
+	}
+}
+
+func hammer(t *testing.T, b backend, permits int) {
 	const (
 		clients    = 8
 		goroutines = 16
-		permits    = 3
 		lease      = 1200 * time.Millisecond
 		run        = 2 * time.Second
 	)
