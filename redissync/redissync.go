@@ -375,6 +375,11 @@ func (s *Semaphore) evalThen(ctx context.Context, late func(), c *call, args ...
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, cerr
 	}
+	// A client that honours deadlines gives up its read at ctx's very
+	// deadline, a moment before ctx's own timer ends it: that is ctx's end.
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return nil, context.DeadlineExceeded
+	}
 	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 

@@ -1,0 +1,271 @@
+package redissync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestLockYearLease: a lock whose Lease is the longest allowed (a year) is
+// taken, handed to a waiter of another process (its key's PX a year), claimed
+// again after a missed message, renewed and given back.
+func TestLockYearLease(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			holder := mustNew(t, b.config(b.client(t), "year", 1, maxLease))
+			w := mustNew(t, b.config(b.client(t), "year", 1, maxLease))
+			p, err := holder.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := w.newID()
+			if r, err := w.attempt(ctx, id, w.entryArg, false); err != nil || r.granted {
+				t.Fatalf("first attempt: %+v, %v; want in line", r, err)
+			}
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			end, ok := holderEnd(t, w, id)
+			if !ok || time.Until(end) < maxLease-time.Hour {
+				t.Fatalf("handed for a year: held %v, until %v", ok, end)
+			}
+			r, err := w.attempt(ctx, id, w.entryArg, true)
+			if err != nil || !r.granted || r.left != maxLease {
+				t.Fatalf("claimed: %+v, %v", r, err)
+			}
+			q := w.newPermit(ctx, id, r.token, w.validUntil(time.Now(), r.left))
+			if renewed, err := q.renew(ctx); err != nil || !renewed {
+				t.Fatalf("renew: %v, %v", renewed, err)
+			}
+			if err := q.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if held, queued := counts(t, w); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+// TestLockCrashedHolderNewcomerKeepsBehindTheLine: a lock's holder crashes
+// (stops renewing) with a waiter of another process in line between its
+// polls; once the lease has ended, a newcomer's Acquire and TryAcquire do
+// not take the lock ahead of that waiter: the lock goes to the waiter.
+func TestLockCrashedHolderNewcomerKeepsBehindTheLine(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := b.config(b.client(t), "crashline", 1, 100*time.Millisecond)
+			cfg.Poll = time.Hour
+			crashed := mustNew(t, cfg)
+			crashed.noRenew.Store(true)
+			cfg.Client = b.client(t)
+			newcomer := mustNew(t, cfg)
+			p, err := crashed.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := newcomer.attempt(ctx, "waiter", newcomer.entryArg, false); err != nil || r.granted {
+				t.Fatalf("the waiter's attempt: %+v, %v", r, err)
+			}
+			<-p.Lost()
+			for _, ok := holderEnd(t, crashed, p.id); ok; _, ok = holderEnd(t, crashed, p.id) {
+				time.Sleep(time.Millisecond)
+			}
+			if q, err := newcomer.TryAcquire(ctx); q != nil || err != nil {
+				t.Fatalf("TryAcquire ahead of a waiter: %v, %v", q != nil, err)
+			}
+			if _, ok := holderEnd(t, newcomer, "waiter"); !ok {
+				t.Fatal("the waiter was not handed the lock")
+			}
+			actx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			q, err := newcomer.Acquire(actx)
+			cancel()
+			if q != nil || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire while the waiter holds: %v, %v", q != nil, err)
+			}
+			if held, err := newcomer.release(ctx, "waiter"); err != nil || !held {
+				t.Errorf("the waiter's release: %v, %v", held, err)
+			}
+			if held, queued := counts(t, newcomer); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+// TestLockUnclaimedHandoffLapses: a lock handed to a waiter whose process
+// never claims it frees itself at the end of that waiter's Lease (the one
+// its id carries, not the releaser's), and goes to the next in line, with a
+// higher token.
+func TestLockUnclaimedHandoffLapses(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			holder := mustNew(t, b.config(b.client(t), "unclaimed", 1, time.Minute))
+			next := mustNew(t, b.config(b.client(t), "unclaimed", 1, time.Minute))
+			p, err := holder.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A waiter of another process, with a Lease of 50ms, that dies
+			// in line.
+			const dead = "0123abcd/50/1"
+			if r, err := holder.attempt(ctx, dead, holder.entryArg, false); err != nil || r.granted {
+				t.Fatalf("the waiter's attempt: %+v, %v", r, err)
+			}
+			got := make(chan *Permit, 1)
+			go func() {
+				q, err := next.Acquire(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- q
+			}()
+			waitQueued(t, holder, 2)
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if end, ok := holderEnd(t, holder, dead); !ok || time.Until(end) > 100*time.Millisecond {
+				t.Fatalf("handed to the dead waiter: %v, until %v; want its own 50ms lease", ok, end)
+			}
+			if q, err := holder.TryAcquire(ctx); q != nil || err != nil {
+				t.Fatalf("TryAcquire while handed: %v, %v", q != nil, err)
+			}
+			select {
+			case q := <-got:
+				if q == nil {
+					t.Fatal("no permit")
+				}
+				if q.Token() <= p.Token()+1 {
+					t.Errorf("token %d after %d and the one handed", q.Token(), p.Token())
+				}
+				if err := q.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next waiter never got the lock")
+			}
+			if held, queued := counts(t, holder); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
+
+// inFlightConn delays the bytes of the scripts named while armed, as a slow
+// network would: the write returns at once, and the bytes reach Redis
+// later, even after the client gave up and closed the connection.
+type inFlightConn struct {
+	net.Conn
+	armed   *atomic.Bool
+	scripts []*redis.Script
+	pending sync.WaitGroup
+}
+
+func (c *inFlightConn) delays(b []byte) bool {
+	if !c.armed.Load() {
+		return false
+	}
+	for _, sc := range c.scripts {
+		if bytes.Contains(b, []byte(sc.Hash())) {
+			return true
+		}
+	}
+	return false
+}
+
+// inFlightClient returns a client that honours ctx deadlines and whose
+// connections delay the scripts named while armed.
+func inFlightClient(t *testing.T, addr string, armed *atomic.Bool, scripts ...*redis.Script) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1,
+		ContextTimeoutEnabled: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &inFlightConn{Conn: conn, armed: armed, scripts: scripts}, nil
+		}})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func (c *inFlightConn) Write(b []byte) (int, error) {
+	if c.delays(b) {
+		buf := bytes.Clone(b)
+		c.pending.Add(1)
+		go func() {
+			defer c.pending.Done()
+			time.Sleep(300 * time.Millisecond)
+			_ = c.Conn.SetWriteDeadline(time.Time{})
+			_, _ = c.Conn.Write(buf)
+		}()
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+// Close returns at once, as a socket's does; the bytes in flight still go.
+func (c *inFlightConn) Close() error {
+	go func() {
+		c.pending.Wait()
+		_ = c.Conn.Close()
+	}()
+	return nil
+}
+
+// TestCtxDeadlineBeforeTimeoutGivesCtxErr: with a client that ends its round
+// trips at the ctx's deadline, a call whose ctx's deadline comes before the
+// Timeout returns ctx.Err() (context.DeadlineExceeded), as documented, not
+// an error matching ErrUnavailable: the client's read gives up at the very
+// deadline, a moment before the ctx says it ended.
+func TestCtxDeadlineBeforeTimeoutGivesCtxErr(t *testing.T) {
+	for _, b := range backends(t) {
+		for n := 1; n <= 2; n++ {
+			t.Run(fmt.Sprintf("%s/N=%d", b.name, n), func(t *testing.T) {
+				var armed atomic.Bool
+				c := inFlightClient(t, b.addr, &armed, setRelease, lockRelease)
+				cfg := b.config(c, fmt.Sprintf("deadline%d", n), n, time.Minute)
+				cfg.Timeout = time.Second
+				s := mustNew(t, cfg)
+				ctx := context.Background()
+				q, err := s.Acquire(ctx) // the scripts loaded: the Release runs by its hash
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for range 5 {
+					p, err := s.Acquire(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					armed.Store(true)
+					rctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+					err = p.Release(rctx)
+					cancel()
+					armed.Store(false)
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("Release past its ctx's deadline: %v; want context.DeadlineExceeded", err)
+					}
+					time.Sleep(400 * time.Millisecond) // the Release lands
+					if held, queued := counts(t, s); held != 0 || queued != 0 {
+						t.Fatalf("after a Release landed late: %d held, %d queued", held, queued)
+					}
+				}
+			})
+		}
+	}
+}
