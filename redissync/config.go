@@ -37,7 +37,10 @@ type Config struct {
 	// timeouts, and so does a call's ctx. A client with
 	// Options.ContextTimeoutEnabled ends its round trips there too; with
 	// another, a round trip that the call stopped waiting for runs on, in
-	// a goroutine of its own, until the client's ReadTimeout.
+	// a goroutine of its own, until the client's ReadTimeout. So does an
+	// attempt of Acquire or TryAcquire with either, so that what it
+	// leaves in Redis, should it land after the call gave up, is taken
+	// back once it has.
 	Timeout time.Duration
 
 	// Poll is how often a waiter asks Redis again when no message came:
@@ -114,6 +117,7 @@ func New(cfg Config) (*Semaphore, error) {
 		entryArg:    strconv.FormatInt(entry.Milliseconds()+1, 10),
 		keyTTLArg:   strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
 		ctxTimeouts: honoursDeadlines(cfg.Client),
+		roundTrip:   max(readTimeout(cfg.Client), cfg.Timeout),
 	}
 	sc := setScripts
 	if s.lock {
@@ -146,6 +150,23 @@ func honoursDeadlines(c redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
+}
+
+// readTimeout returns c's ReadTimeout: how long it waits for a reply when
+// no deadline bounds it (go-redis's default, 3 seconds, if it is not set or
+// the read has no deadline).
+func readTimeout(c redis.UniversalClient) time.Duration {
+	var d time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		d = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		d = c.Options().ReadTimeout
+	}
+	if d <= 0 {
+		d = 3 * time.Second
+	}
+	return d
 }
 
 // nilClient reports whether c holds a nil pointer of one of go-redis's client

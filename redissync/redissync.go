@@ -56,6 +56,9 @@ type Semaphore struct {
 	keyTTLArg any
 
 	ctxTimeouts bool
+	// roundTrip is how long a round trip of an attempt is waited for, in
+	// the background, by a client that honours deadlines: see evalThen.
+	roundTrip time.Duration
 
 	mu      sync.Mutex
 	waiters map[string]chan grant // the local waiters by id, to wake
@@ -342,18 +345,30 @@ func (s *Semaphore) evalThen(ctx context.Context, late func(), c *call, args ...
 	defer cancel()
 	var v any
 	var err error
-	if s.ctxTimeouts {
+	if s.ctxTimeouts && late == nil {
 		v, err = c.run(tctx, s.client, args)
 	} else {
 		// The client may wait for its ReadTimeout past ours: stop waiting
 		// for it. The round trip ends on its own.
+		//
+		// A client that honours deadlines would end it at ours instead,
+		// and drop its connection with the script perhaps still on its
+		// way, to run after the caller took back what it left: late would
+		// run before it, and a permit it grants would be held for a whole
+		// Lease. So it is given as long as a client that does not would
+		// wait, and late runs once it has answered.
+		rctx, rcancel := tctx, context.CancelFunc(func() {})
+		if s.ctxTimeouts {
+			rctx, rcancel = context.WithTimeout(context.WithoutCancel(ctx), s.roundTrip)
+		}
 		type reply struct {
 			v   any
 			err error
 		}
 		done := make(chan reply, 1)
 		go func() {
-			v, err := c.run(tctx, s.client, args)
+			defer rcancel()
+			v, err := c.run(rctx, s.client, args)
 			done <- reply{v, err}
 		}()
 		select {
