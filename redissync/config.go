@@ -122,7 +122,6 @@ func New(cfg Config) (*Semaphore, error) {
 	sc := setScripts
 	if s.lock {
 		sc = lockScripts
-		s.keys[0] = base + "owner"
 	}
 	s.acquireCall = newCall(sc.acquire, s.keys)
 	s.releaseCall = newCall(sc.release, s.keys)

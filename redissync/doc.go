@@ -18,8 +18,10 @@
 //
 // A lock keeps its holder in a key that expires with the lease, which makes
 // it cheaper than a Semaphore of N > 1, whose holders are a sorted set: the
-// two keep their state under different keys, so every process sharing a Name
-// must use the same N.
+// two layouts do not mix, so every process sharing a Name must use the same
+// N. Where they do not (while a deploy changes N, say), a process of the
+// other N finds the Name held, or gets an error matching ErrUnavailable:
+// they never hold at once.
 //
 // The program in examples/fleet shows a fleet's uses: a job one instance
 // runs, a bound on calls across instances, and a store that checks fencing

@@ -41,7 +41,7 @@ type Semaphore struct {
 	timeout time.Duration
 	poll    time.Duration
 	keys    []string // holders or owner (see lock), queue, qexp, seq
-	lock    bool     // N is 1: the holder is kept in a string, "owner"
+	lock    bool     // N is 1: the holder is kept in a string (scripts.go)
 	// The scripts, with their keys.
 	acquireCall, releaseCall, renewCall *call
 	wakeArg                             any    // the prefix of every Semaphore's wake channel

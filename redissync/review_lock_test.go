@@ -269,3 +269,49 @@ func TestCtxDeadlineBeforeTimeoutGivesCtxErr(t *testing.T) {
 		}
 	}
 }
+
+// TestMismatchedNNeverOverlaps: processes that disagree on N (unsupported,
+// but what a rolling deploy that changes N from 1 to 2 makes) must not hold
+// a lock and a Semaphore's permits of the Name at once: a lock held shuts
+// out the Semaphore of 2, and permits held shut out the lock, by a refusal
+// or an error, never a grant.
+func TestMismatchedNNeverOverlaps(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			lock := mustNew(t, b.config(b.client(t), "mismatch", 1, time.Minute))
+			sem := mustNew(t, b.config(b.client(t), "mismatch", 2, time.Minute))
+			p, err := lock.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q, _ := sem.TryAcquire(ctx); q != nil {
+				t.Errorf("a Semaphore of 2 granted a permit (token %d) while a lock of its Name is held", q.Token())
+				_ = q.Release(ctx)
+			}
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			q, err := sem.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, _ := lock.TryAcquire(ctx); r != nil {
+				t.Errorf("a lock granted (token %d) while a Semaphore of its Name holds a permit", r.Token())
+				_ = r.Release(ctx)
+			}
+			actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			r, err := lock.Acquire(actx)
+			cancel()
+			if r != nil {
+				t.Errorf("a lock's Acquire granted (token %d) while a Semaphore of its Name holds a permit", r.Token())
+				_ = r.Release(ctx)
+			} else if err == nil {
+				t.Error("no permit and no error")
+			} else {
+				t.Logf("the lock's Acquire: %v", err)
+			}
+			_ = q.Release(ctx)
+		})
+	}
+}
