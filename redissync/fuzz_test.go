@@ -121,6 +121,10 @@ func (m *model) renew(id string) bool {
 func FuzzScripts(f *testing.F) {
 	f.Add(uint8(2), []byte{1, 0, 1, 1, 1, 2, 2, 0, 1, 1, 3, 40, 1, 2, 4, 1, 3, 90, 0, 3})
 	f.Add(uint8(1), []byte{0, 0, 1, 1, 1, 2, 3, 70, 1, 1, 2, 0, 1, 2, 1, 1})
+	// A lock (n%3 == 0): hand-overs for the waiters' own leases, renewals,
+	// a line that lapses, leases that end by the key's expiry on the clock.
+	f.Add(uint8(0), []byte{1, 0, 1, 3, 1, 4, 2, 0, 3, 40, 4, 3, 1, 4, 3, 50, 1, 4, 3, 55, 1, 4, 3, 99, 4, 4,
+		1, 5, 2, 10, 3, 99, 4, 5, 3, 99, 3, 2, 2, 5, 1, 3, 1, 0, 3, 99, 3, 1, 0, 0})
 	// A lock (N = 1) whose Release finds the head of the line lapsed and
 	// hands the lock to the next.
 	f.Add(uint8(0), []byte{1, 0, 1, 1, 1, 2, 3, 50, 1, 2, 3, 20, 2, 8, 0, 2, 2, 2})
