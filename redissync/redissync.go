@@ -146,9 +146,13 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			// Handed a permit. Its lease began on the server's clock at
 			// g.now, which on ours is no earlier than sent plus the time
 			// the server's clock moved since it answered that attempt (at
-			// r.now, itself no earlier than sent). With too little of it
+			// r.now, itself no earlier than sent), less what it may have
+			// run fast over that time (1/50, as validUntil allows for: a
+			// wait of a Poll can be far longer than the lease) and a
+			// millisecond for r.now rounded down. With too little of it
 			// provable, ask again: the attempt answers with the lease left.
-			until := s.validUntil(sent.Add(time.Duration(g.now-r.now)*time.Millisecond), g.lease)
+			moved := time.Duration(g.now-r.now) * time.Millisecond
+			until := s.validUntil(sent.Add(moved-moved/50-time.Millisecond), g.lease)
 			if time.Until(until) < s.lease/3 {
 				continue
 			}
