@@ -315,3 +315,40 @@ func TestMismatchedNNeverOverlaps(t *testing.T) {
 		})
 	}
 }
+
+// TestLockRenewLandingAfterRelease: a renewal that reaches Redis after its
+// permit's Release (it was on its way, on another connection) renews
+// nothing: not the lock handed to the next in line, nor a free lock.
+func TestLockRenewLandingAfterRelease(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := mustNew(t, b.config(b.client(t), "renewlate", 1, time.Minute))
+			p, err := s.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s.attempt(ctx, "next", s.entryArg, false); err != nil || r.granted {
+				t.Fatalf("the next waiter: %+v, %v", r, err)
+			}
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if renewed, err := p.renew(ctx); err != nil || renewed {
+				t.Errorf("a renewal after Release, the lock handed on: %v, %v; want not renewed", renewed, err)
+			}
+			if end, ok := holderEnd(t, s, "next"); !ok || time.Until(end) > time.Minute {
+				t.Errorf("the next holder's lease: %v until %v", ok, end)
+			}
+			if held, err := s.release(ctx, "next"); err != nil || !held {
+				t.Fatalf("the next holder's release: %v, %v", held, err)
+			}
+			if renewed, err := p.renew(ctx); err != nil || renewed {
+				t.Errorf("a renewal after Release, the lock free: %v, %v; want not renewed", renewed, err)
+			}
+			if held, queued := counts(t, s); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+		})
+	}
+}
