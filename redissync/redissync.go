@@ -40,7 +40,7 @@ type Semaphore struct {
 	lease   time.Duration
 	timeout time.Duration
 	poll    time.Duration
-	keys    []string // holders or owner (see lock), queue, qexp, seq
+	keys    []string // holders (in the layout of lock), queue, qexp, seq
 	lock    bool     // N is 1: the holder is kept in a string (scripts.go)
 	// The scripts, with their keys.
 	acquireCall, releaseCall, renewCall *call

@@ -13,8 +13,8 @@ import "github.com/redis/go-redis/v9"
 // A Semaphore of N > 1 keeps its holders in a sorted set, "holders": each
 // acquisition id -> the end of its lease (ms, Redis clock). A lock (N = 1)
 // keeps its holder in a string under the same name: the holder's id, which
-// expires at the end of its lease (PX). The lock's layout is the leaner: taking and
-// giving back a free lock reads no clock, and its calls are fewer and
+// expires at the end of its lease (PX). The lock's layout is the leaner:
+// taking and giving back a free lock reads no clock, and its calls are fewer and
 // cheaper (EXISTS, SET, INCR; GET, DEL, ZCARD) than the sorted set's (TIME,
 // EXISTS, INCR, ZADD, PEXPIRE; ZREM, ZCARD); and a lock is most of the use.
 // Semaphores of one Name must agree on N. Where they do not (a deploy that
