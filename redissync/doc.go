@@ -63,6 +63,13 @@
 // scheme over several independent Redis servers: that relies on bounded
 // pauses and clock drift, which is what fencing tokens make unnecessary.
 //
+// Leases are counted on the Redis server's clock, and a holder proves its
+// lease on its own, allowing for the two clocks to run at rates up to 2%
+// apart. A step of the server's wall clock (a jump set by hand or by NTP)
+// moves every lease end with it: a forward step can end leases that their
+// holders still believe held. The fencing token is what keeps the resource
+// safe then too.
+//
 // Where correctness must survive the loss of a server, with no assumption on
 // timing, use a consensus store (etcd, ZooKeeper, Consul): their locks are
 // replicated by consensus and carry a revision or zxid to fence with. This

@@ -352,3 +352,46 @@ func TestLockRenewLandingAfterRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestForeignIdWithHugeLeaseInLine: an entry in the line whose id claims a
+// lease beyond a year (not one of ours: a bad actor or another version) is
+// handed the lock for the releaser's Lease, not refused by Redis (SET PX
+// errs on so long a time), which would fail every hand-over of the Name.
+func TestForeignIdWithHugeLeaseInLine(t *testing.T) {
+	for _, b := range backends(t) {
+		for n := 1; n <= 2; n++ {
+			t.Run(fmt.Sprintf("%s/N=%d", b.name, n), func(t *testing.T) {
+				ctx := context.Background()
+				s := mustNew(t, b.config(b.client(t), fmt.Sprintf("hugeid%d", n), n, time.Second))
+				var ps []*Permit
+				for range n {
+					p, err := s.Acquire(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ps = append(ps, p)
+				}
+				const id = "abcdef/999999999999999/1"
+				if r, err := s.attempt(ctx, id, s.entryArg, false); err != nil || r.granted {
+					t.Fatalf("attempt: %+v, %v; want in line", r, err)
+				}
+				if err := ps[0].Release(ctx); err != nil {
+					t.Fatalf("Release handing to it: %v", err)
+				}
+				end, ok := holderEnd(t, s, id)
+				if !ok {
+					t.Fatal("the entry was not handed the permit")
+				}
+				if left := time.Until(end); left > time.Minute {
+					t.Errorf("handed for %v", left)
+				}
+				if held, err := s.release(ctx, id); err != nil || !held {
+					t.Errorf("release: %v, %v", held, err)
+				}
+				for _, p := range ps[1:] {
+					_ = p.Release(ctx)
+				}
+			})
+		}
+	}
+}

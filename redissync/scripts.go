@@ -47,11 +47,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // handing of free permits to its head. It uses the layout's live, grant and
 // kept, which setPrelude or lockPrelude define before it.
 const linePrelude = `
--- parse returns the tag and the lease of an id, or nil and dflt.
+-- parse returns the tag and the lease of an id, or nil and dflt (for an id
+-- not of ours, or one whose lease is not from 1 ms to a year).
 local function parse(id, dflt)
 	local tag, l = string.match(id, '^(%x+)/(%d+)/')
 	l = tonumber(l)
-	if not l or l < 1 then return nil, dflt end
+	if not l or l < 1 or l > 31536000000 then return nil, dflt end
 	return tag, l
 end
 
