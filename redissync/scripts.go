@@ -14,9 +14,10 @@ import "github.com/redis/go-redis/v9"
 // acquisition id -> the end of its lease (ms, Redis clock). A lock (N = 1)
 // keeps its holder in a string under the same name: the holder's id, which
 // expires at the end of its lease (PX). The lock's layout is the leaner:
-// taking and giving back a free lock reads no clock, and its calls are fewer and
-// cheaper (EXISTS, SET, INCR; GET, DEL, ZCARD) than the sorted set's (TIME,
-// EXISTS, INCR, ZADD, PEXPIRE; ZREM, ZCARD); and a lock is most of the use.
+// taking and giving back a free lock reads no clock, and its calls are
+// fewer and cheaper (ZCARD, SET, INCR; GET, DEL, ZRANGE) than the sorted
+// set's (TIME, EXISTS, INCR, ZADD, PEXPIRE; ZREM, ZCARD); and a lock is most
+// of the use.
 // Semaphores of one Name must agree on N. Where they do not (a deploy that
 // changes N from 1 to 2, say), the one key keeps them from holding at once:
 // a script of one layout finds the other's key held (a SET NX fails) or of
