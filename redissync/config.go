@@ -37,10 +37,11 @@ type Config struct {
 	// timeouts, and so does a call's ctx. A client with
 	// Options.ContextTimeoutEnabled ends its round trips there too; with
 	// another, a round trip that the call stopped waiting for runs on, in
-	// a goroutine of its own, until the client's ReadTimeout. So does an
-	// attempt of Acquire or TryAcquire with either, so that what it
-	// leaves in Redis, should it land after the call gave up, is taken
-	// back once it has.
+	// a goroutine of its own, until the client's ReadTimeout. Either way,
+	// what an attempt of Acquire or TryAcquire leaves in Redis, should it
+	// land after the call gave up, is taken back once its round trip has
+	// ended, or, with ContextTimeoutEnabled, after the client's
+	// ReadTimeout (the time its bytes in flight may take).
 	Timeout time.Duration
 
 	// Poll is how often a waiter asks Redis again when no message came:

@@ -56,8 +56,8 @@ type Semaphore struct {
 	keyTTLArg any
 
 	ctxTimeouts bool
-	// roundTrip is how long a round trip of an attempt is waited for, in
-	// the background, by a client that honours deadlines: see evalThen.
+	// roundTrip is how long after a client that honours deadlines gave up
+	// an attempt its bytes may still reach Redis: see evalThen.
 	roundTrip time.Duration
 
 	mu      sync.Mutex
@@ -349,30 +349,29 @@ func (s *Semaphore) evalThen(ctx context.Context, late func(), c *call, args ...
 	defer cancel()
 	var v any
 	var err error
-	if s.ctxTimeouts && late == nil {
+	if s.ctxTimeouts {
+		// The client ends the round trip at our deadline, and drops its
+		// connection with the script perhaps still on its way, to run
+		// after the caller took back what it left: a permit it grants
+		// would be held for a whole Lease. The bytes in flight reach Redis
+		// within the time a client would wait for a reply (roundTrip), or
+		// never: late runs once more then. Waiting in the background for
+		// the reply instead would cost a goroutine on every attempt.
 		v, err = c.run(tctx, s.client, args)
+		var answered redis.Error // Redis ran the script, and said no
+		if err != nil && late != nil && !errors.As(err, &answered) {
+			time.AfterFunc(s.roundTrip, late)
+		}
 	} else {
 		// The client may wait for its ReadTimeout past ours: stop waiting
-		// for it. The round trip ends on its own.
-		//
-		// A client that honours deadlines would end it at ours instead,
-		// and drop its connection with the script perhaps still on its
-		// way, to run after the caller took back what it left: late would
-		// run before it, and a permit it grants would be held for a whole
-		// Lease. So it is given as long as a client that does not would
-		// wait, and late runs once it has answered.
-		rctx, rcancel := tctx, context.CancelFunc(func() {})
-		if s.ctxTimeouts {
-			rctx, rcancel = context.WithTimeout(context.WithoutCancel(ctx), s.roundTrip)
-		}
+		// for it. The round trip ends on its own, and late runs then.
 		type reply struct {
 			v   any
 			err error
 		}
 		done := make(chan reply, 1)
 		go func() {
-			defer rcancel()
-			v, err := c.run(rctx, s.client, args)
+			v, err := c.run(tctx, s.client, args)
 			done <- reply{v, err}
 		}()
 		select {
