@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"sync"
@@ -47,7 +48,7 @@ func main() {
 }
 
 // run runs the three scenes against the Redis at addr.
-func run(ctx context.Context, addr string, out *os.File) error {
+func run(ctx context.Context, addr string, out io.Writer) error {
 	// Each run has names of its own, so that runs against one Redis do not meet.
 	prefix := fmt.Sprintf("fleet-example:%d:", time.Now().UnixNano())
 	newSem := func(name string, n int) (*redissync.Semaphore, func(), error) {

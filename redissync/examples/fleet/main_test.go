@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -19,7 +21,18 @@ func TestRun(t *testing.T) {
 		srv.ClockTTL(true)
 		addr = srv.Addr()
 	}
-	if err := run(context.Background(), addr, os.Stdout); err != nil {
+	var out strings.Builder
+	if err := run(context.Background(), addr, &out); err != nil {
 		t.Fatal(err)
+	}
+	got := out.String()
+	for _, re := range []string{
+		`(?m)^nightly report: run by 1 instance, skipped by 3$`,
+		`(?m)^licensed API: 12 calls from 4 instances, at most [12] at once$`,
+		`(?m)^ledger: "balance 120" kept; the late write refused \(token 1, below 2\)$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(got) {
+			t.Errorf("output does not match %s:\n%s", re, got)
+		}
 	}
 }
