@@ -209,6 +209,17 @@ func FuzzScripts(f *testing.F) {
 			if len(m.holders) > int(m.n) {
 				t.Fatalf("%d holders of %d permits", len(m.holders), m.n)
 			}
+			// A lock's key is absent only when nobody waits: its fast
+			// way, a SET NX, counts on it.
+			if s.lock {
+				line, err := c.Exists(ctx, s.keys[1]).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if holder, err := c.Exists(ctx, s.keys[0]).Result(); err != nil || (line == 1 && holder == 0) {
+					t.Fatalf("a line with no key for its lock's holder (%v)", err)
+				}
+			}
 		}
 	})
 }

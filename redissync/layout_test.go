@@ -13,7 +13,7 @@ import (
 // lock.
 
 // holderEnd returns when id's lease ends on the server's clock, and whether
-// id holds a permit at all.
+// id holds a permit at all: in a lock, one whose lease has not ended.
 func holderEnd(t testing.TB, s *Semaphore, id string) (time.Time, bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -27,12 +27,19 @@ func holderEnd(t testing.TB, s *Semaphore, id string) (time.Time, bool) {
 		}
 		return time.UnixMilli(int64(end)), true
 	}
-	// The end itself (PEXPIRETIME, Redis 7), not TIME plus PTTL: those
-	// read the clock at two instants, and a millisecond turning between
-	// them puts the end a millisecond early.
+	// In the first form, the end itself (PEXPIRETIME, Redis 7), not TIME
+	// plus PTTL: those read the clock at two instants, and a millisecond
+	// turning between them puts the end a millisecond early.
 	v, err := s.client.Eval(ctx, `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-return redis.call('PEXPIRETIME', KEYS[1])`,
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then return redis.call('PEXPIRETIME', KEYS[1]) end
+if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. '@' then
+	-- In the second form, a lease that ended is gone, as in the first.
+	local e = tonumber(string.sub(v, #ARGV[1] + 2))
+	local t = redis.call('TIME')
+	if e > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then return e end
+end
+return -1`,
 		s.keys[:1], id).Int64()
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +57,13 @@ func setHolderEnd(t testing.TB, s *Semaphore, id string, end time.Time) {
 	ctx := context.Background()
 	var err error
 	if s.lock {
-		err = s.client.SetArgs(ctx, s.keys[0], id, redis.SetArgs{ExpireAt: end}).Err()
+		// In the form a script would write: the second while a line exists.
+		err = s.client.Eval(ctx, `
+if redis.call('EXISTS', KEYS[2]) == 0 then
+	return redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[2])
+end
+return redis.call('SET', KEYS[1], ARGV[1] .. '@' .. ARGV[2], 'PXAT', ARGV[2] + ARGV[3])`,
+			s.keys[:2], id, end.UnixMilli(), s.keyTTLArg).Err()
 	} else {
 		err = s.client.ZAdd(ctx, s.keys[0], redis.Z{Score: float64(end.UnixMilli()), Member: id}).Err()
 	}
@@ -65,7 +78,11 @@ func dropHolder(t testing.TB, s *Semaphore, id string) {
 	ctx := context.Background()
 	var err error
 	if s.lock {
-		err = s.client.Eval(ctx, `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end`, s.keys[:1], id).Err()
+		err = s.client.Eval(ctx, `
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] or (v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. '@') then
+	redis.call('DEL', KEYS[1])
+end`, s.keys[:1], id).Err()
 	} else {
 		err = s.client.ZRem(ctx, s.keys[0], id).Err()
 	}

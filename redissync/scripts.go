@@ -12,12 +12,19 @@ import "github.com/redis/go-redis/v9"
 //
 // A Semaphore of N > 1 keeps its holders in a sorted set, "holders": each
 // acquisition id -> the end of its lease (ms, Redis clock). A lock (N = 1)
-// keeps its holder in a string under the same name: the holder's id, which
-// expires at the end of its lease (PX). The lock's layout is the leaner:
-// taking and giving back a free lock reads no clock, and its calls are
-// fewer and cheaper (ZCARD, SET, INCR; GET, DEL, ZRANGE) than the sorted
-// set's (TIME, EXISTS, INCR, ZADD, PEXPIRE; ZREM, ZCARD); and a lock is most
-// of the use.
+// keeps its holder in a string under the same name, in one of two forms:
+//
+//	id       nobody waits: the key expires with the lease (PX)
+//	id@end   a line: end is when the lease ends (ms, Redis clock), and the
+//	         key outlives the line's keys, even past that end
+//
+// So the key is absent only when the lock is free and nobody waits: a free
+// lock is taken by a SET NX alone, and a lock in the first form given back
+// by a DEL alone, with no look at the line and no clock read. A line that
+// empties may leave the second form behind: the scripts read its end, and
+// the next grant writes the first. The lock's calls (SET, INCR; GET, DEL)
+// are fewer and cheaper than the sorted set's (TIME, EXISTS, INCR, ZADD,
+// PEXPIRE; ZREM, ZCARD), and a lock is most of the use.
 // Semaphores of one Name must agree on N. Where they do not (a deploy that
 // changes N from 1 to 2, say), the one key keeps them from holding at once:
 // a script of one layout finds the other's key held (a SET NX fails) or of
@@ -146,6 +153,9 @@ local function holds(id)
 	return score and tonumber(score) > now
 end
 
+-- guard has nothing to do: the holders' key is kept by keep.
+local function guard(ttl) end
+
 -- untilFree returns the ms until the first lease ends, or -1.
 local function untilFree()
 	local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
@@ -154,28 +164,56 @@ local function untilFree()
 end
 `
 
-// lockPrelude defines the holder of a lock: a string, its id, which expires
-// with its lease.
+// lockPrelude defines the holder of a lock: a string, "id" or "id@end".
 const lockPrelude = `
+-- holder returns the holder's id and the end of its lease (nil in the first
+-- form, whose key ends with it), or nil if no lease is under way.
+local function holder()
+	local v = redis.call('GET', KEYS[1])
+	if not v then return nil end
+	local id, e = string.match(v, '^(.*)@(%d+)$')
+	if not id then return v, nil end
+	e = tonumber(e)
+	if e > now then return id, e end
+	return nil
+end
+
 local function live(n)
-	return redis.call('EXISTS', KEYS[1])
+	if holder() then return 1 end
+	return 0
 end
 
 local function grant(id, l)
 	redis.call('SET', KEYS[1], id, 'PX', l)
 end
 
--- The key expires with its holder's lease: nothing to keep.
-local function kept(ttl, fresh) end
+-- guard puts the holder's key in the second form, if it is not, and makes it
+-- outlive the line's keys, which have just been given ttl.
+local function guard(ttl)
+	local v = redis.call('GET', KEYS[1])
+	if not v then return end
+	local left = redis.call('PTTL', KEYS[1])
+	if not string.find(v, '@', 1, true) then
+		redis.call('SET', KEYS[1], v .. '@' .. (now + left), 'PX', math.max(left, ttl))
+	elseif left < ttl then
+		redis.call('PEXPIRE', KEYS[1], ttl)
+	end
+end
+
+-- kept guards the key after a grant if a line is left.
+local function kept(ttl, fresh)
+	if redis.call('EXISTS', KEYS[2]) == 1 then guard(ttl) end
+end
 
 local function holds(id)
-	return redis.call('GET', KEYS[1]) == id
+	return holder() == id
 end
 
 local function untilFree()
-	local left = redis.call('PTTL', KEYS[1])
-	if left >= 0 then return left end
-	return -1
+	local id, e = holder()
+	if not id then return -1 end
+	if e then return e - now end
+	return redis.call('PTTL', KEYS[1])
 end
 `
 
@@ -222,18 +260,14 @@ local queued = redis.call('ZCARD', KEYS[2])
 local held = false
 ` + setPrelude + linePrelude + acquireBody)
 
-	// The lock's fast way counts the line rather than asking whether it
-	// exists, for the rest to use, and a SET NX that fails tells that the
-	// lock is held.
+	// The lock's fast way is a SET NX: its key is absent only when the
+	// lock is free and nobody waits.
 	lockAcquire = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2]) then
+	return redis.call('INCR', KEYS[4])
+end
 local queued = redis.call('ZCARD', KEYS[2])
 local held = false
-if queued == 0 then
-	if redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2]) then
-		return redis.call('INCR', KEYS[4])
-	end
-	held = 1
-end
 ` + clock + lockPrelude + linePrelude + acquireBody)
 )
 
@@ -293,6 +327,7 @@ if wait > 0 then
 	if fresh or redis.call('PTTL', KEYS[2]) < ttl / 2 then
 		redis.call('PEXPIRE', KEYS[2], ttl)
 		redis.call('PEXPIRE', KEYS[3], ttl)
+		guard(ttl)
 	end
 end
 local free = -1
@@ -306,9 +341,9 @@ return {0, rank or -1, free, now}
 // ARGV[6] is "1" when the caller holds a permit whose lease it can still
 // prove (so it has not ended on the server either): then the sorted set's
 // permit is taken out with no reading of the clock nor of its lease's end.
-// The lock needs no such hint: its holder's key is gone when its lease is.
-// An uncontended Release is then two calls (the set) or three (the lock:
-// GET, DEL, ZRANGE).
+// The lock needs no such hint: its holder's key, in the first form, is gone
+// when its lease is. An uncontended Release is then two calls (the set:
+// ZREM, ZCARD; the lock: GET, DEL).
 //
 // ARGV: n, id, wake channel prefix, lease ms, key ttl ms, proven (1 or 0).
 // Reply: 1 if it held a permit whose lease had not ended, else 0; or, with a
@@ -340,22 +375,28 @@ if queued == 0 then return held end
 if now == 0 then readClock() end
 ` + setPrelude + releaseBody)
 
-	// The lock's Release reads the head of the line at once: the lock it
-	// gave up is free, and a head whose place has not lapsed (the common
-	// case) takes it with no sweep of the line. Places lapsed further back
-	// are swept by the next Acquire.
+	// The lock's Release of a holder in the first form is a DEL: nobody
+	// waits. Otherwise it reads the head of the line: the lock it gave up
+	// is free, and a head whose place has not lapsed (the common case)
+	// takes it with no sweep of the line. Places lapsed further back are
+	// swept by the next Acquire.
 	lockRelease = redis.NewScript(`
 local id = ARGV[2]
-local held = 0
-if redis.call('GET', KEYS[1]) == id then
+local v = redis.call('GET', KEYS[1])
+if v == id then
 	redis.call('DEL', KEYS[1])
-	held = 1
+	return 1
+end
+` + clock + lockPrelude + linePrelude + `
+local held = 0
+if v and string.sub(v, 1, #id + 1) == id .. '@' then
+	redis.call('DEL', KEYS[1])
+	if tonumber(string.sub(v, #id + 2)) > now then held = 1 end
 elseif redis.call('ZREM', KEYS[2], id) > 0 then
 	redis.call('ZREM', KEYS[3], id)
 end
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)
 if #head == 0 then return held end
-` + clock + lockPrelude + linePrelude + `
 local out = {held, now}
 if held == 0 and live(1) == 1 then return out end
 local lapse = redis.call('ZSCORE', KEYS[3], head[1])
@@ -388,8 +429,17 @@ return 1
 `)
 
 	lockRenew = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local id = ARGV[1]
+local v = redis.call('GET', KEYS[1])
+if v == id then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return 1
+end
+if not v or string.sub(v, 1, #id + 1) ~= id .. '@' then return 0 end
+` + clock + `
+if tonumber(string.sub(v, #id + 2)) <= now then return 0 end
+local l = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], id .. '@' .. (now + l), 'PX', math.max(redis.call('PTTL', KEYS[1]), l))
 return 1
 `)
 )
