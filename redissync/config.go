@@ -127,6 +127,10 @@ func New(cfg Config) (*Semaphore, error) {
 	s.acquireCall = newCall(sc.acquire, s.keys)
 	s.releaseCall = newCall(sc.release, s.keys)
 	s.renewCall = newCall(sc.renew, s.keys[:1])
+	if s.lock {
+		s.takeCall = newCall(lockTake, []string{s.keys[0], s.keys[3]})
+		s.giveCall = newCall(lockGive, s.keys[:1])
+	}
 	s.waiters = make(map[string]chan grant)
 	return s, nil
 }

@@ -21,7 +21,8 @@ type slowConn struct {
 }
 
 func (c slowConn) Write(b []byte) (int, error) {
-	if c.armed.Load() && (bytes.Contains(b, []byte(setAcquire.Hash())) || bytes.Contains(b, []byte(lockAcquire.Hash()))) {
+	if c.armed.Load() && (bytes.Contains(b, []byte(setAcquire.Hash())) || bytes.Contains(b, []byte(lockAcquire.Hash())) ||
+		bytes.Contains(b, []byte(lockTake.Hash()))) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	return c.Conn.Write(b)
@@ -43,7 +44,7 @@ func TestAbandonedAttemptLandingLateLeavesNothing(t *testing.T) {
 					var armed atomic.Bool
 					var c *redis.Client
 					if ctxTimeouts {
-						c = inFlightClient(t, b.addr, &armed, setAcquire, lockAcquire)
+						c = inFlightClient(t, b.addr, &armed, setAcquire, lockAcquire, lockTake)
 					} else {
 						c = slowClient(t, b.addr, &armed)
 					}

@@ -44,10 +44,15 @@ type Semaphore struct {
 	lock    bool     // N is 1: the holder is kept in a string (scripts.go)
 	// The scripts, with their keys.
 	acquireCall, releaseCall, renewCall *call
-	wakeArg                             any    // the prefix of every Semaphore's wake channel
-	channel                             string // this one's: its waiters are told there
-	idPrefix                            string // "tag/lease/" of this Semaphore's ids
-	ids                                 atomic.Uint64
+	// A lock's fast ways (scripts.go), tried while contended is false:
+	// set when one finds the lock held or waited for, cleared when the full
+	// acquire script finds it free.
+	takeCall, giveCall *call
+	contended          atomic.Bool
+	wakeArg            any    // the prefix of every Semaphore's wake channel
+	channel            string // this one's: its waiters are told there
+	idPrefix           string // "tag/lease/" of this Semaphore's ids
+	ids                atomic.Uint64
 	// The scripts' arguments, made interfaces once: a string passed as an
 	// interface allocates at each call.
 	nArg      any
@@ -204,6 +209,16 @@ func (s *Semaphore) release(ctx context.Context, id string) (bool, error) {
 // releaseProven is release, told whether id holds a permit whose lease it
 // can still prove: then Redis need not check that it has not ended.
 func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (bool, error) {
+	if s.giveCall != nil && proven && !s.contended.Load() {
+		v, err := s.eval(ctx, s.giveCall, id)
+		if err != nil {
+			return false, err // it hands nothing over: nobody to wake
+		}
+		if n, ok := v.(int64); ok && n == 1 {
+			return true, nil
+		}
+		s.contended.Store(true) // a line: the full script hands it over
+	}
 	var p any = "0"
 	if proven {
 		p = "1"
@@ -273,6 +288,20 @@ func (s *Semaphore) attempt(ctx context.Context, id string, entry any, again boo
 	// An attempt given up while on its way may still run, after the
 	// caller took back what it left: take back what it leaves too.
 	late := func() { _, _ = s.release(context.Background(), id) }
+	if s.takeCall != nil && !again && !s.contended.Load() {
+		v, err := s.evalThen(ctx, late, s.takeCall, id, s.leaseArg)
+		if err != nil {
+			return attemptResult{}, err
+		}
+		token, ok := v.(int64)
+		if !ok || token < 0 {
+			return attemptResult{}, unexpected(v)
+		}
+		if token > 0 {
+			return attemptResult{granted: true, token: token, left: s.lease.Truncate(time.Millisecond)}, nil
+		}
+		s.contended.Store(true)
+	}
 	v, err := s.evalThen(ctx, late, s.acquireCall, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
 	if err != nil {
 		return attemptResult{}, err
@@ -280,6 +309,10 @@ func (s *Semaphore) attempt(ctx context.Context, id string, entry any, again boo
 	if token, ok := v.(int64); ok {
 		if token < 1 {
 			return attemptResult{}, unexpected(v)
+		}
+		// Granted on the spot: the lock was free and nobody waited.
+		if s.takeCall != nil && s.contended.Load() {
+			s.contended.Store(false)
 		}
 		return attemptResult{granted: true, token: token, left: s.lease.Truncate(time.Millisecond)}, nil
 	}

@@ -235,7 +235,7 @@ func TestCtxDeadlineBeforeTimeoutGivesCtxErr(t *testing.T) {
 		for n := 1; n <= 2; n++ {
 			t.Run(fmt.Sprintf("%s/N=%d", b.name, n), func(t *testing.T) {
 				var armed atomic.Bool
-				c := inFlightClient(t, b.addr, &armed, setRelease, lockRelease)
+				c := inFlightClient(t, b.addr, &armed, setRelease, lockRelease, lockGive)
 				cfg := b.config(c, fmt.Sprintf("deadline%d", n), n, time.Minute)
 				cfg.Timeout = time.Second
 				s := mustNew(t, cfg)
