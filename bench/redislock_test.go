@@ -73,9 +73,31 @@ var redisLockers = []redisLocker{
 
 var lockKeys atomic.Int64
 
+var warmOnce sync.Once
+
+// warmRedisLockers runs every implementation, untimed, for a while before
+// the first is timed. The first timed in a process ran 10 to 40% slower than
+// the same run later, whichever implementation it was (the process, the
+// server and the machine settling): without this, the order of the list
+// decided the ratios.
+func warmRedisLockers(b *testing.B) {
+	warmOnce.Do(func() {
+		for _, l := range redisLockers {
+			c := redis.NewClient(&redis.Options{Addr: benchRedis(b), ContextTimeoutEnabled: true})
+			lock := l.new(b, c, fmt.Sprintf("warm%d", lockKeys.Add(1)))
+			ctx := context.Background()
+			for end := time.Now().Add(time.Second); time.Now().Before(end); {
+				lock(ctx)()
+			}
+			c.Close()
+		}
+	})
+}
+
 // BenchmarkRedisLockUncontended: Lock then Unlock, from one goroutine, through
 // a real Redis server on loopback: the latency of a lock nobody else wants.
 func BenchmarkRedisLockUncontended(b *testing.B) {
+	warmRedisLockers(b)
 	for _, l := range redisLockers {
 		b.Run("impl="+l.name, func(b *testing.B) {
 			c := redis.NewClient(&redis.Options{Addr: benchRedis(b), ContextTimeoutEnabled: true})
@@ -100,6 +122,7 @@ func BenchmarkRedisLockUncontended(b *testing.B) {
 // over: its waiters wait on. (Until 2026-11-23 these were named handovers/s
 // and switches/s.)
 func BenchmarkRedisLockContended(b *testing.B) {
+	warmRedisLockers(b)
 	const clients, goroutines = 4, 32
 	for _, l := range redisLockers {
 		b.Run(fmt.Sprintf("clients=%d/goroutines=%d/impl=%s", clients, goroutines, l.name), func(b *testing.B) {
@@ -136,4 +159,50 @@ func BenchmarkRedisLockContended(b *testing.B) {
 			b.ReportMetric(float64(handovers)/b.Elapsed().Seconds(), "handovers/s")
 		})
 	}
+}
+
+// BenchmarkRedisLockUncontendedRotated is BenchmarkRedisLockUncontended with
+// the implementations taking turns, 100 Lock+Unlock each, within one timed
+// run: whatever the machine does meanwhile (here, its round trips drift
+// between about 70 and 200 µs, for minutes at a time) falls on all of them
+// alike, where sequential sub-benchmarks each meet their own. b.N is the
+// count per implementation; each one's time per Lock+Unlock is reported as
+// <impl>-ns/op, and ctxsync's ratio to each peer as /<peer>.
+func BenchmarkRedisLockUncontendedRotated(b *testing.B) {
+	warmRedisLockers(b)
+	if redisLockers[0].name != "ctxsync" {
+		b.Fatal("bench: the ratios are ctxsync's: it must come first")
+	}
+	const turn = 100
+	locks := make([]func(context.Context) func(), len(redisLockers))
+	for i, l := range redisLockers {
+		c := redis.NewClient(&redis.Options{Addr: benchRedis(b), ContextTimeoutEnabled: true})
+		defer c.Close()
+		locks[i] = l.new(b, c, fmt.Sprintf("rotated%d", lockKeys.Add(1)))
+		locks[i](context.Background())()
+	}
+	ctx := benchCtx(b)
+	spent := make([]time.Duration, len(locks))
+	b.ResetTimer()
+	for done, round := 0, 0; done < b.N; round++ {
+		k := min(turn, b.N-done)
+		for j := range locks {
+			i := (j + round) % len(locks) // each goes first in turn
+			start := time.Now()
+			for range k {
+				locks[i](ctx)()
+			}
+			spent[i] += time.Since(start)
+		}
+		done += k
+	}
+	b.StopTimer()
+	per := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(b.N) }
+	for i, l := range redisLockers {
+		b.ReportMetric(per(i), l.name+"-ns/op")
+		if i > 0 {
+			b.ReportMetric(per(0)/per(i), "/"+l.name)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
 }
