@@ -16,10 +16,14 @@
 // ctx and Config.Timeout; a Redis that fails to answer gives an error
 // matching ErrUnavailable, never a hang nor a panic.
 //
-// A lock keeps its holder in a key that expires with the lease, which makes
-// it cheaper than a Semaphore of N > 1, whose holders are a sorted set: the
-// two layouts do not mix, so every process sharing a Name must use the same
-// N. Where they do not (while a deploy changes N, say), a process of the
+// A lock keeps its holder in a key that expires with the lease while nobody
+// waits, and that stays, carrying the lease's end, while anyone does: a free
+// lock is then taken by a SET NX and a count, and given back by a GET and a
+// DEL, in scripts that touch one or two keys. That makes it cheaper than a
+// Semaphore of N > 1, whose holders are a sorted set. The two layouts do not
+// mix, so every process sharing a Name must use the same N (and, for its
+// line to be served as described here, the same version of this package).
+// Where they do not (while a deploy changes N, say), a process of the
 // other N finds the Name held, or gets an error matching ErrUnavailable:
 // they never hold at once.
 //
