@@ -128,6 +128,10 @@ func FuzzScripts(f *testing.F) {
 	// A lock (N = 1) whose Release finds the head of the line lapsed and
 	// hands the lock to the next.
 	f.Add(uint8(0), []byte{1, 0, 1, 1, 1, 2, 3, 50, 1, 2, 3, 20, 2, 8, 0, 2, 2, 2})
+	// A lock whose line a process of a longer Poll made (arg&16: far's
+	// calls), handed over and claimed by the other's.
+	f.Add(uint8(0), []byte{0, 0, 1, 17, 1, 2, 2, 0, 1, 1, 2, 16, 3, 10})
+	f.Add(uint8(0), []byte{0, 16, 1, 1, 1, 18, 2, 16, 1, 1, 2, 1})
 	f.Fuzz(func(t *testing.T, n uint8, ops []byte) {
 		if len(ops) > 200 {
 			return
@@ -143,11 +147,21 @@ func FuzzScripts(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The entry's time to live is fixed here, to follow it in the model.
-		s.entryArg = "60"
-		// miniredis's clock is moved by the test; the Timeout is real time,
-		// and a fuzzing worker on a loaded machine can be slow.
-		s.timeout = 10 * time.Second
+		// far is another process's Semaphore of the Name, whose Poll of an
+		// hour makes its keys live hours: arg&16 makes its calls.
+		far, err := New(Config{Client: c, Name: "fuzz", N: s.n, Lease: 100 * time.Millisecond,
+			Timeout: 30 * time.Millisecond, Poll: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*Semaphore{s, far} {
+			// The entry's time to live is fixed here, to follow it in the
+			// model.
+			s.entryArg = "60"
+			// miniredis's clock is moved by the test; the Timeout is real
+			// time, and a fuzzing worker on a loaded machine can be slow.
+			s.timeout = 10 * time.Second
+		}
 		m := &model{n: int64(s.n), lease: 100, entry: 60, holders: map[string]int64{}, tokens: map[string]int64{}, direct: map[string]bool{}, qexp: map[string]int64{}}
 		// Ids of the form the package makes carry their own lease, which a
 		// permit handed to them gets; the others take the caller's.
@@ -158,6 +172,10 @@ func FuzzScripts(f *testing.F) {
 			op, arg := ops[0]%5, ops[1]
 			ops = ops[2:]
 			id := ids[arg%6]
+			s := s
+			if arg&16 != 0 {
+				s = far
+			}
 			switch op {
 			case 0, 1:
 				if _, held := m.holders[id]; held && m.direct[id] {
@@ -218,6 +236,14 @@ func FuzzScripts(f *testing.F) {
 				}
 				if holder, err := c.Exists(ctx, s.keys[0]).Result(); err != nil || (line == 1 && holder == 0) {
 					t.Fatalf("a line with no key for its lock's holder (%v)", err)
+				}
+				// Nor may the key expire before the line, whichever
+				// process's keys live longer.
+				if line == 1 {
+					lineTTL, holderTTL := c.PTTL(ctx, s.keys[1]).Val(), c.PTTL(ctx, s.keys[0]).Val()
+					if holderTTL < lineTTL {
+						t.Fatalf("the holder's key lives %v, the line's %v", holderTTL, lineTTL)
+					}
 				}
 			}
 		}

@@ -200,9 +200,12 @@ local function guard(ttl)
 	end
 end
 
--- kept guards the key after a grant if a line is left.
+-- kept guards the key after a grant if a line is left, for as long as the
+-- line's keys live at least (1 ms more: PTTL rounds down). A process of a
+-- longer Poll or Lease may have made them live longer than ttl.
 local function kept(ttl, fresh)
-	if redis.call('EXISTS', KEYS[2]) == 1 then guard(ttl) end
+	local line = redis.call('PTTL', KEYS[2])
+	if line ~= -2 then guard(math.max(ttl, line + 1)) end
 end
 
 local function holds(id)
