@@ -16,6 +16,14 @@
 // ctx and Config.Timeout; a Redis that fails to answer gives an error
 // matching ErrUnavailable, never a hang nor a panic.
 //
+// Make the client with Options.ContextTimeoutEnabled set. The client then
+// ends a round trip at the call's deadline itself, and each round trip runs
+// on the caller's goroutine. A client without it may keep waiting until its
+// ReadTimeout, so every round trip runs in a goroutine of its own, which the
+// call can stop waiting for: on a 2-core machine against a Redis on
+// loopback, that made an uncontended Lock and Release take about a third
+// longer.
+//
 // A lock keeps its holder in a key that expires with the lease while nobody
 // waits, and that stays, carrying the lease's end, while anyone does: a free
 // lock is then taken by a SET NX and a count, and given back by a GET and a

@@ -17,7 +17,7 @@ func ExampleSemaphore() {
 	srv, _ := miniredis.Run() // a real deployment uses its Redis
 	srv.ClockTTL(true)        // keys expire as time passes, as in Redis: leases end
 	defer srv.Close()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
 
 	sem, err := redissync.New(redissync.Config{
@@ -46,7 +46,7 @@ func ExampleSemaphore() {
 func ExampleNewLock() {
 	srv, _ := miniredis.Run()
 	defer srv.Close()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
 
 	lock, err := redissync.NewLock(redissync.Config{Client: client, Name: "nightly-job", Lease: 30 * time.Second})
@@ -93,7 +93,7 @@ func (s *fencedStore) write(token int64, _ string) error {
 func ExamplePermit_Lost() {
 	srv, _ := miniredis.Run()
 	defer srv.Close()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
 
 	lock, _ := redissync.NewLock(redissync.Config{Client: client, Name: "job", Lease: time.Second})

@@ -52,7 +52,9 @@ func run(ctx context.Context, addr string, out io.Writer) error {
 	// Each run has names of its own, so that runs against one Redis do not meet.
 	prefix := fmt.Sprintf("fleet-example:%d:", time.Now().UnixNano())
 	newSem := func(name string, n int) (*redissync.Semaphore, func(), error) {
-		c := redis.NewClient(&redis.Options{Addr: addr})
+		// The client ends a round trip at the call's deadline itself: each
+		// runs on the caller's goroutine (see the package's doc).
+		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		s, err := redissync.New(redissync.Config{Client: c, Name: name, N: n, Lease: 10 * time.Second, Prefix: prefix})
 		return s, func() { _ = c.Close() }, err
 	}
