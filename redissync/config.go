@@ -3,6 +3,7 @@ package redissync
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,7 +17,8 @@ type Config struct {
 
 	// Name names the semaphore: every Semaphore of the same Name and Prefix,
 	// in any process, shares its permits. Required. All of them must agree
-	// on N.
+	// on N. It may not hold a brace: the keys carry "{Name}" as their hash
+	// tag, so that Redis Cluster keeps them in one slot.
 	Name string
 
 	// N is the number of permits, at least 1. NewLock takes 0 or 1.
@@ -52,7 +54,8 @@ type Config struct {
 	// must not hammer Redis.
 	Poll time.Duration
 
-	// Prefix starts every key; the default is "redissync:".
+	// Prefix starts every key; the default is "redissync:". It may not hold
+	// a brace, as Name may not.
 	Prefix string
 }
 
@@ -64,7 +67,8 @@ const (
 )
 
 // New returns a Semaphore of cfg.N permits. It returns an error for a bad
-// Config: a nil Client, an empty Name, an N below 1, a Lease outside 10
+// Config: a nil Client, an empty Name, a Name or Prefix holding a brace
+// (the keys' hash tag is {Name}), an N below 1, a Lease outside 10
 // milliseconds to a year, a Timeout negative or not below a third of the
 // Lease, or a Poll other than 0 outside 10 milliseconds to an hour.
 func New(cfg Config) (*Semaphore, error) {
@@ -76,6 +80,10 @@ func New(cfg Config) (*Semaphore, error) {
 		return bad("Client is required")
 	case cfg.Name == "":
 		return bad("Name is required")
+	case strings.ContainsAny(cfg.Name, "{}"):
+		return bad("Name %q holds a brace; the keys carry {Name} as their hash tag for Redis Cluster", cfg.Name)
+	case strings.ContainsAny(cfg.Prefix, "{}"):
+		return bad("Prefix %q holds a brace; the keys carry {Name} as their hash tag for Redis Cluster", cfg.Prefix)
 	case cfg.N < 1:
 		return bad("N is %d; it must be at least 1", cfg.N)
 	case cfg.Lease <= 0:

@@ -62,6 +62,11 @@
 // holder is refused, whatever its timing. Where the resource cannot check a
 // token, the lock is a way to make overlaps rare, not impossible.
 //
+// Tokens are counted by the scripts, whose numbers are doubles: they are
+// exact below 2^53 (about 285 years at a million acquisitions a second).
+// Past that, Acquire and TryAcquire give the permit back and fail with
+// ErrTokensExhausted rather than hand out a token that may repeat.
+//
 // # What it does not guarantee
 //
 // The state lives in one Redis (the primary of a shard): the guarantees hold

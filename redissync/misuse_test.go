@@ -24,6 +24,13 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}{
 		{"nil client", func(c *Config) { c.Client = nil }, "Client is required"},
 		{"empty name", func(c *Config) { c.Name = "" }, "Name is required"},
+		// A brace would empty or move the keys' hash tag, {Name}: Redis
+		// Cluster would put a Name's keys in different slots.
+		{"name }", func(c *Config) { c.Name = "}" }, "holds a brace"},
+		{"name }jobs", func(c *Config) { c.Name = "}jobs" }, "holds a brace"},
+		{"name {jobs}", func(c *Config) { c.Name = "{jobs}" }, "holds a brace"},
+		{"prefix {}", func(c *Config) { c.Prefix = "app{}:" }, "holds a brace"},
+		{"prefix {", func(c *Config) { c.Prefix = "app{" }, "holds a brace"},
 		{"n 0", func(c *Config) { c.N = 0 }, "N is 0"},
 		{"n -1", func(c *Config) { c.N = -1 }, "N is -1"},
 		{"n min int", func(c *Config) { c.N = math.MinInt }, "must be at least 1"},

@@ -136,6 +136,9 @@ func (p *Permit) endLocked(cause error) {
 // its lease at the latest.
 func (p *Permit) Release(ctx context.Context) error {
 	p.check()
+	if ctx == nil {
+		panic("redissync: nil Context") // before any change of the permit
+	}
 	if p.done.Swap(true) {
 		panic("redissync: Release of a Permit already released")
 	}

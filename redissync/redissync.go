@@ -25,6 +25,14 @@ var ErrUnavailable = errors.New("redissync: redis unavailable")
 // cause (context.Cause) of a Permit's Context when the lease is lost.
 var ErrLost = errors.New("redissync: lease lost")
 
+// ErrTokensExhausted is the error of Acquire and TryAcquire once a Name's
+// fencing tokens have reached 2^53, the first the scripts cannot count
+// exactly (see the package's doc): the permit granted is given back.
+var ErrTokensExhausted = errors.New("redissync: fencing tokens exhausted (2^53)")
+
+// maxToken is the highest fencing token the scripts count exactly.
+const maxToken = 1<<53 - 1
+
 const errZero = "redissync: use New or NewLock; the zero Semaphore is not usable"
 
 // A Semaphore is a set of N permits shared, through Redis, by every Semaphore
@@ -105,7 +113,7 @@ func (s *Semaphore) N() int {
 // and a permit at the end of its Lease.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	s.check()
-	if err := ctx.Err(); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
 	id := s.newID()
@@ -125,6 +133,10 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			return nil, err
 		}
 		if r.granted {
+			if r.token > maxToken {
+				s.abandon(ctx, id)
+				return nil, ErrTokensExhausted
+			}
 			return s.newPermit(ctx, id, r.token, s.validUntil(sent, r.left)), nil
 		}
 		if !subscribed {
@@ -165,6 +177,10 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 				s.abandon(ctx, id)
 				return nil, ctx.Err()
 			}
+			if g.token > maxToken {
+				s.abandon(ctx, id)
+				return nil, ErrTokensExhausted
+			}
 			return s.newPermit(ctx, id, g.token, until), nil
 		case <-t.C:
 		}
@@ -177,7 +193,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 // answer within the Timeout.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	s.check()
-	if err := ctx.Err(); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
 	id := s.newID()
@@ -189,6 +205,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	}
 	if !r.granted {
 		return nil, nil
+	}
+	if r.token > maxToken {
+		s.abandon(ctx, id)
+		return nil, ErrTokensExhausted
 	}
 	return s.newPermit(ctx, id, r.token, s.validUntil(sent, r.left)), nil
 }
@@ -333,6 +353,14 @@ func (s *Semaphore) attempt(ctx context.Context, id string, entry any, again boo
 		return attemptResult{granted: true, token: x[1], left: time.Duration(x[2]) * time.Millisecond, now: x[3]}, nil
 	}
 	return attemptResult{rank: x[1], untilFree: x[2], now: x[3]}, nil
+}
+
+// ctxErr returns ctx.Err(), and panics naming the package when ctx is nil.
+func ctxErr(ctx context.Context) error {
+	if ctx == nil {
+		panic("redissync: nil Context")
+	}
+	return ctx.Err()
 }
 
 func unexpected(v any) error {

@@ -105,7 +105,8 @@ local function handoff(n, held, lease, ttl, wake, me, localTag, out, ids)
 			out[#out + 1] = l
 			out[#out + 1] = token
 		elseif tag and id ~= me then
-			redis.call('PUBLISH', wake .. tag, now .. ' ' .. l .. ' ' .. id .. ':' .. token)
+			-- '%d': a number joined by '..' has 14 digits at most.
+			redis.call('PUBLISH', wake .. tag, string.format('%d %d %s:%d', now, l, id, token))
 		end
 		longest = math.max(longest, 2 * l + 1000)
 	end
