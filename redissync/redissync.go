@@ -117,6 +117,19 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	id := s.newID()
+	if s.takeCall != nil && !s.contended.Load() {
+		// The lock's fast way, which never puts id in line, so that
+		// nothing can be handed to it meanwhile: it needs no wake-up.
+		sent := time.Now()
+		token, err := s.take(ctx, id)
+		if err != nil {
+			s.abandon(ctx, id)
+			return nil, err
+		}
+		if token > 0 {
+			return s.granted(ctx, id, token, s.validUntil(sent, s.lease.Truncate(time.Millisecond)))
+		}
+	}
 	wake := make(chan grant, 1)
 	s.mu.Lock()
 	s.waiters[id] = wake
@@ -133,11 +146,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			return nil, err
 		}
 		if r.granted {
-			if r.token > maxToken {
-				s.abandon(ctx, id)
-				return nil, ErrTokensExhausted
-			}
-			return s.newPermit(ctx, id, r.token, s.validUntil(sent, r.left)), nil
+			return s.granted(ctx, id, r.token, s.validUntil(sent, r.left))
 		}
 		if !subscribed {
 			subscribed = true
@@ -177,11 +186,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 				s.abandon(ctx, id)
 				return nil, ctx.Err()
 			}
-			if g.token > maxToken {
-				s.abandon(ctx, id)
-				return nil, ErrTokensExhausted
-			}
-			return s.newPermit(ctx, id, g.token, until), nil
+			return s.granted(ctx, id, g.token, until)
 		case <-t.C:
 		}
 	}
@@ -206,11 +211,18 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	if !r.granted {
 		return nil, nil
 	}
-	if r.token > maxToken {
+	return s.granted(ctx, id, r.token, s.validUntil(sent, r.left))
+}
+
+// granted returns the Permit of a grant to id, whose lease is proven until
+// until; or, for a token past those the scripts count exactly, gives the
+// permit back and fails.
+func (s *Semaphore) granted(ctx context.Context, id string, token int64, until time.Time) (*Permit, error) {
+	if token > maxToken {
 		s.abandon(ctx, id)
 		return nil, ErrTokensExhausted
 	}
-	return s.newPermit(ctx, id, r.token, s.validUntil(sent, r.left)), nil
+	return s.newPermit(ctx, id, token, until), nil
 }
 
 // abandon takes back whatever an Acquire that gives up may have left: its
@@ -289,6 +301,29 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 	return held == 1, nil
 }
 
+// take runs the lock's fast way for id: its token, or 0 when the lock is
+// held or waited for (then the full scripts run until one finds it free).
+func (s *Semaphore) take(ctx context.Context, id string) (int64, error) {
+	v, err := s.evalThen(ctx, id, s.takeCall, id, s.leaseArg)
+	if err != nil {
+		return 0, err
+	}
+	token, ok := v.(int64)
+	if !ok || token < 0 {
+		return 0, unexpected(v)
+	}
+	if token == 0 {
+		s.contended.Store(true)
+	}
+	return token, nil
+}
+
+// takeBack gives up whatever an attempt of id that landed after its caller
+// gave up left in Redis: a place in line, or a permit.
+func (s *Semaphore) takeBack(id string) {
+	_, _ = s.release(context.Background(), id)
+}
+
 type attemptResult struct {
 	granted   bool
 	token     int64
@@ -305,24 +340,15 @@ func (s *Semaphore) attempt(ctx context.Context, id string, entry any, again boo
 	if again {
 		asked = "1"
 	}
-	// An attempt given up while on its way may still run, after the
-	// caller took back what it left: take back what it leaves too.
-	late := func() { _, _ = s.release(context.Background(), id) }
 	if s.takeCall != nil && !again && !s.contended.Load() {
-		v, err := s.evalThen(ctx, late, s.takeCall, id, s.leaseArg)
-		if err != nil {
-			return attemptResult{}, err
+		token, err := s.take(ctx, id)
+		if err != nil || token > 0 {
+			return attemptResult{granted: err == nil, token: token, left: s.lease.Truncate(time.Millisecond)}, err
 		}
-		token, ok := v.(int64)
-		if !ok || token < 0 {
-			return attemptResult{}, unexpected(v)
-		}
-		if token > 0 {
-			return attemptResult{granted: true, token: token, left: s.lease.Truncate(time.Millisecond)}, nil
-		}
-		s.contended.Store(true)
 	}
-	v, err := s.evalThen(ctx, late, s.acquireCall, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
+	// An attempt given up while on its way may still run, after the
+	// caller took back what it left: evalThen takes back what it leaves.
+	v, err := s.evalThen(ctx, id, s.acquireCall, s.nArg, s.leaseArg, id, entry, s.wakeArg, s.keyTTLArg, asked)
 	if err != nil {
 		return attemptResult{}, err
 	}
@@ -400,12 +426,13 @@ func (c *call) run(ctx context.Context, client redis.UniversalClient, args []any
 // ctx ended first, and an error matching ErrUnavailable for any failure of
 // Redis.
 func (s *Semaphore) eval(ctx context.Context, c *call, args ...any) (any, error) {
-	return s.evalThen(ctx, nil, c, args...)
+	return s.evalThen(ctx, "", c, args...)
 }
 
-// evalThen is eval, which runs late, if not nil, once a round trip that it
-// stopped waiting for ends (the script may have run after all).
-func (s *Semaphore) evalThen(ctx context.Context, late func(), c *call, args ...any) (any, error) {
+// evalThen is eval for an attempt of id: once a round trip that it stopped
+// waiting for ends (the script may have run after all), it takes back what
+// the attempt left in Redis. An id of "" takes nothing back.
+func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...any) (any, error) {
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var v any
@@ -420,8 +447,8 @@ func (s *Semaphore) evalThen(ctx context.Context, late func(), c *call, args ...
 		// the reply instead would cost a goroutine on every attempt.
 		v, err = c.run(tctx, s.client, args)
 		var answered redis.Error // Redis ran the script, and said no
-		if err != nil && late != nil && !errors.As(err, &answered) {
-			time.AfterFunc(s.roundTrip, late)
+		if err != nil && id != "" && !errors.As(err, &answered) {
+			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
 		}
 	} else {
 		// The client may wait for its ReadTimeout past ours: stop waiting
@@ -440,10 +467,10 @@ func (s *Semaphore) evalThen(ctx context.Context, late func(), c *call, args ...
 			v, err = r.v, r.err
 		case <-tctx.Done():
 			err = tctx.Err()
-			if late != nil {
+			if id != "" {
 				go func() {
 					<-done
-					late()
+					s.takeBack(id)
 				}()
 			}
 		}
