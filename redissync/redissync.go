@@ -110,7 +110,9 @@ func (s *Semaphore) N() int {
 // that reaches Redis later has what it left taken back when its round trip
 // ends): nothing of it is left in Redis, or,
 // if Redis does not answer that either, its place lapses after three Polls
-// and a permit at the end of its Lease.
+// and a permit at the end of its Lease. Once the Name's fencing tokens reach
+// 2^53 (see the package's doc), it gives the permit granted back and returns
+// ErrTokensExhausted.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	s.check()
 	if err := ctxErr(ctx); err != nil {
@@ -195,7 +197,8 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 // TryAcquire takes a permit if one is free and no process's waiter is in
 // line for it; it returns nil and a nil error if not. A done ctx fails at
 // once. It returns an error matching ErrUnavailable when Redis fails to
-// answer within the Timeout.
+// answer within the Timeout, and ErrTokensExhausted once the Name's fencing
+// tokens reach 2^53 (see the package's doc).
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	s.check()
 	if err := ctxErr(ctx); err != nil {
