@@ -218,9 +218,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 }
 
 // granted returns the Permit of a grant to id, whose lease is proven until
-// until; or, for a token past those the scripts count exactly, gives the
-// permit back and fails.
+// until; or gives the permit back and fails: when ctx ended meanwhile (a
+// client that honours deadlines sees a cancellation only once the round trip
+// is over), or for a token past those the scripts count exactly.
 func (s *Semaphore) granted(ctx context.Context, id string, token int64, until time.Time) (*Permit, error) {
+	if err := ctx.Err(); err != nil {
+		s.abandon(ctx, id)
+		return nil, err
+	}
 	if token > maxToken {
 		s.abandon(ctx, id)
 		return nil, ErrTokensExhausted
