@@ -4,30 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// inFlightClientRT is inFlightClient with a ReadTimeout of rt (so that the
-// take-back of a given-up attempt comes within the test's time).
-func inFlightClientRT(t *testing.T, addr string, rt time.Duration, armed *atomic.Bool, scripts ...*redis.Script) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second,
-		ReadTimeout: rt, WriteTimeout: rt, MaxRetries: -1,
-		ContextTimeoutEnabled: true,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &inFlightConn{Conn: conn, armed: armed, scripts: scripts}, nil
-		}})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 // TestCancelWhileTakeInFlight: a ctx cancelled (not timed out) while the
 // lock's fast take is on its way to Redis. A client with

@@ -187,8 +187,14 @@ func (c *inFlightConn) delays(b []byte) bool {
 // inFlightClient returns a client that honours ctx deadlines and whose
 // connections delay the scripts named while armed.
 func inFlightClient(t *testing.T, addr string, armed *atomic.Bool, scripts ...*redis.Script) *redis.Client {
+	return inFlightClientRT(t, addr, 2*time.Second, armed, scripts...)
+}
+
+// inFlightClientRT is inFlightClient with a ReadTimeout (and WriteTimeout)
+// of rt: the take-back of a given-up attempt comes that long after it.
+func inFlightClientRT(t *testing.T, addr string, rt time.Duration, armed *atomic.Bool, scripts ...*redis.Script) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1,
+		ReadTimeout: rt, WriteTimeout: rt, MaxRetries: -1,
 		ContextTimeoutEnabled: true,
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)

@@ -107,6 +107,37 @@ func (st lockState) liveWaiters() []string {
 // vanishes, tokens grow. FuzzScripts covers two processes that differ in
 // Poll alone; this adds Lease and Timeout, and checks no model's view but
 // the invariants themselves.
+// who is an id of one of the processes of a random run.
+type who struct {
+	s  *Semaphore
+	id string
+}
+
+// randomAttempt runs a random step's attempt: of an id known already (asking
+// again) or of a new one of a random process, waiting in line or not.
+func randomAttempt(t *testing.T, r *rand.Rand, procs []*Semaphore, known *[]who, seed uint64, step int) (who, attemptResult) {
+	t.Helper()
+	var w who
+	again := false
+	if len(*known) > 0 && r.IntN(2) == 0 {
+		w = (*known)[r.IntN(len(*known))]
+		again = true
+	} else {
+		s := procs[r.IntN(len(procs))]
+		w = who{s, s.newID()}
+		*known = append(*known, w)
+	}
+	var entry any = w.s.entryArg
+	if r.IntN(3) == 0 {
+		entry = "0"
+	}
+	res, err := w.s.attempt(context.Background(), w.id, entry, again)
+	if err != nil {
+		t.Fatalf("seed %d step %d: %v", seed, step, err)
+	}
+	return w, res
+}
+
 func TestLockRandomMixedProcesses(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		runMixed(t, seed)
@@ -135,10 +166,6 @@ func runMixed(t *testing.T, seed uint64) {
 	}
 	r := rand.New(rand.NewPCG(seed, 7))
 	ctx := context.Background()
-	type who struct {
-		s  *Semaphore
-		id string
-	}
 	var known []who
 	var lastToken int64
 	for step := 0; step < 150; step++ {
@@ -146,24 +173,7 @@ func runMixed(t *testing.T, seed uint64) {
 		op := r.IntN(10)
 		switch {
 		case op < 4: // an attempt, by a new id or a known one
-			var w who
-			again := false
-			if len(known) > 0 && r.IntN(2) == 0 {
-				w = known[r.IntN(len(known))]
-				again = true
-			} else {
-				s := procs[r.IntN(len(procs))]
-				w = who{s, s.newID()}
-				known = append(known, w)
-			}
-			var entry any = w.s.entryArg
-			if r.IntN(3) == 0 {
-				entry = "0"
-			}
-			res, err := w.s.attempt(ctx, w.id, entry, again)
-			if err != nil {
-				t.Fatalf("seed %d step %d: %v", seed, step, err)
-			}
+			w, res := randomAttempt(t, r, procs, &known, seed, step)
 			if res.granted {
 				if res.token <= lastToken {
 					t.Fatalf("seed %d step %d: token %d after %d", seed, step, res.token, lastToken)
@@ -457,10 +467,6 @@ func runMixedSet(t *testing.T, seed uint64) {
 	}
 	r := rand.New(rand.NewPCG(seed, 9))
 	ctx := context.Background()
-	type who struct {
-		s  *Semaphore
-		id string
-	}
 	var known []who
 	var lastToken int64
 	for step := 0; step < 150; step++ {
@@ -474,24 +480,7 @@ func runMixedSet(t *testing.T, seed uint64) {
 		op := r.IntN(10)
 		switch {
 		case op < 4:
-			var w who
-			again := false
-			if len(known) > 0 && r.IntN(2) == 0 {
-				w = known[r.IntN(len(known))]
-				again = true
-			} else {
-				s := procs[r.IntN(len(procs))]
-				w = who{s, s.newID()}
-				known = append(known, w)
-			}
-			var entry any = w.s.entryArg
-			if r.IntN(3) == 0 {
-				entry = "0"
-			}
-			res, err := w.s.attempt(ctx, w.id, entry, again)
-			if err != nil {
-				t.Fatalf("seed %d step %d: %v", seed, step, err)
-			}
+			w, res := randomAttempt(t, r, procs, &known, seed, step)
 			if res.granted {
 				if res.token <= lastToken {
 					t.Fatalf("seed %d step %d: token %d after %d", seed, step, res.token, lastToken)
