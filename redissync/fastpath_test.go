@@ -19,6 +19,24 @@ func waitQueued(t *testing.T, s *Semaphore, n int64) {
 	}
 }
 
+// waitSubscribed waits until w's waiters are subscribed to their channel,
+// and a little more: the subscription wakes them to ask once more (a message
+// may have gone before), and then they sleep.
+func waitSubscribed(t testing.TB, w *Semaphore) {
+	t.Helper()
+	for {
+		n, err := w.client.PubSubNumSub(context.Background(), w.channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n[w.channel] == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+}
+
 // TestFastPathDoesNotOvertakeTheLine: the way of an uncontended Acquire (no
 // permit held, nobody in line) is not taken while a waiter is in line, even
 // when no permit is held: here the holder's lease ended (as its crash would

@@ -65,18 +65,7 @@ func TestReleaseReplyLostWakesLocalWaiter(t *testing.T) {
 				got <- q
 			}()
 			waitQueued(t, s, 1)
-			// Its subscription made (which wakes it once), it sleeps.
-			for {
-				n, err := c.PubSubNumSub(ctx, s.channel).Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n[s.channel] == 1 {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
-			time.Sleep(50 * time.Millisecond)
+			waitSubscribed(t, s)
 			h.armed.Store(true)
 			if err := p.Release(ctx); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Release with its reply lost: %v; want ErrUnavailable", err)

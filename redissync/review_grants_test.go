@@ -114,17 +114,7 @@ func (r *tokenRig) wait(w *Semaphore, sub bool) <-chan acquired {
 	}()
 	waitQueued(r.t, r.s, 1)
 	if sub {
-		for {
-			n, err := r.s.client.PubSubNumSub(context.Background(), w.channel).Result()
-			if err != nil {
-				r.t.Fatal(err)
-			}
-			if n[w.channel] == 1 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond)
+		waitSubscribed(r.t, w)
 	}
 	return got
 }
@@ -280,13 +270,7 @@ func TestLockTokensFullAcquire(t *testing.T) {
 				}
 				for _, try := range []bool{false, true} {
 					prepare()
-					var p *Permit
-					var err error
-					if try {
-						p, err = s.TryAcquire(ctx)
-					} else {
-						p, err = s.Acquire(ctx)
-					}
+					p, err := acquireOrTry(ctx, s, try)
 					if p != nil || err != ErrTokensExhausted {
 						t.Errorf("past 2^53-1 (TryAcquire %v): %v, %v; want ErrTokensExhausted", try, p, err)
 					}

@@ -107,6 +107,23 @@ func (st lockState) liveWaiters() []string {
 // vanishes, tokens grow. FuzzScripts covers two processes that differ in
 // Poll alone; this adds Lease and Timeout, and checks no model's view but
 // the invariants themselves.
+// acquireOrTry calls s.TryAcquire if try, else s.Acquire.
+func acquireOrTry(ctx context.Context, s *Semaphore, try bool) (*Permit, error) {
+	if try {
+		return s.TryAcquire(ctx)
+	}
+	return s.Acquire(ctx)
+}
+
+// advanceRandom moves mr's clock on from clock by a random time, from a
+// millisecond to ten minutes, and returns the new time.
+func advanceRandom(r *rand.Rand, mr *miniredis.Miniredis, clock time.Time) time.Time {
+	scales := []time.Duration{time.Millisecond, 20 * time.Millisecond, time.Second, 10 * time.Minute}
+	clock = clock.Add(time.Duration(r.Int64N(int64(scales[r.IntN(len(scales))]))).Truncate(time.Millisecond))
+	mr.SetTime(clock)
+	return clock
+}
+
 // who is an id of one of the processes of a random run.
 type who struct {
 	s  *Semaphore
@@ -207,10 +224,7 @@ func runMixed(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 		default:
-			scales := []time.Duration{time.Millisecond, 20 * time.Millisecond, time.Second, 10 * time.Minute}
-			d := time.Duration(r.Int64N(int64(scales[r.IntN(len(scales))]))).Truncate(time.Millisecond)
-			clock = clock.Add(d)
-			mr.SetTime(clock)
+			clock = advanceRandom(r, mr, clock)
 		}
 		after := readLock(t, procs[0])
 		if op < 4 || op >= 6 {
@@ -285,19 +299,7 @@ func TestTokensTo2To53(t *testing.T) {
 					got <- p
 				}()
 				waitQueued(t, s, 1)
-				// Its subscription made (which wakes it to ask once more:
-				// a message may have gone before), it sleeps.
-				for {
-					n, err := s.client.PubSubNumSub(ctx, other.channel).Result()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if n[other.channel] == 1 {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
-				time.Sleep(50 * time.Millisecond)
+				waitSubscribed(t, other)
 				if err := held[0].Release(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -330,13 +332,7 @@ func TestTokensTo2To53(t *testing.T) {
 					}
 				}
 				for _, try := range []bool{false, true} {
-					var p *Permit
-					var err error
-					if try {
-						p, err = s.TryAcquire(ctx)
-					} else {
-						p, err = s.Acquire(ctx)
-					}
+					p, err := acquireOrTry(ctx, s, try)
 					if p != nil || err != ErrTokensExhausted {
 						t.Errorf("past 2^53 (TryAcquire %v): %v, %v; want ErrTokensExhausted", try, p, err)
 					}
@@ -520,10 +516,7 @@ func runMixedSet(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 		default:
-			scales := []time.Duration{time.Millisecond, 20 * time.Millisecond, time.Second, 10 * time.Minute}
-			d := time.Duration(r.Int64N(int64(scales[r.IntN(len(scales))]))).Truncate(time.Millisecond)
-			clock = clock.Add(d)
-			mr.SetTime(clock)
+			clock = advanceRandom(r, mr, clock)
 		}
 		after := readSet(t, procs[0])
 		live = 0
