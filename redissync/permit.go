@@ -212,7 +212,9 @@ func (p *Permit) tick() {
 				p.until = s.validUntil(now, s.lease)
 				p.next = now.Add(every)
 			default:
-				p.next = time.Now().Add(retry)
+				// Sooner when the lease would end first: a short
+				// lease leaves less than the floor of retry.
+				p.next = time.Now().Add(min(retry, time.Until(p.until)/2))
 			}
 		}
 	}

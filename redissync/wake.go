@@ -29,7 +29,11 @@ func (s *Semaphore) subscribe() {
 	go s.listen(ctx, ps)
 	s.stopSub = func() {
 		cancel()
-		_ = ps.Close()
+		// In the background: Close waits for a subscription being made
+		// (its lock held through the handshake), which a stalled Redis
+		// draws out to the client's ReadTimeout; the waiter leaving
+		// must not wait for it.
+		go func() { _ = ps.Close() }()
 	}
 }
 

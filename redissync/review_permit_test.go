@@ -1,0 +1,674 @@
+package redissync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// These tests try a Permit's renewals and Release, and the waiters'
+// subscription, at their edges: short leases, a renewal that times out,
+// Redis stopped or its pub/sub connection killed, Release racing a renewal.
+
+// slowRenewals is a client hook that, while armed > 0, holds a renewal's
+// call until its ctx ends (as a reply that comes too late would), armed
+// times, and notes when the last one held gave up (ns). Every other call goes
+// through.
+type slowRenewals struct{ armed, ended atomic.Int64 }
+
+func (h *slowRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *slowRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *slowRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) > 1 {
+			src, _ := args[1].(string)
+			if (src == lockRenew.Hash() || src == setRenew.Hash()) && h.armed.Add(-1) >= 0 {
+				<-ctx.Done()
+				h.ended.Store(time.Now().UnixNano())
+				cmd.SetErr(ctx.Err())
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestOneSlowRenewalOfAShortLease: Config.Timeout's doc promises that a
+// renewal that times out "leaves time for another". With a short Lease (15
+// to 19 ms: the Timeout its default, a quarter, or its most, just below a
+// third) one renewal whose reply does not come within the Timeout, on a
+// Redis that answers every other call at once, loses the permit: tick
+// schedules the retry max(every/4, 5ms) later, and that 5 ms floor puts it
+// past p.until, the end of the provable lease, so no retry is ever sent.
+// The test reads p.next and p.until once the slow renewal has failed (no
+// dependence on timer jitter), and logs the loss that follows.
+func TestOneSlowRenewalOfAShortLease(t *testing.T) {
+	b := ownRedis(t)
+	for _, ctxTimeouts := range []bool{false, true} {
+		for _, n := range []int{1, 2} {
+			for _, tc := range []struct{ lease, timeout time.Duration }{
+				{15 * time.Millisecond, 0},
+				{18 * time.Millisecond, 5900 * time.Microsecond},
+				{19 * time.Millisecond, 6 * time.Millisecond},
+			} {
+				t.Run(fmt.Sprintf("ctxTimeouts=%v/N=%d/lease=%v/timeout=%v", ctxTimeouts, n, tc.lease, tc.timeout), func(t *testing.T) {
+					c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second,
+						ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
+						ContextTimeoutEnabled: ctxTimeouts})
+					t.Cleanup(func() { _ = c.Close() })
+					h := &slowRenewals{}
+					c.AddHook(h)
+					ctx := context.Background()
+					cfg := Config{Client: c, Name: fmt.Sprintf("slowrenew%v%d%d", ctxTimeouts, n, tc.lease), N: n, Lease: time.Minute}
+					// Warm up, with a long Lease: a connection made, the
+					// scripts loaded.
+					warm := mustNew(t, cfg)
+					p, err := warm.Acquire(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := p.renew(ctx); err != nil {
+						t.Fatal(err)
+					}
+					if err := p.Release(ctx); err != nil {
+						t.Fatal(err)
+					}
+					cfg.Lease, cfg.Timeout = tc.lease, tc.timeout
+					s := mustNew(t, cfg)
+					p, err = s.Acquire(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer p.Release(ctx)
+					p.mu.Lock()
+					next0 := p.next
+					p.mu.Unlock()
+					h.armed.Store(1) // the first renewal times out
+					var next, until time.Time
+					var lost bool
+					for {
+						p.mu.Lock()
+						next, until, lost = p.next, p.until, p.stopped
+						p.mu.Unlock()
+						if lost || next != next0 {
+							break
+						}
+						time.Sleep(100 * time.Microsecond)
+					}
+					if lost {
+						t.Fatalf("lost before the first renewal (timer late by %v?)", time.Since(until))
+					}
+					if ended := time.Unix(0, h.ended.Load()); !ended.Before(until.Add(-time.Millisecond)) {
+						// A timer late on a loaded machine: the renewal
+						// gave up with no time left for another.
+						t.Logf("the slow renewal gave up %v before the lease's end: no time for another", until.Sub(ended))
+						return
+					}
+					if !next.Before(until) {
+						t.Errorf("a renewal timed out (Timeout %v, Lease %v), and the retry is set for %v after the lease can no longer be proven: none is sent",
+							s.timeout, s.lease, next.Sub(until))
+					}
+					// What follows (the loss itself) hangs on timer jitter, so
+					// it is only logged.
+					select {
+					case <-p.Lost():
+						p.mu.Lock()
+						t.Logf("lost %v after the provable lease's end, one renewal having timed out on a healthy Redis", p.lostAt.Sub(until))
+						p.mu.Unlock()
+					case <-time.After(5 * tc.lease):
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestShortLeaseHealthy: at the bounds (a 10 ms Lease; a Timeout just
+// below a third of a 30 ms one) a healthy Redis keeps the permit for many
+// leases. Covers the smallest Lease held over time (TestRenewalKeepsTheLease
+// uses 60 ms), and a Timeout at its bound.
+func TestShortLeaseHealthy(t *testing.T) {
+	b := ownRedis(t)
+	for _, tc := range []struct {
+		lease, timeout time.Duration
+	}{{10 * time.Millisecond, 0}, {30 * time.Millisecond, 10*time.Millisecond - time.Nanosecond}} {
+		for _, n := range []int{1, 2} {
+			t.Run(fmt.Sprintf("N=%d/lease=%v/timeout=%v", n, tc.lease, tc.timeout), func(t *testing.T) {
+				ctx := context.Background()
+				cfg := Config{Client: b.client(t), Name: fmt.Sprintf("short%d%d", n, tc.lease), N: n, Lease: time.Minute}
+				// Warm up, with a long Lease: a connection made, the scripts
+				// loaded (a first call does both within the Timeout).
+				warm := mustNew(t, cfg)
+				p, err := warm.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.renew(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				cfg.Lease, cfg.Timeout = tc.lease, tc.timeout
+				s := mustNew(t, cfg)
+				// Two tries of 300 ms: one loss can be a scheduler's hiccup
+				// (a 10 ms lease under -race on two cores), two are not.
+				var losses []string
+				for range 2 {
+					p, err = s.Acquire(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					select {
+					case <-p.Lost():
+						p.mu.Lock()
+						losses = append(losses, fmt.Sprintf("lost %v after the provable end", p.lostAt.Sub(p.until)))
+						p.mu.Unlock()
+						_, _ = s.release(ctx, p.id)
+						time.Sleep(tc.lease)
+					case <-time.After(300 * time.Millisecond):
+						if err := p.Release(ctx); errors.Is(err, ErrUnavailable) {
+							_, _ = s.release(ctx, p.id) // a busy machine missed the Timeout
+						} else if err != nil {
+							t.Error(err)
+						}
+					}
+				}
+				if len(losses) == 2 {
+					t.Errorf("a permit lost on a healthy Redis, twice: %v", losses)
+				} else if len(losses) == 1 {
+					t.Logf("one try: %s", losses[0])
+				}
+			})
+		}
+	}
+}
+
+// TestPubSubKilledWaitersServed: the subscription's connection is killed
+// (CLIENT KILL TYPE pubsub) while waiters of another process wait; the holder
+// then releases, again and again. Every waiter must be served, by the
+// resubscription's wake-up (well before the Poll, an hour here), nothing may
+// hang, nor the subscription outlive the waiters.
+func TestPubSubKilledWaitersServed(t *testing.T) {
+	b := ownRedis(t)
+	ctx := context.Background()
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
+			cfg := Config{Client: b.client(t), Name: fmt.Sprintf("kill%d", n), N: n, Lease: time.Minute, Poll: time.Hour}
+			h := mustNew(t, cfg)
+			cfg.Client = b.client(t)
+			w := mustNew(t, cfg)
+			admin := b.client(t)
+			const waiters = 3
+			var held []*Permit
+			for range n {
+				p, err := h.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, p)
+			}
+			got := make(chan *Permit, waiters)
+			for range waiters {
+				go func() {
+					actx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+					defer cancel()
+					q, err := w.Acquire(actx)
+					if err != nil {
+						t.Error(err)
+					}
+					got <- q
+				}()
+			}
+			waitQueued(t, h, waiters)
+			waitSubscribed(t, w)
+			for i := range waiters {
+				if err := admin.Do(ctx, "client", "kill", "type", "pubsub").Err(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(20 * time.Millisecond)
+				if err := held[0].Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				held = held[1:]
+				start := time.Now()
+				q := <-got
+				if q == nil {
+					t.Fatalf("waiter %d: no permit", i)
+				}
+				if d := time.Since(start); d > 300*time.Millisecond {
+					t.Errorf("waiter %d served %v after the release (the subscription killed before it)", i, d)
+				}
+				held = append(held, q)
+			}
+			for _, p := range held {
+				if err := p.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+			if held, queued := counts(t, h); held != 0 || queued != 0 {
+				t.Errorf("after the run: %d held, %d queued", held, queued)
+			}
+			w.mu.Lock()
+			sub, left := w.stopSub != nil, len(w.waiters)
+			w.mu.Unlock()
+			if sub || left != 0 {
+				t.Errorf("after the run: subscription %v, %d waiters", sub, left)
+			}
+		})
+	}
+}
+
+// TestSubscriptionChurn: waiters of one Semaphore come and go (their ctx
+// ends at random) while a holder of another process takes and releases,
+// handing permits by message, and the subscription is killed now and then.
+// Nothing may be left in Redis, no holders overlap beyond N, and the
+// subscription ends with the last waiter.
+func TestSubscriptionChurn(t *testing.T) {
+	b := ownRedis(t)
+	ctx := context.Background()
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
+			cfg := Config{Client: b.client(t), Name: fmt.Sprintf("churn%d", n), N: n, Lease: time.Second, Poll: 50 * time.Millisecond}
+			h := mustNew(t, cfg)
+			cfg.Client = b.client(t)
+			w := mustNew(t, cfg)
+			admin := b.client(t)
+			var inside atomic.Int32
+			var over atomic.Int32
+			use := func(p *Permit) {
+				if inside.Add(1) > int32(n) {
+					over.Add(1)
+				}
+				time.Sleep(time.Duration(rand.N(500)) * time.Microsecond)
+				inside.Add(-1)
+				if err := p.Release(ctx); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			}
+			stop := time.Now().Add(time.Second)
+			var wg sync.WaitGroup
+			var served atomic.Int32
+			for i := range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := w
+					if i == 0 {
+						s = h
+					}
+					for time.Now().Before(stop) {
+						actx, cancel := context.WithTimeout(ctx, time.Duration(1+rand.N(20))*time.Millisecond)
+						p, err := s.Acquire(actx)
+						cancel()
+						if err != nil {
+							if !errors.Is(err, context.DeadlineExceeded) {
+								t.Errorf("Acquire: %v", err)
+							}
+							continue
+						}
+						served.Add(1)
+						use(p)
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					time.Sleep(time.Duration(50+rand.N(100)) * time.Millisecond)
+					_ = admin.Do(ctx, "client", "kill", "type", "pubsub").Err()
+				}
+			}()
+			wg.Wait()
+			if over.Load() > 0 {
+				t.Errorf("more than %d holders at once, %d times", n, over.Load())
+			}
+			t.Logf("%d permits served", served.Load())
+			deadline := time.Now().Add(time.Second)
+			for {
+				held, queued := counts(t, h)
+				if held == 0 && queued == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after the run: %d held, %d queued", held, queued)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			for _, s := range []*Semaphore{h, w} {
+				s.mu.Lock()
+				sub, left := s.stopSub != nil, len(s.waiters)
+				s.mu.Unlock()
+				if sub || left != 0 {
+					t.Errorf("after the run: subscription %v, %d waiters", sub, left)
+				}
+			}
+		})
+	}
+}
+
+// TestPausedServerNoOverlap: Redis is stopped (SIGSTOP) for longer than a
+// lease while one process holds the permits and another keeps asking; once
+// Redis is back, the other is granted them. By then every holder of the first
+// must have seen Lost (it cannot prove its lease), its Release must say
+// ErrLost, and the other's tokens must be higher. Covers the order of Lost
+// and the other's grant across a pause (TestRedisStopped checks Lost within
+// 10 s, and the grant after the resume, not their order).
+func TestPausedServerNoOverlap(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		for _, n := range []int{1, 2} {
+			t.Run(fmt.Sprintf("ctxTimeouts=%v/N=%d", ctxTimeouts, n), func(t *testing.T) {
+				b := ownRedis(t)
+				newClient := func() *redis.Client {
+					c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second,
+						ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1,
+						ContextTimeoutEnabled: ctxTimeouts})
+					t.Cleanup(func() { _ = c.Close() })
+					return c
+				}
+				cfg := Config{Client: newClient(), Name: "pause", N: n, Lease: 150 * time.Millisecond,
+					Timeout: 30 * time.Millisecond, Poll: 20 * time.Millisecond}
+				a := mustNew(t, cfg)
+				cfg.Client = newClient()
+				other := mustNew(t, cfg)
+				ctx := context.Background()
+				var mine []*Permit
+				for range n {
+					p, err := a.Acquire(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					mine = append(mine, p)
+				}
+				type res struct {
+					p    *Permit
+					sent time.Time
+				}
+				got := make(chan res, n)
+				for range n {
+					go func() {
+						deadline := time.Now().Add(2 * time.Second)
+						for time.Now().Before(deadline) {
+							sent := time.Now()
+							actx, cancel := context.WithDeadline(ctx, deadline)
+							q, err := other.Acquire(actx)
+							cancel()
+							if err == nil {
+								got <- res{q, sent}
+								return
+							}
+							time.Sleep(time.Millisecond)
+						}
+						got <- res{}
+					}()
+				}
+				waitQueued(t, a, int64(n))
+				b.proc.pause()
+				time.Sleep(300 * time.Millisecond) // twice the lease
+				b.proc.resume()
+				for range n {
+					r := <-got
+					if r.p == nil {
+						t.Fatal("the other process got no permit within 2 s")
+					}
+					for i, p := range mine {
+						select {
+						case <-p.Lost():
+							p.mu.Lock()
+							lostAt := p.lostAt
+							p.mu.Unlock()
+							if !lostAt.Before(r.sent) {
+								t.Errorf("holder %d saw Lost %v after the other's granted Acquire began", i, lostAt.Sub(r.sent))
+							}
+						default:
+							t.Errorf("holder %d has not seen Lost, and the other holds (token %d)", i, r.p.Token())
+						}
+						if r.p.Token() <= p.Token() {
+							t.Errorf("token %d after %d", r.p.Token(), p.Token())
+						}
+					}
+					defer r.p.Release(ctx)
+				}
+				for i, p := range mine {
+					if err := p.Release(ctx); !errors.Is(err, ErrLost) {
+						t.Errorf("holder %d: Release after the pause: %v, want ErrLost", i, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestReleaseErrorsRedisStopped: with Redis stopped, Release returns
+// exactly what its doc says: ctx.Err() when ctx was cancelled (not only at
+// a deadline) during the round trip, context.DeadlineExceeded when ctx's
+// deadline comes before the Timeout, and an error matching ErrUnavailable
+// when the Timeout comes first; within the Timeout in every case; and never
+// closes Lost. Covers the cancellation (TestRedisStopped covers the Timeout,
+// TestCtxDeadlineBeforeTimeoutGivesCtxErr the deadline on a slow network).
+func TestReleaseErrorsRedisStopped(t *testing.T) {
+	b := ownRedis(t)
+	for _, ctxTimeouts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ctxTimeouts=%v", ctxTimeouts), func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second,
+				ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
+				ContextTimeoutEnabled: ctxTimeouts})
+			t.Cleanup(func() { _ = c.Close() })
+			const timeout = 100 * time.Millisecond
+			s := mustNew(t, Config{Client: c, Name: fmt.Sprintf("relerr%v", ctxTimeouts), N: 2, Lease: time.Minute, Timeout: timeout})
+			ctx := context.Background()
+			var ps []*Permit
+			for range 2 {
+				p, err := s.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, p)
+			}
+			// The release script loaded (Redis stopped cannot load it).
+			if held, err := s.release(ctx, "nobody"); held || err != nil {
+				t.Fatal(held, err)
+			}
+			b.proc.pause()
+			defer b.proc.resume()
+
+			cctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(10*time.Millisecond, cancel)
+			start := time.Now()
+			err := ps[0].Release(cctx)
+			if !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+				t.Errorf("Release, its ctx cancelled: %v; want context.Canceled", err)
+			}
+			if d := time.Since(start); d > timeout+50*time.Millisecond {
+				t.Errorf("Release, its ctx cancelled, took %v", d)
+			}
+			dctx, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+			defer cancel2()
+			if err := ps[1].Release(dctx); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+				t.Errorf("Release past its ctx's deadline: %v; want context.DeadlineExceeded", err)
+			}
+			for i, p := range ps {
+				select {
+				case <-p.Lost():
+					t.Errorf("permit %d: Lost closed after Release", i)
+				default:
+				}
+			}
+		})
+	}
+}
+
+// jitterRenewals is a client hook that holds each renewal a random time
+// (up to max), or until its ctx ends; then lets it run.
+type jitterRenewals struct{ max time.Duration }
+
+func (h *jitterRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *jitterRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *jitterRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) > 1 {
+			if src, _ := args[1].(string); src == lockRenew.Hash() || src == setRenew.Hash() {
+				select {
+				case <-ctx.Done():
+					cmd.SetErr(ctx.Err())
+					return ctx.Err()
+				case <-time.After(time.Duration(rand.N(int64(h.max)))):
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestReleaseRacesRenewal: Release comes at random moments of a renewal
+// under way (slow, but within the Timeout), with Context asked for
+// concurrently: Release succeeds, Lost never closes, the Context ends with
+// context.Canceled, and nothing is left in Redis.
+func TestReleaseRacesRenewal(t *testing.T) {
+	b := ownRedis(t)
+	for _, ctxTimeouts := range []bool{false, true} {
+		for _, n := range []int{1, 2} {
+			t.Run(fmt.Sprintf("ctxTimeouts=%v/N=%d", ctxTimeouts, n), func(t *testing.T) {
+				c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second,
+					ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
+					ContextTimeoutEnabled: ctxTimeouts})
+				t.Cleanup(func() { _ = c.Close() })
+				c.AddHook(&jitterRenewals{max: 12 * time.Millisecond})
+				ctx := context.Background()
+				s := mustNew(t, Config{Client: c, Name: fmt.Sprintf("racerenew%v%d", ctxTimeouts, n), N: n, Lease: 75 * time.Millisecond, Timeout: 24 * time.Millisecond})
+				for i := range 15 {
+					p, err := s.Acquire(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(25*time.Millisecond + time.Duration(rand.N(int64(12*time.Millisecond)))) // the renewal at 25 ms
+					var wg sync.WaitGroup
+					for range 4 {
+						wg.Add(1)
+						go func() { defer wg.Done(); _ = p.Context() }()
+					}
+					err = p.Release(ctx)
+					wg.Wait()
+					if errors.Is(err, ErrUnavailable) {
+						// A busy machine missed the Timeout: what the doc
+						// allows. Give the permit back for the next round.
+						t.Logf("round %d: Release: %v", i, err)
+						_, _ = s.release(ctx, p.id)
+					} else if err != nil {
+						t.Fatalf("round %d: Release: %v", i, err)
+					}
+					time.Sleep(time.Millisecond)
+					select {
+					case <-p.Lost():
+						t.Fatalf("round %d: Lost closed after a successful Release", i)
+					default:
+					}
+					if c := context.Cause(p.Context()); c != context.Canceled {
+						t.Fatalf("round %d: cause %v", i, c)
+					}
+				}
+				time.Sleep(10 * time.Millisecond) // renewals given up land
+				if held, queued := counts(t, s); held != 0 || queued != 0 {
+					t.Errorf("after the run: %d held, %d queued", held, queued)
+				}
+			})
+		}
+	}
+}
+
+// TestLeaveBlockedBySubscriptionConnecting: the subscription connects
+// (here its first dial, held until Redis is stopped; as well a reconnection
+// after a dropped connection) to a Redis that then stalls (SIGSTOP: the
+// kernel still accepts the connection, the HELLO is not answered). The
+// waiter's ctx ends meanwhile: Acquire should return ctx.Err() within about
+// a Timeout (its give-back is bounded by it). But its deferred leave ends the
+// subscription with ps.Close(), which waits for go-redis's PubSub lock, held
+// by the Subscribe in listen for the whole handshake: until the client's
+// ReadTimeout (1.5 s here; 3 s by go-redis's default), whatever the ctx and
+// Timeout. The package doc promises a Redis that fails to answer gives an
+// error, "never a hang".
+func TestLeaveBlockedBySubscriptionConnecting(t *testing.T) {
+	b := ownRedis(t)
+	ctx := context.Background()
+	var dials atomic.Int32
+	entered, gate := make(chan struct{}), make(chan struct{})
+	c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second,
+		ReadTimeout: 1500 * time.Millisecond, WriteTimeout: time.Second, MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if dials.Add(1) == 2 { // the pool's first connection, then the subscription's
+				close(entered)
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { _ = c.Close() })
+	cfg := Config{Client: b.client(t), Name: "leaveblocked", N: 1, Lease: time.Minute,
+		Timeout: 30 * time.Millisecond, Poll: time.Second}
+	h := mustNew(t, cfg)
+	p, err := h.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Client = c
+	w := mustNew(t, cfg)
+	const wait = 300 * time.Millisecond
+	type res struct {
+		err error
+		at  time.Time
+	}
+	got := make(chan res, 1)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	deadline, _ := wctx.Deadline()
+	go func() {
+		q, err := w.Acquire(wctx)
+		if q != nil {
+			t.Error("a permit")
+		}
+		got <- res{err, time.Now()}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(time.Second):
+		t.Fatal("the subscription did not dial")
+	}
+	b.proc.pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			b.proc.resume()
+		}
+	}()
+	close(gate)
+	r := <-got
+	b.proc.resume()
+	resumed = true
+	if !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Errorf("Acquire: %v, want context.DeadlineExceeded", r.err)
+	}
+	if late := r.at.Sub(deadline); late > cfg.Timeout+200*time.Millisecond {
+		t.Errorf("Acquire returned %v after its ctx ended (Timeout %v): its leave waited for the subscription's handshake with a stalled Redis", late, cfg.Timeout)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Error(err)
+	}
+}
