@@ -257,16 +257,25 @@ func TestPubSubKilledWaitersServed(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			if held, queued := counts(t, h); held != 0 || queued != 0 {
-				t.Errorf("after the run: %d held, %d queued", held, queued)
-			}
-			w.mu.Lock()
-			sub, left := w.stopSub != nil, len(w.waiters)
-			w.mu.Unlock()
-			if sub || left != 0 {
-				t.Errorf("after the run: subscription %v, %d waiters", sub, left)
-			}
+			leftNothing(t, h, w)
 		})
+	}
+}
+
+// leftNothing fails the test if the Name of s[0] has a permit held or a
+// waiter in line, or any of s a subscription or a waiter.
+func leftNothing(t *testing.T, s ...*Semaphore) {
+	t.Helper()
+	if held, queued := counts(t, s[0]); held != 0 || queued != 0 {
+		t.Errorf("after the run: %d held, %d queued", held, queued)
+	}
+	for _, s := range s {
+		s.mu.Lock()
+		sub, left := s.stopSub != nil, len(s.waiters)
+		s.mu.Unlock()
+		if sub || left != 0 {
+			t.Errorf("after the run: subscription %v, %d waiters", sub, left)
+		}
 	}
 }
 
@@ -347,14 +356,7 @@ func TestSubscriptionChurn(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			for _, s := range []*Semaphore{h, w} {
-				s.mu.Lock()
-				sub, left := s.stopSub != nil, len(s.waiters)
-				s.mu.Unlock()
-				if sub || left != 0 {
-					t.Errorf("after the run: subscription %v, %d waiters", sub, left)
-				}
-			}
+			leftNothing(t, h, w)
 		})
 	}
 }
