@@ -18,29 +18,88 @@ import (
 // subscription, at their edges: short leases, a renewal that times out,
 // Redis stopped or its pub/sub connection killed, Release racing a renewal.
 
-// slowRenewals is a client hook that, while armed > 0, holds a renewal's
-// call until its ctx ends (as a reply that comes too late would), armed
-// times, and notes when the last one held gave up (ns). Every other call goes
+// renewalHook is a client hook that passes each renewal's call to hold
+// before running it: hold returns an error to fail the call with (as a reply
+// that came too late would), or nil to let it run. Every other call goes
 // through.
-type slowRenewals struct{ armed, ended atomic.Int64 }
+type renewalHook func(ctx context.Context) error
 
-func (h *slowRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *slowRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h renewalHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h renewalHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
-func (h *slowRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h renewalHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if len(args) > 1 {
-			src, _ := args[1].(string)
-			if (src == lockRenew.Hash() || src == setRenew.Hash()) && h.armed.Add(-1) >= 0 {
-				<-ctx.Done()
-				h.ended.Store(time.Now().UnixNano())
-				cmd.SetErr(ctx.Err())
-				return ctx.Err()
+		if args := cmd.Args(); len(args) > 1 {
+			if src, _ := args[1].(string); src == lockRenew.Hash() || src == setRenew.Hash() {
+				if err := h(ctx); err != nil {
+					cmd.SetErr(err)
+					return err
+				}
 			}
 		}
 		return next(ctx, cmd)
+	}
+}
+
+// slowRenewals holds a renewal's call until its ctx ends, armed times, and
+// notes when the last one held gave up (ns).
+type slowRenewals struct{ armed, ended atomic.Int64 }
+
+func (h *slowRenewals) hook() renewalHook {
+	return func(ctx context.Context) error {
+		if h.armed.Add(-1) < 0 {
+			return nil
+		}
+		<-ctx.Done()
+		h.ended.Store(time.Now().UnixNano())
+		return ctx.Err()
+	}
+}
+
+// jitterRenewals holds each renewal a random time, up to max, or until its
+// ctx ends.
+func jitterRenewals(max time.Duration) renewalHook {
+	return func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(rand.N(int64(max)))):
+			return nil
+		}
+	}
+}
+
+// acquireTimely is s.Acquire, asked again while it fails with
+// ErrUnavailable: a short Lease has a Timeout of a few milliseconds, which a
+// loaded machine (the race detector on two cores) misses now and then. The
+// tests that use it are about what comes after.
+func acquireTimely(t *testing.T, s *Semaphore) (*Permit, error) {
+	t.Helper()
+	for i := 0; ; i++ {
+		p, err := s.Acquire(context.Background())
+		if !errors.Is(err, ErrUnavailable) || i == 50 {
+			return p, err
+		}
+	}
+}
+
+// warmUp takes and renews a permit of cfg with a long Lease, and gives it
+// back: a connection is made and the scripts are loaded before a test times
+// anything against a short Lease.
+func warmUp(t *testing.T, cfg Config) {
+	t.Helper()
+	ctx := context.Background()
+	cfg.Lease, cfg.Timeout = time.Minute, 0
+	p, err := mustNew(t, cfg).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -68,25 +127,13 @@ func TestOneSlowRenewalOfAShortLease(t *testing.T) {
 						ContextTimeoutEnabled: ctxTimeouts})
 					t.Cleanup(func() { _ = c.Close() })
 					h := &slowRenewals{}
-					c.AddHook(h)
+					c.AddHook(h.hook())
 					ctx := context.Background()
-					cfg := Config{Client: c, Name: fmt.Sprintf("slowrenew%v%d%d", ctxTimeouts, n, tc.lease), N: n, Lease: time.Minute}
-					// Warm up, with a long Lease: a connection made, the
-					// scripts loaded.
-					warm := mustNew(t, cfg)
-					p, err := warm.Acquire(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := p.renew(ctx); err != nil {
-						t.Fatal(err)
-					}
-					if err := p.Release(ctx); err != nil {
-						t.Fatal(err)
-					}
-					cfg.Lease, cfg.Timeout = tc.lease, tc.timeout
+					cfg := Config{Client: c, Name: fmt.Sprintf("slowrenew%v%d%d", ctxTimeouts, n, tc.lease), N: n,
+						Lease: tc.lease, Timeout: tc.timeout}
+					warmUp(t, cfg)
 					s := mustNew(t, cfg)
-					p, err = s.Acquire(ctx)
+					p, err := acquireTimely(t, s)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -146,27 +193,18 @@ func TestShortLeaseHealthy(t *testing.T) {
 		for _, n := range []int{1, 2} {
 			t.Run(fmt.Sprintf("N=%d/lease=%v/timeout=%v", n, tc.lease, tc.timeout), func(t *testing.T) {
 				ctx := context.Background()
-				cfg := Config{Client: b.client(t), Name: fmt.Sprintf("short%d%d", n, tc.lease), N: n, Lease: time.Minute}
-				// Warm up, with a long Lease: a connection made, the scripts
-				// loaded (a first call does both within the Timeout).
-				warm := mustNew(t, cfg)
-				p, err := warm.Acquire(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := p.renew(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Release(ctx); err != nil {
-					t.Fatal(err)
-				}
-				cfg.Lease, cfg.Timeout = tc.lease, tc.timeout
+				cfg := Config{Client: b.client(t), Name: fmt.Sprintf("short%d%d", n, tc.lease), N: n,
+					Lease: tc.lease, Timeout: tc.timeout}
+				warmUp(t, cfg)
 				s := mustNew(t, cfg)
-				// Two tries of 300 ms: one loss can be a scheduler's hiccup
-				// (a 10 ms lease under -race on two cores), two are not.
+				// Up to five tries of 300 ms, until one keeps its permit: a
+				// loss can be a scheduler's hiccup (a 10 ms lease under
+				// -race on two cores, with other tests running), five are
+				// not.
+				const tries = 5
 				var losses []string
-				for range 2 {
-					p, err = s.Acquire(ctx)
+				for len(losses) < tries {
+					p, err := acquireTimely(t, s)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -177,6 +215,7 @@ func TestShortLeaseHealthy(t *testing.T) {
 						p.mu.Unlock()
 						_, _ = s.release(ctx, p.id)
 						time.Sleep(tc.lease)
+						continue
 					case <-time.After(300 * time.Millisecond):
 						if err := p.Release(ctx); errors.Is(err, ErrUnavailable) {
 							_, _ = s.release(ctx, p.id) // a busy machine missed the Timeout
@@ -184,11 +223,12 @@ func TestShortLeaseHealthy(t *testing.T) {
 							t.Error(err)
 						}
 					}
+					break // kept for 300 ms
 				}
-				if len(losses) == 2 {
-					t.Errorf("a permit lost on a healthy Redis, twice: %v", losses)
-				} else if len(losses) == 1 {
-					t.Logf("one try: %s", losses[0])
+				if len(losses) == tries {
+					t.Errorf("a permit lost on a healthy Redis, %d times: %v", tries, losses)
+				} else if len(losses) > 0 {
+					t.Logf("tries lost: %v", losses)
 				}
 			})
 		}
@@ -512,31 +552,6 @@ func TestReleaseErrorsRedisStopped(t *testing.T) {
 	}
 }
 
-// jitterRenewals is a client hook that holds each renewal a random time
-// (up to max), or until its ctx ends; then lets it run.
-type jitterRenewals struct{ max time.Duration }
-
-func (h *jitterRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *jitterRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h *jitterRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if len(args) > 1 {
-			if src, _ := args[1].(string); src == lockRenew.Hash() || src == setRenew.Hash() {
-				select {
-				case <-ctx.Done():
-					cmd.SetErr(ctx.Err())
-					return ctx.Err()
-				case <-time.After(time.Duration(rand.N(int64(h.max)))):
-				}
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
 // TestReleaseRacesRenewal: Release comes at random moments of a renewal
 // under way (slow, but within the Timeout), with Context asked for
 // concurrently: Release succeeds, Lost never closes, the Context ends with
@@ -550,11 +565,11 @@ func TestReleaseRacesRenewal(t *testing.T) {
 					ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
 					ContextTimeoutEnabled: ctxTimeouts})
 				t.Cleanup(func() { _ = c.Close() })
-				c.AddHook(&jitterRenewals{max: 12 * time.Millisecond})
+				c.AddHook(jitterRenewals(12 * time.Millisecond))
 				ctx := context.Background()
 				s := mustNew(t, Config{Client: c, Name: fmt.Sprintf("racerenew%v%d", ctxTimeouts, n), N: n, Lease: 75 * time.Millisecond, Timeout: 24 * time.Millisecond})
 				for i := range 15 {
-					p, err := s.Acquire(ctx)
+					p, err := acquireTimely(t, s)
 					if err != nil {
 						t.Fatal(err)
 					}
