@@ -210,14 +210,7 @@ func staleWithWaiter(t *testing.T, name string) *Semaphore {
 	crashed.noRenew.Store(true)
 	cfg.Client = b.client(t)
 	s := mustNew(t, cfg)
-	var held []*Permit
-	for range 2 {
-		p, err := crashed.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, p)
-	}
+	held := acquireN(t, crashed, 2)
 	// The waiter joins the line (its first attempt), then sleeps on its poll.
 	r, err := s.attempt(ctx, "waiter-elsewhere", s.entryArg, false)
 	if err != nil || r.granted {

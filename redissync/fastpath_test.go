@@ -19,6 +19,20 @@ func waitQueued(t *testing.T, s *Semaphore, n int64) {
 	}
 }
 
+// acquireN takes n permits of s, failing the test if it cannot.
+func acquireN(t testing.TB, s *Semaphore, n int) []*Permit {
+	t.Helper()
+	held := make([]*Permit, 0, n)
+	for range n {
+		p, err := s.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p)
+	}
+	return held
+}
+
 // waitSubscribed waits until w's waiters are subscribed to their channel,
 // and a little more: the subscription wakes them to ask once more (a message
 // may have gone before), and then they sleep.

@@ -124,6 +124,18 @@ func advanceRandom(r *rand.Rand, mr *miniredis.Miniredis, clock time.Time) time.
 	return clock
 }
 
+// randomRenew runs the renew script for one of the ids known, if any.
+func randomRenew(t *testing.T, r *rand.Rand, known []who) {
+	t.Helper()
+	if len(known) == 0 {
+		return
+	}
+	w := known[r.IntN(len(known))]
+	if _, err := w.s.eval(context.Background(), w.s.renewCall, w.id, w.s.leaseArg, w.s.keyTTLArg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // who is an id of one of the processes of a random run.
 type who struct {
 	s  *Semaphore
@@ -216,13 +228,7 @@ func runMixed(t *testing.T, seed uint64) {
 				t.Fatalf("seed %d step %d: %v", seed, step, err)
 			}
 		case op < 7:
-			if len(known) == 0 {
-				continue
-			}
-			w := known[r.IntN(len(known))]
-			if _, err := w.s.eval(ctx, w.s.renewCall, w.id, w.s.leaseArg, w.s.keyTTLArg); err != nil {
-				t.Fatal(err)
-			}
+			randomRenew(t, r, known)
 		default:
 			clock = advanceRandom(r, mr, clock)
 		}
@@ -282,14 +288,7 @@ func TestTokensTo2To53(t *testing.T) {
 				if err := s.client.Set(ctx, s.keys[3], int64(1e15), 0).Err(); err != nil {
 					t.Fatal(err)
 				}
-				var held []*Permit
-				for range n {
-					p, err := s.Acquire(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					held = append(held, p)
-				}
+				held := acquireN(t, s, n)
 				got := make(chan *Permit)
 				go func() {
 					p, err := other.Acquire(ctx)
@@ -508,13 +507,7 @@ func runMixedSet(t *testing.T, seed uint64) {
 				t.Fatalf("seed %d step %d: %v", seed, step, err)
 			}
 		case op < 7:
-			if len(known) == 0 {
-				continue
-			}
-			w := known[r.IntN(len(known))]
-			if _, err := w.s.eval(ctx, w.s.renewCall, w.id, w.s.leaseArg, w.s.keyTTLArg); err != nil {
-				t.Fatal(err)
-			}
+			randomRenew(t, r, known)
 		default:
 			clock = advanceRandom(r, mr, clock)
 		}

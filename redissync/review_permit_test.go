@@ -251,14 +251,7 @@ func TestPubSubKilledWaitersServed(t *testing.T) {
 			w := mustNew(t, cfg)
 			admin := b.client(t)
 			const waiters = 3
-			var held []*Permit
-			for range n {
-				p, err := h.Acquire(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				held = append(held, p)
-			}
+			held := acquireN(t, h, n)
 			got := make(chan *Permit, waiters)
 			for range waiters {
 				go func() {
