@@ -55,9 +55,12 @@ func Map[T, R any](ctx context.Context, items []T, limit int, f func(ctx context
 //
 // An item that has not started when ctx ends does not run: its error is
 // ctx.Err() and its result the zero R; a ctx that is already done runs
-// nothing. A panic in f cancels the rest and is raised again by MapAll as a
-// *PanicError, as Wait does. As Map does, MapAll runs one of its workers in
-// the calling goroutine.
+// nothing. An item whose f calls runtime.Goexit (as t.FailNow does) failed:
+// its error is ErrGoexit. A panic in f cancels the rest and is raised again
+// by MapAll as a *PanicError, as Wait does. As Map does, MapAll runs one of
+// its workers in the calling goroutine, so an f that calls runtime.Goexit
+// there ends the caller too, as it asked, once the other calls have
+// returned.
 //
 // MapAll panics if ctx or f is nil or limit is negative.
 func MapAll[T, R any](ctx context.Context, items []T, limit int, f func(ctx context.Context, item T) (R, error)) ([]R, []error) {
@@ -212,6 +215,17 @@ func (m *mapper[T, R]) firstError(ctx context.Context) error {
 // every is a MapAll worker: it runs every item it takes, while ctx lasts.
 func (m *mapper[T, R]) every(ctx context.Context) error {
 	handed := false
+	running := -1 // the item whose f has not returned
+	defer func() {
+		// f did not return: it called runtime.Goexit, which ends this
+		// worker, and the item failed. (Or f panicked, which MapAll raises
+		// instead of returning errs.) The other workers go on with the
+		// items left.
+		if running >= 0 {
+			m.errs[running] = ErrGoexit
+			m.failed.Store(true)
+		}
+	}()
 	for {
 		i, ok := m.take(&handed)
 		if !ok {
@@ -222,7 +236,9 @@ func (m *mapper[T, R]) every(ctx context.Context) error {
 			m.failed.Store(true)
 			continue
 		}
+		running = i
 		r, err := m.f(ctx, m.items[i])
+		running = -1
 		m.results[i] = r
 		if err != nil {
 			m.errs[i] = err

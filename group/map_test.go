@@ -260,6 +260,32 @@ func TestMapGoexitInCaller(t *testing.T) {
 	<-done
 }
 
+// TestMapAllGoexitInWorkerIsErrGoexit: an item whose f calls runtime.Goexit
+// in one of MapAll's own goroutines failed, as Map and Go say: its error is
+// ErrGoexit, at its index, and the other items are not disturbed. (MapAll
+// reported no error for it.)
+func TestMapAllGoexitInWorkerIsErrGoexit(t *testing.T) {
+	for _, limit := range []int{0, 2, 3} {
+		started := make(chan struct{})
+		res, errs := group.MapAll(context.Background(), []int{0, 1, 2}, limit, func(ctx context.Context, x int) (int, error) {
+			switch x {
+			case 0:
+				<-started // keeps the caller's worker here: item 1 runs in another goroutine
+			case 1:
+				close(started)
+				runtime.Goexit()
+			}
+			return x + 10, nil
+		})
+		if !slices.Equal(errs, []error{nil, group.ErrGoexit, nil}) {
+			t.Errorf("limit %d: MapAll errors = %v, want [nil ErrGoexit nil]", limit, errs)
+		}
+		if !slices.Equal(res, []int{10, 0, 12}) {
+			t.Errorf("limit %d: MapAll results = %v, want [10 0 12]", limit, res)
+		}
+	}
+}
+
 // TestMapReachesLimit: the workers start one another, so slow items keep
 // limit of them busy from the start: 8 items of 1s under limit 4 take 2s.
 func TestMapReachesLimit(t *testing.T) {
