@@ -58,6 +58,8 @@ type Group struct {
 	err      error       // guarded by mu: the first error (fail-fast)
 	errLive  bool        // guarded by mu: err came while the group's ctx was live
 	errs     []error     // guarded by mu: every error (CollectAll)
+	joined   error       // guarded by mu: errors.Join(errs...) as Wait last returned it
+	nJoined  int         // guarded by mu: len(errs) when joined was made
 	panicked *PanicError // guarded by mu: the first panic
 }
 
@@ -278,7 +280,13 @@ func (g *Group) Wait() error {
 	g.mu.Lock()
 	p, err := g.panicked, g.err
 	if g.collectAll {
-		err = errors.Join(g.errs...)
+		// Joined once, so that each Wait returns the identical value. (It is
+		// joined again only if a task failed after a Wait, which a Go racing
+		// with Wait's return, a misuse, could make happen.)
+		if g.nJoined != len(g.errs) {
+			g.joined, g.nJoined = errors.Join(g.errs...), len(g.errs)
+		}
+		err = g.joined
 	}
 	g.mu.Unlock()
 	if p != nil {

@@ -64,6 +64,30 @@ func TestCollectAllJoinsEveryError(t *testing.T) {
 	}
 }
 
+// TestWaitCollectAllReturnsSameValue: Wait returns the identical error each
+// time, as its doc says, with CollectAll too (it joined the errors anew on
+// each call), whether the calls follow one another or race.
+func TestWaitCollectAllReturnsSameValue(t *testing.T) {
+	for _, collect := range []bool{false, true} {
+		g, _ := group.New(context.Background(), group.Options{CollectAll: collect})
+		for i := range 3 {
+			g.Go(func(context.Context) error { return fmt.Errorf("task %d", i) })
+		}
+		errs := make([]error, 4)
+		var waits sync.WaitGroup
+		for i := range errs {
+			waits.Go(func() { errs[i] = g.Wait() })
+		}
+		waits.Wait()
+		again := g.Wait()
+		for i, err := range errs {
+			if err == nil || err != again {
+				t.Errorf("CollectAll %v: Wait #%d = %p (%v), a later Wait = %p; want one error value", collect, i, err, err, again)
+			}
+		}
+	}
+}
+
 func TestCollectAllNoErrorIsNil(t *testing.T) {
 	g, _ := group.New(context.Background(), group.Options{CollectAll: true})
 	g.Go(func(context.Context) error { return nil })
