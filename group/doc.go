@@ -21,10 +21,18 @@
 // the value and the task's stack, in the goroutine that called Wait, where a
 // deferred recover can see it.
 //
+// When Go refuses a task because the group's context has ended, f never runs
+// and the group keeps nothing of it: a job the caller took from a queue for f
+// is still in the caller's hands, to give back or save, or it is lost.
+//
 // Map, MapAll and ForEach cover the common shapes: results in order with the
 // first error, every result and every error at its index, and a stream pulled
 // lazily from an iterator. None of them, nor Wait, returns before every
-// goroutine it started has returned.
+// goroutine it started has returned. ForEach takes a slot before it pulls an
+// item, and gives f every item it pulls, even one that seq yields as ctx ends
+// (f then gets a context already done): so ForEach over a ctxsync.Queue's All
+// drops no job at shutdown, and the jobs it did not pull stay in the queue,
+// for CloseNow to hand back.
 //
 // The package uses no timers and no goroutines of its own, so it works inside
 // testing/synctest bubbles, on their virtual time (see Group for the one

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/group"
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
@@ -29,9 +30,10 @@ func tracked(n int, pulled *atomic.Int32) iter.Seq[int] {
 	}
 }
 
-// TestForEachPullsAtMostOneAhead: with every slot busy, ForEach has pulled
-// one item more than it runs, not more.
-func TestForEachPullsAtMostOneAhead(t *testing.T) {
+// TestForEachPullsNoItemWithoutASlot: with every slot busy, ForEach has
+// pulled only the items it runs (the settled rule allows one more), since it
+// takes an item's slot before it pulls the item.
+func TestForEachPullsNoItemWithoutASlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var pulled, running atomic.Int32
 		release := make(chan struct{})
@@ -45,8 +47,8 @@ func TestForEachPullsAtMostOneAhead(t *testing.T) {
 			})
 		}()
 		synctest.Wait()
-		if running.Load() != 3 || pulled.Load() != 4 {
-			t.Errorf("running %d, pulled %d; want 3, 4", running.Load(), pulled.Load())
+		if running.Load() != 3 || pulled.Load() != 3 {
+			t.Errorf("running %d, pulled %d; want 3, 3", running.Load(), pulled.Load())
 		}
 		close(release)
 		if err := <-done; err != nil {
@@ -173,4 +175,133 @@ func TestForEachPanicInSeqWaitsForItems(t *testing.T) {
 	if inFlight.Load() != 0 {
 		t.Errorf("%d items in flight after ForEach returned", inFlight.Load())
 	}
+}
+
+// TestForEachQueueShutdownLosesNoJob: ForEach over a ctxsync.Queue's All at
+// shutdown. Every job is either processed by f, which marks it done, or
+// handed back by CloseNow, and Join returns. (ForEach pulled a job, Go
+// refused it as ctx had ended, and the job was dropped: with 100 jobs, limit
+// 3 and ctx ending at 55ms, 9 were processed, 90 handed back, one lost, and
+// Join waited for it for ever.)
+func TestForEachQueueShutdownLosesNoJob(t *testing.T) {
+	// ctx ends while ForEach waits for a slot, every slot busy.
+	t.Run("ctx ends", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := fullQueue(t, 100)
+			ctx, cancel := context.WithTimeout(context.Background(), 55*time.Millisecond)
+			defer cancel()
+			var processed atomic.Int32
+			err := group.ForEach(ctx, q.All(ctx), 3, func(ctx context.Context, job int) error {
+				defer q.TaskDone()
+				time.Sleep(20 * time.Millisecond) // a job, once begun, is finished
+				processed.Add(1)
+				return nil
+			})
+			if err != context.DeadlineExceeded {
+				t.Errorf("ForEach = %v, want context.DeadlineExceeded", err)
+			}
+			checkShutdown(t, q, int(processed.Load()), func() int { return 100 })
+		})
+	})
+	// A job fails while ForEach waits in the queue's Get for the next
+	// job, which comes after the failure: f gets it, with its ctx done.
+	t.Run("failure", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := ctxsync.NewQueue[int](0)
+			boom := errors.New("boom")
+			var put atomic.Int32
+			produced := make(chan struct{})
+			go func() {
+				defer close(produced)
+				for i := range 10 {
+					if q.Put(context.Background(), i) != nil {
+						return // closed
+					}
+					put.Add(1)
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var processed, lateSeen atomic.Int32
+			err := group.ForEach(ctx, q.All(ctx), 2, func(ctx context.Context, job int) error {
+				defer q.TaskDone()
+				if ctx.Err() != nil {
+					lateSeen.Add(1) // pulled as the group failed: seen, and done
+					return ctx.Err()
+				}
+				processed.Add(1)
+				if job == 3 {
+					time.Sleep(5 * time.Millisecond) // fails while ForEach waits for job 4
+					return boom
+				}
+				return nil
+			})
+			if err != boom {
+				t.Errorf("ForEach = %v, want %v", err, boom)
+			}
+			if lateSeen.Load() != 1 {
+				t.Errorf("f saw %d jobs with its ctx done, want 1 (job 4)", lateSeen.Load())
+			}
+			checkShutdown(t, q, int(processed.Load()+lateSeen.Load()), func() int {
+				<-produced // its next Put failed: the queue is closed
+				return int(put.Load())
+			})
+		})
+	})
+}
+
+// fullQueue returns a Queue holding the jobs 0..n-1.
+func fullQueue(t *testing.T, n int) *ctxsync.Queue[int] {
+	t.Helper()
+	q := ctxsync.NewQueue[int](0)
+	for i := range n {
+		if err := q.Put(context.Background(), i); err != nil {
+			t.Fatalf("Put = %v", err)
+		}
+	}
+	return q
+}
+
+// checkShutdown closes q with CloseNow and checks that every one of the
+// jobs put (counted once the queue is closed) was either handled, and
+// marked done, or handed back, and that Join returns.
+func checkShutdown(t *testing.T, q *ctxsync.Queue[int], handled int, nPut func() int) {
+	t.Helper()
+	back := q.CloseNow()
+	put := nPut()
+	if handled+len(back) != put {
+		t.Errorf("%d jobs handled by f, %d handed back by CloseNow: %d of %d lost",
+			handled, len(back), put-handled-len(back), put)
+	}
+	if n := q.Unfinished(); n != 0 {
+		t.Errorf("Unfinished() = %d after CloseNow, want 0", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if err := q.Join(ctx); err != nil {
+		t.Errorf("Join = %v, want nil", err)
+	}
+}
+
+// TestForEachSeqStoppedByCtxIsCtxErr: a seq that stops because ctx ended, as
+// a Queue's All does while it waits for a job, makes ForEach return
+// ctx.Err(), as a ctx that ends while ForEach waits for a slot does. (It
+// returned nil, as if the stream had run out.)
+func TestForEachSeqStoppedByCtxIsCtxErr(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := fullQueue(t, 2)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var processed atomic.Int32
+		err := group.ForEach(ctx, q.All(ctx), 4, func(ctx context.Context, job int) error {
+			defer q.TaskDone()
+			processed.Add(1)
+			return nil
+		})
+		if err != context.DeadlineExceeded {
+			t.Errorf("ForEach = %v, want context.DeadlineExceeded", err)
+		}
+		checkShutdown(t, q, int(processed.Load()), func() int { return 2 })
+	})
 }

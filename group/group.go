@@ -90,13 +90,29 @@ func New(ctx context.Context, opts Options) (*Group, context.Context) {
 //
 // If the group's context has ended, or ends while Go waits, Go returns that
 // context's error (see context.Context.Err) and f never runs: no task starts
-// after the group failed. With a limit, a task calling Go waits for a slot
-// like any caller, and so may wait for itself if it holds the last one.
+// after the group failed. The group then keeps nothing of f, so what f was to
+// work on is still the caller's: a job that the caller took from a queue for
+// f must be given back, or saved elsewhere and marked done (a ctxsync.Queue's
+// TaskDone), or it is lost, and the queue's Join waits for it for ever.
+// ForEach over q.All(ctx) does not have the problem: it takes a slot before
+// it takes a job. With a limit, a task calling Go waits for a slot like any
+// caller, and so may wait for itself if it holds the last one.
 //
 // Go panics if f is nil, if the Group was not made by New, or if Wait has
 // returned.
 func (g *Group) Go(f func(ctx context.Context) error) error {
 	g.checkGo(f, "Go")
+	if err := g.reserve(); err != nil {
+		return err
+	}
+	g.start(f)
+	return nil
+}
+
+// reserve counts a task on its way and waits for its slot, as Go does; on
+// failure it returns the group's ctx's error and counts nothing. A task
+// reserved is then started with start, or given up with unreserve.
+func (g *Group) reserve() error {
 	// Counted before it waits for a slot, so a Wait that starts meanwhile
 	// (from another task) waits for this task too.
 	g.tasks.Add(1)
@@ -108,15 +124,29 @@ func (g *Group) Go(f func(ctx context.Context) error) error {
 	}
 	if err != nil {
 		g.taskDone()
-		return err
 	}
+	return err
+}
+
+// start runs f as the task reserved, whatever the state of the group's ctx
+// by now: f sees it.
+func (g *Group) start(f func(ctx context.Context) error) {
 	go g.run(f)
-	return nil
+}
+
+// unreserve gives up a task reserved and not started.
+func (g *Group) unreserve() {
+	if g.sem != nil {
+		g.sem.Release()
+	}
+	g.taskDone()
 }
 
 // TryGo runs f in a new goroutine, as Go does, if a slot is free now and
 // nobody is waiting for one, and reports whether it did. It never waits. It
-// returns false, and f never runs, if the group's context has ended.
+// returns false, and f never runs, if the group's context has ended. When it
+// returns false, what f was to work on is still the caller's, as when Go
+// fails.
 //
 // TryGo panics if f is nil, if the Group was not made by New, or if Wait has
 // returned.

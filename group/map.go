@@ -88,18 +88,34 @@ func MapAll[T, R any](ctx context.Context, items []T, limit int, f func(ctx cont
 
 // ForEach processes a stream: it pulls items from seq one by one, in the
 // caller's goroutine, and runs f on each in a goroutine, at most limit at once
-// (0: no limit). It pulls an item only when fewer than limit are in flight or
-// while it waits for a slot for that one item, so it never pulls more than
-// one item ahead of its free slots, and an endless seq is fine.
+// (0: no limit). It takes the slot for an item before it pulls the item, so it
+// never pulls an item it has no slot for, and an endless seq is fine.
 //
 // ForEach stops pulling at the first error of f, which cancels the context
 // that f receives, or when ctx ends. Either way it waits for the items in
 // flight before it returns, and returns the first error, or ctx.Err() when ctx
-// ended first; nil if seq ran out and every call succeeded. A panic in f is
-// raised again by ForEach as a *PanicError, as Wait does; a panic in seq goes
-// on up once the items in flight have returned. ForEach cannot interrupt seq
-// itself: an iterator that may block waiting for its next item should watch
-// ctx too.
+// ended first, also when seq stopped as ctx ended (q.All(ctx) does: ForEach
+// cannot tell that from a seq that ran out); nil if seq ran out and every
+// call succeeded. A panic in f is raised again by ForEach as a *PanicError,
+// as Wait does, and a call of f that ends in runtime.Goexit fails with
+// ErrGoexit; a panic in seq goes on up once the items in flight have
+// returned. ForEach cannot interrupt seq itself: an iterator that may block
+// waiting for its next item should watch ctx too.
+//
+// No item that ForEach pulls is dropped: f gets every one. An item that seq
+// yields after ctx ended or a call failed, while ForEach was pulling it, goes
+// to f with its context already done, so that f sees it and can finish it,
+// give it back or mark it undone, as it would an item whose context ended
+// while f ran. So a stream whose items must each be accounted for, as a
+// ctxsync.Queue's with Join, can be drained by ForEach and shut down:
+//
+//	err := group.ForEach(ctx, q.All(ctx), 8, func(ctx context.Context, job Job) error {
+//		defer q.TaskDone()
+//		return handle(ctx, job) // or save job for later if ctx is done
+//	})
+//	for _, job := range q.CloseNow() { // the jobs ForEach did not pull
+//		saveForLater(job)
+//	}
 //
 // ForEach panics if ctx, seq or f is nil or limit is negative.
 func ForEach[T any](ctx context.Context, seq iter.Seq[T], limit int, f func(ctx context.Context, item T) error) error {
@@ -111,26 +127,42 @@ func ForEach[T any](ctx context.Context, seq iter.Seq[T], limit int, f func(ctx 
 		return err
 	}
 	g, _ := New(ctx, Options{Limit: limit})
-	pulling := true
+	pulling, reserved := true, false
 	defer func() {
 		if pulling {
 			// seq panicked (or called runtime.Goexit): no goroutine
 			// outlives ForEach, so stop the items in flight and wait for
 			// them while seq's panic goes on up.
+			if reserved {
+				g.unreserve()
+			}
 			g.cancel(nil)
 			g.waitTasks()
 		}
 	}()
-	refused := false
-	for item := range seq {
-		if g.Go(func(ctx context.Context) error { return f(ctx, item) }) != nil {
-			refused = true // the first error, or the end of ctx
-			break
+	// The slot for the next item is taken before that item is pulled: an
+	// item pulled and then refused a slot, since ctx had ended meanwhile,
+	// would be lost, and a queue's Join would wait for it for ever.
+	reserved = g.reserve() == nil
+	if reserved {
+		for item := range seq {
+			reserved = false
+			g.start(func(ctx context.Context) error { return f(ctx, item) })
+			if g.reserve() != nil {
+				break // the first error, or the end of ctx
+			}
+			reserved = true
 		}
 	}
 	pulling = false
+	// ctx ended if a slot was refused, or perhaps seq stopped because it
+	// did (q.All(ctx) does): ForEach cannot tell it from a seq that ran out.
+	stopped := !reserved || ctx.Err() != nil
+	if reserved {
+		g.unreserve()
+	}
 	err := g.Wait()
-	if (err == nil && refused) || (err != nil && !g.errLive) {
+	if (err == nil && stopped) || (err != nil && !g.errLive) {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
