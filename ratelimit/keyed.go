@@ -267,6 +267,33 @@ func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	return e.lim.WaitN(ctx, n)
 }
 
+// waitRequest is WaitN for a request of Transport, limited under label: see
+// the function waitRequest. The key's limiter, if it is of this package, is
+// tried first at the time entry read, as its WaitN would try at a time it
+// read itself: a request that need not wait costs one clock read, as AllowN
+// does, where WaitN reads the clock three times. The key's limiter refuses
+// there while others wait, so no one overtakes them.
+func (k *Keyed[K, L]) waitRequest(ctx context.Context, key K, n int, label string) error {
+	checkN(n, "Keyed.WaitN")
+	k.check()
+	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
+		return err
+	}
+	e, now := k.entry(key, true)
+	if e.ns != nil && e.ns.allowAt(n, now) {
+		e.waiting.Add(-1) // used at now, which entry marked
+		return nil
+	}
+	defer func() {
+		e.lastUsed.Store(nowNs()) // used until now
+		e.waiting.Add(-1)
+	}()
+	return waitRequest(ctx, e.lim, n, label)
+}
+
+// keyed returns k: see keyedRequests.
+func (k *Keyed[K, L]) keyed() any { return k }
+
 // Take is AllowN with the details of the decision. If the key's limiter is
 // not a Taker, the decision has only Allowed, and Remaining -1.
 //
@@ -310,4 +337,8 @@ func (h keyedHandle[K, L]) AllowN(n int) bool   { return h.k.AllowN(h.key, n) }
 func (h keyedHandle[K, L]) Take(n int) Decision { return h.k.Take(h.key, n) }
 func (h keyedHandle[K, L]) WaitN(ctx context.Context, n int) error {
 	return h.k.WaitN(ctx, h.key, n)
+}
+
+func (h keyedHandle[K, L]) waitRequest(ctx context.Context, n int, label string) error {
+	return h.k.waitRequest(ctx, h.key, n, label)
 }

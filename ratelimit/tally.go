@@ -14,6 +14,12 @@ import (
 // per-key limiters of a Keyed, made by its constructor) may share one Tally,
 // which then counts for them all.
 //
+// Each call through a wrapper is one decision, counted once. A Transport's
+// request is one too: a wait, counted once in Waited or WaitFailed (and told
+// to OnWait), whether it took its events at once or waited, and whatever
+// calls of the limiter it took to learn, for a *DeadlineError, how long the
+// wait would have been.
+//
 // The limiters themselves count nothing: a limiter that is not wrapped
 // costs nothing more. The wrapper adds an atomic add to each call, on a
 // counter its goroutines share.
@@ -35,8 +41,8 @@ type Tally struct {
 type TallyCounts struct {
 	Allowed    int64 // AllowN and Take calls that took their events
 	Refused    int64 // AllowN and Take calls refused
-	Waited     int64 // WaitN calls that took their events
-	WaitFailed int64 // WaitN calls that returned an error
+	Waited     int64 // WaitN calls, and Transport's requests, that took their events
+	WaitFailed int64 // WaitN calls, and Transport's requests, that failed on the limiter
 }
 
 // Counts returns the counts at the moment of the call.
@@ -98,19 +104,39 @@ func (w *tallied) Take(n int) Decision {
 }
 
 func (w *tallied) WaitN(ctx context.Context, n int) error {
-	h := w.t.OnWait
-	var start int64
-	if h != nil {
-		start = clock.Now()
-	}
+	h, start := w.t.startWait()
 	err := w.l.WaitN(ctx, n)
+	w.t.endWait(h, start, err)
+	return err
+}
+
+// waitRequest is the wait of a Transport's request, counted as one wait
+// however many calls of l it takes (see waitRequest).
+func (w *tallied) waitRequest(ctx context.Context, n int, key string) error {
+	h, start := w.t.startWait()
+	err := waitRequest(ctx, w.l, n, key)
+	w.t.endWait(h, start, err)
+	return err
+}
+
+// startWait returns OnWait and, if it is set, the time a wait starts: the
+// clock is read only for OnWait.
+func (t *Tally) startWait() (func(time.Duration, error), int64) {
+	h := t.OnWait
+	if h == nil {
+		return nil, 0
+	}
+	return h, clock.Now()
+}
+
+// endWait counts a wait that began at start, and tells h of it.
+func (t *Tally) endWait(h func(time.Duration, error), start int64, err error) {
 	if err == nil {
-		w.t.waited.Add(1)
+		t.waited.Add(1)
 	} else {
-		w.t.waitFailed.Add(1)
+		t.waitFailed.Add(1)
 	}
 	if h != nil {
 		h(time.Duration(clock.Now()-start), err)
 	}
-	return err
 }

@@ -39,6 +39,9 @@ type KeyWaiter interface {
 // that fails before it is sent gets no response, and its body is closed, as
 // http.RoundTripper requires.
 //
+// A Tally around Limiter, or around the limiters of a Keyed that is PerHost,
+// counts each request once, as one wait (see Tally).
+//
 // # With a breaker and retries
 //
 // Put retry.Transport outermost, then Transport, then breaker.Transport:
@@ -139,10 +142,22 @@ func (e *DeadlineError) Timeout() bool { return true }
 // context.DeadlineExceeded.
 func (e *DeadlineError) Unwrap() error { return ErrWouldExceedDeadline }
 
-// keyAllower is a KeyWaiter that can also take events without waiting, as
-// Keyed can.
-type keyAllower interface {
-	AllowN(key string, n int) bool
+// requestWaiter is a Limiter that waits for a request of Transport its own
+// way: a Tally's wrapper, which counts the request once, or the handle of a
+// key of a Keyed, which passes it on to the Keyed's requestWaiter.
+type requestWaiter interface {
+	waitRequest(ctx context.Context, n int, key string) error
+}
+
+// keyedRequests is a *Keyed[string, L]: Transport waits through its
+// waitRequest, which takes the events at once when the key's limiter has
+// them and counts the request once in a Tally around the key's limiter.
+// keyed returns the Keyed itself: a user's type that embeds a *Keyed gets
+// these unexported methods too, and must be waited for through its own
+// WaitN.
+type keyedRequests interface {
+	waitRequest(ctx context.Context, key string, n int, label string) error
+	keyed() any
 }
 
 // prechecker is a RoundTripper that can tell, before a request waits for the
@@ -212,30 +227,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return base.RoundTrip(req)
 }
 
-// wait waits for n events of req's limiter. When the limiter says at once
-// that the deadline is too close, wait asks it, with Take, how long the wait
-// would be. Take may allow the events by then (a waiter ahead gave up): the
-// request then goes ahead.
+// wait waits for n events of req's limiter.
 func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost bool) error {
 	if !perHost {
-		err := t.Limiter.WaitN(ctx, n)
-		if !errors.Is(err, ErrWouldExceedDeadline) {
-			return err
-		}
-		if tk, ok := t.Limiter.(Taker); ok {
-			return deadlineError(tk.Take(n), "", err)
-		}
-		return err
+		return waitRequest(ctx, t.Limiter, n, "")
 	}
 	key := httpx.HostKey(req.URL)
 	if t.Key != nil {
 		key = t.Key(req)
 	}
-	// Keyed's AllowN reads the clock once where its WaitN reads it three
-	// times; it refuses while others wait, so trying it first lets no one
-	// overtake them.
-	if a, ok := t.PerHost.(keyAllower); ok && a.AllowN(key, n) {
-		return nil
+	if k, ok := t.PerHost.(keyedRequests); ok && k.keyed() == any(t.PerHost) {
+		return k.waitRequest(ctx, key, n, key)
 	}
 	err := t.PerHost.WaitN(ctx, key, n)
 	if !errors.Is(err, ErrWouldExceedDeadline) {
@@ -243,6 +245,29 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	}
 	if tk, ok := t.PerHost.(KeyTaker); ok {
 		return deadlineError(tk.Take(key, n), key, err)
+	}
+	return err
+}
+
+// waitRequest waits for n events of l for a request of Transport, limited
+// under key ("" for Transport.Limiter). When l says at once that the deadline
+// is too close, waitRequest asks it, with Take, how long the wait would be.
+// Take may allow the events by then (a waiter ahead gave up): the request
+// then goes ahead.
+//
+// One request is one decision: a Tally around l (or around the limiters of a
+// Keyed whose handle l is) counts it once, as a wait, and the Take that
+// follows a refused wait is part of it, not a decision of its own.
+func waitRequest(ctx context.Context, l Limiter, n int, key string) error {
+	if r, ok := l.(requestWaiter); ok {
+		return r.waitRequest(ctx, n, key)
+	}
+	err := l.WaitN(ctx, n)
+	if !errors.Is(err, ErrWouldExceedDeadline) {
+		return err
+	}
+	if tk, ok := l.(Taker); ok {
+		return deadlineError(tk.Take(n), key, err)
 	}
 	return err
 }

@@ -453,13 +453,17 @@ func TestTransportManyHosts(t *testing.T) {
 // lost.
 func TestHammerTransport(t *testing.T) {
 	for _, perHost := range []bool{false, true} {
-		t.Run(fmt.Sprint("perHost=", perHost), func(t *testing.T) { hammerTransport(t, perHost) })
+		for _, tallied := range []bool{false, true} {
+			t.Run(fmt.Sprintf("perHost=%v/tally=%v", perHost, tallied), func(t *testing.T) { hammerTransport(t, perHost, tallied) })
+		}
 	}
 }
 
 // hammerTransport is TestHammerTransport with one Limiter for two hosts, or
-// a limiter per host (of the same rate and burst).
-func hammerTransport(t *testing.T, perHost bool) {
+// a limiter per host (of the same rate and burst); with tallied, the limiters
+// are wrapped in a Tally, which must count each request that reached them
+// once, as a wait.
+func hammerTransport(t *testing.T, perHost, tallied bool) {
 	synctest.Test(t, func(t *testing.T) {
 		const rate, burst = 100, 5
 		hosts := []string{"a.test", "b.test"}
@@ -468,18 +472,25 @@ func hammerTransport(t *testing.T, perHost bool) {
 		var refuse atomic.Int32
 		open := errors.New("open")
 		tr := &Transport{Base: randomPrecheck{base, &refuse, open}}
+		var tally Tally
+		wrap := func(b *TokenBucket) Limiter {
+			if tallied {
+				return tally.Wrap(b)
+			}
+			return b
+		}
 		if perHost {
 			for _, h := range hosts {
 				buckets[h] = NewTokenBucket(rate, burst)
 			}
-			tr.PerHost = NewKeyed(func(h string) *TokenBucket { return buckets[h] }, KeyedOptions{})
+			tr.PerHost = NewKeyed(func(h string) Limiter { return wrap(buckets[h]) }, KeyedOptions{})
 		} else {
 			buckets["all"] = NewTokenBucket(rate, burst)
-			tr.Limiter = buckets["all"]
+			tr.Limiter = wrap(buckets["all"])
 		}
 		start := time.Now()
 		var wg sync.WaitGroup
-		var bodies, closed atomic.Int64
+		var bodies, closed, failed atomic.Int64
 		for g := range 16 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 1))
@@ -498,6 +509,9 @@ func hammerTransport(t *testing.T, perHost bool) {
 					_, body, err := roundTrip(t, tr, ctx, "http://"+hosts[r.IntN(len(hosts))]+"/")
 					bodies.Add(1)
 					closed.Add(int64(body.closed.Load()))
+					if err != nil && err != open {
+						failed.Add(1)
+					}
 					var de *DeadlineError
 					switch {
 					case err == nil, err == open, err == context.Canceled, err == context.DeadlineExceeded:
@@ -529,6 +543,13 @@ func hammerTransport(t *testing.T, perHost bool) {
 			require.LessOrEqual(t, sent[k], limit, "more requests sent to %s than the limit allows", k)
 		}
 		require.Equal(t, bodies.Load(), closed.Load(), "bodies not closed once each")
+		if tallied {
+			// A request whose ctx was done before it reached the limiter
+			// failed without a wait: WaitFailed is at most the failures.
+			c := tally.Counts()
+			require.Equal(t, TallyCounts{Waited: int64(len(base.sent())), WaitFailed: c.WaitFailed}, c, "a request counted as other than one wait")
+			require.LessOrEqual(t, c.WaitFailed, failed.Load())
+		}
 		time.Sleep(time.Second)
 		for k, b := range buckets {
 			require.Equal(t, float64(burst), b.Tokens(), "tokens of %s lost", k)
