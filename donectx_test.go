@@ -108,3 +108,25 @@ func TestDoneCtxChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestTakenAndFreedAfterCtxCheckNotTaken: the caller looked at its ctx, alive,
+// with what it wants free; then, before it took it, its ctx ended and another
+// goroutine took it and freed it again. The caller must not take it: it was
+// freed after the ctx ended. (A fast path that looks at ctx once, then takes
+// by a CAS from the state it saw before the look, would take it if a take and
+// a free left the state as it was.)
+func TestTakenAndFreedAfterCtxCheckNotTaken(t *testing.T) {
+	for _, p := range takeFrees() {
+		t.Run(p.name, func(t *testing.T) {
+			inner, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ctx := &hookCtx{Context: inner, hook: func() {
+				cancel() // the ctx ends, and only then ...
+				require.NoError(t, p.hold(context.Background()))
+				p.give() // ... is it taken and freed
+			}}
+			require.Equal(t, context.Canceled, p.take(ctx), "got what was freed after its ctx ended")
+			require.True(t, p.free(), "given back")
+		})
+	}
+}

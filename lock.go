@@ -11,6 +11,7 @@ import (
 const (
 	lockHeld    = 1 << iota // the Lock is held (or being handed to the head waiter)
 	lockWaiters             // goroutines are queued; Unlock must take the slow path
+	lockTake                // one take from free: the bits from here up count them
 )
 
 // A Lock is a mutual exclusion lock whose Lock method can be cancelled through
@@ -34,11 +35,23 @@ const (
 type Lock struct {
 	_ nocopy.NoCopy
 
-	// state holds lockHeld and lockWaiters. With the waiters bit clear it is
-	// changed by CAS alone; with it set, only with q locked. The bit is set
-	// exactly when q is not empty, so a newcomer's CAS from 0 can never
-	// overtake a queued waiter: the lock is never free while one waits.
-	state atomic.Int32
+	// state holds lockHeld and lockWaiters, and above them the number of
+	// takes of a free lock, in units of lockTake. With the waiters bit clear
+	// it is changed by CAS alone; with it set, only with q locked. The bit is
+	// set exactly when q is not empty, so a newcomer's CAS from a free state
+	// can never overtake a queued waiter: the lock is never free while one
+	// waits.
+	//
+	// The count lets Lock look at ctx once. Lock loads the state, looks at
+	// ctx, and takes a free lock by a CAS from the state it loaded. If the CAS
+	// lands, nobody took the lock in between, since every take from free
+	// moves the count on: the lock was free, unchanged, from before the look
+	// until the take, so the take counts as made at the look, when ctx had
+	// not ended. Without the count, a lock taken and freed again in between,
+	// perhaps after ctx ended, would look the same as one never taken. (It
+	// wraps after 2⁶¹ takes, which no goroutine sleeps through between its
+	// load and its CAS.)
+	state atomic.Int64
 
 	q waitq.Queue[struct{}] // the waiters; its lock also guards the slow paths
 }
@@ -55,15 +68,18 @@ func NewLock() *Lock { return new(Lock) }
 // to the next waiter and returns ctx.Err(); it is never lost.
 func (l *Lock) Lock(ctx context.Context) error {
 	// Look at ctx before the take, so that a done ctx changes nothing (not
-	// even for a moment: a TryLock meanwhile must not fail), and after it, so
-	// that a lock freed after ctx ended, between the two, is not ours.
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+	// even for a moment: a TryLock meanwhile must not fail). The state is
+	// loaded before the look and the take is a CAS from it: if the CAS lands,
+	// the lock was free from before the look until the take (see state), not
+	// freed after ctx ended, and one look is enough.
+	if ctx == nil {
+		waitq.PanicNilCtx("ctxsync")
+	}
+	s := l.state.Load()
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if l.state.CompareAndSwap(0, lockHeld) {
-		if ctx.Err() != nil {
-			return l.keep(ctx)
-		}
+	if s&(lockHeld|lockWaiters) == 0 && l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
 		return nil
 	}
 	return l.lockSlow(ctx)
@@ -76,9 +92,9 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 	l.q.Lock()
 	for {
 		s := l.state.Load()
-		if s == 0 {
+		if s&(lockHeld|lockWaiters) == 0 {
 			// Free and, since the waiters bit is clear, nobody is queued.
-			if l.state.CompareAndSwap(0, lockHeld) {
+			if l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
 				l.q.Unlock()
 				return l.keep(ctx)
 			}
@@ -106,8 +122,10 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 		// We were the last waiter: drop the bit. The lock is held by someone
 		// else (it is never free while a waiter is queued), unless an Unlock
 		// dropped us from the queue for our ended ctx and freed it: then the
-		// bit is gone already, and the CAS leaves the state alone.
-		l.state.CompareAndSwap(lockHeld|lockWaiters, lockHeld)
+		// bit is gone already, and the state is left alone.
+		if s := l.state.Load(); s&lockWaiters != 0 {
+			l.state.Store(s &^ lockWaiters)
+		}
 	}
 	l.q.Unlock()
 	return ctx.Err()
@@ -128,14 +146,18 @@ func (l *Lock) keep(ctx context.Context) error {
 // TryLock locks l if it is free and nobody is waiting for it, and reports
 // whether it did. It never waits.
 func (l *Lock) TryLock() bool {
-	return l.state.CompareAndSwap(0, lockHeld)
+	s := l.state.Load()
+	return s&(lockHeld|lockWaiters) == 0 && l.state.CompareAndSwap(s, s+lockTake+lockHeld)
 }
 
 // Unlock unlocks l. If goroutines are waiting, the oldest one now holds it.
 //
 // Unlock panics if l is not locked.
 func (l *Lock) Unlock() {
-	if !l.state.CompareAndSwap(lockHeld, 0) {
+	// The CAS expects the lock held with nobody queued, as the state last
+	// read should show: if it shows otherwise, the CAS fails (unless the
+	// state has just become what it expects) and the slow path sorts it out.
+	if s := l.state.Load()&^lockWaiters | lockHeld; !l.state.CompareAndSwap(s, s-lockHeld) {
 		l.unlockSlow()
 	}
 }
@@ -147,8 +169,13 @@ func (l *Lock) unlockSlow() {
 }
 
 // unlockLocked unlocks l or hands it to the oldest waiter. l.q must be locked.
+//
+// With l held and q locked, nothing else changes the state: every fast path
+// fails on a held lock, and every slow one locks q. So it is changed by Store,
+// keeping the count of takes.
 func (l *Lock) unlockLocked() {
-	if l.state.Load()&lockHeld == 0 {
+	s := l.state.Load()
+	if s&lockHeld == 0 {
 		l.q.Unlock()
 		panic("ctxsync: Unlock of unlocked Lock")
 	}
@@ -156,11 +183,11 @@ func (l *Lock) unlockLocked() {
 	if w == nil {
 		// The waiters bit was set when the fast path looked, and the waiter
 		// has since given up.
-		l.state.Store(0)
+		l.state.Store(s &^ (lockHeld | lockWaiters))
 		return
 	}
 	if l.q.Len() == 1 {
-		l.state.Store(lockHeld) // the last waiter gets it: clear the bit, keep it held
+		l.state.Store(s &^ lockWaiters) // the last waiter gets it: clear the bit, keep it held
 	}
 	l.q.Grant(w, struct{}{})
 }
@@ -169,7 +196,7 @@ func (l *Lock) unlockLocked() {
 // be stale by the time the caller looks at it; use it for metrics and tests,
 // not for synchronization.
 func (l *Lock) Locked() bool {
-	return l.state.Load() != 0
+	return l.state.Load()&lockHeld != 0
 }
 
 // Waiting returns the number of goroutines waiting in Lock at the moment of

@@ -62,7 +62,7 @@ func TestLockFreedBeforeQueueing(t *testing.T) {
 	err := freedBeforeQueueing(t, &l.q.Mutex, "(*Lock).lockSlow",
 		func() error { return l.Lock(context.Background()) }, l.Unlock)
 	require.NoError(t, err)
-	require.Equal(t, int32(lockHeld), l.state.Load(), "held, with no waiters bit")
+	require.Equal(t, int64(lockHeld), l.state.Load()&(lockHeld|lockWaiters), "held, with no waiters bit")
 	require.Zero(t, l.q.Len())
 	l.Unlock()
 	require.False(t, l.Locked())

@@ -11,49 +11,53 @@ import (
 
 // BenchmarkRWLockRead: RLock then RUnlock on every core at once.
 func BenchmarkRWLockRead(b *testing.B) {
-	b.Run("impl=ctxsync", func(b *testing.B) {
-		b.ReportAllocs()
-		var rw ctxsync.RWLock
-		b.RunParallel(func(pb *testing.PB) {
-			ctx := context.Background()
-			for pb.Next() {
-				must(rw.RLock(ctx))
-				rw.RUnlock()
-			}
+	ctxKinds(b, func(b *testing.B, newCtx func() context.Context) {
+		b.Run("impl=ctxsync", func(b *testing.B) {
+			b.ReportAllocs()
+			var rw ctxsync.RWLock
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := newCtx()
+				for pb.Next() {
+					must(rw.RLock(ctx))
+					rw.RUnlock()
+				}
+			})
 		})
-	})
-	b.Run("impl=sync.RWMutex", func(b *testing.B) {
-		b.ReportAllocs()
-		var rw sync.RWMutex
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				rw.RLock()
-				//lint:ignore SA2001 the empty section is what is measured
-				rw.RUnlock()
-			}
+		b.Run("impl=sync.RWMutex", func(b *testing.B) {
+			b.ReportAllocs()
+			var rw sync.RWMutex
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					rw.RLock()
+					//lint:ignore SA2001 the empty section is what is measured
+					rw.RUnlock()
+				}
+			})
 		})
 	})
 }
 
 // BenchmarkRWLockWrite: Lock then Unlock, one goroutine.
 func BenchmarkRWLockWrite(b *testing.B) {
-	ctx := benchCtx(b)
-	b.Run("impl=ctxsync", func(b *testing.B) {
-		b.ReportAllocs()
-		var rw ctxsync.RWLock
-		for b.Loop() {
-			must(rw.Lock(ctx))
-			rw.Unlock()
-		}
-	})
-	b.Run("impl=sync.RWMutex", func(b *testing.B) {
-		b.ReportAllocs()
-		var rw sync.RWMutex
-		for b.Loop() {
-			rw.Lock()
-			//lint:ignore SA2001 the empty section is what is measured
-			rw.Unlock()
-		}
+	ctxKinds(b, func(b *testing.B, newCtx func() context.Context) {
+		ctx := newCtx()
+		b.Run("impl=ctxsync", func(b *testing.B) {
+			b.ReportAllocs()
+			var rw ctxsync.RWLock
+			for b.Loop() {
+				must(rw.Lock(ctx))
+				rw.Unlock()
+			}
+		})
+		b.Run("impl=sync.RWMutex", func(b *testing.B) {
+			b.ReportAllocs()
+			var rw sync.RWMutex
+			for b.Loop() {
+				rw.Lock()
+				//lint:ignore SA2001 the empty section is what is measured
+				rw.Unlock()
+			}
+		})
 	})
 }
 

@@ -20,6 +20,33 @@ func benchCtx(b *testing.B) context.Context {
 	return ctx
 }
 
+// ctxKinds runs f once with context.Background, whose Done channel is nil,
+// and once with a cancelable context, as a request would carry, as
+// sub-benchmarks ctx=background and ctx=cancel. newCtx makes a context of
+// the kind: call it once per goroutine, as each request has its own; the
+// cancelable ones are cancelled when the benchmark ends.
+func ctxKinds(b *testing.B, f func(b *testing.B, newCtx func() context.Context)) {
+	b.Run("ctx=background", func(b *testing.B) {
+		f(b, context.Background)
+	})
+	b.Run("ctx=cancel", func(b *testing.B) {
+		var mu sync.Mutex
+		var cancels []context.CancelFunc
+		b.Cleanup(func() {
+			for _, c := range cancels {
+				c()
+			}
+		})
+		f(b, func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			mu.Lock()
+			cancels = append(cancels, cancel)
+			mu.Unlock()
+			return ctx
+		})
+	})
+}
+
 // inGoroutines runs op b.N times in total, spread over g goroutines, and
 // reports allocations. Each goroutine passes op its own cancelable context, as
 // each request in a server carries its own: goroutines that shared one would

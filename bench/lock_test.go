@@ -12,51 +12,53 @@ import (
 
 // BenchmarkLockUncontended: Lock then Unlock, one goroutine.
 func BenchmarkLockUncontended(b *testing.B) {
-	ctx := benchCtx(b)
-	b.Run("impl=ctxsync", func(b *testing.B) {
-		b.ReportAllocs()
-		var l ctxsync.Lock
-		for b.Loop() {
-			must(l.Lock(ctx))
-			l.Unlock()
-		}
-	})
-	b.Run("impl=sync.Mutex", func(b *testing.B) {
-		b.ReportAllocs()
-		var mu sync.Mutex
-		for b.Loop() {
-			mu.Lock()
-			//lint:ignore SA2001 the empty section is what is measured
-			mu.Unlock()
-		}
-	})
-	b.Run("impl=chan", func(b *testing.B) {
-		b.ReportAllocs()
-		ch := make(chan struct{}, 1)
-		for b.Loop() {
-			ch <- struct{}{}
-			<-ch
-		}
-	})
-	b.Run("impl=chan-select", func(b *testing.B) {
-		b.ReportAllocs()
-		ch := make(chan struct{}, 1)
-		for b.Loop() {
-			select {
-			case ch <- struct{}{}:
-			case <-ctx.Done():
-				panic(ctx.Err())
+	ctxKinds(b, func(b *testing.B, newCtx func() context.Context) {
+		ctx := newCtx()
+		b.Run("impl=ctxsync", func(b *testing.B) {
+			b.ReportAllocs()
+			var l ctxsync.Lock
+			for b.Loop() {
+				must(l.Lock(ctx))
+				l.Unlock()
 			}
-			<-ch
-		}
-	})
-	b.Run("impl=x-sync", func(b *testing.B) {
-		b.ReportAllocs()
-		s := semaphore.NewWeighted(1)
-		for b.Loop() {
-			must(s.Acquire(ctx, 1))
-			s.Release(1)
-		}
+		})
+		b.Run("impl=sync.Mutex", func(b *testing.B) {
+			b.ReportAllocs()
+			var mu sync.Mutex
+			for b.Loop() {
+				mu.Lock()
+				//lint:ignore SA2001 the empty section is what is measured
+				mu.Unlock()
+			}
+		})
+		b.Run("impl=chan", func(b *testing.B) {
+			b.ReportAllocs()
+			ch := make(chan struct{}, 1)
+			for b.Loop() {
+				ch <- struct{}{}
+				<-ch
+			}
+		})
+		b.Run("impl=chan-select", func(b *testing.B) {
+			b.ReportAllocs()
+			ch := make(chan struct{}, 1)
+			for b.Loop() {
+				select {
+				case ch <- struct{}{}:
+				case <-ctx.Done():
+					panic(ctx.Err())
+				}
+				<-ch
+			}
+		})
+		b.Run("impl=x-sync", func(b *testing.B) {
+			b.ReportAllocs()
+			s := semaphore.NewWeighted(1)
+			for b.Loop() {
+				must(s.Acquire(ctx, 1))
+				s.Release(1)
+			}
+		})
 	})
 }
 

@@ -11,50 +11,52 @@ import (
 
 // BenchmarkSemaphoreUncontended: Acquire then Release, one goroutine.
 func BenchmarkSemaphoreUncontended(b *testing.B) {
-	ctx := benchCtx(b)
-	b.Run("impl=ctxsync", func(b *testing.B) {
-		b.ReportAllocs()
-		s := ctxsync.NewSemaphore(4)
-		for b.Loop() {
-			must(s.Acquire(ctx))
-			s.Release()
-		}
-	})
-	b.Run("impl=ctxsync-weighted", func(b *testing.B) {
-		b.ReportAllocs()
-		s := ctxsync.NewWeighted(4)
-		for b.Loop() {
-			must(s.Acquire(ctx, 1))
-			s.Release(1)
-		}
-	})
-	b.Run("impl=chan", func(b *testing.B) {
-		b.ReportAllocs()
-		ch := make(chan struct{}, 4)
-		for b.Loop() {
-			ch <- struct{}{}
-			<-ch
-		}
-	})
-	b.Run("impl=chan-select", func(b *testing.B) {
-		b.ReportAllocs()
-		ch := make(chan struct{}, 4)
-		for b.Loop() {
-			select {
-			case ch <- struct{}{}:
-			case <-ctx.Done():
-				panic(ctx.Err())
+	ctxKinds(b, func(b *testing.B, newCtx func() context.Context) {
+		ctx := newCtx()
+		b.Run("impl=ctxsync", func(b *testing.B) {
+			b.ReportAllocs()
+			s := ctxsync.NewSemaphore(4)
+			for b.Loop() {
+				must(s.Acquire(ctx))
+				s.Release()
 			}
-			<-ch
-		}
-	})
-	b.Run("impl=x-sync", func(b *testing.B) {
-		b.ReportAllocs()
-		s := semaphore.NewWeighted(4)
-		for b.Loop() {
-			must(s.Acquire(ctx, 1))
-			s.Release(1)
-		}
+		})
+		b.Run("impl=ctxsync-weighted", func(b *testing.B) {
+			b.ReportAllocs()
+			s := ctxsync.NewWeighted(4)
+			for b.Loop() {
+				must(s.Acquire(ctx, 1))
+				s.Release(1)
+			}
+		})
+		b.Run("impl=chan", func(b *testing.B) {
+			b.ReportAllocs()
+			ch := make(chan struct{}, 4)
+			for b.Loop() {
+				ch <- struct{}{}
+				<-ch
+			}
+		})
+		b.Run("impl=chan-select", func(b *testing.B) {
+			b.ReportAllocs()
+			ch := make(chan struct{}, 4)
+			for b.Loop() {
+				select {
+				case ch <- struct{}{}:
+				case <-ctx.Done():
+					panic(ctx.Err())
+				}
+				<-ch
+			}
+		})
+		b.Run("impl=x-sync", func(b *testing.B) {
+			b.ReportAllocs()
+			s := semaphore.NewWeighted(4)
+			for b.Loop() {
+				must(s.Acquire(ctx, 1))
+				s.Release(1)
+			}
+		})
 	})
 }
 

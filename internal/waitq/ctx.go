@@ -6,12 +6,13 @@ import "context"
 // as the standard library does for a nil Context.
 func CtxErr(ctx context.Context, pkg string) error {
 	if ctx == nil {
-		panicNilCtx(pkg)
+		PanicNilCtx(pkg)
 	}
 	return ctx.Err()
 }
 
-func panicNilCtx(pkg string) {
+// PanicNilCtx panics, naming pkg, for a nil Context.
+func PanicNilCtx(pkg string) {
 	panic(pkg + ": nil Context")
 }
 
@@ -20,6 +21,6 @@ func panicNilCtx(pkg string) {
 // lock and before it changes anything, calls it first.
 func CheckCtx(ctx context.Context, pkg string) {
 	if ctx == nil {
-		panicNilCtx(pkg)
+		PanicNilCtx(pkg)
 	}
 }
