@@ -84,7 +84,8 @@ type Config struct {
 	LocalShare float64
 
 	// MaxRoundTrips bounds the round trips to Redis that the Limiter has
-	// under way at once. A call made while that many are under way waits,
+	// under way at once: its commands (a run of the script, Reset's DEL) and
+	// its pipelines of them. A call made while that many are under way waits,
 	// and as soon as one ends, the calls waiting go together in a pipeline:
 	// under load, one round trip carries many decisions, which spares the
 	// server and the client a system call for each. The Timeout bounds each
@@ -100,6 +101,20 @@ type Config struct {
 	// meanwhile wait in the queue, then follow the Policy at their Timeout.
 	// A client with no ReadTimeout (-1 or -2) may then keep those places
 	// until the operating system gives up on the connection: minutes.
+	//
+	// What the client adds to a round trip is not counted apart: a command
+	// that needs a new connection first sends, on it, the handshake of the
+	// client (HELLO, then CLIENT SETINFO in a pipeline of its own), and
+	// go-redis passes those through the client's hooks too, inside the
+	// hook's call for the command. A hook that counts every command and
+	// pipeline under way sees them as more (2 at once for a MaxRoundTrips of
+	// 1, as the first command dials); they are not, as they go on the
+	// command's own connection, before it. Likewise the client's retries
+	// (Options.MaxRetries) and, on Redis Cluster, its redirections (MOVED,
+	// ASK) repeat a round trip in place. A ClusterClient splits a pipeline by
+	// node and sends the parts at once: a pipeline whose keys fall on
+	// several nodes is one round trip to each of them, and the bound holds
+	// for each node.
 	//
 	// A pipeline serves many calls, so it carries none of their contexts:
 	// client hooks see it without their values (a tracing span, say). Set
