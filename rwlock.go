@@ -117,7 +117,8 @@ func (rw *RWLock) TryRLock() bool {
 //
 // RUnlock panics if rw is not locked for reading.
 func (rw *RWLock) RUnlock() {
-	if s := rw.state.Add(-rwReader); s&rwWaiters != 0 || s < 0 {
+	// One test for both: goroutines queued, or (the sign bit) no reader.
+	if s := rw.state.Add(-rwReader); uint64(s)&(1<<63|rwWaiters) != 0 {
 		rw.runlockSlow(s)
 	}
 }

@@ -1,7 +1,6 @@
 package breaker
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -26,19 +25,6 @@ func consecTag(s uint64) uint64 { return s >> stateBits << consecShift }
 type event struct {
 	from, to State
 	counts   Counts
-}
-
-// run calls fn; if fn panics, it records a failure and lets the panic go on.
-func (b *Breaker) run(ctx context.Context, fn func(context.Context) error, s uint64, start int64) error {
-	ok := false
-	defer func() {
-		if !ok {
-			b.finish(s, errPanic, true, start)
-		}
-	}()
-	err := fn(ctx)
-	ok = true
-	return err
 }
 
 // errPanic stands for the outcome of a call that panicked.
