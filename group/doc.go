@@ -34,7 +34,13 @@
 // drops no job at shutdown, and the jobs it did not pull stay in the queue,
 // for CloseNow to hand back.
 //
-// The package uses no timers and no goroutines of its own, so it works inside
-// testing/synctest bubbles, on their virtual time (see Group for the one
-// hand-over between a bubble and the outside that the runtime refuses).
+// Tasks run in goroutines that the group starts as tasks come: a goroutine
+// whose task has returned takes the next task waiting, instead of ending, so a
+// group of short tasks costs a few goroutines, not one per task; no task waits
+// behind another that runs. A task therefore leaves no state in its goroutine
+// (a locked OS thread, goroutine labels) for the next one: see Group.Go.
+//
+// The package uses no timers, and no goroutines but those that run tasks, so
+// it works inside testing/synctest bubbles, on their virtual time (see Group
+// for the hand-overs between a bubble and the outside that it refuses).
 package group

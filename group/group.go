@@ -33,7 +33,15 @@ type Options struct {
 // or TryGo must happen before Wait returns, so it is made either before Wait
 // is called or by a task of the group. Go after Wait has returned panics.
 //
-// In the terminology of the Go memory model, the return of every task is
+// Tasks run in goroutines of the group. When a task returns, its goroutine
+// takes the next task waiting to start, if there is one, instead of ending:
+// starting a goroutine for each task is most of what a group of short tasks
+// costs. No task ever waits for its goroutine behind a task that runs: while
+// one waits, a new goroutine is on its way to it. What a task leaves in its
+// goroutine is therefore seen by the task that may follow it there (see Go).
+//
+// In the terminology of the Go memory model, a call of Go or TryGo that
+// starts f is synchronized before f begins, and the return of every task is
 // synchronized before the return of Wait.
 //
 // In testing/synctest bubbles, a Group made in a bubble works there, Wait
@@ -42,7 +50,9 @@ type Options struct {
 // error: once a task has asked for the group's ctx.Done() in a bubble, the
 // context package has made that channel in the bubble, and closing it from
 // outside (a failure, or Wait) is refused. Such a Group is waited for in the
-// bubble.
+// bubble. A Group must not be given tasks from inside a bubble and from
+// outside it at the same time: a goroutine of the group started on one side
+// could take a task given on the other.
 type Group struct {
 	_ nocopy.NoCopy
 
@@ -52,6 +62,14 @@ type Group struct {
 	collectAll bool
 	tasks      atomic.Int64 // tasks started (or Go calls on their way) not ended
 	waited     atomic.Bool  // Wait has returned once
+
+	// The tasks started and waiting for a goroutine of the group (see
+	// worker.go).
+	qmu     sync.Mutex
+	queue   []func(ctx context.Context) error  // guarded by qmu: from head on
+	head    int                                // guarded by qmu
+	pending bool                               // guarded by qmu: a fresh worker is on its way
+	qbuf    [4]func(ctx context.Context) error // queue's first array
 
 	mu       sync.Mutex
 	idle     sync.Cond   // on mu: signalled when tasks drops to 0
@@ -77,6 +95,7 @@ func New(ctx context.Context, opts Options) (*Group, context.Context) {
 	}
 	g := &Group{collectAll: opts.CollectAll}
 	g.idle.L = &g.mu
+	g.queue = g.qbuf[:0]
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
 	if opts.Limit > 0 {
 		g.sem = ctxsync.NewSemaphore(opts.Limit)
@@ -84,9 +103,17 @@ func New(ctx context.Context, opts Options) (*Group, context.Context) {
 	return g, g.ctx
 }
 
-// Go runs f in a new goroutine, passing it the group's context. When Limit
-// tasks are running, Go first waits for one of them to end; callers waiting
-// for a slot are served first in, first out.
+// Go runs f in a goroutine of the group, passing it the group's context. When
+// Limit tasks are running, Go first waits for one of them to end; callers
+// waiting for a slot are served first in, first out.
+//
+// The goroutine may be new, or one whose task has just returned (see Group),
+// so f must not leave its goroutine changed for a task that follows it: a
+// task that calls runtime.LockOSThread calls runtime.UnlockOSThread before
+// it returns, and goroutine labels set by pprof.SetGoroutineLabels stay for
+// the next task (pprof.Do puts the old ones back). Work that needs a
+// goroutine of its own, say to end with the thread it locked, starts one.
+// f never waits for another task to return before it starts.
 //
 // If the group's context has ended, or ends while Go waits, Go returns that
 // context's error (see context.Context.Err) and f never runs: no task starts
@@ -128,12 +155,6 @@ func (g *Group) reserve() error {
 	return err
 }
 
-// start runs f as the task reserved, whatever the state of the group's ctx
-// by now: f sees it.
-func (g *Group) start(f func(ctx context.Context) error) {
-	go g.run(f)
-}
-
 // unreserve gives up a task reserved and not started.
 func (g *Group) unreserve() {
 	if g.sem != nil {
@@ -142,11 +163,11 @@ func (g *Group) unreserve() {
 	g.taskDone()
 }
 
-// TryGo runs f in a new goroutine, as Go does, if a slot is free now and
-// nobody is waiting for one, and reports whether it did. It never waits. It
-// returns false, and f never runs, if the group's context has ended. When it
-// returns false, what f was to work on is still the caller's, as when Go
-// fails.
+// TryGo runs f in a goroutine of the group, as Go does, if a slot is free
+// now and nobody is waiting for one, and reports whether it did. It never
+// waits. It returns false, and f never runs, if the group's context has
+// ended. When it returns false, what f was to work on is still the
+// caller's, as when Go fails.
 //
 // TryGo panics if f is nil, if the Group was not made by New, or if Wait has
 // returned.
@@ -166,7 +187,7 @@ func (g *Group) TryGo(f func(ctx context.Context) error) bool {
 		return false
 	}
 	g.tasks.Add(1)
-	go g.run(f)
+	g.start(f)
 	return true
 }
 
@@ -245,6 +266,9 @@ func (g *Group) taskDone() {
 // bubble unusable after it. A sync.Cond ties nothing, and its Wait blocks
 // durably in a bubble, as a WaitGroup's would.
 func (g *Group) waitTasks() {
+	if g.tasks.Load() == 0 {
+		return // the last taskDone is synchronized before this load
+	}
 	g.mu.Lock()
 	for g.tasks.Load() != 0 {
 		g.idle.Wait()

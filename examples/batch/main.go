@@ -4,9 +4,9 @@
 // a time; slices.Chunk makes the chunks and group.ForEach bounds the writes.
 //
 // A stream: events come from an iterator that may never end. group.ForEach
-// pulls an event only when a worker slot is free (or while it waits for one),
-// so memory stays bounded however long the stream is, and the first failure
-// stops the pulling.
+// pulls an event only when a worker slot is free for it, so memory stays
+// bounded however long the stream is, no event is pulled and then dropped,
+// and the first failure stops the pulling.
 package main
 
 import (
@@ -54,8 +54,8 @@ func run(w io.Writer) {
 		return nil
 	})
 	tl.Printf("stream stopped: %v", err)
-	tl.Println("Never more than one event waited for a slot; event 10 was pulled and never handled,")
-	tl.Println("and events 8 and 9, in flight, were handled before ForEach returned.")
+	tl.Println("No event was pulled before a slot was free for it, so none was pulled and dropped;")
+	tl.Println("events 8 and 9, in flight, were handled before ForEach returned.")
 }
 
 // events is an endless stream of event numbers, arriving every 10ms; it says
