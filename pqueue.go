@@ -134,9 +134,10 @@ func (q *PriorityQueue[T]) Close() { q.core.close() }
 func (q *PriorityQueue[T]) CloseNow() []T { return q.core.closeNow() }
 
 // TaskDone tells the queue that an item taken with Get, TryGet or All has been
-// processed. When every item put is done, Join returns.
+// processed. When every item put is done (or handed back by CloseNow), Join
+// returns.
 //
-// TaskDone panics if called more times than items were put.
+// TaskDone panics if called more times than items were taken.
 func (q *PriorityQueue[T]) TaskDone() { q.core.taskDone("PriorityQueue.TaskDone") }
 
 // Join waits until every item put in the queue has been marked done with
@@ -148,7 +149,7 @@ func (q *PriorityQueue[T]) Join(ctx context.Context) error { return q.core.join(
 
 // Unfinished returns the number of items put and not yet done at the moment
 // of the call: those in the queue, and those taken and not yet marked with
-// TaskDone.
+// TaskDone. It is never negative. Items handed back by CloseNow count as done.
 func (q *PriorityQueue[T]) Unfinished() int { return q.core.unfinished() }
 
 // All returns an iterator over the items of the queue, in priority order,

@@ -47,8 +47,8 @@ type Queue[T any] struct {
 	// moves its end before it looks for waiters, so one of the two always
 	// sees the other.
 	//
-	// Lock order: putMu before takeMu. The ring's buffer is replaced only
-	// with both held.
+	// Lock order: putMu before takeMu before joinMu. The ring's buffer is
+	// replaced only with putMu and takeMu held.
 
 	// Read by both sides, and seldom written.
 	capacity int64        // 0: unbounded; never changes
@@ -67,9 +67,15 @@ type Queue[T any] struct {
 
 	ring ring[T]
 
-	joinMu  waitq.Mutex          // guards done, joiners
-	done    uint64               // TaskDone calls
-	joiners waitq.List[struct{}] // Join calls waiting for done == ring.tail, the items put
+	// Task accounting. The items put are ring.tail; those taken by
+	// consumers, ring.head less handedBack. CloseNow pops with joinMu held
+	// too, so that under joinMu head and handedBack never disagree: a
+	// TaskDone there cannot count an item CloseNow is handing back as
+	// taken, and so done + handedBack never passes the items put.
+	joinMu     waitq.Mutex          // guards the fields below
+	done       uint64               // TaskDone calls; never more than the items taken
+	handedBack uint64               // items taken out by CloseNow; they count as done
+	joiners    waitq.List[struct{}] // Join calls waiting for done+handedBack == ring.tail
 }
 
 // NewQueue returns an empty Queue that holds at most capacity items, or any
@@ -285,17 +291,21 @@ func (q *Queue[T]) CloseNow() []T {
 		q.releasePuttersLocked()
 	}
 	var items []T
-	for q.ring.hasItem() {
-		items = append(items, q.popLocked())
+	if q.ring.hasItem() {
+		// Pop and count as one step under joinMu (see joinMu): a TaskDone
+		// that saw the pops without the count would take one of these
+		// items for one a consumer holds, and each would be done twice.
+		q.joinMu.Lock()
+		for q.ring.hasItem() {
+			items = append(items, q.popLocked())
+		}
+		q.handedBack += uint64(len(items))
+		q.releaseJoinersLocked()
+		q.joinMu.Unlock()
 	}
 	q.releaseGettersLocked()
 	q.takeMu.Unlock()
 	q.putMu.Unlock()
-	if len(items) > 0 {
-		q.joinMu.Lock()
-		q.doneLocked(uint64(len(items)))
-		q.joinMu.Unlock()
-	}
 	return items
 }
 
@@ -410,24 +420,27 @@ func (q *Queue[T]) servePuttersLocked() (filled bool) {
 	return served && q.gettersWait()
 }
 
-// TaskDone tells the queue that an item taken with Get has been processed.
-// When every item ever put is done, Join returns.
+// TaskDone tells the queue that an item taken with Get, TryGet or All has
+// been processed. When every item put is done (or handed back by CloseNow),
+// Join returns.
 //
-// TaskDone panics if called more times than items were put.
+// TaskDone panics if called more times than items were taken: a TaskDone for
+// an item still in the queue would count it done twice once CloseNow hands it
+// back, and Join would never see the count come right.
 func (q *Queue[T]) TaskDone() {
 	q.joinMu.Lock()
 	defer q.joinMu.Unlock()
-	if q.done == q.ring.tail.Load() {
-		panic("ctxsync: Queue.TaskDone called more times than items were put")
+	if q.done == q.ring.head.Load()-q.handedBack {
+		panic("ctxsync: Queue.TaskDone called more times than items were taken")
 	}
-	q.doneLocked(1)
+	q.done++
+	q.releaseJoinersLocked()
 }
 
-// doneLocked counts n more items done, and releases the Joins if every item
-// put is. q.joinMu must be held.
-func (q *Queue[T]) doneLocked(n uint64) {
-	q.done += n
-	if q.done == q.ring.tail.Load() {
+// releaseJoinersLocked releases the Joins if every item put is done.
+// q.joinMu must be held.
+func (q *Queue[T]) releaseJoinersLocked() {
+	if q.done+q.handedBack == q.ring.tail.Load() {
 		for w := q.joiners.Front(); w != nil; w = q.joiners.Front() {
 			q.joiners.Grant(&q.joinMu, w, struct{}{})
 		}
@@ -436,16 +449,18 @@ func (q *Queue[T]) doneLocked(n uint64) {
 
 // Unfinished returns the number of items put and not yet done at the moment
 // of the call: those in the queue, and those taken and not yet marked with
-// TaskDone.
+// TaskDone. It is never negative. Items handed back by CloseNow count as done.
 func (q *Queue[T]) Unfinished() int {
 	q.joinMu.Lock()
 	defer q.joinMu.Unlock()
-	return int(q.ring.tail.Load() - q.done)
+	// done+handedBack is at most head when they were last counted, and
+	// tail never falls behind head.
+	return int(q.ring.tail.Load() - q.done - q.handedBack)
 }
 
 // Join waits until every item put in the queue has been marked done with
-// TaskDone, or until ctx is done. It returns at once if nothing is
-// unfinished.
+// TaskDone (or handed back by CloseNow), or until ctx is done. It returns at
+// once if nothing is unfinished.
 //
 // On failure it returns ctx.Err(); a ctx that is already done fails at once.
 func (q *Queue[T]) Join(ctx context.Context) error {
@@ -453,7 +468,7 @@ func (q *Queue[T]) Join(ctx context.Context) error {
 		return err
 	}
 	q.joinMu.Lock()
-	if q.done == q.ring.tail.Load() {
+	if q.done+q.handedBack == q.ring.tail.Load() {
 		q.joinMu.Unlock()
 		// A TaskDone that followed the end of ctx does not count for us.
 		return ctx.Err()

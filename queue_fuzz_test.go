@@ -12,8 +12,8 @@ import (
 )
 
 // queueModel is what a Queue or a PriorityQueue should be: its items, whether
-// it is closed, the producers and consumers waiting in order, and (for a
-// Queue) the items put and not yet marked done.
+// it is closed, the producers and consumers waiting in order, and its task
+// accounting.
 type queueModel struct {
 	capacity   int
 	byPriority bool // a PriorityQueue: the lowest priority first, then the oldest
@@ -22,7 +22,8 @@ type queueModel struct {
 	getters    []*modelWaiter
 	putters    []queuedPut
 	joiners    []*modelWaiter
-	unfinished int
+	unfinished int // items put, less TaskDone calls and items CloseNow handed back
+	owed       int // items taken by consumers and not yet marked with TaskDone
 }
 
 // A queuedItem is an item and its priority. Items are numbered in the order
@@ -40,6 +41,7 @@ func (m *queueModel) room() bool { return m.capacity == 0 || len(m.items) < m.ca
 func (m *queueModel) accept(it queuedItem) {
 	m.unfinished++
 	if len(m.getters) > 0 {
+		m.owed++
 		m.getters[0].settle(nil)
 		m.getters[0].wantItem = it.v
 		m.getters = m.getters[1:]
@@ -49,7 +51,7 @@ func (m *queueModel) accept(it queuedItem) {
 }
 
 // take removes the next item, and lets the oldest producers in while there
-// is room.
+// is room. The caller counts it as owed a TaskDone if a consumer took it.
 func (m *queueModel) take() int {
 	next := 0
 	if m.byPriority {
@@ -140,6 +142,11 @@ func FuzzQueueModel(f *testing.F) {
 	f.Add(uint8(2), []byte{0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 6, 0, 4, 1, 2, 0, 5, 0, 5, 0})
 	// CloseNow on an empty queue releases the consumers.
 	f.Add(uint8(0), []byte{2, 0, 2, 0, 6, 0, 4, 1, 4, 1, 0, 0})
+	// TaskDone for an item still queued panics, so CloseNow cannot count it
+	// done twice: Unfinished stays at 0, not -1, and Join returns.
+	f.Add(uint8(0), []byte{0, 0, 0, 0, 2, 0, 5, 0, 5, 0, 4, 1, 6, 0, 5, 0})
+	// A Join waits through the CloseNow for the item taken; TaskDone ends it.
+	f.Add(uint8(1), []byte{0, 0, 0, 0, 2, 0, 6, 0, 5, 0, 4, 1, 5, 0, 5, 0, 6, 0})
 	f.Fuzz(func(t *testing.T, capB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			q := ctxsync.NewQueue[int](int(capB % 4))
@@ -152,7 +159,7 @@ func FuzzQueueModel(f *testing.F) {
 				closeNow: q.CloseNow,
 				len:      q.Len,
 				taskDone: q.TaskDone,
-				doneMsg:  "ctxsync: Queue.TaskDone called more times than items were put",
+				doneMsg:  "ctxsync: Queue.TaskDone called more times than items were taken",
 				join:     q.Join,
 				unfinish: q.Unfinished,
 			}, script)
@@ -171,6 +178,9 @@ func FuzzPriorityQueueModel(f *testing.F) {
 	f.Add(uint8(1), []byte{2, 0, 2, 0, 7, 0, 0, 3, 0, 1, 0, 2, 7, 1, 3, 0, 3, 0, 0, 0})
 	// Task accounting and CloseNow in priority order.
 	f.Add(uint8(0), []byte{1, 3, 1, 1, 1, 2, 1, 0, 3, 0, 6, 0, 4, 1, 5, 0, 5, 0, 6, 0})
+	// TaskDone past the items taken panics; CloseNow counts each item done
+	// once.
+	f.Add(uint8(0), []byte{0, 1, 0, 0, 3, 0, 5, 0, 5, 0, 4, 1, 6, 0, 5, 0})
 	f.Fuzz(func(t *testing.T, capB uint8, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			q := ctxsync.NewPriorityQueue[int](int(capB % 4))
@@ -183,7 +193,7 @@ func FuzzPriorityQueueModel(f *testing.F) {
 				closeNow: q.CloseNow,
 				len:      q.Len,
 				taskDone: q.TaskDone,
-				doneMsg:  "ctxsync: PriorityQueue.TaskDone called more times than items were put",
+				doneMsg:  "ctxsync: PriorityQueue.TaskDone called more times than items were taken",
 				join:     q.Join,
 				unfinish: q.Unfinished,
 			}, script)
@@ -230,6 +240,7 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 			case len(m.getters) == 0 && len(m.items) > 0:
 				mw.settle(nil)
 				mw.wantItem = m.take()
+				m.owed++
 			case m.closed:
 				mw.settle(ctxsync.ErrClosed)
 			default:
@@ -241,6 +252,7 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 			require.Equal(t, want, ok, "TryGet with %d items", len(m.items))
 			if want {
 				require.Equal(t, m.take(), v, "TryGet")
+				m.owed++
 			}
 		case 4:
 			if arg%2 == 1 { // CloseNow: what is left comes out, and counts as done
@@ -283,11 +295,14 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 				m.putters, m.getters = nil, nil
 			}
 		case 5:
-			if m.unfinished == 0 {
-				require.PanicsWithValue(t, q.doneMsg, q.taskDone)
-				continue
+			if m.owed == 0 {
+				// Past the items taken, whatever is still queued: the
+				// panic changes nothing (checked below).
+				require.PanicsWithValue(t, q.doneMsg, q.taskDone, "TaskDone with %d unfinished, none owed", m.unfinished)
+				break
 			}
 			q.taskDone()
+			m.owed--
 			if m.unfinished--; m.unfinished == 0 {
 				for _, j := range m.joiners {
 					j.settle(nil)
@@ -311,6 +326,7 @@ func fuzzQueue(t *testing.T, m *queueModel, q queueUnderTest, script []byte) {
 		all = checkWaiters(t, all)
 		require.Equal(t, len(m.items), q.len())
 		require.Equal(t, m.unfinished, q.unfinish(), "Unfinished")
+		require.GreaterOrEqual(t, m.unfinished, m.owed, "model: owed items are unfinished")
 	}
 	cancelAll(all)
 }

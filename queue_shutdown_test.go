@@ -3,10 +3,14 @@ package ctxsync_test
 import (
 	"context"
 	"iter"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
@@ -139,7 +143,7 @@ func TestPriorityQueueTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := ctxsync.NewPriorityQueue[string](0)
 		require.NoError(t, q.Join(t.Context()), "nothing put")
-		require.PanicsWithValue(t, "ctxsync: PriorityQueue.TaskDone called more times than items were put", q.TaskDone)
+		require.PanicsWithValue(t, "ctxsync: PriorityQueue.TaskDone called more times than items were taken", q.TaskDone)
 		require.NoError(t, q.Put(t.Context(), 2, "b"))
 		require.NoError(t, q.Put(t.Context(), 1, "a"))
 		require.NoError(t, q.Put(t.Context(), 3, "c"))
@@ -159,4 +163,154 @@ func TestPriorityQueueTasks(t *testing.T) {
 		require.Zero(t, q.Unfinished())
 		require.Equal(t, context.Canceled, q.Join(testutil.Cancelled()))
 	})
+}
+
+// TestCloseNowCountsItemDoneTwice pins a double count: TaskDone was accepted
+// up to the number of items put, not taken, so a TaskDone for an item still
+// queued passed, and CloseNow then counted that item done a second time as it
+// handed it back. Unfinished went to -1, Join waited for its ctx, and every
+// later TaskDone was accepted. TaskDone now panics past the items taken.
+func TestCloseNowCountsItemDoneTwice(t *testing.T) {
+	forEachTaskQueue(t, func(t *testing.T, newQ func(int) taskQueue) {
+		synctest.Test(t, func(t *testing.T) {
+			q := newQ(0)
+			require.NoError(t, q.Put(t.Context(), 1))
+			require.NoError(t, q.Put(t.Context(), 2))
+			v, err := q.Get(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 1, v)
+			q.TaskDone()
+			assert.Panics(t, q.TaskDone, "item 2 was never taken")
+			assert.Equal(t, 1, q.Unfinished(), "item 2, queued")
+
+			require.Equal(t, []int{2}, q.CloseNow())
+			assert.Zero(t, q.Unfinished())
+			ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+			defer cancel()
+			assert.NoError(t, q.Join(ctx))
+			assert.Panics(t, q.TaskDone, "every item is done")
+			require.Zero(t, q.Unfinished())
+		})
+	})
+}
+
+// TestHammerQueueTasks hammers the task accounting: goroutines put, take,
+// mark done and Join with contexts that end at random, now and then call
+// TaskDone for an item they do not hold, and the queue is closed midway, with
+// Close or with CloseNow. Unfinished is never negative; every item accepted
+// comes out once, taken or handed back; at the end the TaskDone calls
+// accepted are the items taken, so Unfinished is what is queued; once that is
+// drained and done, Join returns and one more TaskDone panics.
+func TestHammerQueueTasks(t *testing.T) {
+	forEachTaskQueue(t, func(t *testing.T, newQ func(int) taskQueue) {
+		for _, capacity := range []int{0, 1, 3} {
+			for _, now := range []bool{false, true} {
+				q := newQ(capacity)
+				var mu sync.Mutex
+				accepted, out := map[int]bool{}, map[int]int{}
+				var wg sync.WaitGroup
+				rounds := testutil.HammerRounds(500)
+				for g := range 8 {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(uint64(g), uint64(capacity)))
+						owed := 0 // items this goroutine took and has not marked done
+						for i := range rounds {
+							if g == 0 && i == rounds/2 {
+								if now {
+									left := q.CloseNow()
+									mu.Lock()
+									for _, v := range left {
+										out[v]++
+									}
+									mu.Unlock()
+								} else {
+									q.Close()
+								}
+							}
+							if n := q.Unfinished(); n < 0 {
+								t.Errorf("Unfinished() = %d, want >= 0", n)
+							}
+							v := g*rounds + i
+							ctx, cancel := endingCtx(r)
+							ok, put := false, false
+							switch r.IntN(7) {
+							case 0:
+								ok, put = q.TryPut(v), true
+							case 1:
+								ok, put = q.Put(ctx, v) == nil, true
+							case 2:
+								v, ok = q.TryGet()
+							case 3:
+								var err error
+								v, err = q.Get(ctx)
+								ok = err == nil
+							case 4:
+								// A TaskDone owed by another goroutine, or by
+								// none: accepted only while some item taken is
+								// not done; its owner's TaskDone may then panic.
+								tryTaskDone(t, q)
+							case 5:
+								if owed > 0 && tryTaskDone(t, q) {
+									owed--
+								}
+							default:
+								if err := q.Join(ctx); err != nil && ctx.Err() == nil {
+									t.Errorf("Join = %v with its ctx alive", err)
+								}
+							}
+							cancel()
+							if !ok {
+								continue
+							}
+							mu.Lock()
+							if put {
+								accepted[v] = true
+							} else {
+								out[v]++
+								owed++
+							}
+							mu.Unlock()
+						}
+						for owed > 0 && tryTaskDone(t, q) {
+							owed--
+						}
+					})
+				}
+				wg.Wait()
+				require.Equal(t, q.Len(), q.Unfinished(), "every item taken is done, no more")
+				q.Close()
+				for {
+					v, err := q.Get(context.Background())
+					if err != nil {
+						require.ErrorIs(t, err, ctxsync.ErrClosed)
+						break
+					}
+					out[v]++
+					q.TaskDone()
+				}
+				for v := range accepted {
+					require.Equal(t, 1, out[v], "item %d came out %d times", v, out[v])
+				}
+				require.Len(t, out, len(accepted), "items came out that were never put")
+				require.Zero(t, q.Unfinished(), "capacity %d, CloseNow %v", capacity, now)
+				require.NoError(t, q.Join(context.Background()))
+				require.Panics(t, q.TaskDone, "every item taken is done")
+				require.Zero(t, q.Unfinished())
+			}
+		}
+	})
+}
+
+// tryTaskDone calls q.TaskDone and reports whether it was accepted; a TaskDone
+// past the items taken must panic with the package's message.
+func tryTaskDone(t *testing.T, q taskQueue) (ok bool) {
+	defer func() {
+		if e := recover(); e != nil {
+			if msg, _ := e.(string); !strings.HasPrefix(msg, "ctxsync: ") || !strings.HasSuffix(msg, "called more times than items were taken") {
+				t.Errorf("TaskDone panicked with %v", e)
+			}
+		}
+	}()
+	q.TaskDone()
+	return true
 }

@@ -345,10 +345,16 @@ func TestQueueMisuse(t *testing.T) {
 		require.Equal(t, 0, q.Len())
 	})
 	q := ctxsync.NewQueue[int](0)
-	require.PanicsWithValue(t, "ctxsync: Queue.TaskDone called more times than items were put", q.TaskDone)
+	const tooMany = "ctxsync: Queue.TaskDone called more times than items were taken"
+	require.PanicsWithValue(t, tooMany, q.TaskDone)
 	require.NoError(t, q.Put(context.Background(), 1))
+	require.PanicsWithValue(t, tooMany, q.TaskDone, "put, not taken")
+	require.Equal(t, 1, q.Unfinished(), "the panic changed nothing")
+	_, ok := q.TryGet()
+	require.True(t, ok)
 	q.TaskDone()
-	require.PanicsWithValue(t, "ctxsync: Queue.TaskDone called more times than items were put", q.TaskDone)
+	require.PanicsWithValue(t, tooMany, q.TaskDone)
+	require.Zero(t, q.Unfinished())
 }
 
 func TestQueueJoin(t *testing.T) {

@@ -27,10 +27,12 @@ type queueCore[T any] struct {
 	capacity int         // 0: unbounded; never changes
 	closed   bool
 	accepted uint64                           // items ever accepted
-	done     uint64                           // items done: TaskDone calls, and items taken out by CloseNow
+	taken    uint64                           // items handed to consumers (Get, TryGet, All)
+	done     uint64                           // TaskDone calls; never more than taken
+	handed   uint64                           // items taken out by CloseNow; they count as done
 	getters  waitq.List[getResult[pqItem[T]]] // waiting for an item
 	putters  waitq.List[putResult[pqItem[T]]] // waiting for room; their value is their item
-	joiners  waitq.List[struct{}]             // Join calls waiting for done == accepted
+	joiners  waitq.List[struct{}]             // Join calls waiting for done+handed == accepted
 }
 
 type getResult[I any] struct {
@@ -98,6 +100,7 @@ func (q *queueCore[T]) tryPutLocked(it pqItem[T]) (bool, error) {
 		// A consumer waits, so the store is empty: hand it over directly.
 		q.getters.Grant(&q.mu, w, getResult[pqItem[T]]{it: it})
 		q.accepted++
+		q.taken++ // the consumer keeps it, even if its ctx ends now (see get)
 		return true, nil
 	}
 	if q.full() {
@@ -163,6 +166,7 @@ func (q *queueCore[T]) tryGetLocked() (pqItem[T], bool) {
 		return zero, false
 	}
 	it := q.items.pop()
+	q.taken++
 	if w := q.putters.Front(); w != nil && (q.capacity == 0 || q.items.len() < q.capacity) {
 		q.items.push(w.Val.it)
 		q.accepted++
@@ -222,7 +226,9 @@ func (q *queueCore[T]) closeNow() []T {
 		for q.items.len() > 0 {
 			items = append(items, q.items.pop().v)
 		}
-		q.doneLocked(uint64(n))
+		// Counted apart from taken: no TaskDone is owed for these.
+		q.handed += uint64(n)
+		q.releaseJoinersLocked()
 	}
 	return items
 }
@@ -230,19 +236,22 @@ func (q *queueCore[T]) closeNow() []T {
 // taskDone counts one item done; fn names the caller for the panic.
 func (q *queueCore[T]) taskDone(fn string) {
 	q.mu.Lock()
-	if q.done == q.accepted {
+	if q.done == q.taken {
 		q.mu.Unlock()
-		panic("ctxsync: " + fn + " called more times than items were put")
+		// Bounded by the items put instead, a TaskDone for an item still
+		// queued would pass, and CloseNow would then count that item done
+		// again: Unfinished below zero, Join waiting for ever.
+		panic("ctxsync: " + fn + " called more times than items were taken")
 	}
-	q.doneLocked(1)
+	q.done++
+	q.releaseJoinersLocked()
 	q.mu.Unlock()
 }
 
-// doneLocked counts n more items done, and releases the Joins if every item
-// accepted is. q.mu must be held.
-func (q *queueCore[T]) doneLocked(n uint64) {
-	q.done += n
-	if q.done == q.accepted {
+// releaseJoinersLocked releases the Joins if every item accepted is done.
+// q.mu must be held.
+func (q *queueCore[T]) releaseJoinersLocked() {
+	if q.done+q.handed == q.accepted {
 		for w := q.joiners.Front(); w != nil; w = q.joiners.Front() {
 			q.joiners.Grant(&q.mu, w, struct{}{})
 		}
@@ -255,7 +264,7 @@ func (q *queueCore[T]) join(ctx context.Context) error {
 		return err
 	}
 	q.mu.Lock()
-	if q.done == q.accepted {
+	if q.done+q.handed == q.accepted {
 		q.mu.Unlock()
 		// A TaskDone that followed the end of ctx does not count for us.
 		return ctx.Err()
@@ -277,5 +286,6 @@ func (q *queueCore[T]) join(ctx context.Context) error {
 func (q *queueCore[T]) unfinished() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return int(q.accepted - q.done)
+	// done <= taken, and taken+handed <= accepted: never negative.
+	return int(q.accepted - q.done - q.handed)
 }
