@@ -36,6 +36,45 @@ func ExampleQueue() {
 	// Output: sum of jobs: 5050
 }
 
+// A graceful shutdown: the workers stop when their ctx ends, each finishing
+// the job in hand; CloseNow then hands back the jobs still queued, to be saved
+// for later, and Join returns, since every job is done or handed back.
+func ExampleQueue_CloseNow() {
+	jobs := ctxsync.NewQueue[string](0)
+	for _, job := range []string{"a", "b", "c", "d", "e"} {
+		_ = jobs.Put(context.Background(), job)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var workers sync.WaitGroup
+	var started sync.WaitGroup // for a fixed output: each worker holds a job
+	var finished atomic.Int64
+	for range 2 {
+		started.Add(1)
+		workers.Go(func() {
+			for range jobs.All(ctx) {
+				started.Done()
+				<-ctx.Done() // a long job, finished as the shutdown comes
+				finished.Add(1)
+				jobs.TaskDone()
+			}
+		})
+	}
+	started.Wait()
+
+	stop() // the shutdown signal: All takes no more jobs
+	workers.Wait()
+	fmt.Println("finished:", finished.Load())
+	fmt.Println("handed back:", jobs.CloseNow())
+	fmt.Println("join:", jobs.Join(context.Background()))
+	fmt.Println("put:", jobs.Put(context.Background(), "f"))
+	// Output:
+	// finished: 2
+	// handed back: [c d e]
+	// join: <nil>
+	// put: ctxsync: queue closed
+}
+
 // A bounded Queue pushes back: TryPut fails when it is full, and Put waits.
 func ExampleNewQueue() {
 	q := ctxsync.NewQueue[string](2)

@@ -161,9 +161,13 @@ func (q *PriorityQueue[T]) Unfinished() int { return q.core.unfinished() }
 //		q.TaskDone()
 //	}
 //
-// Breaking out of the loop stops the Gets; items not yet taken stay in the
-// queue. The iterator does not call TaskDone. Use Get to tell closing from
-// ctx ending.
+// Every item All takes is yielded to the loop body, also one handed over
+// just before ctx ends (as Get keeps it, All yields it, and never drops it):
+// it counts as taken, and is owed a TaskDone, which the iterator does not
+// call. Once ctx has ended, All takes no more items and the loop ends; the
+// items not yet taken stay in the queue, for another consumer or for
+// CloseNow. Breaking out of the loop likewise takes nothing more. Use Get to
+// tell closing from ctx ending.
 func (q *PriorityQueue[T]) All(ctx context.Context) iter.Seq[T] {
 	return func(yield func(T) bool) {
 		for {

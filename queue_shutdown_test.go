@@ -314,3 +314,39 @@ func tryTaskDone(t *testing.T, q taskQueue) (ok bool) {
 	q.TaskDone()
 	return true
 }
+
+// TestAllYieldsItemTakenAsCtxEnds pins what All's doc says of an item taken as
+// ctx ends: handed over before ctx ended, it is yielded to the loop body and
+// is owed a TaskDone; put after ctx ended, it is not taken and stays queued.
+func TestAllYieldsItemTakenAsCtxEnds(t *testing.T) {
+	forEachTaskQueue(t, func(t *testing.T, newQ func(int) taskQueue) {
+		synctest.Test(t, func(t *testing.T) {
+			q := newQ(0)
+			ctx, cancel := context.WithCancel(t.Context())
+			got := make(chan []int, 1)
+			go func() {
+				var vs []int
+				for v := range q.All(ctx) {
+					vs = append(vs, v)
+				}
+				got <- vs
+			}()
+			synctest.Wait() // the loop waits in Get
+			require.NoError(t, q.Put(t.Context(), 1))
+			cancel() // before the loop has run again
+			require.Equal(t, []int{1}, <-got, "handed over before ctx ended: yielded")
+			require.Zero(t, q.Len())
+			require.Equal(t, 1, q.Unfinished())
+			q.TaskDone() // owed: it was taken
+
+			require.NoError(t, q.Put(t.Context(), 2))
+			for range q.All(ctx) {
+				t.Fatal("All took an item after its ctx ended")
+			}
+			require.Equal(t, 1, q.Len(), "left in the queue")
+			require.Panics(t, q.TaskDone, "nothing taken is owed a TaskDone")
+			require.Equal(t, []int{2}, q.CloseNow())
+			require.NoError(t, q.Join(t.Context()))
+		})
+	})
+}
