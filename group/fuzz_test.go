@@ -3,6 +3,7 @@ package group_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -22,13 +23,14 @@ type fuzzScript struct {
 
 type fuzzTask struct {
 	d       time.Duration
-	outcome int // fuzzOK, fuzzFail or fuzzPanic
+	outcome int // fuzzOK, fuzzFail, fuzzPanic or fuzzGoexit
 }
 
 const (
 	fuzzOK = iota
 	fuzzFail
 	fuzzPanic
+	fuzzGoexit // runtime.Goexit: a failure with ErrGoexit
 )
 
 // parseScript reads a script from fuzz input. Durations are whole tens of
@@ -47,6 +49,8 @@ func parseScript(data []byte) fuzzScript {
 	for i, b := range data[1:min(len(data), 21)] {
 		t := fuzzTask{d: time.Duration(b>>3%8+1)*10*time.Millisecond + time.Duration(1)<<i}
 		switch b % 8 {
+		case 4:
+			t.outcome = fuzzGoexit
 		case 5, 6:
 			t.outcome = fuzzFail
 		case 7:
@@ -62,19 +66,21 @@ type fuzzOutcome struct {
 	ran     []bool // f ran
 	refused []bool // Go returned an error (always context.Canceled here)
 	panic   int    // the task whose panic Wait raised, or -1
-	first   int    // fail-fast: the task whose error Wait returned; -1 none, -2 context.Canceled
+	first   int    // fail-fast: the task whose error Wait returned; -1 none, -2 context.Canceled, -3 ErrGoexit
 	failed  []int  // CollectAll: the tasks whose own error is joined, sorted
 	nCancel int    // CollectAll: how many context.Canceled are joined
+	nGoexit int    // CollectAll: how many ErrGoexit are joined
 }
 
 func (o fuzzOutcome) String() string {
-	return fmt.Sprintf("ran %v refused %v panic %d first %d failed %v canceled %d",
-		o.ran, o.refused, o.panic, o.first, o.failed, o.nCancel)
+	return fmt.Sprintf("ran %v refused %v panic %d first %d failed %v canceled %d goexit %d",
+		o.ran, o.refused, o.panic, o.first, o.failed, o.nCancel, o.nGoexit)
 }
 
 func equalOutcome(a, b fuzzOutcome) bool {
 	return slices.Equal(a.ran, b.ran) && slices.Equal(a.refused, b.refused) &&
-		a.panic == b.panic && a.first == b.first && slices.Equal(a.failed, b.failed) && a.nCancel == b.nCancel
+		a.panic == b.panic && a.first == b.first && slices.Equal(a.failed, b.failed) &&
+		a.nCancel == b.nCancel && a.nGoexit == b.nGoexit
 }
 
 // model plays a script out by hand: an event loop over the tasks' ends and
@@ -89,24 +95,24 @@ func model(s fuzzScript) fuzzOutcome {
 	var running []run
 	var now time.Duration
 	cancelled := false
-	taskErr := func(i int) { // task i ends with an error: -1 for context.Canceled
-		if s.opts.CollectAll {
-			if i < 0 {
-				o.nCancel++
-			} else {
-				o.failed = append(o.failed, i)
+	taskErr := func(i int) { // task i ends with an error: -2 for context.Canceled, -3 for ErrGoexit
+		switch {
+		case !s.opts.CollectAll:
+			if o.first == -1 {
+				o.first = i
 			}
-		} else if o.first == -1 {
-			o.first = i
-			if i < 0 {
-				o.first = -2
-			}
+		case i == -2:
+			o.nCancel++
+		case i == -3:
+			o.nGoexit++
+		default:
+			o.failed = append(o.failed, i)
 		}
 	}
 	cancel := func() {
 		cancelled = true
 		for range running {
-			taskErr(-1) // the tasks in flight see ctx end, and return its error
+			taskErr(-2) // the tasks in flight see ctx end, and return its error
 		}
 		running = nil
 	}
@@ -126,8 +132,12 @@ func model(s fuzzScript) fuzzOutcome {
 		running = slices.Delete(running, next, next+1)
 		now = r.end
 		switch s.tasks[r.i].outcome {
-		case fuzzFail:
-			taskErr(r.i)
+		case fuzzFail, fuzzGoexit:
+			if s.tasks[r.i].outcome == fuzzGoexit {
+				taskErr(-3)
+			} else {
+				taskErr(r.i)
+			}
 			if !s.opts.CollectAll {
 				cancel()
 			}
@@ -157,7 +167,7 @@ func model(s fuzzScript) fuzzOutcome {
 	}
 	slices.Sort(o.failed)
 	if o.panic >= 0 { // Wait raises the panic: the errors do not show
-		o.first, o.failed, o.nCancel = -1, nil, 0
+		o.first, o.failed, o.nCancel, o.nGoexit = -1, nil, 0, 0
 	}
 	return o
 }
@@ -192,6 +202,8 @@ func play(t *testing.T, s fuzzScript) fuzzOutcome {
 					return errs[i]
 				case fuzzPanic:
 					panic(i)
+				case fuzzGoexit:
+					runtime.Goexit()
 				}
 				return nil
 			})
@@ -202,22 +214,25 @@ func play(t *testing.T, s fuzzScript) fuzzOutcome {
 				o.refused[i] = true
 			}
 		}
-		var err error
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					o.panic = v.(*group.PanicError).Value.(int)
-				}
-			}()
-			err = g.Wait()
-		}()
-		if o.panic >= 0 {
+		wait := func() (err error, p any) {
+			defer func() { p = recover() }()
+			return g.Wait(), nil
+		}
+		err, p := wait()
+		// Wait again: the identical error, or the identical panic.
+		if err2, p2 := wait(); err2 != err || p2 != p {
+			t.Errorf("Wait = %v, %v; again = %v, %v: want the same values", err, p, err2, p2)
+		}
+		if p != nil {
+			o.panic = p.(*group.PanicError).Value.(int)
 			return
 		}
 		if !s.opts.CollectAll {
 			switch {
 			case err == context.Canceled:
 				o.first = -2
+			case err == group.ErrGoexit:
+				o.first = -3
 			case err != nil:
 				o.first = slices.Index(errs, err)
 			}
@@ -227,9 +242,12 @@ func play(t *testing.T, s fuzzScript) fuzzOutcome {
 			return
 		}
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			if e == context.Canceled {
+			switch e {
+			case context.Canceled:
 				o.nCancel++
-			} else {
+			case group.ErrGoexit:
+				o.nGoexit++
+			default:
 				o.failed = append(o.failed, slices.Index(errs, e))
 			}
 		}
@@ -247,6 +265,8 @@ func FuzzGroup(f *testing.F) {
 	f.Add([]byte{0x18, 0x38, 0x38, 0x38, 0x38})     // no limit, the parent ends first
 	f.Add([]byte{0x1e, 0x38, 0x30, 0x25, 0x3d, 0})  // Limit 2, CollectAll, parent ends
 	f.Add([]byte{3, 8, 16, 24, 32, 40, 0x2d, 0x36}) // Limit 3, failures late
+	f.Add([]byte{2, 0x0c, 0x10, 0x18})              // Limit 2, a Goexit refuses the last
+	f.Add([]byte{4, 0x0c, 0x14, 0x0d, 0})           // CollectAll: Goexits and an error joined
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := parseScript(data)
 		want, got := model(s), play(t, s)

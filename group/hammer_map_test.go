@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/group"
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
@@ -120,6 +121,146 @@ func TestHammerMap(t *testing.T) {
 		if err != nil && err != errOdd && err != context.Canceled {
 			t.Errorf("ForEach = %v", err)
 		}
+		if pulled.Load() != calls.Load() {
+			t.Errorf("ForEach pulled %d items and called f on %d: an item was dropped", pulled.Load(), calls.Load())
+		}
+		cancel()
+	}
+}
+
+// TestHammerMapAllGoexit: MapAll over items whose f may call runtime.Goexit,
+// under a ctx that may end at any time. When MapAll returns, an item's error
+// is ErrGoexit exactly when its f called runtime.Goexit; when an f called it
+// in the caller's goroutine, that goroutine ended, once no call was in flight.
+func TestHammerMapAllGoexit(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	for range testutil.HammerRounds(300) {
+		if t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if r.IntN(2) == 0 {
+			stop := time.AfterFunc(time.Duration(r.IntN(200))*time.Microsecond, cancel)
+			defer stop.Stop()
+		}
+		n, limit := r.IntN(30), r.IntN(5)
+		kinds, items := make([]int, n), make([]int, n)
+		for i := range kinds {
+			kinds[i] = r.IntN(6) // 0: Goexit, 1: waits on ctx, 2: fails, else: yields
+			items[i] = i
+		}
+		exited := make([]atomic.Bool, n)
+		var running atomic.Int32
+		var res []int
+		var errs []error
+		returned := false
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			res, errs = group.MapAll(ctx, items, limit, func(ctx context.Context, i int) (int, error) {
+				running.Add(1)
+				defer running.Add(-1)
+				switch kinds[i] {
+				case 0:
+					runtime.Gosched()
+					exited[i].Store(true)
+					runtime.Goexit()
+				case 1:
+					select {
+					case <-ctx.Done():
+						return 0, ctx.Err()
+					case <-time.After(time.Duration(rand.IntN(50)) * time.Microsecond):
+					}
+				case 2:
+					return -1, errors.New("failed")
+				default:
+					runtime.Gosched()
+				}
+				return i + 100, nil
+			})
+			returned = true
+		}()
+		<-done
+		if running.Load() != 0 {
+			t.Errorf("MapAll: %d calls in flight after its caller ended or it returned", running.Load())
+		}
+		cancel()
+		if !returned {
+			continue // a Goexit in the caller's goroutine
+		}
+		for i := range kinds {
+			var e error
+			if errs != nil {
+				e = errs[i]
+			}
+			switch {
+			case exited[i].Load() != (e == group.ErrGoexit):
+				t.Fatalf("MapAll: error %d = %v; its f called Goexit: %v", i, e, exited[i].Load())
+			case e == nil && res[i] != i+100:
+				t.Fatalf("MapAll: result %d = %d, want %d", i, res[i], i+100)
+			}
+		}
+	}
+}
+
+// TestHammerForEachQueue: ForEach over a ctxsync.Queue's All, fed by a
+// producer, under a ctx that may end at any time and with calls that may
+// fail. Whatever the schedule, every job put is either handled by f, which
+// marks it done, or handed back by CloseNow, and Join then returns.
+func TestHammerForEachQueue(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	for range testutil.HammerRounds(300) {
+		if t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := time.AfterFunc(time.Duration(r.IntN(300))*time.Microsecond, cancel)
+		q := ctxsync.NewQueue[int](r.IntN(4))
+		n, limit, failAt := r.IntN(60), r.IntN(5), r.IntN(80)
+		var put atomic.Int32
+		produced := make(chan struct{})
+		go func() {
+			defer close(produced)
+			for i := range n {
+				if q.Put(context.Background(), i) != nil {
+					return
+				}
+				put.Add(1)
+				if i%8 == 0 {
+					time.Sleep(time.Duration(i) * time.Microsecond)
+				}
+			}
+		}()
+		var handled atomic.Int32
+		err := group.ForEach(ctx, q.All(ctx), limit, func(ctx context.Context, job int) error {
+			defer q.TaskDone()
+			handled.Add(1)
+			if job == failAt {
+				return errors.New("failed")
+			}
+			if job%3 == 0 {
+				runtime.Gosched()
+			}
+			return nil
+		})
+		if err != nil && err.Error() != "failed" && err != context.Canceled {
+			t.Errorf("ForEach = %v", err)
+		}
+		back := q.CloseNow()
+		<-produced // its next Put fails, the queue closed
+		if h, p := int(handled.Load()), int(put.Load()); h+len(back) != p {
+			t.Fatalf("%d jobs put, %d handled by f, %d handed back: %d lost", p, h, len(back), p-h-len(back))
+		}
+		jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := q.Join(jctx); err != nil {
+			t.Fatalf("Join = %v, with %d jobs unfinished", err, q.Unfinished())
+		}
+		jcancel()
+		stop.Stop()
 		cancel()
 	}
 }
