@@ -305,3 +305,21 @@ func TestForEachSeqStoppedByCtxIsCtxErr(t *testing.T) {
 		checkShutdown(t, q, int(processed.Load()), func() int { return 2 })
 	})
 }
+
+// TestForEachGoexitIsErrGoexit: a call of f that ends in runtime.Goexit
+// fails ForEach with ErrGoexit, as Go and Map do, and stops the pulling.
+func TestForEachGoexitIsErrGoexit(t *testing.T) {
+	var pulled atomic.Int32
+	err := group.ForEach(context.Background(), tracked(100, &pulled), 1, func(_ context.Context, x int) error {
+		if x == 2 {
+			runtime.Goexit()
+		}
+		return nil
+	})
+	if err != group.ErrGoexit {
+		t.Errorf("ForEach = %v, want ErrGoexit", err)
+	}
+	if pulled.Load() != 3 {
+		t.Errorf("ForEach pulled %d items, want 3: none after the Goexit", pulled.Load())
+	}
+}

@@ -113,7 +113,8 @@ func New(ctx context.Context, opts Options) (*Group, context.Context) {
 // it returns, and goroutine labels set by pprof.SetGoroutineLabels stay for
 // the next task (pprof.Do puts the old ones back). Work that needs a
 // goroutine of its own, say to end with the thread it locked, starts one.
-// f never waits for another task to return before it starts.
+// Once Go has returned nil, f never waits for another task to return before
+// it starts: a goroutine is on its way to it.
 //
 // If the group's context has ended, or ends while Go waits, Go returns that
 // context's error (see context.Context.Err) and f never runs: no task starts
