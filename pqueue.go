@@ -31,7 +31,8 @@ import (
 // use by multiple goroutines.
 //
 // In the terminology of the Go memory model, a Put is synchronized before the
-// Get that returns its item.
+// Get that returns its item, and a TaskDone (or a CloseNow) is synchronized
+// before the return of any Join that it unblocks.
 type PriorityQueue[T any] struct {
 	_ nocopy.NoCopy
 

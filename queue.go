@@ -28,8 +28,8 @@ import (
 // be copied after first use. A Queue is safe for concurrent use by multiple goroutines.
 //
 // In the terminology of the Go memory model, a Put is synchronized before the
-// Get that returns its item, and a TaskDone is synchronized before the return
-// of any Join that it unblocks.
+// Get that returns its item, and a TaskDone (or a CloseNow) is synchronized
+// before the return of any Join that it unblocks.
 type Queue[T any] struct {
 	_ nocopy.NoCopy
 

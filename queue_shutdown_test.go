@@ -3,7 +3,9 @@ package ctxsync_test
 import (
 	"context"
 	"iter"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -348,5 +350,156 @@ func TestAllYieldsItemTakenAsCtxEnds(t *testing.T) {
 			require.Equal(t, []int{2}, q.CloseNow())
 			require.NoError(t, q.Join(t.Context()))
 		})
+	})
+}
+
+// TestZeroQueuesShutdown: the zero Queue and PriorityQueue have the task
+// accounting and shutdown too. Nothing put: Join returns, a done ctx still
+// fails it, TaskDone panics, CloseNow hands back nothing and closes.
+func TestZeroQueuesShutdown(t *testing.T) {
+	var zq ctxsync.Queue[int]
+	var zpq ctxsync.PriorityQueue[int]
+	for name, q := range map[string]taskQueue{"Queue": qTasks{&zq}, "PriorityQueue": pqTasks{samePriority{&zpq}}} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			require.Zero(t, q.Unfinished())
+			require.NoError(t, q.Join(ctx))
+			require.Equal(t, context.Canceled, q.Join(testutil.Cancelled()), "a done ctx fails with nothing unfinished")
+			require.Panics(t, q.TaskDone)
+			require.Zero(t, q.Unfinished(), "the panic changed nothing")
+			require.Empty(t, q.CloseNow())
+			require.Empty(t, q.CloseNow(), "again")
+			q.Close() // after CloseNow: does nothing
+			require.ErrorIs(t, q.Put(ctx, 1), ctxsync.ErrClosed)
+			require.False(t, q.TryPut(1))
+			_, err := q.Get(ctx)
+			require.ErrorIs(t, err, ctxsync.ErrClosed)
+			for range q.All(ctx) {
+				t.Fatal("All yielded from a closed, empty queue")
+			}
+			require.Zero(t, q.Unfinished())
+			require.NoError(t, q.Join(ctx))
+		})
+	}
+}
+
+// TestShutdownOrderings: Close, CloseNow, TaskDone and Join in the orders a
+// shutdown may take, at capacities 0, 1 and the largest.
+func TestShutdownOrderings(t *testing.T) {
+	forEachTaskQueue(t, func(t *testing.T, newQ func(int) taskQueue) {
+		for _, capacity := range []int{0, 1, 3, math.MaxInt} {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				fill := func(q taskQueue, n int) {
+					for v := range n {
+						require.NoError(t, q.Put(ctx, v))
+					}
+				}
+				n := min(capacity, 3)
+				if n == 0 {
+					n = 3
+				}
+
+				// Close, a Get drains one, CloseNow takes the rest: TaskDone
+				// owed for the one taken only.
+				q := newQ(capacity)
+				fill(q, n)
+				q.Close()
+				v, err := q.Get(ctx)
+				require.NoError(t, err)
+				require.Zero(t, v)
+				joined := make(chan error, 1)
+				go func() { joined <- q.Join(ctx) }()
+				want := []int{}
+				for v := 1; v < n; v++ {
+					want = append(want, v)
+				}
+				require.Equal(t, want, append([]int{}, q.CloseNow()...))
+				require.Equal(t, 1, q.Unfinished())
+				synctest.Wait()
+				require.Empty(t, joined, "the item taken is not done")
+				q.TaskDone()
+				require.NoError(t, <-joined)
+				require.Panics(t, q.TaskDone)
+				require.Zero(t, q.Unfinished())
+
+				// TaskDone for every item taken, then CloseNow: Join was
+				// waiting for the items queued only.
+				q = newQ(capacity)
+				fill(q, n)
+				_, ok := q.TryGet()
+				require.True(t, ok)
+				q.TaskDone()
+				go func() { joined <- q.Join(ctx) }()
+				synctest.Wait()
+				if n > 1 {
+					require.Empty(t, joined, "items queued")
+				}
+				require.Len(t, q.CloseNow(), n-1)
+				require.NoError(t, <-joined)
+				require.Zero(t, q.Unfinished())
+				require.Panics(t, q.TaskDone)
+
+				// A Join whose ctx is done fails even when CloseNow leaves
+				// nothing unfinished, and changes nothing.
+				q = newQ(capacity)
+				fill(q, n)
+				require.Equal(t, context.Canceled, q.Join(testutil.Cancelled()))
+				require.Len(t, q.CloseNow(), n)
+				require.Equal(t, context.Canceled, q.Join(testutil.Cancelled()))
+				require.NoError(t, q.Join(ctx))
+			})
+		}
+	})
+}
+
+// TestCloseNowRacesPut: a producer waiting for room and consumers waiting for
+// items, while Puts and CloseNow race. Every item accepted is taken or handed
+// back, once, and Join returns once the items taken are done.
+func TestCloseNowRacesPut(t *testing.T) {
+	forEachTaskQueue(t, func(t *testing.T, newQ func(int) taskQueue) {
+		for round := range testutil.HammerRounds(200) {
+			q := newQ(round % 3)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			accepted, out := map[int]bool{}, map[int]int{}
+			for g := range 4 {
+				wg.Go(func() { // producers
+					for i := range 5 {
+						v := g*10 + i
+						if q.Put(context.Background(), v) == nil {
+							mu.Lock()
+							accepted[v] = true
+							mu.Unlock()
+						}
+					}
+				})
+				wg.Go(func() { // consumers
+					for {
+						v, err := q.Get(context.Background())
+						if err != nil {
+							return
+						}
+						mu.Lock()
+						out[v]++
+						mu.Unlock()
+						q.TaskDone()
+					}
+				})
+			}
+			runtime.Gosched()
+			left := q.CloseNow()
+			wg.Wait()
+			for _, v := range left {
+				out[v]++
+			}
+			for v := range accepted {
+				require.Equal(t, 1, out[v], "item %d came out %d times", v, out[v])
+			}
+			require.Len(t, out, len(accepted))
+			require.Zero(t, q.Unfinished())
+			require.NoError(t, q.Join(context.Background()))
+			require.Panics(t, q.TaskDone)
+		}
 	})
 }
