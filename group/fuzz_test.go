@@ -214,13 +214,13 @@ func play(t *testing.T, s fuzzScript) fuzzOutcome {
 				o.refused[i] = true
 			}
 		}
-		wait := func() (err error, p any) {
+		wait := func() (p any, err error) {
 			defer func() { p = recover() }()
-			return g.Wait(), nil
+			return nil, g.Wait()
 		}
-		err, p := wait()
+		p, err := wait()
 		// Wait again: the identical error, or the identical panic.
-		if err2, p2 := wait(); err2 != err || p2 != p {
+		if p2, err2 := wait(); err2 != err || p2 != p {
 			t.Errorf("Wait = %v, %v; again = %v, %v: want the same values", err, p, err2, p2)
 		}
 		if p != nil {
