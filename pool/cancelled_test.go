@@ -100,15 +100,17 @@ func TestCtxEndsDuringPauseCounted(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() { _, err := p.Acquire(ctx); errc <- err }()
-		// It counts its wait, then pauses (yielding the one P): cancel
-		// once it has counted, not before it has even looked.
-		for p.Stats().WaitCount == 0 {
+		// It counts itself empty-handed, then pauses (yielding the one P):
+		// cancel once it has counted, not before it has even looked. (The
+		// first Acquire counted once already, and waited for New.)
+		for p.Stats().EmptyAcquires < 2 {
 			runtime.Gosched()
 		}
 		cancel()
 		require.Equal(t, context.Canceled, <-errc)
 		s := p.Stats()
-		require.Equal(t, int64(1), s.WaitCount, "%+v", s)
+		require.Equal(t, int64(2), s.EmptyAcquires, "%+v", s)
+		require.Equal(t, int64(1), s.WaitCount, "the cancelled Acquire never queued: %+v", s)
 		require.Equal(t, int64(1), s.CanceledAcquires, "an Acquire that ended with its ctx, uncounted: %+v", s)
 		r.Release()
 		require.NoError(t, p.Close(t.Context()))

@@ -179,9 +179,7 @@ func (m *poolModel) acquire(w *poolWaiter) {
 			return
 		}
 		m.empty++
-		if m.total() >= m.maxSize {
-			m.waited++
-		}
+		m.waited++ // queued, for a release or a new resource
 		m.waiting = append(m.waiting, w)
 		m.fill()
 	}

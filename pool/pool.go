@@ -34,8 +34,8 @@ type Stats struct {
 
 	AcquireCount     int64         // successful Acquires and TryAcquires
 	EmptyAcquires    int64         // Acquires that found no idle resource
-	WaitCount        int64         // of those, the ones that found the pool full
-	WaitDuration     time.Duration // the time Acquires waited, for a release or a new resource
+	WaitCount        int64         // of those, the ones that queued: they waited for a release or a new resource
+	WaitDuration     time.Duration // the time those waited in all: WaitDuration / WaitCount is the mean wait
 	CanceledAcquires int64         // Acquires that returned ctx.Err(), but for those whose ctx was done at the call
 
 	Created        int64 // resources made
@@ -314,9 +314,6 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		if !waited {
 			waited = true
 			p.stats.EmptyAcquires++
-			if full {
-				p.stats.WaitCount++
-			}
 		}
 		if full && !paused {
 			// Let a holder that is about to release do so, and look again,
@@ -326,6 +323,9 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			waitq.Pause()
 			continue
 		}
+		// Counted with the wait, whether for a release or a new resource,
+		// so that WaitDuration / WaitCount is the mean wait.
+		p.stats.WaitCount++
 		w := p.q.PushCtx(ctx, handoff[T]{})
 		p.fillLocked(ctx)
 		p.q.Unlock()

@@ -153,7 +153,8 @@ func TestFIFOWaiters(t *testing.T) {
 		wg.Wait()
 		require.Equal(t, []string{"A", "B", "C"}, order)
 		s := p.Stats()
-		require.Equal(t, int64(3), s.WaitCount)
+		// The first Acquire waited for New, and A, B and C for a release.
+		require.Equal(t, int64(4), s.WaitCount)
 		require.Equal(t, int64(1), s.Created, "one conn served everyone")
 		require.NoError(t, p.Close(t.Context()))
 		l.check(t)
@@ -559,7 +560,8 @@ func TestGracefulClose(t *testing.T) {
 			waiter <- err
 		}()
 		synctest.Wait()
-		require.Equal(t, int64(1), p.Stats().WaitCount)
+		// out and idle waited for New; the third Acquire for a release.
+		require.Equal(t, int64(3), p.Stats().WaitCount)
 
 		closed := make(chan error, 1)
 		go func() { closed <- p.Close(ctx) }()

@@ -187,10 +187,10 @@ func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
 	closing, errs[4] = conns("ctxsync.pool.connection.closing", "Calls to the pool's Close under way.")
 	acquires, errs[5] = counter("ctxsync.pool.acquires", "Acquires and TryAcquires that returned a connection.", "{acquire}")
 	empty, errs[6] = counter("ctxsync.pool.empty_acquires", "Acquires that found no idle connection.", "{acquire}")
-	waits, errs[7] = counter("ctxsync.pool.waits", "Acquires that found the pool full, and waited for a release.", "{acquire}")
+	waits, errs[7] = counter("ctxsync.pool.waits", "Acquires that waited, for a release or a new connection.", "{acquire}")
 	canceled, errs[8] = counter("ctxsync.pool.canceled_acquires", "Acquires that returned their context's error, not counting those whose context was done at the call.", "{acquire}")
 	waited, errs[9] = meter.Float64ObservableCounter("ctxsync.pool.wait_duration",
-		metric.WithDescription("The time Acquires waited, for a release or a new connection, in all."),
+		metric.WithDescription("The time the Acquires counted in ctxsync.pool.waits waited, in all."),
 		metric.WithUnit("s"))
 	created, errs[10] = counter("ctxsync.pool.connection.created", "Connections made.", "{connection}")
 	closed, errs[11] = counter("ctxsync.pool.connection.closed", "Connections closed, by the reason in ctxsync.pool.close.reason.", "{connection}")

@@ -174,15 +174,15 @@ ctxsync_pool_resources{name="db",state="closing"} 0
 ctxsync_pool_resources{name="db",state="constructing"} 0
 ctxsync_pool_resources{name="db",state="idle"} 0
 ctxsync_pool_resources{name="db",state="in_use"} 1
-# HELP ctxsync_pool_wait_duration_seconds_total Time Acquires waited for a release or a new resource.
+# HELP ctxsync_pool_wait_duration_seconds_total Time the Acquires counted in waits_total waited, in all.
 # TYPE ctxsync_pool_wait_duration_seconds_total counter
 ctxsync_pool_wait_duration_seconds_total{name="db"} 0.028
 # HELP ctxsync_pool_waiters Acquires waiting now for a release or a new resource.
 # TYPE ctxsync_pool_waiters gauge
 ctxsync_pool_waiters{name="db"} 0
-# HELP ctxsync_pool_waits_total Acquires that found the pool full, and waited for a release.
+# HELP ctxsync_pool_waits_total Acquires that waited, for a release or a new resource.
 # TYPE ctxsync_pool_waits_total counter
-ctxsync_pool_waits_total{name="db"} 2
+ctxsync_pool_waits_total{name="db"} 4
 `
 
 const poolWant2 = `
