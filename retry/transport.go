@@ -34,6 +34,11 @@ import (
 // body of the response returned too, as http.Client.Timeout does: it is
 // released when that body is closed.
 //
+// Base, GetBody, Retryable and OnRetry run in the caller's goroutine. A
+// panic in any of them reaches the caller of RoundTrip with nothing kept:
+// the response Transport held for a retry is closed, and the attempt's
+// timeout released.
+//
 // Retryable and OnRetry see a *StatusError for the retried statuses. The
 // zero Transport uses http.DefaultTransport and the zero Policy. Transport
 // holds no state of its own: it is safe for concurrent use, and may be
@@ -90,7 +95,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		kept     *http.Response // a response with a retried status
 		ok       *http.Response // the response returned on success
 		attempts int
+		done     bool // Execute returned
 	)
+	defer func() {
+		// Retryable runs between the attempt that kept a response and the
+		// wait that drains it: if it panics (or OnRetry, Base, GetBody
+		// does), the panic goes on to the caller, and the response no one
+		// will see must not keep its connection. Closed, not drained: no
+		// read from the network while a panic unwinds.
+		if !done && kept != nil && kept.Body != nil {
+			_ = kept.Body.Close()
+		}
+	}()
 	onRetry := p.OnRetry
 	p.OnRetry = func(n int, err error, d time.Duration) {
 		discard(kept) // free its connection before the wait
@@ -122,6 +138,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		kept = resp
 		return &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Delay: parseRetryAfter(resp.Header.Get("Retry-After"))}
 	})
+	done = true
 	if err == nil {
 		return ok, nil
 	}
@@ -143,12 +160,19 @@ func send(ctx context.Context, base http.RoundTripper, r *http.Request, timeout 
 		return base.RoundTrip(r)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
+	handed := false // the body releases ctx from now on
+	defer func() {
+		// Also when Base panics: its attempt's timer must not outlive it.
+		if !handed {
+			cancel()
+		}
+	}()
 	resp, err := base.RoundTrip(r.WithContext(ctx))
-	if err != nil || resp.Body == nil {
-		cancel()
+	if err != nil || resp == nil || resp.Body == nil {
 		return resp, err
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	handed = true
 	return resp, nil
 }
 
