@@ -69,6 +69,10 @@ func (e *StatusError) Error() string {
 // RetryAfter returns Delay: the floor of the next wait.
 func (e *StatusError) RetryAfter() time.Duration { return e.Delay }
 
+// errNoResponse is the error of an attempt whose Base broke the
+// RoundTripper contract: neither a response nor an error.
+var errNoResponse = errors.New("retry: Base RoundTripper returned no response and no error")
+
 // drainLimit bounds how much of a discarded body is read to reuse its
 // connection: beyond it, closing the connection is cheaper.
 const drainLimit = 64 << 10
@@ -128,8 +132,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Body = body
 		}
 		resp, err := send(ctx, base, r, timeout)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
+		case resp == nil:
+			return Permanent(errNoResponse)
 		}
 		if !retriedStatus(resp.StatusCode) {
 			ok = resp

@@ -85,3 +85,19 @@ func TestTransportRetryablePanicLeaksBody(t *testing.T) {
 		synctest.Wait() // no timer of an attempt is left to fire
 	})
 }
+
+// TestTransportBaseReturnsNothing pins a bug: a Base that broke the
+// RoundTripper contract, returning neither a response nor an error, made
+// RoundTrip panic on a nil response. It is an error, and not retried: a
+// broken RoundTripper does not mend itself.
+func TestTransportBaseReturnsNothing(t *testing.T) {
+	for _, timeout := range []time.Duration{0, time.Hour} {
+		n := 0
+		base := roundTripperFunc(func(*http.Request) (*http.Response, error) { n++; return nil, nil })
+		resp, err := (&retry.Transport{Base: base, Policy: retry.Policy{NoDelay: true, AttemptTimeout: timeout}}).RoundTrip(newGet(t, "http://x/"))
+		require.Nil(t, resp)
+		require.ErrorContains(t, err, "returned no response and no error")
+		require.Equal(t, retry.NotRetryable, asError(t, err).Reason)
+		require.Equal(t, 1, n)
+	}
+}
