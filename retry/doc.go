@@ -32,7 +32,9 @@
 // sleeping only to fail.
 //
 // Transport brings the same to an http.Client: idempotent requests that meet
-// a transport error or a 429, 502, 503 or 504 are sent again.
+// a transport error or a 429, 502, 503 or 504 are sent again. The
+// Retry-After of a 429 or a 503 is honoured; that of a 502 or a 504 is not,
+// since RFC 9110 and RFC 6585 give it a meaning on the first two only.
 //
 // Nothing runs in the background: a call that succeeds at once allocates
 // nothing and reads no clock (unless MaxElapsed is set; with a Budget, one

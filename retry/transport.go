@@ -21,8 +21,9 @@ import (
 // with an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or an
 // Idempotency-Key (or X-Idempotency-Key) header. Others go to Base once.
 //
-// A Retry-After header, in seconds or as an HTTP date, sets a floor on the
-// next wait (see Policy). The body of each response that is not returned is
+// A Retry-After header on a 429 or a 503, in seconds or as an HTTP date,
+// sets a floor on the next wait (see Policy); on a 502 or a 504 it is
+// ignored and the backoff decides. The body of each response that is not returned is
 // read (up to 64 KiB, so that its connection can be reused) and closed before
 // the wait. When Transport gives up on a status, for any reason but the
 // request's ctx ending, it returns that last response, unread, as Base gave
@@ -52,9 +53,12 @@ type Transport struct {
 // status that Transport retries. Policy.Retryable and Policy.OnRetry see it;
 // when Transport gives up, it returns the response itself.
 type StatusError struct {
-	StatusCode int           // 429, 502, 503 or 504
-	Status     string        // as in http.Response: "503 Service Unavailable"
-	Delay      time.Duration // the wait Retry-After asks for; 0 if none
+	StatusCode int    // 429, 502, 503 or 504
+	Status     string // as in http.Response: "503 Service Unavailable"
+	// Delay is the wait the Retry-After of a 429 or a 503 asks for; 0 if
+	// none, and always 0 for a 502 or a 504, whose Retry-After is not
+	// honoured.
+	Delay time.Duration
 }
 
 // Error returns "retry: response status 503 Service Unavailable", and the
@@ -143,7 +147,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil
 		}
 		kept = resp
-		return &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Delay: parseRetryAfter(resp.Header.Get("Retry-After"))}
+		se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
+		if honoursRetryAfter(resp.StatusCode) {
+			se.Delay = parseRetryAfter(resp.Header.Get("Retry-After"))
+		}
+		return se
 	})
 	done = true
 	if err == nil {
@@ -205,6 +213,15 @@ func retriedStatus(code int) bool {
 		return true
 	}
 	return false
+}
+
+// honoursRetryAfter reports whether a Retry-After on a response of status
+// code is the server's word on when to come back: on a 503 by RFC 9110, on
+// a 429 by RFC 6585. On a 502 or a 504 it would be the header of a server
+// behind a gateway that could not reach it, or a gateway's guess: the
+// backoff decides, as in go-retryablehttp.
+func honoursRetryAfter(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
 }
 
 // parseRetryAfter returns the wait a Retry-After header asks for: a number of
