@@ -32,7 +32,9 @@
 // sleeping only to fail.
 //
 // Transport brings the same to an http.Client: idempotent requests that meet
-// a transport error or a 429, 502, 503 or 504 are sent again. The
+// a transport error or a 429, 502, 503 or 504 are sent again, but not
+// after a transport error that no retry can cure (a server certificate that
+// did not verify, a request net/http refuses to send: see Transport). The
 // Retry-After of a 429 or a 503 is honoured; that of a 502 or a 504 is not,
 // since RFC 9110 and RFC 6585 give it a meaning on the first two only.
 //

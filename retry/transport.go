@@ -16,6 +16,16 @@ import (
 // (Gateway Timeout). 500 is not retried: it is as often a bug that will fail
 // again as a passing fault.
 //
+// Nor are the transport errors that sending the request again cannot cure:
+// a server certificate that did not verify (a *tls.CertificateVerificationError,
+// or an x509.UnknownAuthorityError, HostnameError or CertificateInvalidError:
+// not trusted, for another host, expired), and a request that net/http's
+// Transport refuses to send (a scheme it does not serve, a method that is
+// not a token, a header or trailer field it cannot write, no host in the
+// URL). Such an attempt is the last, whatever Policy.Retryable says, as if
+// Permanent had marked its error; the *Error says NotRetryable, and
+// errors.As still finds the error Base gave.
+//
 // Only requests that can be sent again safely are retried: those without a
 // body or with GetBody (which http.NewRequest sets for the usual bodies), and
 // with an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or an
@@ -23,9 +33,9 @@ import (
 //
 // A Retry-After header on a 429 or a 503, in seconds or as an HTTP date,
 // sets a floor on the next wait (see Policy); on a 502 or a 504 it is
-// ignored and the backoff decides. The body of each response that is not returned is
-// read (up to 64 KiB, so that its connection can be reused) and closed before
-// the wait. When Transport gives up on a status, for any reason but the
+// ignored and the backoff decides. The body of each response that is not
+// returned is read (up to 64 KiB, so that its connection can be reused) and
+// closed before the wait. When Transport gives up on a status, for any reason but the
 // request's ctx ending, it returns that last response, unread, as Base gave
 // it. Otherwise it returns the error of Policy.Execute (an *Error, or the
 // ctx's error if the ctx was done before the first attempt).
@@ -137,6 +147,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, err := send(ctx, base, r, timeout)
 		switch {
+		case err != nil && cannotSucceed(r, err):
+			return Permanent(err)
 		case err != nil:
 			return err
 		case resp == nil:
