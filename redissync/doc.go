@@ -24,9 +24,12 @@
 // loopback, that made an uncontended Lock and Release take about a third
 // longer. The one thing given up: such a client ends a round trip at a
 // deadline, not at a cancellation, so a call whose ctx is cancelled (with no
-// deadline passing) returns when its round trip is over, within the Timeout
-// (a fraction of a millisecond from a healthy Redis nearby), having given
-// back whatever it was granted meanwhile.
+// deadline passing) returns when its round trip is over: within the Timeout
+// of that round trip's start (a fraction of a millisecond from a healthy
+// Redis nearby). What an Acquire that gives up leaves in Redis (its place in
+// line, a permit granted meanwhile) it gives back in what is left of that
+// same Timeout, or, when Redis has not answered by then, in the background:
+// it never waits for a second Timeout (see Semaphore.Acquire).
 //
 // A lock keeps its holder in a key that expires with the lease while nobody
 // waits, and that stays, carrying the lease's end, while anyone does: a free

@@ -105,14 +105,17 @@ func (s *Semaphore) N() int {
 //
 // It returns ctx.Err() when ctx ends first, and an error matching
 // ErrUnavailable when Redis fails to answer an attempt within the Timeout.
-// Either way it takes its place in line back and gives up a permit granted as
-// it gave up (at most one Timeout more; an attempt it stopped waiting for
-// that reaches Redis later has what it left taken back when its round trip
-// ends): nothing of it is left in Redis, or,
-// if Redis does not answer that either, its place lapses after three Polls
-// and a permit at the end of its Lease. Once the Name's fencing tokens reach
-// 2^53 (see the package's doc), it gives the permit granted back and returns
-// ErrTokensExhausted.
+// Either way it gives back what it leaves in Redis, its place in line and a
+// permit granted as it gave up, and returns within one Timeout: of the start
+// of the round trip under way when it gave up, or, if it was waiting between
+// round trips, of its ctx's end. If Redis answers the give-back within that
+// Timeout, nothing of the call is left in Redis when it returns; if not, the
+// give-back goes on in the background, for a Timeout of its own, and if
+// Redis does not answer that either, the place lapses after three Polls and
+// the permit at the end of its Lease. An attempt it stopped waiting for that
+// reaches Redis later has what it left taken back when its round trip ends.
+// Once the Name's fencing tokens reach 2^53 (see the package's doc), it gives
+// the permit granted back and returns ErrTokensExhausted.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	s.check()
 	if err := ctxErr(ctx); err != nil {
@@ -125,11 +128,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		sent := time.Now()
 		token, err := s.take(ctx, id)
 		if err != nil {
-			s.abandon(ctx, id)
+			s.abandon(ctx, id, sent.Add(s.timeout))
 			return nil, err
 		}
 		if token > 0 {
-			return s.granted(ctx, id, token, s.validUntil(sent, s.lease.Truncate(time.Millisecond)))
+			return s.granted(ctx, id, token, s.validUntil(sent, s.lease.Truncate(time.Millisecond)), sent.Add(s.timeout))
 		}
 	}
 	wake := make(chan grant, 1)
@@ -144,11 +147,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		r, err := s.attempt(ctx, id, s.entryArg, again)
 		again = true
 		if err != nil {
-			s.abandon(ctx, id)
+			s.abandon(ctx, id, sent.Add(s.timeout))
 			return nil, err
 		}
 		if r.granted {
-			return s.granted(ctx, id, r.token, s.validUntil(sent, r.left))
+			return s.granted(ctx, id, r.token, s.validUntil(sent, r.left), sent.Add(s.timeout))
 		}
 		if !subscribed {
 			subscribed = true
@@ -164,7 +167,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			s.abandon(ctx, id)
+			s.abandon(ctx, id, time.Now().Add(s.timeout))
 			return nil, ctx.Err()
 		case g := <-wake:
 			t.Stop()
@@ -184,11 +187,12 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			if time.Until(until) < s.lease/3 {
 				continue
 			}
+			by := time.Now().Add(s.timeout)
 			if ctx.Err() != nil {
-				s.abandon(ctx, id)
+				s.abandon(ctx, id, by)
 				return nil, ctx.Err()
 			}
-			return s.granted(ctx, id, g.token, until)
+			return s.granted(ctx, id, g.token, until, by)
 		case <-t.C:
 		}
 	}
@@ -198,7 +202,9 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 // line for it; it returns nil and a nil error if not. A done ctx fails at
 // once. It returns an error matching ErrUnavailable when Redis fails to
 // answer within the Timeout, and ErrTokensExhausted once the Name's fencing
-// tokens reach 2^53 (see the package's doc).
+// tokens reach 2^53 (see the package's doc). A call that fails gives back a
+// permit it may have been granted as Acquire does, and returns within the
+// Timeout of its round trip.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	s.check()
 	if err := ctxErr(ctx); err != nil {
@@ -208,35 +214,53 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	sent := time.Now()
 	r, err := s.attempt(ctx, id, "0", false)
 	if err != nil {
-		s.abandon(ctx, id)
+		s.abandon(ctx, id, sent.Add(s.timeout))
 		return nil, err
 	}
 	if !r.granted {
 		return nil, nil
 	}
-	return s.granted(ctx, id, r.token, s.validUntil(sent, r.left))
+	return s.granted(ctx, id, r.token, s.validUntil(sent, r.left), sent.Add(s.timeout))
 }
 
 // granted returns the Permit of a grant to id, whose lease is proven until
-// until; or gives the permit back and fails: when ctx ended meanwhile (a
-// client that honours deadlines sees a cancellation only once the round trip
-// is over), or for a token past those the scripts count exactly.
-func (s *Semaphore) granted(ctx context.Context, id string, token int64, until time.Time) (*Permit, error) {
+// until; or gives the permit back, waiting for Redis until by (see abandon),
+// and fails: when ctx ended meanwhile (a client that honours deadlines sees
+// a cancellation only once the round trip is over), or for a token past
+// those the scripts count exactly.
+func (s *Semaphore) granted(ctx context.Context, id string, token int64, until, by time.Time) (*Permit, error) {
 	if err := ctx.Err(); err != nil {
-		s.abandon(ctx, id)
+		s.abandon(ctx, id, by)
 		return nil, err
 	}
 	if token > maxToken {
-		s.abandon(ctx, id)
+		s.abandon(ctx, id, by)
 		return nil, ErrTokensExhausted
 	}
 	return s.newPermit(ctx, id, token, until), nil
 }
 
-// abandon takes back whatever an Acquire that gives up may have left: its
-// place in line, or a permit granted in a reply it did not wait for.
-func (s *Semaphore) abandon(ctx context.Context, id string) {
-	_, _ = s.release(context.WithoutCancel(ctx), id)
+// abandon takes back whatever an Acquire or TryAcquire that gives up may
+// have left: its place in line, or a permit granted in a reply it did not
+// wait for. It waits for Redis until by: the end of the Timeout of the round
+// trip that the call gave up, or, if none was under way, a Timeout from now.
+// So a call that gives up returns within one Timeout of its ctx's end, or of
+// the start of the round trip that Redis failed to answer, as it would with
+// nothing to give back; waiting for a second round trip besides doubled
+// that when Redis had stopped answering. What Redis has not confirmed by
+// then is given back in the background, in a round trip of its own: the
+// release script is idempotent, so it may run twice.
+func (s *Semaphore) abandon(ctx context.Context, id string, by time.Time) {
+	ctx = context.WithoutCancel(ctx) // its values, for the client's hooks
+	if time.Until(by) > 0 {
+		bctx, cancel := context.WithDeadline(ctx, by)
+		_, err := s.release(bctx, id)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	go func() { _, _ = s.release(ctx, id) }()
 }
 
 // release runs the release script for id, and reports whether it held a
