@@ -63,11 +63,39 @@
 // and then act as if it still held the permit, while another holds it too:
 // neither Lost nor any check before acting can close that window, since the
 // pause can fall between the check and the act. So each Permit carries a
-// fencing token (Token), a number that grows with every acquisition of its
-// Name, in any process. The protected resource must remember the highest
-// token it has seen and refuse a request carrying a lower one: then a stale
-// holder is refused, whatever its timing. Where the resource cannot check a
-// token, the lock is a way to make overlaps rare, not impossible.
+// fencing token (Token). Redis gives one to each grant, in the script that
+// makes it, from a counter of the Name that every process shares: tokens are
+// unique per Name, and increase in the order Redis granted the permits. (A
+// permit handed to a waiter that then asks for it again, having missed or
+// declined the message, is given a new token; the first one was never any
+// holder's.) They say nothing of the order in which the holders start using
+// their permits: a permit handed to a waiter by message is taken up when
+// the message arrives and its process runs, up to two thirds of the Lease
+// late (with less of its lease left, the waiter asks again), by which time
+// a later grant may have been held and released.
+//
+// For a lock, that does no harm: a later grant comes only once the lease
+// before it has ended or been released. The protected resource must
+// remember the highest token it has seen and refuse a request carrying a
+// lower one: then a stale holder is refused, whatever its timing. Where the
+// resource cannot check a token, the lock is a way to make overlaps rare,
+// not impossible.
+//
+// For a Semaphore of N > 1, that check is wrong. Up to N holders hold at
+// once, legitimately, and any of them may be the one with the lowest token:
+// a permit held for an hour keeps its token while later ones come and go,
+// and one handed over by message may be taken up after a holder with a
+// higher token has held and released (6 grants in 12,679 in a run on a
+// Cluster, about 10 milliseconds late with 15-millisecond leases). A
+// resource that refused lower tokens would refuse live holders. Nor can it
+// tell a stale holder by its token: the token names a grant, not a slot
+// among the N. What a resource can check for N > 1 is what the token
+// identifies: each request's holder, so that it keeps one holder's work
+// apart from another's (per-token state, a write done once per token), and
+// refuses a token whose holder told it that it was done with it.
+// A resource that must itself never serve more than N at once must count
+// its own users; to fence each of N slots, use N locks (Names) instead of
+// one Semaphore.
 //
 // Tokens are counted by the scripts, whose numbers are doubles: they are
 // exact below 2^53 (about 285 years at a million acquisitions a second).

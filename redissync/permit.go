@@ -79,11 +79,17 @@ func (p *Permit) check() {
 	}
 }
 
-// Token returns the permit's fencing token: a number that grows with every
-// acquisition of a permit of the Semaphore's Name, in any process. Pass it to
-// the resource the permit protects, which refuses a token lower than the
-// highest it has seen: a holder that paused past its lease is then refused
-// rather than trusted.
+// Token returns the permit's fencing token: a number that Redis gives each
+// grant of a permit of the Semaphore's Name, in any process, one more than
+// the grant before (see "Fencing tokens" in the package's doc). It is unique
+// to this Permit.
+//
+// For a lock (N = 1), pass it to the resource the permit protects, which
+// refuses a token lower than the highest it has seen: a holder that paused
+// past its lease is then refused rather than trusted. For a Semaphore of
+// N > 1 that check is wrong: its holders overlap, and a lower token may be
+// taken up after a higher one, so the resource must not compare them (the
+// package's doc says what it can check).
 func (p *Permit) Token() int64 {
 	p.check()
 	return p.token
