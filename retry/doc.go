@@ -29,7 +29,10 @@
 // since the server knows best when it will be back. No wait is started that
 // would end at or after ctx's deadline or Policy.MaxElapsed, leaving no time
 // for the attempt: Execute then returns the last error at once, instead of
-// sleeping only to fail.
+// sleeping only to fail. Nor is one that an error asks for beyond
+// Policy.MaxRetryAfter (10s by default): a breaker open for half a minute,
+// or a server that asks for an hour, fails the call now, with that error,
+// rather than hold it.
 //
 // Transport brings the same to an http.Client: idempotent requests that meet
 // a transport error or a 429, 502, 503 or 504 are sent again, but not

@@ -94,6 +94,9 @@ const (
 	// ContextDone: the caller's ctx ended, after an attempt or during a
 	// wait. The Error then matches ctx.Err() too.
 	ContextDone
+	// MaxRetryAfterExceeded: the last error asked, through its
+	// RetryAfter method, for a wait longer than Policy.MaxRetryAfter.
+	MaxRetryAfterExceeded
 )
 
 // String returns a short description of the reason: "max attempts reached".
@@ -111,6 +114,8 @@ func (r Reason) String() string {
 		return "not retryable"
 	case ContextDone:
 		return "context done"
+	case MaxRetryAfterExceeded:
+		return "retry-after beyond the maximum"
 	}
 	return "Reason(" + strconv.Itoa(int(r)) + ")"
 }

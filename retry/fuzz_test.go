@@ -17,20 +17,25 @@ var fuzzMultipliers = []float64{0, 1, 1.5, 2, 3, 10, 1e300, math.Inf(1)}
 // makes, the attempts, the result and the time it took against a model.
 //
 // script holds 2 bits per attempt, from the lowest: 0 succeeds, 1 fails, 2
-// fails for good (Permanent), 3 fails asking for a RetryAfter of raMs.
+// fails for good (Permanent), 3 fails asking for a RetryAfter of raMs,
+// which MaxRetryAfter (maxRAms) may refuse.
 func FuzzExecute(f *testing.F) {
-	f.Add(uint16(100), uint16(1000), uint8(3), int8(5), uint64(0b01_01_01), uint16(0), uint16(0), uint16(0))
-	f.Add(uint16(10), uint16(50), uint8(0), int8(-1), uint64(0x5555), uint16(300), uint16(0), uint16(0))
-	f.Add(uint16(10), uint16(50), uint8(4), int8(0), uint64(0b11_11_01), uint16(0), uint16(700), uint16(400))
-	f.Add(uint16(0), uint16(0), uint8(6), int8(8), uint64(0b10_01_01), uint16(5000), uint16(2000), uint16(0))
-	f.Fuzz(func(t *testing.T, initialMs, maxMs uint16, mult uint8, attempts int8, script uint64, deadlineMs, elapsedMs, raMs uint16) {
+	f.Add(uint16(100), uint16(1000), uint8(3), int8(5), uint64(0b01_01_01), uint16(0), uint16(0), uint16(0), uint16(0))
+	f.Add(uint16(10), uint16(50), uint8(0), int8(-1), uint64(0x5555), uint16(300), uint16(0), uint16(0), uint16(0))
+	f.Add(uint16(10), uint16(50), uint8(4), int8(0), uint64(0b11_11_01), uint16(0), uint16(700), uint16(400), uint16(0))
+	f.Add(uint16(0), uint16(0), uint8(6), int8(8), uint64(0b10_01_01), uint16(5000), uint16(2000), uint16(0), uint16(0))
+	f.Add(uint16(10), uint16(50), uint8(0), int8(0), uint64(0b11_01), uint16(0), uint16(0), uint16(30000), uint16(0))    // beyond the default bound
+	f.Add(uint16(10), uint16(50), uint8(0), int8(0), uint64(0b11_01), uint16(0), uint16(0), uint16(400), uint16(300))    // beyond an explicit one
+	f.Add(uint16(10), uint16(20000), uint8(0), int8(0), uint64(0b11_01), uint16(0), uint16(0), uint16(15000), uint16(0)) // within MaxDelay
+	f.Fuzz(func(t *testing.T, initialMs, maxMs uint16, mult uint8, attempts int8, script uint64, deadlineMs, elapsedMs, raMs, maxRAms uint16) {
 		p := Policy{
-			MaxAttempts:  max(int(attempts), -1),
-			InitialDelay: time.Duration(initialMs) * time.Millisecond,
-			MaxDelay:     time.Duration(maxMs) * time.Millisecond,
-			Multiplier:   fuzzMultipliers[int(mult)%len(fuzzMultipliers)],
-			MaxElapsed:   time.Duration(elapsedMs) * time.Millisecond,
-			Jitter:       NoJitter,
+			MaxAttempts:   max(int(attempts), -1),
+			InitialDelay:  time.Duration(initialMs) * time.Millisecond,
+			MaxDelay:      time.Duration(maxMs) * time.Millisecond,
+			Multiplier:    fuzzMultipliers[int(mult)%len(fuzzMultipliers)],
+			MaxElapsed:    time.Duration(elapsedMs) * time.Millisecond,
+			MaxRetryAfter: time.Duration(maxRAms) * time.Millisecond,
+			Jitter:        NoJitter,
 		}
 		deadline := time.Duration(deadlineMs) * time.Millisecond
 		ra := time.Duration(raMs) * time.Millisecond
@@ -58,6 +63,10 @@ func FuzzExecute(f *testing.F) {
 		}
 		if m == 0 {
 			m = 2
+		}
+		maxRA := p.MaxRetryAfter
+		if maxRA == 0 {
+			maxRA = max(10*time.Second, p.MaxDelay)
 		}
 		var (
 			wantWaits []time.Duration
@@ -94,6 +103,10 @@ func FuzzExecute(f *testing.F) {
 			}
 			if p.MaxElapsed > 0 && wantEnd+d >= p.MaxElapsed {
 				wantN, wantR = n, MaxElapsedReached
+				break
+			}
+			if o == 3 && ra > maxRA {
+				wantN, wantR = n, MaxRetryAfterExceeded
 				break
 			}
 			wantWaits = append(wantWaits, d)

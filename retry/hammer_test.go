@@ -18,10 +18,11 @@ import (
 var errPerm = errors.New("permanent")
 
 // TestHammer: goroutines share a Budget and a few policies, and make calls
-// whose attempts fail, succeed, fail for good, ask for a RetryAfter or
-// outlive their AttemptTimeout, under ctxs cancelled at random. Each call's
-// result agrees with what its attempts did, OnRetry sees the attempts in
-// order with waits no shorter than asked, the budget's retries stay within
+// whose attempts fail, succeed, fail for good, ask for a RetryAfter (some
+// beyond MaxRetryAfter) or outlive their AttemptTimeout, under ctxs
+// cancelled at random. Each call's result agrees with what its attempts
+// did, OnRetry sees the attempts in order with waits no shorter than asked
+// and never one beyond MaxRetryAfter, the budget's retries stay within
 // ratio × first attempts + reserve, and every goroutine and timer is gone at
 // the end (synctest and goleak check that).
 func TestHammer(t *testing.T) {
@@ -37,6 +38,7 @@ func hammer(t *testing.T, rounds int) {
 		{MaxAttempts: -1, MaxElapsed: 300 * ms, InitialDelay: 2 * ms, Jitter: retry.EqualJitter},
 		{MaxAttempts: 6, InitialDelay: ms, Jitter: retry.DecorrelatedJitter, AttemptTimeout: 5 * ms},
 		{MaxAttempts: 3, NoDelay: true},
+		{MaxAttempts: 5, InitialDelay: ms, MaxRetryAfter: 10 * ms},
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -99,8 +101,12 @@ func hammerCall(r *rand.Rand, p retry.Policy, shared bool, firsts, retries *atom
 			retries.Add(1)
 		}
 		var ra interface{ RetryAfter() time.Duration }
-		if errors.As(err, &ra) && d < ra.RetryAfter() {
+		switch {
+		case !errors.As(err, &ra):
+		case d < ra.RetryAfter():
 			badWait = fmt.Errorf("wait %v below RetryAfter %v", d, ra.RetryAfter())
+		case ra.RetryAfter() > maxRetryAfter(p):
+			badWait = fmt.Errorf("RetryAfter %v waited, beyond MaxRetryAfter %v", ra.RetryAfter(), maxRetryAfter(p))
 		}
 	}
 	err := p.Execute(ctx, func(actx context.Context) error {
@@ -170,6 +176,19 @@ func hammerCall(r *rand.Rand, p retry.Policy, shared bool, firsts, retries *atom
 		return fmt.Errorf("not retryable: %v", err)
 	case rerr.Reason == retry.BudgetSpent && !shared:
 		return fmt.Errorf("BudgetSpent without a budget")
+	case rerr.Reason == retry.MaxRetryAfterExceeded:
+		var ra interface{ RetryAfter() time.Duration }
+		if !errors.As(lastErr, &ra) || ra.RetryAfter() <= maxRetryAfter(p) {
+			return fmt.Errorf("MaxRetryAfterExceeded (%v) after %v", maxRetryAfter(p), lastErr)
+		}
 	}
 	return nil
+}
+
+// maxRetryAfter is p's MaxRetryAfter, its default filled in.
+func maxRetryAfter(p retry.Policy) time.Duration {
+	if p.MaxRetryAfter != 0 {
+		return p.MaxRetryAfter
+	}
+	return max(10*time.Second, p.MaxDelay)
 }

@@ -28,20 +28,22 @@ func requirePanics(t *testing.T, f func()) {
 func TestMisusePanics(t *testing.T) {
 	ok := func(context.Context) error { return nil }
 	bad := map[string]retry.Policy{
-		"MaxAttempts -2":        {MaxAttempts: -2},
-		"MaxAttempts MinInt":    {MaxAttempts: math.MinInt},
-		"MaxElapsed -1":         {MaxElapsed: -1},
-		"InitialDelay -1":       {InitialDelay: -1},
-		"InitialDelay MinInt64": {InitialDelay: math.MinInt64},
-		"MaxDelay -1":           {MaxDelay: -1},
-		"AttemptTimeout -1":     {AttemptTimeout: -1},
-		"Multiplier 0.5":        {Multiplier: 0.5},
-		"Multiplier -1":         {Multiplier: -1},
-		"Multiplier -Inf":       {Multiplier: math.Inf(-1)},
-		"Multiplier NaN":        {Multiplier: math.NaN()},
-		"Multiplier tiny":       {Multiplier: math.SmallestNonzeroFloat64},
-		"Jitter -1":             {Jitter: -1},
-		"Jitter 4":              {Jitter: 4},
+		"MaxAttempts -2":         {MaxAttempts: -2},
+		"MaxAttempts MinInt":     {MaxAttempts: math.MinInt},
+		"MaxElapsed -1":          {MaxElapsed: -1},
+		"InitialDelay -1":        {InitialDelay: -1},
+		"InitialDelay MinInt64":  {InitialDelay: math.MinInt64},
+		"MaxDelay -1":            {MaxDelay: -1},
+		"AttemptTimeout -1":      {AttemptTimeout: -1},
+		"MaxRetryAfter -1":       {MaxRetryAfter: -1},
+		"MaxRetryAfter MinInt64": {MaxRetryAfter: math.MinInt64},
+		"Multiplier 0.5":         {Multiplier: 0.5},
+		"Multiplier -1":          {Multiplier: -1},
+		"Multiplier -Inf":        {Multiplier: math.Inf(-1)},
+		"Multiplier NaN":         {Multiplier: math.NaN()},
+		"Multiplier tiny":        {Multiplier: math.SmallestNonzeroFloat64},
+		"Jitter -1":              {Jitter: -1},
+		"Jitter 4":               {Jitter: 4},
 	}
 	for name, p := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -85,7 +87,8 @@ func TestMisusePanics(t *testing.T) {
 		{MaxAttempts: math.MaxInt},
 		{Multiplier: 1}, {Multiplier: math.Inf(1)}, {Multiplier: math.MaxFloat64},
 		{InitialDelay: 1, MaxDelay: 1, MaxElapsed: 1, AttemptTimeout: 1},
-		{InitialDelay: math.MaxInt64, MaxDelay: math.MaxInt64, MaxElapsed: math.MaxInt64, AttemptTimeout: math.MaxInt64},
+		{InitialDelay: math.MaxInt64, MaxDelay: math.MaxInt64, MaxElapsed: math.MaxInt64, AttemptTimeout: math.MaxInt64, MaxRetryAfter: math.MaxInt64},
+		{MaxRetryAfter: 1},
 		{Budget: retry.NewBudget(0, 0)}, {Budget: retry.NewBudget(math.MaxFloat64, math.MaxFloat64)},
 	} {
 		require.NoError(t, p.Execute(context.Background(), ok))

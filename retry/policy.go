@@ -12,8 +12,8 @@ import (
 // means its documented default, so the zero Policy makes at most 3 attempts,
 // waits between them with exponential backoff from 100ms doubling up to 10s
 // with full jitter, retries every error but Permanent ones and the caller's
-// own ctx errors, and never starts a wait that would end after ctx's
-// deadline.
+// own ctx errors, honours a RetryAfter() of up to 10s, and never starts a
+// wait that would end after ctx's deadline.
 //
 // Fields out of range are programming errors: Execute panics, with a
 // message that begins with "retry:", on a MaxAttempts below -1, a negative
@@ -36,8 +36,19 @@ type Policy struct {
 	InitialDelay time.Duration
 
 	// MaxDelay caps each wait that the backoff computes. 0 means 10s. A
-	// RetryAfter() floor may exceed it.
+	// RetryAfter() floor may exceed it, up to MaxRetryAfter.
 	MaxDelay time.Duration
+
+	// MaxRetryAfter bounds the wait an error may ask for with a method
+	// RetryAfter() time.Duration: one that asks for longer ends the
+	// retries at once (MaxRetryAfterExceeded), rather than hold the caller
+	// that long. A breaker open for 30s, or a server's Retry-After of an
+	// hour, then fails the call now, with that error, instead of after
+	// the wait. 0 means 10s, or MaxDelay if that is longer: a wait the
+	// backoff itself might make is always honoured. To honour any wait,
+	// set it to time.Duration(math.MaxInt64), and bound the call with a
+	// ctx deadline or MaxElapsed.
+	MaxRetryAfter time.Duration
 
 	// Multiplier is the growth of the wait from one attempt to the next:
 	// the n'th wait is InitialDelay × Multiplier^(n-1), capped at MaxDelay,
@@ -116,10 +127,15 @@ func (j Jitter) String() string {
 
 // Defaults of the zero Policy's fields.
 const (
-	defaultAttempts   = 3
-	defaultInitial    = 100 * time.Millisecond
-	defaultMaxDelay   = 10 * time.Second
-	defaultMultiplier = 2
+	defaultAttempts = 3
+	defaultInitial  = 100 * time.Millisecond
+	defaultMaxDelay = 10 * time.Second
+	// defaultMaxRetryAfter is short enough that a caller meeting a breaker
+	// open for its default 30s, or a server that asks for minutes, is told
+	// at once, and long enough for the usual Retry-After of a throttled
+	// API (a second to a few).
+	defaultMaxRetryAfter = 10 * time.Second
+	defaultMultiplier    = 2
 )
 
 // check panics if a field of p is out of range. It runs on every call, since
@@ -134,6 +150,8 @@ func (p *Policy) check() {
 		panic("retry: negative Policy.InitialDelay")
 	case p.MaxDelay < 0:
 		panic("retry: negative Policy.MaxDelay")
+	case p.MaxRetryAfter < 0:
+		panic("retry: negative Policy.MaxRetryAfter")
 	case p.AttemptTimeout < 0:
 		panic("retry: negative Policy.AttemptTimeout")
 	case math.IsNaN(p.Multiplier):
@@ -219,6 +237,10 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 		maxAttempts = defaultAttempts
 	}
 	b := newBackoff(p)
+	maxRetryAfter := p.MaxRetryAfter
+	if maxRetryAfter == 0 {
+		maxRetryAfter = max(defaultMaxRetryAfter, p.MaxDelay)
+	}
 	var w waiter
 	defer w.stop() // also when fn, Retryable or OnRetry panics
 	for n := 1; ; n++ {
@@ -235,7 +257,8 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 			return stop(MaxAttemptsReached)
 		}
 		d := b.next()
-		if floor, ok := retryAfter(err); ok && floor > d {
+		floor, _ := retryAfter(err)
+		if floor > d {
 			// The server's word wins over MaxDelay; a floor of 0 (a
 			// half-open breaker) leaves the backoff as it is, so a
 			// caller never spins.
@@ -246,6 +269,12 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 		}
 		if p.MaxElapsed > 0 && d >= p.MaxElapsed-time.Since(start) {
 			return stop(MaxElapsedReached)
+		}
+		// After the deadline and MaxElapsed, whose reasons say more to the
+		// caller, and whatever the backoff drew: the same floor always
+		// gets the same answer.
+		if floor > maxRetryAfter {
+			return stop(MaxRetryAfterExceeded)
 		}
 		// The budget last: a retry that another rule refuses spends none.
 		if p.Budget != nil && !p.Budget.withdraw() {

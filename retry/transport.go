@@ -17,14 +17,15 @@ import (
 // again as a passing fault.
 //
 // Nor are the transport errors that sending the request again cannot cure:
-// a server certificate that did not verify (a *tls.CertificateVerificationError,
-// or an x509.UnknownAuthorityError, HostnameError or CertificateInvalidError:
-// not trusted, for another host, expired), and a request that net/http's
-// Transport refuses to send (a scheme it does not serve, a method that is
-// not a token, a header or trailer field it cannot write, no host in the
-// URL). Such an attempt is the last, whatever Policy.Retryable says, as if
-// Permanent had marked its error; the *Error says NotRetryable, and
-// errors.As still finds the error Base gave.
+// a server certificate that did not verify (a
+// *tls.CertificateVerificationError, or an x509.UnknownAuthorityError,
+// HostnameError or CertificateInvalidError: not trusted, for another host,
+// expired), and a request that net/http's Transport refuses to send (a
+// scheme it does not serve, a method that is not a token, a header or
+// trailer field it cannot write, no host in the URL). Such an attempt is the
+// last, whatever Policy.Retryable says, as if Permanent had marked its
+// error; the *Error says NotRetryable, and errors.As still finds the error
+// Base gave.
 //
 // Only requests that can be sent again safely are retried: those without a
 // body or with GetBody (which http.NewRequest sets for the usual bodies), and
@@ -33,12 +34,18 @@ import (
 //
 // A Retry-After header on a 429 or a 503, in seconds or as an HTTP date,
 // sets a floor on the next wait (see Policy); on a 502 or a 504 it is
-// ignored and the backoff decides. The body of each response that is not
-// returned is read (up to 64 KiB, so that its connection can be reused) and
-// closed before the wait. When Transport gives up on a status, for any reason but the
-// request's ctx ending, it returns that last response, unread, as Base gave
-// it. Otherwise it returns the error of Policy.Execute (an *Error, or the
-// ctx's error if the ctx was done before the first attempt).
+// ignored and the backoff decides. So does the RetryAfter method of an
+// error of Base, as breaker.Transport's refusals have. A wait asked for
+// beyond Policy.MaxRetryAfter (10s by default) is not made: the request
+// fails at once, with that response or error, rather than stall for a
+// breaker's whole open time or the hour a server asked for.
+//
+// The body of each response that is not returned is read (up to 64 KiB, so
+// that its connection can be reused) and closed before the wait. When
+// Transport gives up on a status, for any reason but the request's ctx
+// ending, it returns that last response, unread, as Base gave it. Otherwise
+// it returns the error of Policy.Execute (an *Error, or the ctx's error if
+// the ctx was done before the first attempt).
 //
 // Waits end at once when the request's ctx ends. With Policy.AttemptTimeout
 // set, each attempt runs under its own timeout, which covers reading the
