@@ -88,18 +88,23 @@ func TestZeroTransportUsesDefaults(t *testing.T) {
 }
 
 // TestHammerTransport: goroutines share a Transport and its Budget against
-// a server that fails half the time, some with ctxs cancelled at random.
-// Every request ends with a response (200, or the 503 given up on) or an
-// error that matches its ctx's; no body is left open (goleak would see
-// the connections' goroutines).
+// a server that fails half the time (some of its 503s asking for an hour),
+// some with ctxs cancelled at random, some with a Retryable that panics,
+// some with a header net/http will not send. Every request ends with a
+// response (200, or the 503 given up on) or an error that matches its
+// ctx's, a panic, or, for the malformed, an error after one attempt; no
+// body is left open (goleak would see the connections' goroutines).
 func TestHammerTransport(t *testing.T) {
 	var mu sync.Mutex
 	n := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		n++
-		fail := n%2 == 0
+		fail, later := n%2 == 0, n%6 == 0
 		mu.Unlock()
+		if later {
+			w.Header().Set("Retry-After", "3600")
+		}
 		if fail {
 			http.Error(w, strings.Repeat("x", 1000), http.StatusServiceUnavailable)
 			return
@@ -109,17 +114,44 @@ func TestHammerTransport(t *testing.T) {
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport)
 	defer base.CloseIdleConnections()
-	tr := &retry.Transport{Base: base, Policy: retry.Policy{MaxAttempts: 4, InitialDelay: 50 * time.Microsecond, Budget: retry.NewBudget(0.5, 10)}}
+	shared := &retry.Transport{Base: base, Policy: retry.Policy{MaxAttempts: 4, InitialDelay: 50 * time.Microsecond, Budget: retry.NewBudget(0.5, 10)}}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 20 {
-				ctx, cancel := context.WithCancel(context.Background())
+				// Only some ctxs end: cancelling a request's ctx would
+				// also free the connection of a body left open.
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
 				if (g+i)%5 == 0 {
+					ctx, cancel = context.WithCancel(ctx)
 					time.AfterFunc(time.Duration(i*20)*time.Microsecond, cancel)
 				}
-				resp, err := tr.RoundTrip(newGet(t, srv.URL).WithContext(ctx))
+				tr := *shared // a Transport may be copied: its Budget is shared
+				sent := 0
+				tr.Base = roundTripperFunc(func(r *http.Request) (*http.Response, error) { sent++; return base.RoundTrip(r) })
+				panics := (g+i)%7 == 3
+				if panics {
+					tr.Policy.Retryable = func(error) bool { panic("boom") }
+				}
+				req := newGet(t, srv.URL).WithContext(ctx)
+				malformed := (g+i)%9 == 4
+				if malformed {
+					req.Header["Bad Name"] = []string{"v"}
+				}
+				resp, err, recovered := func() (resp *http.Response, err error, recovered any) {
+					defer func() { recovered = recover() }()
+					resp, err = tr.RoundTrip(req)
+					return resp, err, nil
+				}()
 				switch {
+				case recovered != nil:
+					if recovered != "boom" || !panics {
+						t.Errorf("RoundTrip panicked with %v", recovered)
+					}
+				case malformed:
+					if err == nil || (sent != 1 && ctx.Err() == nil) {
+						t.Errorf("malformed request: RoundTrip = %v, %v after %d attempts", resp, err, sent)
+					}
 				case err != nil:
 					if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 						t.Errorf("RoundTrip = %v with ctx %v", err, ctx.Err())
