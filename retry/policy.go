@@ -173,7 +173,8 @@ func (p *Policy) check() {
 // many attempts were made and why it stopped; when the caller's ctx ended,
 // after an attempt or during a wait (which then ends at once), the *Error
 // matches ctx.Err() too. A wait that would end at or after ctx's deadline or
-// MaxElapsed is not started: Execute returns at once instead.
+// MaxElapsed is not started, nor one that an error asks for beyond
+// MaxRetryAfter: Execute returns at once instead.
 //
 // fn, Retryable and OnRetry run in the caller's goroutine; a panic in any of
 // them reaches the caller, and the timer of the wait is stopped. Execute
