@@ -138,10 +138,10 @@ func TestHammerTransport(t *testing.T) {
 				if malformed {
 					req.Header["Bad Name"] = []string{"v"}
 				}
-				resp, err, recovered := func() (resp *http.Response, err error, recovered any) {
+				resp, recovered, err := func() (resp *http.Response, recovered any, err error) {
 					defer func() { recovered = recover() }()
 					resp, err = tr.RoundTrip(req)
-					return resp, err, nil
+					return resp, nil, err
 				}()
 				switch {
 				case recovered != nil:
