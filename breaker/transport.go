@@ -33,7 +33,10 @@ import (
 // otherwise. A 5xx response is still returned to the caller as Base gave
 // it, with no error: the caller may want its body, and retry.Transport its
 // status and Retry-After. A panic in Base is a failure, and goes on to the
-// caller; the breaker keeps no trial slot.
+// caller; the breaker keeps no trial slot. A request that net/http refuses to
+// send (a header field it cannot write, a method that is not a token, no
+// host) goes to Base past every breaker and counts in none: it is a bug of
+// the caller, and must not open the breaker of a host that is well.
 //
 // A refused request gets no response and an *OpenError, which matches ErrOpen
 // and has a RetryAfter method that retry.Transport honours; its Name is the
@@ -126,6 +129,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		httpx.CloseBody(req)
 		return nil, err
+	}
+	if !httpx.WellFormed(req) {
+		// A request net/http will refuse to send is the caller's bug, not
+		// the host's failure: let Base refuse it, and count nothing.
+		return base.RoundTrip(req)
 	}
 	b := t.breaker(t.key(req), true)
 	var (

@@ -75,6 +75,11 @@ type KeyWaiter interface {
 // Precheck method too, which passes on Base's, so that Transports nest (a
 // global limit outside a per-host one).
 //
+// A request that net/http refuses to send (a header field it cannot write, a
+// method that is not a token, no host) goes to Base without taking an event
+// and counts in no Tally: a bug of the caller must not spend the quota of
+// the requests behind it.
+//
 // Set one of Limiter and PerHost: RoundTrip panics, with a message that
 // begins with "ratelimit:", if both are nil (or nil pointers) or both are
 // set, if Key is set without PerHost, or if Cost returns a negative number.
@@ -211,8 +216,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			panic(fmt.Sprintf("ratelimit: Transport's Cost returned %d; it must be at least 0", n))
 		}
 	}
-	if n == 0 {
-		return base.RoundTrip(req) // free: nothing to take, nothing to save
+	if n == 0 || !httpx.WellFormed(req) {
+		// Free, or a request net/http will refuse to send, the caller's
+		// bug: nothing to take, nothing to save.
+		return base.RoundTrip(req)
 	}
 	if p, ok := base.(prechecker); ok {
 		if err := p.Precheck(req); err != nil {

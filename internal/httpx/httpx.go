@@ -32,3 +32,58 @@ func HostKey(u *url.URL) string {
 	}
 	return host
 }
+
+// WellFormed reports whether req passes the checks net/http's Transport
+// makes before it sends a request of scheme http or https: a URL and a
+// header map, a method that is a token, header and trailer fields it can
+// write, and a host. A request of another scheme passes: the RoundTripper
+// decides. A request that fails is a bug of the caller, not a failure of the
+// host: no attempt of it should be retried, counted against the host, or
+// charged to a limit.
+func WellFormed(req *http.Request) bool {
+	if req.URL == nil || req.Header == nil {
+		return false
+	}
+	if s := req.URL.Scheme; s != "http" && s != "https" {
+		return true
+	}
+	return (req.Method == "" || isToken(req.Method)) && req.URL.Host != "" &&
+		validFields(req.Header) && validFields(req.Trailer)
+}
+
+// validFields reports whether every field of h can be written on the wire:
+// its name a token (RFC 9110, 5.1), its values free of control characters
+// but the horizontal tab (RFC 9110, 5.5), as net/http requires.
+func validFields(h http.Header) bool {
+	for name, values := range h {
+		if !isToken(name) {
+			return false
+		}
+		for _, v := range values {
+			for i := 0; i < len(v); i++ {
+				if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// isToken reports whether s is a token of RFC 9110, 5.6.2: one or more
+// letters, digits and !#$%&'*+-.^_`|~.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
