@@ -50,9 +50,12 @@ type Options struct {
 // error: once a task has asked for the group's ctx.Done() in a bubble, the
 // context package has made that channel in the bubble, and closing it from
 // outside (a failure, or Wait) is refused. Such a Group is waited for in the
-// bubble. A Group must not be given tasks from inside a bubble and from
-// outside it at the same time: a goroutine of the group started on one side
-// could take a task given on the other.
+// bubble. A Group must not be given tasks from inside a bubble while tasks
+// given from outside it have not all returned, nor the other way round: a
+// goroutine of the group started on one side could take a task given on the
+// other (even one given after the other side's Go returned, while the
+// goroutine it started has yet to run), which would then run on the wrong
+// clock. Wait for the tasks of one side before giving tasks from the other.
 type Group struct {
 	_ nocopy.NoCopy
 

@@ -33,7 +33,14 @@ import "context"
 // they came to start.
 func (g *Group) start(f func(ctx context.Context) error) {
 	g.qmu.Lock()
-	g.queue = append(g.queue, f)
+	if len(g.queue) == cap(g.queue) && cap(g.queue) == len(g.qbuf) {
+		// The queue outgrows qbuf: append copies the tasks waiting to a new
+		// array, and qbuf's copies would keep their closures alive.
+		g.queue = append(g.queue, f)
+		clear(g.qbuf[:])
+	} else {
+		g.queue = append(g.queue, f)
+	}
 	spawn := !g.pending
 	g.pending = true
 	g.qmu.Unlock()
