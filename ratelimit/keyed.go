@@ -310,6 +310,16 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	return Decision{Allowed: e.lim.AllowN(n), Remaining: -1}
 }
 
+// quietTakeKey is Take counted by no Tally around the key's limiter (see
+// quietTake).
+func (k *Keyed[K, L]) quietTakeKey(key K, n int) Decision {
+	e, now := k.entry(key, false)
+	if e.ns != nil {
+		return e.ns.takeAt(n, now)
+	}
+	return quietTake(e.lim, n)
+}
+
 // Len returns the number of keys held at the moment of the call.
 func (k *Keyed[K, L]) Len() int {
 	k.check()
@@ -335,6 +345,9 @@ type keyedHandle[K comparable, L Limiter] struct {
 
 func (h keyedHandle[K, L]) AllowN(n int) bool   { return h.k.AllowN(h.key, n) }
 func (h keyedHandle[K, L]) Take(n int) Decision { return h.k.Take(h.key, n) }
+func (h keyedHandle[K, L]) quietTake(n int) Decision {
+	return h.k.quietTakeKey(h.key, n)
+}
 func (h keyedHandle[K, L]) WaitN(ctx context.Context, n int) error {
 	return h.k.WaitN(ctx, h.key, n)
 }

@@ -18,7 +18,10 @@ import (
 // request is one too: a wait, counted once in Waited or WaitFailed (and told
 // to OnWait), whether it took its events at once or waited, and whatever
 // calls of the limiter it took to learn, for a *DeadlineError, how long the
-// wait would have been.
+// wait would have been. That holds for the limiters of this package and for a
+// type of the user's that embeds one (a *Keyed, say); a type that holds a
+// counted limiter in a field of an interface type hides it, and the Take
+// that Transport calls on it to learn the delay counts as a decision.
 //
 // The limiters themselves count nothing: a limiter that is not wrapped
 // costs nothing more. The wrapper adds an atomic add to each call, on a
@@ -102,6 +105,8 @@ func (w *tallied) Take(n int) Decision {
 	w.count(d.Allowed)
 	return d
 }
+
+func (w *tallied) quietTake(n int) Decision { return quietTake(w.l, n) }
 
 func (w *tallied) WaitN(ctx context.Context, n int) error {
 	h, start := w.t.startWait()

@@ -250,10 +250,32 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	if !errors.Is(err, ErrWouldExceedDeadline) {
 		return err
 	}
+	// A type of the user's that embeds a *Keyed has its quiet Take: its
+	// limiters' Tally counted the wait, and must not count the Take too.
+	if q, ok := t.PerHost.(interface{ quietTakeKey(string, int) Decision }); ok {
+		return deadlineError(q.quietTakeKey(key, n), key, err)
+	}
 	if tk, ok := t.PerHost.(KeyTaker); ok {
 		return deadlineError(tk.Take(key, n), key, err)
 	}
 	return err
+}
+
+// quietTaker is a limiter of this package that a Tally may count: its quiet
+// Take is its Take, counted by no Tally.
+type quietTaker interface{ quietTake(n int) Decision }
+
+// quietTake is l's Take, counted by no Tally of this package that l is or
+// holds: the Take that follows a request's refused wait, which its Tally has
+// counted already. A limiter that is not a Taker says only Allowed.
+func quietTake(l Limiter, n int) Decision {
+	switch t := l.(type) {
+	case quietTaker:
+		return t.quietTake(n)
+	case Taker:
+		return t.Take(n)
+	}
+	return Decision{Allowed: l.AllowN(n), Remaining: -1}
 }
 
 // waitRequest waits for n events of l for a request of Transport, limited
@@ -273,8 +295,8 @@ func waitRequest(ctx context.Context, l Limiter, n int, key string) error {
 	if !errors.Is(err, ErrWouldExceedDeadline) {
 		return err
 	}
-	if tk, ok := l.(Taker); ok {
-		return deadlineError(tk.Take(n), key, err)
+	if _, ok := l.(Taker); ok {
+		return deadlineError(quietTake(l, n), key, err)
 	}
 	return err
 }
