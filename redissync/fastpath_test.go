@@ -11,10 +11,17 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// waitQueued waits until n waiters are in s's line.
+// waitQueued waits until n waiters are in s's line. It fails the test
+// after a minute rather than wait for good: a waiter whose Acquire failed
+// (and said so with t.Error) never joins the line, and the test would hang
+// until go test's own timeout, its error unseen.
 func waitQueued(t *testing.T, s *Semaphore, n int64) {
 	t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for _, queued := counts(t, s); queued != n; _, queued = counts(t, s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters in line after a minute; want %d", queued, n)
+		}
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -309,7 +309,10 @@ func TestLostWhenTheLeaseIsGone(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			l := mustNew(t, b.config(b.client(t), "gone", 1, 90*time.Millisecond))
+			// A Lease of 900 ms: renewed at 300 ms, each round trip given
+			// 225 ms, which a loaded machine does not miss as it missed
+			// the 22 ms of a 90 ms Lease.
+			l := mustNew(t, b.config(b.client(t), "gone", 1, 900*time.Millisecond))
 			p, err := l.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
