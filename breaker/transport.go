@@ -178,6 +178,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// Check returns the mistake in t's Settings or MaxHosts that RoundTrip would
+// panic with when it makes a host's breaker, as an error whose message begins
+// with "breaker:", or nil: call it where the Transport is built, so that a
+// mistake shows there rather than at the first request to a new host.
+func (t *Transport) Check() error {
+	return httpx.Misuse(func() {
+		if t.MaxHosts < 0 {
+			panic("breaker: Transport with negative MaxHosts " + strconv.Itoa(t.MaxHosts))
+		}
+		t.Settings.normalize()
+	})
+}
+
 // Precheck returns the error that RoundTrip would refuse req with now, without
 // sending it: an *OpenError if the breaker of req's host is open, or half-open
 // with every trial slot taken; otherwise nil. It takes no trial slot. A

@@ -172,6 +172,31 @@ type prechecker interface {
 	Precheck(req *http.Request) error
 }
 
+// Check returns the mistake of configuration that RoundTrip would panic with,
+// as an error whose message begins with "ratelimit:", or nil: call it where
+// the Transport is built, so that a mistake shows there rather than at the
+// first request. It does not look at Cost, which RoundTrip checks for each
+// request.
+func (t *Transport) Check() error {
+	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// misuse returns the panic of RoundTrip for t's fields, or "".
+func (t *Transport) misuse(perHost bool) string {
+	switch global := !isNil(t.Limiter); {
+	case !perHost && !global:
+		return "ratelimit: Transport with neither Limiter nor PerHost"
+	case perHost && global:
+		return "ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both"
+	case global && t.Key != nil:
+		return "ratelimit: Transport with Key but no PerHost"
+	}
+	return ""
+}
+
 // Precheck returns Base's Precheck(req), if Base has that method, else nil:
 // the error that a breaker behind Transport would refuse req with now. It
 // lets a Transport in front of this one skip its wait for a request that
@@ -187,16 +212,9 @@ func (t *Transport) Precheck(req *http.Request) error {
 // for what it returns when the request cannot be sent, and for its panics.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	perHost := !isNil(t.PerHost)
-	switch global := !isNil(t.Limiter); {
-	case !perHost && !global:
+	if msg := t.misuse(perHost); msg != "" {
 		httpx.CloseBody(req)
-		panic("ratelimit: Transport with neither Limiter nor PerHost")
-	case perHost && global:
-		httpx.CloseBody(req)
-		panic("ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both")
-	case global && t.Key != nil:
-		httpx.CloseBody(req)
-		panic("ratelimit: Transport with Key but no PerHost")
+		panic(msg)
 	}
 	base := t.Base
 	if base == nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctxsync/ctxsync/internal/httpx"
 )
 
 // Transport is an http.RoundTripper that sends a request again, as Policy
@@ -100,12 +102,21 @@ const drainLimit = 64 << 10
 
 // RoundTrip sends req through Base, again as Policy says. It panics (at the
 // first request) if a field of Policy is out of range.
+// Check returns the mistake in t.Policy that RoundTrip would panic with, as
+// an error whose message begins with "retry:", or nil: call it where the
+// Transport is built, so that a mistake shows there rather than at the first
+// request.
+func (t *Transport) Check() error { return httpx.Misuse(t.Policy.check) }
+
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t.Policy.check() // before AttemptTimeout is taken out of it below
+	if err := t.Check(); err != nil { // before AttemptTimeout is taken out of the Policy below
+		httpx.CloseBody(req)
+		panic(err.Error())
+	}
 	if !replayable(req) {
 		return base.RoundTrip(req)
 	}

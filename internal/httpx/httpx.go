@@ -2,10 +2,29 @@
 package httpx
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 )
+
+// Misuse runs check, which panics with a message on a mistake of
+// configuration, and returns that message as an error, or nil: a Transport's
+// Check, which finds at build time what its RoundTrip would panic with.
+// A panic of another kind goes on.
+func Misuse(check func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, ok := r.(string)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(msg)
+		}
+	}()
+	check()
+	return nil
+}
 
 // CloseBody closes the body of a request that will not be sent: a
 // RoundTripper closes it, even on errors.
