@@ -135,7 +135,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// the host's failure: let Base refuse it, and count nothing.
 		return base.RoundTrip(req)
 	}
-	b := t.breaker(t.key(req), true)
 	var (
 		resp *http.Response
 		sent bool
@@ -145,11 +144,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	defer func() {
 		// Settings' functions run after Base returned, as the outcome is
 		// recorded: if one panics, the panic goes on, and the response no
-		// one will see must not keep its connection.
-		if !done && resp != nil && resp.Body != nil {
+		// one will see must not keep its connection. User code that runs
+		// before (Key, OnStateChange, Settings' functions on a refusal)
+		// may panic too: the request is not sent, and its body is closed
+		// as a RoundTripper must.
+		if done {
+			return
+		}
+		if resp != nil && resp.Body != nil {
 			_ = resp.Body.Close()
 		}
+		if !sent {
+			httpx.CloseBody(req)
+		}
 	}()
+	b := t.breaker(t.key(req), true)
 	err := b.Execute(req.Context(), func(context.Context) error {
 		sent = true
 		var err error

@@ -227,28 +227,34 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		httpx.CloseBody(req)
 		return nil, err
 	}
+	// From here user code runs (Cost, Key, a Tally's OnWait, a limiter of
+	// the user's): if it panics, the request is not sent, and its body is
+	// closed as a RoundTripper must.
+	sent := false
+	defer func() {
+		if !sent {
+			httpx.CloseBody(req)
+		}
+	}()
 	n := 1
 	if t.Cost != nil {
 		if n = t.Cost(req); n < 0 {
-			httpx.CloseBody(req)
 			panic(fmt.Sprintf("ratelimit: Transport's Cost returned %d; it must be at least 0", n))
 		}
 	}
-	if n == 0 || !httpx.WellFormed(req) {
-		// Free, or a request net/http will refuse to send, the caller's
-		// bug: nothing to take, nothing to save.
-		return base.RoundTrip(req)
-	}
-	if p, ok := base.(prechecker); ok {
-		if err := p.Precheck(req); err != nil {
-			httpx.CloseBody(req)
+	if n > 0 && httpx.WellFormed(req) {
+		// Not free, nor a request net/http will refuse to send (the
+		// caller's bug): take n events first.
+		if p, ok := base.(prechecker); ok {
+			if err := p.Precheck(req); err != nil {
+				return nil, err
+			}
+		}
+		if err := t.wait(ctx, req, n, perHost); err != nil {
 			return nil, err
 		}
 	}
-	if err := t.wait(ctx, req, n, perHost); err != nil {
-		httpx.CloseBody(req)
-		return nil, err
-	}
+	sent = true
 	return base.RoundTrip(req)
 }
 
