@@ -120,7 +120,7 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 		metric.WithDescription("AllowN and Take calls, by whether they took their events."),
 		metric.WithUnit("{decision}"))
 	waits, err2 := meter.Int64ObservableCounter("ctxsync.ratelimit.waits",
-		metric.WithDescription("WaitN calls that returned, by whether they took their events."),
+		metric.WithDescription("WaitN calls and Transport requests that returned, by whether they took their events."),
 		metric.WithUnit("{wait}"))
 	if err := errors.Join(err1, err2); err != nil {
 		m.observed.Store(false)

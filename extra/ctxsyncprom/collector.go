@@ -152,7 +152,7 @@ func NewCollector(opts Options) *Collector {
 	c.callDuration = hist("CallDurationBuckets", opts.CallDurationBuckets, "breaker", "call_duration_seconds",
 		"Time the calls let through by the breaker took, by outcome (from BreakerOnCall).", "outcome")
 	c.limiterWait = hist("LimiterWaitBuckets", opts.LimiterWaitBuckets, "ratelimit", "wait_seconds",
-		"Time WaitN calls through the Tally took, by result (from TallyOnWait).", "result")
+		"Time WaitN calls and Transport requests through the Tally took, by result (from TallyOnWait).", "result")
 	c.srcs.Store(&sourceSet{})
 	return c
 }

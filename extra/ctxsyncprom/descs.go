@@ -63,7 +63,7 @@ func newDescs(ns string) descs {
 		breakerSlowCallRatio: d("breaker", "window_slow_call_ratio", "Slow calls in the window of the rate rules, as a fraction of its calls; only with a rate rule."),
 
 		limiterDecisions: d("ratelimit", "decisions_total", "AllowN and Take calls through the Tally, by decision: allowed or refused.", "decision"),
-		limiterWaits:     d("ratelimit", "waits_total", "WaitN calls through the Tally, by result: taken (the events were taken) or failed (an error).", "result"),
+		limiterWaits:     d("ratelimit", "waits_total", "WaitN calls and Transport requests through the Tally, by result: taken (the events were taken) or failed (an error).", "result"),
 
 		semAvailable: d("semaphore", "available", "Permits (units, for a Weighted) free now."),
 		semCapacity:  d("semaphore", "capacity", "Units of a Weighted semaphore, free or held; only for Weighted."),

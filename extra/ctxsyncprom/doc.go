@@ -67,7 +67,7 @@
 //	ctxsync_breaker_call_duration_seconds      histogram  outcome             BreakerOnCall: the calls let through
 //	ctxsync_ratelimit_decisions_total          counter    decision            AddTally: Counts.Allowed, Refused
 //	ctxsync_ratelimit_waits_total              counter    result              AddTally: Counts.Waited (taken), WaitFailed (failed)
-//	ctxsync_ratelimit_wait_seconds             histogram  result              TallyOnWait: the WaitN calls
+//	ctxsync_ratelimit_wait_seconds             histogram  result              TallyOnWait: WaitN calls, Transport requests
 //	ctxsync_semaphore_available                gauge                          AddSemaphore, AddWeighted: Available
 //	ctxsync_semaphore_capacity                 gauge                          AddWeighted: Capacity
 //	ctxsync_semaphore_waiters                  gauge                          AddSemaphore, AddWeighted: Waiting

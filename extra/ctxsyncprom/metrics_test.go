@@ -380,7 +380,7 @@ const tallyWant = `
 # TYPE ctxsync_ratelimit_decisions_total counter
 ctxsync_ratelimit_decisions_total{decision="allowed",name="search"} 2
 ctxsync_ratelimit_decisions_total{decision="refused",name="search"} 1
-# HELP ctxsync_ratelimit_wait_seconds Time WaitN calls through the Tally took, by result (from TallyOnWait).
+# HELP ctxsync_ratelimit_wait_seconds Time WaitN calls and Transport requests through the Tally took, by result (from TallyOnWait).
 # TYPE ctxsync_ratelimit_wait_seconds histogram
 ctxsync_ratelimit_wait_seconds_bucket{name="search",result="failed",le="0.001"} 1
 ctxsync_ratelimit_wait_seconds_bucket{name="search",result="failed",le="0.005"} 1
@@ -396,7 +396,7 @@ ctxsync_ratelimit_wait_seconds_bucket{name="search",result="taken",le="0.05"} 1
 ctxsync_ratelimit_wait_seconds_bucket{name="search",result="taken",le="+Inf"} 1
 ctxsync_ratelimit_wait_seconds_sum{name="search",result="taken"} 0.01
 ctxsync_ratelimit_wait_seconds_count{name="search",result="taken"} 1
-# HELP ctxsync_ratelimit_waits_total WaitN calls through the Tally, by result: taken (the events were taken) or failed (an error).
+# HELP ctxsync_ratelimit_waits_total WaitN calls and Transport requests through the Tally, by result: taken (the events were taken) or failed (an error).
 # TYPE ctxsync_ratelimit_waits_total counter
 ctxsync_ratelimit_waits_total{name="search",result="failed"} 1
 ctxsync_ratelimit_waits_total{name="search",result="taken"} 1
