@@ -50,9 +50,8 @@ func (s *tallySource) collect(out []sample) []sample {
 
 // TallyOnWait returns an OnWait for the Tally named name: it feeds
 // ratelimit_wait_seconds, the durations of the WaitN calls (and Transport
-// requests) through the
-// Tally, by result: taken (the events were taken) or failed (WaitN returned
-// an error, at once if the wait could not succeed).
+// requests) through the Tally, by result: taken (the events were taken) or
+// failed (WaitN returned an error, at once if the wait could not succeed).
 //
 // The histogram's series were looked up here, once. Calls with the same name
 // share the histogram.
