@@ -5,8 +5,10 @@
 //
 // A Semaphore has N permits under a Name; a lock is the Semaphore of one
 // permit (NewLock). Acquire waits in line, first come first served across
-// every process; TryAcquire takes a permit only if one is free. Each returns
-// a Permit, which the holder gives back with Release.
+// every process; TryAcquire takes a permit only if one is free and nobody
+// waits for it, and returns ErrWouldWait if not. Each returns a Permit, or
+// an error and no Permit (never neither), and the holder gives the Permit
+// back with Release.
 //
 // Every change of state is one Lua script, so atomic, and every time is the
 // Redis server's (TIME, and the expiry of keys), never a caller's clock. Keys

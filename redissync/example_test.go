@@ -2,6 +2,7 @@ package redissync_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -56,11 +57,11 @@ func ExampleNewLock() {
 	ctx := context.Background()
 	p, err := lock.TryAcquire(ctx)
 	switch {
+	case errors.Is(err, redissync.ErrWouldWait):
+		fmt.Println("another instance runs it")
+		return
 	case err != nil:
 		fmt.Println("Redis unavailable:", err)
-		return
-	case p == nil:
-		fmt.Println("another instance runs it")
 		return
 	}
 	defer p.Release(ctx)

@@ -98,7 +98,7 @@ func TestZeroValuesPanic(t *testing.T) {
 	mustPanic(t, "use New", func() { s.N() })
 	var nilSem *Semaphore
 	mustPanic(t, "use New", func() { _, _ = nilSem.Acquire(ctx) })
-	var nilPermit *Permit // as TryAcquire returns when no permit is free
+	var nilPermit *Permit // as Acquire and TryAcquire return with an error
 	mustPanic(t, "use Semaphore.Acquire", func() { _ = nilPermit.Release(ctx) })
 	var p Permit
 	mustPanic(t, "use Semaphore.Acquire", func() { _ = p.Release(ctx) })

@@ -30,6 +30,12 @@ var ErrLost = errors.New("redissync: lease lost")
 // exactly (see the package's doc): the permit granted is given back.
 var ErrTokensExhausted = errors.New("redissync: fencing tokens exhausted (2^53)")
 
+// ErrWouldWait is the error of TryAcquire when it would have to wait: no
+// permit is free, or a waiter is in line for one. TryAcquire then returns a
+// nil Permit with it, never a nil Permit with a nil error, so that a "not
+// now" cannot pass for a permit held.
+var ErrWouldWait = errors.New("redissync: TryAcquire would wait: no permit is free, or a waiter is in line")
+
 // maxToken is the highest fencing token the scripts count exactly.
 const maxToken = 1<<53 - 1
 
@@ -199,12 +205,16 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 }
 
 // TryAcquire takes a permit if one is free and no process's waiter is in
-// line for it; it returns nil and a nil error if not. A done ctx fails at
-// once. It returns an error matching ErrUnavailable when Redis fails to
-// answer within the Timeout, and ErrTokensExhausted once the Name's fencing
-// tokens reach 2^53 (see the package's doc). A call that fails gives back a
-// permit it may have been granted as Acquire does, and returns within the
-// Timeout of its round trip.
+// line for it, without waiting; if not, it returns ErrWouldWait. It returns
+// a Permit with a nil error, or a nil Permit with an error: never both nil,
+// so that code which checks only the error never holds a nil Permit.
+//
+// A done ctx fails at once, with ctx.Err(). It returns an error matching
+// ErrUnavailable when Redis fails to answer within the Timeout, and
+// ErrTokensExhausted once the Name's fencing tokens reach 2^53 (see the
+// package's doc). A call that fails gives back a permit it may have been
+// granted as Acquire does, and returns within the Timeout of its round
+// trip. ErrWouldWait leaves nothing in Redis: the call never joins the line.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 	s.check()
 	if err := ctxErr(ctx); err != nil {
@@ -218,7 +228,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	if !r.granted {
-		return nil, nil
+		// Not (nil, nil): a caller that checks only err would take that
+		// for a permit, and its deferred Release would panic.
+		return nil, ErrWouldWait
 	}
 	return s.granted(ctx, id, r.token, s.validUntil(sent, r.left), sent.Add(s.timeout))
 }

@@ -50,8 +50,8 @@ func TestAcquireTryAcquireRelease(t *testing.T) {
 			if p.Token() != 1 {
 				t.Errorf("first token %d, want 1", p.Token())
 			}
-			if q, err := l.TryAcquire(ctx); q != nil || err != nil {
-				t.Fatalf("TryAcquire while held: a permit %v, %v; want none, nil", q != nil, err)
+			if q, err := l.TryAcquire(ctx); q != nil || !errors.Is(err, ErrWouldWait) {
+				t.Fatalf("TryAcquire while held: a permit %v, %v; want none, ErrWouldWait", q != nil, err)
 			}
 			if err := p.Release(ctx); err != nil {
 				t.Fatal(err)
@@ -102,8 +102,8 @@ func TestSemaphorePermitsAcrossClients(t *testing.T) {
 				last = p.Token()
 				got = append(got, p)
 			}
-			if p, err := sems[2].TryAcquire(ctx); p != nil || err != nil {
-				t.Fatalf("a third permit of 2: %v, %v", p, err)
+			if p, err := sems[2].TryAcquire(ctx); p != nil || !errors.Is(err, ErrWouldWait) {
+				t.Fatalf("a third permit of 2: %v, %v; want none, ErrWouldWait", p, err)
 			}
 			if err := got[0].Release(ctx); err != nil {
 				t.Fatal(err)
@@ -255,8 +255,8 @@ func TestRenewalKeepsTheLease(t *testing.T) {
 				t.Fatal("lease lost while renewed")
 			default:
 			}
-			if q, err := l.TryAcquire(ctx); q != nil || err != nil {
-				t.Fatalf("TryAcquire while held: a permit %v, %v", q != nil, err)
+			if q, err := l.TryAcquire(ctx); q != nil || !errors.Is(err, ErrWouldWait) {
+				t.Fatalf("TryAcquire while held: a permit %v, %v; want none, ErrWouldWait", q != nil, err)
 			}
 			if err := p.Release(ctx); err != nil {
 				t.Fatal(err)

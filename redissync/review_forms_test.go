@@ -211,8 +211,8 @@ func TestLockLastWaiterAbandonsThenNewcomers(t *testing.T) {
 			if v := holderValue(t, s); !strings.HasPrefix(v, p.id+"@") {
 				t.Errorf("the key is %q; want the second form", v)
 			}
-			if q, err := other.TryAcquire(ctx); q != nil || err != nil {
-				t.Fatalf("TryAcquire while held: %v, %v", q != nil, err)
+			if q, err := other.TryAcquire(ctx); q != nil || !errors.Is(err, ErrWouldWait) {
+				t.Fatalf("TryAcquire while held: %v, %v; want none, ErrWouldWait", q != nil, err)
 			}
 			if err := p.Release(ctx); err != nil {
 				t.Fatalf("Release in the second form: %v", err)

@@ -81,8 +81,8 @@ func TestLockCrashedHolderNewcomerKeepsBehindTheLine(t *testing.T) {
 			for _, ok := holderEnd(t, crashed, p.id); ok; _, ok = holderEnd(t, crashed, p.id) {
 				time.Sleep(time.Millisecond)
 			}
-			if q, err := newcomer.TryAcquire(ctx); q != nil || err != nil {
-				t.Fatalf("TryAcquire ahead of a waiter: %v, %v", q != nil, err)
+			if q, err := newcomer.TryAcquire(ctx); q != nil || !errors.Is(err, ErrWouldWait) {
+				t.Fatalf("TryAcquire ahead of a waiter: %v, %v; want none, ErrWouldWait", q != nil, err)
 			}
 			if _, ok := holderEnd(t, newcomer, "waiter"); !ok {
 				t.Fatal("the waiter was not handed the lock")
@@ -138,8 +138,8 @@ func TestLockUnclaimedHandoffLapses(t *testing.T) {
 			if end, ok := holderEnd(t, holder, dead); !ok || time.Until(end) > 100*time.Millisecond {
 				t.Fatalf("handed to the dead waiter: %v, until %v; want its own 50ms lease", ok, end)
 			}
-			if q, err := holder.TryAcquire(ctx); q != nil || err != nil {
-				t.Fatalf("TryAcquire while handed: %v, %v", q != nil, err)
+			if q, err := holder.TryAcquire(ctx); q != nil || !errors.Is(err, ErrWouldWait) {
+				t.Fatalf("TryAcquire while handed: %v, %v; want none, ErrWouldWait", q != nil, err)
 			}
 			select {
 			case q := <-got:

@@ -87,12 +87,12 @@ func nightlyReport(ctx context.Context, newSem func(string, int) (*redissync.Sem
 		wg.Go(func() {
 			p, err := lock.TryAcquire(ctx)
 			tried.Done()
-			if err != nil {
-				errs <- err
+			if errors.Is(err, redissync.ErrWouldWait) {
+				skipped.Add(1) // another instance holds it: not an error
 				return
 			}
-			if p == nil {
-				skipped.Add(1)
+			if err != nil {
+				errs <- err
 				return
 			}
 			ran.Add(1) // the report runs here, under p.Context()
