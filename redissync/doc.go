@@ -147,15 +147,27 @@
 // # Tests and testing/synctest
 //
 // Code can be tested against miniredis (github.com/alicebob/miniredis/v2),
-// with ClockTTL(true): without it, miniredis lets keys expire only when the
+// an embedded Redis, which this package's tests and Examples run on. Turn on
+// its ClockTTL(true): without it, miniredis lets keys expire only when the
 // test calls FastForward, so a lock's lease would never end.
 //
 // A Semaphore waits on the network, which a testing/synctest bubble does not
 // count as blocked: in a bubble, a goroutine waiting in Acquire keeps the
 // bubble's virtual clock from moving, and its polls and the test's own
-// sleeps may never come. Test code that takes permits in Redis outside
-// bubbles, or give the code under test a ctxsync.Semaphore in their stead.
+// sleeps may never come. Test code that waits for permits outside bubbles.
 // Calls that need not wait (TryAcquire, an Acquire of a free permit,
 // Release) work in a bubble whether the Semaphore was made in it or not,
 // and a Semaphore made in a bubble works after it.
+//
+// To test code with no Redis at all, or waiting in a bubble, have it take an
+// interface of its own, with the few methods it calls, and pass it a small
+// adapter over a *Semaphore, or in tests over a ctxsync.Semaphore or a fake.
+// No other type has a Semaphore's methods (a ctxsync.Semaphore's Acquire
+// returns an error alone), and only this package makes a Permit, so the
+// interface must speak of what the code does with one:
+//
+//	type limiter interface {
+//		// Acquire returns the function that releases what it took.
+//		Acquire(ctx context.Context) (release func(), err error)
+//	}
 package redissync
