@@ -139,7 +139,9 @@ func (p *Permit) endLocked(cause error) {
 // the lease had ended before, ctx.Err() if ctx ended first, or an error
 // matching ErrUnavailable if Redis did not answer within the Timeout. After
 // any error the permit is no longer renewed, and frees itself at the end of
-// its lease at the latest.
+// its lease at the latest. So give Release a ctx that has not ended, not one
+// that may have ended with the work the permit guarded: with a done ctx it
+// gives nothing back, and the next in line waits for the lease to end.
 func (p *Permit) Release(ctx context.Context) error {
 	p.check()
 	if ctx == nil {
