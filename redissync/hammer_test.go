@@ -107,7 +107,7 @@ func hammer(t *testing.T, b backend, permits int) {
 	}
 	crashed := sems[clients-1]
 	led := &ledger{tokens: make(map[int64]bool)}
-	var cancelled, unavailable int
+	var cancelled, unavailable, refused int
 	var mu sync.Mutex
 	stop := time.Now().Add(run)
 	// At the crash, the client's waiters go too (their places leave at
@@ -155,11 +155,30 @@ func hammer(t *testing.T, b backend, permits int) {
 					case 1, 2:
 						ctx, cancel = context.WithTimeout(ctx, rand.N(30*time.Millisecond))
 					}
-					p, err := s.Acquire(ctx)
+					// A quarter of the tries do not wait: TryAcquire,
+					// which refuses with ErrWouldWait, never with a nil
+					// Permit and a nil error.
+					try := rand.N(4) == 0
+					var p *Permit
+					var err error
+					if try {
+						p, err = s.TryAcquire(ctx)
+					} else {
+						p, err = s.Acquire(ctx)
+					}
 					cancel()
+					if (p == nil) == (err == nil) {
+						t.Errorf("Acquire (TryAcquire %v) = %v, %v; want a Permit or an error, not both nor neither", try, p != nil, err)
+						continue
+					}
 					if err != nil {
 						mu.Lock()
 						switch {
+						case try && errors.Is(err, ErrWouldWait):
+							refused++
+							mu.Unlock()
+							time.Sleep(rand.N(2 * time.Millisecond))
+							continue
 						case ctx.Err() != nil:
 							cancelled++
 						case errors.Is(err, ErrUnavailable):
@@ -223,8 +242,8 @@ func hammer(t *testing.T, b backend, permits int) {
 	if len(led.spans) < 50 {
 		t.Errorf("only %d acquisitions", len(led.spans))
 	}
-	t.Logf("%d acquisitions, %d cancelled, %d failed for Redis's slowness, most holders at once %d",
-		len(led.spans), cancelled, unavailable, led.maxHolders())
+	t.Logf("%d acquisitions, %d cancelled, %d failed for Redis's slowness, %d TryAcquires refused, most holders at once %d",
+		len(led.spans), cancelled, unavailable, refused, led.maxHolders())
 
 	// Nothing stranded: every permit free again, and the line empty, once
 	// the leases of the crashed client have ended.
