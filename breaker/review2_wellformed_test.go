@@ -70,8 +70,8 @@ func TestReview2TransportRealRefusalsCountNothing(t *testing.T) {
 		func(r *http.Request) { r.Header[""] = []string{"v"} },
 		func(r *http.Request) { r.Header["X-Bad"] = []string{"ok", "\x7f"} },
 		func(r *http.Request) { r.Trailer = http.Header{"X-T": {"\x00"}} },
-		func(r *http.Request) { r.Method = "GÉT" },
-		func(r *http.Request) { r.Method = "GET/1" },
+		func(r *http.Request) { r.Method = "G\x01T" },
+		func(r *http.Request) { r.Method = "GET\x7f" },
 		func(r *http.Request) { r.URL.Host = ""; r.Host = host },
 	}
 	for i, spoil := range bad {

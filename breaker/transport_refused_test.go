@@ -21,7 +21,7 @@ func TestTransportMalformedRequestCountsNothing(t *testing.T) {
 	bad := []func(*http.Request){
 		func(r *http.Request) { r.Header.Set("X-Bad", "a\nb") },
 		func(r *http.Request) { r.Header["Bad Name"] = []string{"v"} },
-		func(r *http.Request) { r.Method = "GET MORE" },
+		func(r *http.Request) { r.Method = "GET\nMORE" },
 		func(r *http.Request) { r.URL.Host = "" },
 	}
 	for i, spoil := range bad {

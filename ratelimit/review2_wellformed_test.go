@@ -76,8 +76,8 @@ func TestReview2TransportRealRefusalsTakeNothing(t *testing.T) {
 		func(r *http.Request) { r.Header["X-Bad"] = []string{"ok", "\x7f"} },
 		func(r *http.Request) { r.Trailer = http.Header{"X-T": {"\x00"}} },
 		func(r *http.Request) { r.Trailer = http.Header{"X T": {"v"}} },
-		func(r *http.Request) { r.Method = "GÉT" },
-		func(r *http.Request) { r.Method = "GE T" },
+		func(r *http.Request) { r.Method = "G\x01T" },
+		func(r *http.Request) { r.Method = "GE\nT" },
 		func(r *http.Request) { r.URL.Host = ""; r.Host = host },
 	}
 	good := []func(r *http.Request){

@@ -23,7 +23,9 @@ import (
 // tests meet each case through a real http.Transport, so a Go release that
 // changes a check or the message shows there.
 func cannotSucceed(req *http.Request, err error) bool {
-	if !httpx.WellFormed(req) || unsupportedScheme(req, err) {
+	// An attempt that failed with a method that is not a token failed on
+	// it: HTTP/1.1 refuses such a method, every time.
+	if !httpx.WellFormed(req) || !httpx.TokenMethod(req) || unsupportedScheme(req, err) {
 		return true
 	}
 	// The certificate errors last: errors.As allocates, the checks above

@@ -52,13 +52,21 @@ func HostKey(u *url.URL) string {
 	return host
 }
 
-// WellFormed reports whether req passes the checks net/http's Transport
-// makes before it sends a request of scheme http or https: a URL and a
-// header map, a method that is a token, header and trailer fields it can
-// write, and a host. A request of another scheme passes: the RoundTripper
-// decides. A request that fails is a bug of the caller, not a failure of the
-// host: no attempt of it should be retried, counted against the host, or
-// charged to a limit.
+// WellFormed reports whether req may be sent by net/http's Transport, as far
+// as the request alone can tell, for a request of scheme http or https. It
+// returns false only for a request that net/http refuses, or never sends,
+// over HTTP/1.1 and HTTP/2 alike: no URL or header map, no host, a method
+// with a control byte, a header or trailer field it cannot write, a control
+// byte in the URL's path and query. Such a request is a bug of the caller,
+// not a failure of the host: no attempt of it should be retried, counted
+// against the host, or charged to a limit.
+//
+// What only one of the two protocols refuses passes (HTTP/1.1 refuses a
+// method that is not a token and a ContentLength without a Body; HTTP/2, on
+// a connection it holds, sends those, and refuses a Host with a space or a
+// Connection header): saying false there would let a request that is sent
+// past a breaker or a limit. A request of another scheme passes: the
+// RoundTripper decides.
 func WellFormed(req *http.Request) bool {
 	if req.URL == nil || req.Header == nil {
 		return false
@@ -66,7 +74,7 @@ func WellFormed(req *http.Request) bool {
 	if s := req.URL.Scheme; s != "http" && s != "https" {
 		return true
 	}
-	return (req.Method == "" || isToken(req.Method)) && req.URL.Host != "" &&
+	return req.URL.Host != "" && validValue(req.Method) && validValue(req.URL.RequestURI()) &&
 		validFields(req.Header) && validFields(req.Trailer)
 }
 
@@ -79,14 +87,34 @@ func validFields(h http.Header) bool {
 			return false
 		}
 		for _, v := range values {
-			for i := 0; i < len(v); i++ {
-				if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
-					return false
-				}
+			if !validValue(v) {
+				return false
 			}
 		}
 	}
 	return true
+}
+
+// validValue reports whether s is free of control bytes but the horizontal
+// tab (RFC 9110, 5.5), as net/http requires of field values, and of methods
+// and URLs on every protocol.
+func validValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// TokenMethod reports whether the method of req, of scheme http or https, is
+// one that net/http sends over HTTP/1.1: a token, or empty for GET. (Over
+// HTTP/2 it may send others: see WellFormed.)
+func TokenMethod(req *http.Request) bool {
+	if req.URL != nil && req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return true
+	}
+	return req.Method == "" || isToken(req.Method)
 }
 
 // isToken reports whether s is a token of RFC 9110, 5.6.2: one or more

@@ -60,23 +60,43 @@ func newReview2Server(t *testing.T, h2 bool) (*httptest.Server, *http.Transport)
 }
 
 // runWellFormedDifferential sends each case through net/http, over HTTP/1.1
-// and over HTTP/2, and requires WellFormed to say true exactly when net/http
-// sends the request.
-func runWellFormedDifferential(t *testing.T, cases []wellFormedCase, protos ...string) {
-	for _, proto := range protos {
-		srv, tr := newReview2Server(t, proto == "h2")
-		for _, c := range cases {
+// and over HTTP/2 (on a connection it already holds), and requires that
+// WellFormed say false only for a request that neither sends (else a request
+// that is sent would pass a breaker or a limit uncounted), and say false for
+// every request that both refuse.
+func runWellFormedDifferential(t *testing.T, cases []wellFormedCase) {
+	type server struct {
+		url string
+		tr  *http.Transport
+	}
+	var servers []server
+	for _, h2 := range []bool{false, true} {
+		srv, tr := newReview2Server(t, h2)
+		r, err := http.NewRequest(http.MethodGet, srv.URL+"/p", nil)
+		require.NoError(t, err)
+		sent, err := sentByNetHTTP(t, tr, r) // holds a connection from here on
+		require.True(t, sent, "a plain GET: %v", err)
+		servers = append(servers, server{srv.URL, tr})
+	}
+	for _, c := range cases {
+		var sent [2]bool
+		var errs [2]error
+		var wf bool
+		for i, s := range servers {
 			mk := func() *http.Request {
-				r, err := http.NewRequest(http.MethodGet, srv.URL+"/p", nil)
+				r, err := http.NewRequest(http.MethodGet, s.url+"/p", nil)
 				require.NoError(t, err)
 				c.spoil(r)
 				return r
 			}
-			wf := WellFormed(mk())
-			sent, err := sentByNetHTTP(t, tr, mk())
-			if sent != wf {
-				t.Errorf("%s, %s: net/http sent it: %v (err %v); WellFormed says %v", proto, c.name, sent, err, wf)
-			}
+			wf = WellFormed(mk()) // the same for both: the scheme is not looked at
+			sent[i], errs[i] = sentByNetHTTP(t, s.tr, mk())
+		}
+		switch {
+		case !wf && (sent[0] || sent[1]):
+			t.Errorf("%s: WellFormed says false, but net/http sent it (HTTP/1.1 %v, HTTP/2 %v)", c.name, sent[0], sent[1])
+		case wf && !sent[0] && !sent[1]:
+			t.Errorf("%s: neither protocol sent it (%v; %v), but WellFormed says true", c.name, errs[0], errs[1])
 		}
 	}
 }
@@ -93,9 +113,9 @@ func setMethod(m string) func(*http.Request) {
 	return func(r *http.Request) { r.Method = m }
 }
 
-// TestReview2WellFormedAgreesWithNetHTTP: for every request here, net/http's
-// own Transport, over HTTP/1.1 and HTTP/2, sends it exactly when WellFormed
-// says it is well formed: a well-formed request (a lower-case or extension
+// TestReview2WellFormedAgreesWithNetHTTP: for every request here, WellFormed
+// says false exactly when net/http's own Transport sends it over neither
+// HTTP/1.1 nor HTTP/2: a well-formed request (a lower-case or extension
 // method, CONNECT without a path, a URL that is only a host, header values
 // with tabs, bytes of 0x80 and above, empty values, no values, valid
 // trailers) is never let past a breaker or a limiter, and one that net/http
@@ -140,6 +160,8 @@ func TestReview2WellFormedAgreesWithNetHTTP(t *testing.T) {
 		{"userinfo", func(r *http.Request) { r.SetBasicAuth("u\x01", "p") }},
 
 		{"method with newline", setMethod("GET\n")},
+		{"ContentLength without Body (HTTP/2 sends it)", func(r *http.Request) { r.ContentLength = 5 }},
+		{"Host with space (HTTP/1.1 sends it)", func(r *http.Request) { r.Host = "a b" }},
 		{"method non-ASCII", setMethod("GÉT")},
 		{"method with separator", setMethod("(GET)")},
 		{"method with slash", setMethod("GET/1")},
@@ -163,8 +185,25 @@ func TestReview2WellFormedAgreesWithNetHTTP(t *testing.T) {
 		{"nil header", func(r *http.Request) { r.Header = nil }},
 		{"nil URL", func(r *http.Request) { r.URL = nil }},
 	}
-	runWellFormedDifferential(t, cases, "h1", "h2")
-	// net/http's HTTP/2, on a connection it holds, sends a method with a
-	// space (see TestReview2WellFormedH2SendsWhatH1Refuses).
-	runWellFormedDifferential(t, []wellFormedCase{{"method with space", setMethod("GE T")}}, "h1")
+	runWellFormedDifferential(t, cases)
+}
+
+// TestWellFormedURLControlByte: a control byte in the URL's query or opaque
+// part is refused by HTTP/1.1, and never sent by HTTP/2 (which retries it
+// without end while the ctx lasts, so it is not sent here): WellFormed says
+// false, so that such a request opens no breaker and spends no limit.
+func TestWellFormedURLControlByte(t *testing.T) {
+	srv, tr := newReview2Server(t, false)
+	for name, spoil := range map[string]func(*http.Request){
+		"query":  func(r *http.Request) { r.URL.RawQuery = "a=\x01" },
+		"opaque": func(r *http.Request) { r.URL.Opaque = "//" + r.URL.Host + "/a\x01" },
+	} {
+		r, err := http.NewRequest(http.MethodGet, srv.URL+"/p", nil)
+		require.NoError(t, err)
+		spoil(r)
+		require.False(t, WellFormed(r), name)
+		sent, err := sentByNetHTTP(t, tr, r)
+		require.False(t, sent, "%s: HTTP/1.1 sent it", name)
+		require.ErrorContains(t, err, "control character", name)
+	}
 }
