@@ -113,25 +113,6 @@ func acquireTimely(t *testing.T, s *Semaphore) (*Permit, error) {
 	}
 }
 
-// warmUp takes and renews a permit of cfg with a long Lease, and gives it
-// back: a connection is made and the scripts are loaded before a test times
-// anything against a short Lease.
-func warmUp(t *testing.T, cfg Config) {
-	t.Helper()
-	ctx := context.Background()
-	cfg.Lease, cfg.Timeout = time.Minute, 0
-	p, err := mustNew(t, cfg).Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.renew(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestOneSlowRenewalOfAShortLease: Config.Timeout's doc promises that a
 // renewal that times out "leaves time for another". With a short Lease (15
 // to 19 ms: the Timeout its default, a quarter, or its most, just below a
