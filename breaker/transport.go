@@ -212,6 +212,9 @@ func (t *Transport) Check() error {
 // its limit. The breaker may still refuse the request when RoundTrip comes,
 // if it opened, or another request took the last trial slot, meanwhile.
 func (t *Transport) Precheck(req *http.Request) error {
+	if !httpx.WellFormed(req) {
+		return nil // RoundTrip sends it to Base past every breaker
+	}
 	b := t.breaker(t.key(req), false)
 	if b == nil {
 		return nil // a host not seen yet has a closed breaker

@@ -160,6 +160,11 @@ func (p *Policy) check() {
 		panic("retry: Policy.Multiplier below 1")
 	case p.Jitter < FullJitter || p.Jitter > NoJitter:
 		panic("retry: unknown Policy.Jitter " + p.Jitter.String())
+	case p.Budget != nil && !p.Budget.made:
+		// Found here, before anything runs, rather than at the first
+		// deposit: Transport.Check reports it, and RoundTrip closes the
+		// request's body before it panics.
+		panic("retry: use NewBudget to make a Budget")
 	}
 }
 
