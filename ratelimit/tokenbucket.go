@@ -118,11 +118,13 @@ func (b *TokenBucket) AllowN(n int) bool {
 	return b.take(n, nowNs(), false, nil)
 }
 
-// AllowNAt is AllowN at time t, for callers that have read the clock already.
-// A t earlier than the times of earlier calls, however stale, never gives out
-// more tokens. A t over an hour ahead of the clock looks like a time of
-// another clock (a synctest bubble's, which runs years behind the real one),
-// and later calls at the clock's time forget what it took.
+// AllowNAt is AllowN at time t. A t earlier than the clock's time, however
+// stale, is judged at the clock's, which AllowNAt reads: the bucket has
+// refilled since t for every caller, and tokens dated t would be found again
+// by the next caller. A t ahead of the clock is judged at t. A t over an hour
+// ahead of the clock looks like a time of another clock (a synctest
+// bubble's, which runs years behind the real one), and later calls at the
+// clock's time forget what it took.
 func (b *TokenBucket) AllowNAt(n int, t time.Time) bool {
 	checkN(n, "TokenBucket.AllowNAt")
 	return b.take(n, atNs(t), true, nil)
@@ -150,6 +152,13 @@ func (b *TokenBucket) Take(n int) Decision {
 // says now is the caller's time (AllowNAt), not a reading of the clock.
 func (b *TokenBucket) take(n int, now int64, given bool, d *Decision) bool {
 	now = clampNow(now)
+	if given {
+		// A given time before the clock's is judged at the clock's: the
+		// bucket has refilled since then, for everyone, and a take dated
+		// then would leave it fuller than a take now, so that the next
+		// caller found the tokens just given out there again.
+		now = max(now, clampNow(nowNs()))
+	}
 	for {
 		p := b.load()
 		s := b.state.Load()
