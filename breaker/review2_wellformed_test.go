@@ -1,57 +1,14 @@
 package breaker
 
 import (
-	"context"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
-
-// review2Server starts a loopback server (HTTP/2 over TLS if h2) that answers
-// 200 and counts the requests it gets, and a fresh http.Transport for it.
-func review2Server(t *testing.T, h2 bool) (*httptest.Server, *http.Transport, *atomic.Int32) {
-	t.Helper()
-	var hits atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		_, _ = io.WriteString(w, "ok")
-	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	if h2 {
-		srv.EnableHTTP2 = true
-		srv.StartTLS()
-	} else {
-		srv.Start()
-	}
-	t.Cleanup(srv.Close)
-	tr := srv.Client().Transport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	return srv, tr, &hits
-}
-
-// review2Do sends r through rt under a bound (not a timing assertion: a
-// request neither sent nor refused must not hold the test), drains and
-// closes the response.
-func review2Do(t *testing.T, rt http.RoundTripper, r *http.Request) (int, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := rt.RoundTrip(r.WithContext(ctx))
-	if err != nil {
-		require.NoError(t, ctx.Err(), "the request was neither sent nor refused")
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode, nil
-}
 
 // TestReview2TransportRealRefusalsCountNothing: through a real http.Transport
 // to a well host, requests net/http refuses (a header, trailer or method it
@@ -61,7 +18,7 @@ func review2Do(t *testing.T, rt http.RoundTripper, r *http.Request) (int, error)
 // header value with a tab or bytes of 0x80 and above, an empty value,
 // CONNECT with no path) go through the breaker and are counted, each one.
 func TestReview2TransportRealRefusalsCountNothing(t *testing.T) {
-	srv, base, hits := review2Server(t, false)
+	srv, base, hits := testutil.LoopbackServer(t, false)
 	tr := &Transport{Base: base, Settings: Settings{FailureThreshold: 1}}
 	host := strings.TrimPrefix(srv.URL, "http://")
 	bad := []func(r *http.Request){
@@ -79,7 +36,7 @@ func TestReview2TransportRealRefusalsCountNothing(t *testing.T) {
 		r, err := http.NewRequest(http.MethodPut, srv.URL+"/", body)
 		require.NoError(t, err)
 		spoil(r)
-		_, err = review2Do(t, tr, r)
+		_, err = testutil.Send(t, tr, r)
 		require.Error(t, err, "bad request %d", i)
 		require.NotErrorIs(t, err, ErrOpen, "bad request %d", i)
 		require.EqualValues(t, 1, body.closed.Load(), "bad request %d: body not closed once", i)
@@ -103,7 +60,7 @@ func TestReview2TransportRealRefusalsCountNothing(t *testing.T) {
 		r, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
 		require.NoError(t, err)
 		spoil(r)
-		_, err = review2Do(t, tr, r)
+		_, err = testutil.Send(t, tr, r)
 		require.NoError(t, err, "good request %d", i)
 	}
 	b := tr.Breaker(host)
@@ -119,20 +76,20 @@ func TestReview2TransportRealRefusalsCountNothing(t *testing.T) {
 // goes to Base even while the host's breaker is open (it is refused there,
 // not by the breaker), and is not counted as rejected.
 func TestReview2TransportMalformedPastOpenBreaker(t *testing.T) {
-	srv, base, hits := review2Server(t, false)
+	srv, base, hits := testutil.LoopbackServer(t, false)
 	tr := &Transport{Base: base}
 	host := strings.TrimPrefix(srv.URL, "http://")
-	_, err := review2Do(t, tr, mustGet(t, srv.URL+"/"))
+	_, err := testutil.Send(t, tr, mustGet(t, srv.URL+"/"))
 	require.NoError(t, err)
 	tr.Breaker(host).ForceOpen()
 	before := tr.Breaker(host).Counts()
 	r := mustGet(t, srv.URL+"/")
 	r.Header["X-Bad"] = []string{"\n"}
-	_, err = review2Do(t, tr, r)
+	_, err = testutil.Send(t, tr, r)
 	require.ErrorContains(t, err, "net/http: invalid header field value")
 	require.NotErrorIs(t, err, ErrOpen)
 	require.Equal(t, before, tr.Breaker(host).Counts())
-	_, err = review2Do(t, tr, mustGet(t, srv.URL+"/"))
+	_, err = testutil.Send(t, tr, mustGet(t, srv.URL+"/"))
 	require.ErrorIs(t, err, ErrOpen, "a well-formed request went past the open breaker")
 	require.EqualValues(t, 1, hits.Load())
 }

@@ -3,55 +3,16 @@ package ratelimit
 import (
 	"context"
 	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
-
-// review2Server starts a loopback server (HTTP/2 over TLS if h2) that answers
-// 200 and counts the requests it gets, and a fresh http.Transport for it.
-func review2Server(t *testing.T, h2 bool) (*httptest.Server, *http.Transport, *atomic.Int32) {
-	t.Helper()
-	var hits atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		_, _ = io.WriteString(w, "ok")
-	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	if h2 {
-		srv.EnableHTTP2 = true
-		srv.StartTLS()
-	} else {
-		srv.Start()
-	}
-	t.Cleanup(srv.Close)
-	tr := srv.Client().Transport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	return srv, tr, &hits
-}
-
-// review2Do sends r through rt under a bound (not a timing assertion: a
-// request neither sent nor refused must not hold the test), drains and
-// closes the response.
-func review2Do(t *testing.T, rt http.RoundTripper, r *http.Request) (int, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := rt.RoundTrip(r.WithContext(ctx))
-	if err != nil {
-		require.NoError(t, ctx.Err(), "the request was neither sent nor refused")
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode, nil
-}
 
 type review2Body struct {
 	io.Reader
@@ -68,7 +29,7 @@ func (b *review2Body) Close() error { b.closed.Add(1); return nil }
 // a tab, bytes of 0x80 and above or nothing, CONNECT without a path) take
 // their token and count once each.
 func TestReview2TransportRealRefusalsTakeNothing(t *testing.T) {
-	srv, base, hits := review2Server(t, false)
+	srv, base, hits := testutil.LoopbackServer(t, false)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	bad := []func(r *http.Request){
 		func(r *http.Request) { r.Header["X-Bad"] = []string{"a\r\nb"} },
@@ -101,7 +62,7 @@ func TestReview2TransportRealRefusalsTakeNothing(t *testing.T) {
 			r, err := http.NewRequest(http.MethodPut, srv.URL+"/", body)
 			require.NoError(t, err)
 			spoil(r)
-			_, err = review2Do(t, tr, r)
+			_, err = testutil.Send(t, tr, r)
 			require.Error(t, err, "%s: bad request %d", name, i)
 			require.EqualValues(t, 1, body.closed.Load(), "%s: bad request %d: body not closed once", name, i)
 		}
@@ -111,7 +72,7 @@ func TestReview2TransportRealRefusalsTakeNothing(t *testing.T) {
 			r, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
 			require.NoError(t, err)
 			spoil(r)
-			_, err = review2Do(t, tr, r)
+			_, err = testutil.Send(t, tr, r)
 			require.NoError(t, err, "%s: good request %d", name, i)
 		}
 		require.Equal(t, TallyCounts{Waited: int64(len(good))}, tally.Counts(), name)

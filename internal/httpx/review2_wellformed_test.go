@@ -3,13 +3,14 @@ package httpx
 import (
 	"context"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // wellFormedCase is a request made to srvURL and spoiled (or not): the
@@ -39,23 +40,10 @@ func sentByNetHTTP(t *testing.T, tr *http.Transport, r *http.Request) (bool, err
 	return true, nil
 }
 
-// newReview2Server starts a server that answers every request with 200 and
-// logs nothing; over TLS, it speaks HTTP/2.
+// newReview2Server is testutil.LoopbackServer, without the count.
 func newReview2Server(t *testing.T, h2 bool) (*httptest.Server, *http.Transport) {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, r.Proto)
-	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	if h2 {
-		srv.EnableHTTP2 = true
-		srv.StartTLS()
-	} else {
-		srv.Start()
-	}
-	t.Cleanup(srv.Close)
-	tr := srv.Client().Transport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
+	srv, tr, _ := testutil.LoopbackServer(t, h2)
 	return srv, tr
 }
 
