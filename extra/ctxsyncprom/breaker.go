@@ -9,19 +9,24 @@ type Breaker interface {
 	Metrics() breaker.Metrics
 }
 
-// AddBreaker adds b under name: each scrape reads b.Metrics(). (The name of
-// its Settings is not read: b.Metrics().Name gives it, to pass here.) For
-// the histogram of its calls' durations, give it BreakerOnCall(name) too.
+// AddBreaker adds b under name: each scrape reads b.Metrics(). An empty name
+// means the breaker's own, Settings.Name (b.Metrics().Name), so that the
+// name is written once. For the histogram of its calls' durations, give it
+// BreakerOnCall(name) too.
 //
 // A scrape moves an open breaker whose time is up to half-open, as
 // Breaker.Metrics does, telling its OnStateChange.
 //
 // AddBreaker returns an error wrapping ErrDuplicateName if a breaker was
-// added under name already. It panics if b is nil or name is empty.
+// added under name already. It panics if b is nil, or if name and the
+// breaker's own name are both empty.
 func (c *Collector) AddBreaker(name string, b Breaker) error {
 	c.mustBeMade()
-	checkName("AddBreaker", name)
 	checkSource("AddBreaker", b)
+	if name == "" {
+		name = b.Metrics().Name
+	}
+	checkName("AddBreaker", name)
 	d := &c.d
 	s := &breakerSource{b: b}
 	for i, st := range breakerStates {
