@@ -57,9 +57,10 @@ func HostKey(u *url.URL) string {
 // returns false only for a request that net/http refuses, or never sends,
 // over HTTP/1.1 and HTTP/2 alike: no URL or header map, no host, a method
 // with a control byte, a header or trailer field it cannot write, a control
-// byte in the URL's path and query. Such a request is a bug of the caller,
-// not a failure of the host: no attempt of it should be retried, counted
-// against the host, or charged to a limit.
+// byte (a tab included) in the URL's path and query, a trailer key that
+// frames the message (Content-Length, Transfer-Encoding, Trailer). Such a
+// request is a bug of the caller, not a failure of the host: no attempt of it
+// should be retried, counted against the host, or charged to a limit.
 //
 // What only one of the two protocols refuses passes (HTTP/1.1 refuses a
 // method that is not a token and a ContentLength without a Body; HTTP/2, on
@@ -74,8 +75,32 @@ func WellFormed(req *http.Request) bool {
 	if s := req.URL.Scheme; s != "http" && s != "https" {
 		return true
 	}
-	return req.URL.Host != "" && validValue(req.Method) && validValue(req.URL.RequestURI()) &&
-		validFields(req.Header) && validFields(req.Trailer)
+	return req.URL.Host != "" && validValue(req.Method) && noCTL(req.URL.RequestURI()) &&
+		validFields(req.Header) && validFields(req.Trailer) && validTrailer(req.Trailer)
+}
+
+// noCTL reports whether s has no control byte, the tab included: net/http
+// writes none in a request's URL (HTTP/1.1 refuses it, HTTP/2 never sends
+// it).
+func noCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validTrailer reports whether t has none of the keys that both protocols
+// refuse in a trailer, as they frame the message.
+func validTrailer(t http.Header) bool {
+	for k := range t {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Transfer-Encoding", "Trailer":
+			return false
+		}
+	}
+	return true
 }
 
 // validFields reports whether every field of h can be written on the wire:

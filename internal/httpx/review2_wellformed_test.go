@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +194,30 @@ func TestWellFormedURLControlByte(t *testing.T) {
 		sent, err := sentByNetHTTP(t, tr, r)
 		require.False(t, sent, "%s: HTTP/1.1 sent it", name)
 		require.ErrorContains(t, err, "control character", name)
+	}
+}
+
+// TestWellFormedURLTabAndFramingTrailers: a tab in the URL's query or
+// opaque part, and a trailer key that frames the message, are refused by
+// HTTP/1.1 (and never sent, or refused, by HTTP/2): WellFormed said true for
+// them, so such a request spent a token and counted against a well host.
+func TestWellFormedURLTabAndFramingTrailers(t *testing.T) {
+	srv, tr := newReview2Server(t, false)
+	for name, spoil := range map[string]func(*http.Request){
+		"query with tab":            func(r *http.Request) { r.URL.RawQuery = "a=\tb" },
+		"opaque with tab":           func(r *http.Request) { r.URL.Opaque = "//" + r.URL.Host + "/a\tb" },
+		"trailer Content-Length":    func(r *http.Request) { r.Trailer = http.Header{"Content-Length": {"1"}} },
+		"trailer content-length":    func(r *http.Request) { r.Trailer = http.Header{"content-length": {"1"}} },
+		"trailer Transfer-Encoding": func(r *http.Request) { r.Trailer = http.Header{"Transfer-Encoding": {"x"}} },
+		"trailer Trailer":           func(r *http.Request) { r.Trailer = http.Header{"Trailer": {"x"}} },
+	} {
+		r, err := http.NewRequest(http.MethodPost, srv.URL+"/p", strings.NewReader("body"))
+		require.NoError(t, err)
+		r.ContentLength = -1 // chunked, so that trailers go out
+		spoil(r)
+		require.False(t, WellFormed(r), name)
+		sent, err := sentByNetHTTP(t, tr, r)
+		require.False(t, sent, "%s: HTTP/1.1 sent it", name)
+		require.Error(t, err, name)
 	}
 }
