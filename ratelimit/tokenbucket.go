@@ -31,6 +31,12 @@ import (
 // Waiters in WaitN are served first in, first out, and while any waits, Allow
 // and Take refuse, so that no newcomer overtakes them.
 //
+// In a testing/synctest bubble, whose clock runs years behind the real one,
+// a bucket made outside finds its state from another clock and starts full;
+// what the bubble then takes is dated on the bubble's clock, long past for
+// the real one, so callers outside find the bucket full again. A bucket shared
+// by both sides limits each side, not the two together.
+//
 // Use NewTokenBucket; the zero TokenBucket is not usable: its methods panic.
 // A TokenBucket must not be copied after first use. It is safe for concurrent
 // use by multiple goroutines.
