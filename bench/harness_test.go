@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // benchCtx returns a cancelable context, as a request would carry: the
@@ -103,4 +105,38 @@ func busyWork(n int) {
 	if x == -1 { // never: keeps the loop from being optimized away, race-free
 		sinkInt = x
 	}
+}
+
+// uncontendedPeers runs the peers of an uncontended acquire and release of
+// one of capacity permits, one goroutine: a buffered channel, the same in a
+// select with ctx.Done(), and x/sync's semaphore.
+func uncontendedPeers(b *testing.B, ctx context.Context, capacity int) {
+	b.Run("impl=chan", func(b *testing.B) {
+		b.ReportAllocs()
+		ch := make(chan struct{}, capacity)
+		for b.Loop() {
+			ch <- struct{}{}
+			<-ch
+		}
+	})
+	b.Run("impl=chan-select", func(b *testing.B) {
+		b.ReportAllocs()
+		ch := make(chan struct{}, capacity)
+		for b.Loop() {
+			select {
+			case ch <- struct{}{}:
+			case <-ctx.Done():
+				panic(ctx.Err())
+			}
+			<-ch
+		}
+	})
+	b.Run("impl=x-sync", func(b *testing.B) {
+		b.ReportAllocs()
+		s := semaphore.NewWeighted(int64(capacity))
+		for b.Loop() {
+			must(s.Acquire(ctx, 1))
+			s.Release(1)
+		}
+	})
 }

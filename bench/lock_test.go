@@ -31,34 +31,7 @@ func BenchmarkLockUncontended(b *testing.B) {
 				mu.Unlock()
 			}
 		})
-		b.Run("impl=chan", func(b *testing.B) {
-			b.ReportAllocs()
-			ch := make(chan struct{}, 1)
-			for b.Loop() {
-				ch <- struct{}{}
-				<-ch
-			}
-		})
-		b.Run("impl=chan-select", func(b *testing.B) {
-			b.ReportAllocs()
-			ch := make(chan struct{}, 1)
-			for b.Loop() {
-				select {
-				case ch <- struct{}{}:
-				case <-ctx.Done():
-					panic(ctx.Err())
-				}
-				<-ch
-			}
-		})
-		b.Run("impl=x-sync", func(b *testing.B) {
-			b.ReportAllocs()
-			s := semaphore.NewWeighted(1)
-			for b.Loop() {
-				must(s.Acquire(ctx, 1))
-				s.Release(1)
-			}
-		})
+		uncontendedPeers(b, ctx, 1)
 	})
 }
 

@@ -29,34 +29,7 @@ func BenchmarkSemaphoreUncontended(b *testing.B) {
 				s.Release(1)
 			}
 		})
-		b.Run("impl=chan", func(b *testing.B) {
-			b.ReportAllocs()
-			ch := make(chan struct{}, 4)
-			for b.Loop() {
-				ch <- struct{}{}
-				<-ch
-			}
-		})
-		b.Run("impl=chan-select", func(b *testing.B) {
-			b.ReportAllocs()
-			ch := make(chan struct{}, 4)
-			for b.Loop() {
-				select {
-				case ch <- struct{}{}:
-				case <-ctx.Done():
-					panic(ctx.Err())
-				}
-				<-ch
-			}
-		})
-		b.Run("impl=x-sync", func(b *testing.B) {
-			b.ReportAllocs()
-			s := semaphore.NewWeighted(4)
-			for b.Loop() {
-				must(s.Acquire(ctx, 1))
-				s.Release(1)
-			}
-		})
+		uncontendedPeers(b, ctx, 4)
 	})
 }
 
