@@ -32,10 +32,20 @@ func testutilCount(t *testing.T, c prometheus.Collector) int {
 func everything(t *testing.T) (*ctxsyncprom.Collector, func()) {
 	t.Helper()
 	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	// The Acquire below may return before OnCreate is told of the call to
+	// New made for it (see pool.Hooks): wait for it, so that two gathers
+	// read the same counts.
+	hooks := c.PoolHooks("db")
+	created := make(chan struct{}, 1)
+	onCreate := hooks.OnCreate
+	hooks.OnCreate = func(e pool.CreateEvent) {
+		onCreate(e)
+		created <- struct{}{}
+	}
 	p, err := pool.New(pool.Config[int]{
 		New:     func(context.Context) (int, error) { return 1, nil },
 		MaxSize: 2,
-		Hooks:   c.PoolHooks("db"),
+		Hooks:   hooks,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +54,7 @@ func everything(t *testing.T) (*ctxsyncprom.Collector, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-created
 	r.Release()
 	b := breaker.New(breaker.Settings{OnCall: c.BreakerOnCall("api"), FailureRateThreshold: 50})
 	_ = b.Execute(context.Background(), func(context.Context) error { return nil })
