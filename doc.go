@@ -53,6 +53,39 @@
 //   - Every type is safe for concurrent use and must not be copied after first
 //     use; go vet reports copies.
 //
+// # Configuration, across the library
+//
+// One rule for bad configuration, in every package and module:
+//
+//   - A constructor that returns no error takes configuration that is
+//     normally written in the program (a breaker's thresholds, a rate and a
+//     burst, a group's limit, a metrics namespace): a wrong one is a bug,
+//     and the constructor panics with a message that names the package. For
+//     the same values read from outside (a file, flags, the environment),
+//     the package offers a check that returns the complaint as an error
+//     instead: a Validate method on the config type (breaker.Settings,
+//     retry.Policy, group.Options, ratelimit.KeyedConfig and
+//     MiddlewareConfig, ctxsyncprom.Config), a ValidateX function beside a
+//     constructor that takes plain arguments (ratelimit.ValidateTokenBucket),
+//     and a Check method on each HTTP Transport, which is a struct literal
+//     that nothing constructs: call it where the Transport is built, so that
+//     a mistake is not first found by a request.
+//   - A constructor that returns an error (pool.New, and those of the Redis
+//     and OpenTelemetry modules, which meet a server or a meter provider)
+//     returns every configuration mistake through that error too, and never
+//     panics for one.
+//
+// The names follow one pattern. A constructor's configuration is a Config,
+// save three named before the rule, after the peers their users know:
+// breaker.Settings, retry.Policy and group.Options. A zero field means its
+// documented default. Where a field or a result needs a "none" (no limit, no
+// jitter, a rule off, a count not known, a time that would never do), it is
+// -1, and each package names its -1s with constants: retry.NoLimit,
+// pool.NoLifetimeJitter, breaker.Off, ratelimit.Never and more. Among the
+// limiters, an AllowN answers yes or no and a Take answers with a
+// ratelimit.Decision, whatever the package; the forms that meet a server
+// take a ctx and add an error (redislimit's AllowN and TakeContext).
+//
 // # Testing with synctest
 //
 // The primitives work inside testing/synctest bubbles: a goroutine waiting on

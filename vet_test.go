@@ -21,7 +21,7 @@ func TestVetReportsCopies(t *testing.T) {
 		mod + "/retry":     "retry",
 	}, map[string]bool{
 		mod + "/ratelimit.Decision":         true,
-		mod + "/ratelimit.KeyedOptions":     true,
+		mod + "/ratelimit.KeyedConfig":      true,
 		mod + "/ratelimit.MiddlewareConfig": true,
 		mod + "/breaker.Counts":             true,
 		mod + "/breaker.Metrics":            true,

@@ -31,7 +31,7 @@ var metricsImpls = []struct {
 	hooks func() pool.Hooks
 }{
 	{"ctxsync-prometheus", func() pool.Hooks {
-		return ctxsyncprom.NewCollector(ctxsyncprom.Options{}).PoolHooks("db")
+		return ctxsyncprom.NewCollector(ctxsyncprom.Config{}).PoolHooks("db")
 	}},
 	{"no-hooks", func() pool.Hooks { return pool.Hooks{} }},
 }
@@ -110,7 +110,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		}
 	}
 	b.Run("pools=100/impl=ctxsync-prometheus", func(b *testing.B) {
-		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 		for i, p := range pools(b, nil) {
 			must(c.AddPool("pool"+strconv.Itoa(i), p))
 		}
@@ -119,7 +119,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	// The Collector as a Gatherer of its own, served alone or beside a
 	// registry through prometheus.Gatherers.
 	b.Run("pools=100/impl=ctxsync-prometheus-gatherer", func(b *testing.B) {
-		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 		for i, p := range pools(b, nil) {
 			must(c.AddPool("pool"+strconv.Itoa(i), p))
 		}
@@ -131,7 +131,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		}
 	})
 	b.Run("pools=100/impl=ctxsync-prometheus-gatherers", func(b *testing.B) {
-		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 		for i, p := range pools(b, nil) {
 			must(c.AddPool("pool"+strconv.Itoa(i), p))
 		}
@@ -150,7 +150,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		gather(b, newVecPoolCollector(pools(b, nil)))
 	})
 	b.Run("pools=100/histograms=on/impl=ctxsync-prometheus", func(b *testing.B) {
-		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 		for i, p := range pools(b, c) {
 			must(c.AddPool("pool"+strconv.Itoa(i), p))
 		}

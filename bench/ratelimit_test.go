@@ -115,7 +115,7 @@ func BenchmarkKeyedAllow(b *testing.B) {
 		b.ReportAllocs()
 		k := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 			return ratelimit.NewTokenBucket(benchRate, benchBurst)
-		}, ratelimit.KeyedOptions{})
+		}, ratelimit.KeyedConfig{})
 		for _, n := range names {
 			k.Allow(n)
 		}

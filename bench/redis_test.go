@@ -103,7 +103,7 @@ func ctxsyncDecider(maxRoundTrips int) func(*testing.B, *redis.Client) func(cont
 			b.Fatal(err)
 		}
 		return func(ctx context.Context, key string) {
-			if _, err := l.Allow(ctx, key); err != nil {
+			if _, err := l.TakeContext(ctx, key, 1); err != nil {
 				panic(err)
 			}
 		}

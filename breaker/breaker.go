@@ -61,6 +61,10 @@ func (c *Counts) add(o Counts) {
 	c.Slow += o.Slow
 }
 
+// NoRate is the FailureRate and SlowCallRate of Metrics when no rate rule is
+// on: there is no window then. As everywhere in the library, -1 means "none".
+const NoRate = -1.0
+
 // Metrics are a snapshot of a Breaker for monitoring.
 type Metrics struct {
 	Name  string
@@ -70,7 +74,7 @@ type Metrics struct {
 	Counts, Total Counts
 	// WindowCalls is the number of calls in the rate rules' window, and
 	// FailureRate and SlowCallRate their percentages of failed and slow
-	// calls; -1 when no rate rule is on.
+	// calls; NoRate when no rate rule is on.
 	WindowCalls               int
 	FailureRate, SlowCallRate float64
 	// Openings is the number of consecutive openings, which OpenBackoff
@@ -174,7 +178,8 @@ type Breaker struct {
 // New returns a closed Breaker with the given settings.
 //
 // New panics if the settings are out of range (a negative duration, a
-// percentage outside 0 to 100, a slow-call rate without a slow-call duration).
+// percentage outside 0 to 100, a slow-call rate without a slow-call duration):
+// see Settings.Validate, which returns the same complaint as an error.
 func New(s Settings) *Breaker {
 	b := &Breaker{s: s.normalize()}
 	b.halfOpenErr = &OpenError{Name: b.s.Name, State: HalfOpen}
@@ -315,8 +320,8 @@ func (b *Breaker) Metrics() Metrics {
 		State:        State(s & stateMask),
 		Counts:       b.countsLocked(),
 		Total:        b.total,
-		FailureRate:  -1,
-		SlowCallRate: -1,
+		FailureRate:  NoRate,
+		SlowCallRate: NoRate,
 		Openings:     int(b.openings.Load()),
 		Disabled:     s&disabledBit != 0,
 	}

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// Off, as Settings.FailureThreshold, turns the consecutive-failure rule off.
+// As everywhere in the library, -1 means "none".
+const Off = -1
+
 // Settings configure a Breaker. The zero value of every field means its
 // documented default, so Settings{} is a working breaker: five consecutive
 // failures open it for 30 seconds, then one trial call decides.
@@ -17,8 +21,8 @@ type Settings struct {
 
 	// FailureThreshold is the number of consecutive failures that open the
 	// breaker. 0 means 5, unless a rate rule (FailureRateThreshold or
-	// SlowCallRateThreshold) is set, in which case it means off. A negative
-	// value turns the rule off.
+	// SlowCallRateThreshold) is set, in which case it means off. Off (or
+	// any negative value) turns the rule off.
 	FailureThreshold int
 
 	// FailureRateThreshold opens the breaker when at least this percentage
@@ -167,27 +171,39 @@ type settings struct {
 	rates       bool // a rate rule is on: keep a window
 }
 
-func (s Settings) normalize() settings {
-	bad := func(format string, args ...any) {
-		panic(fmt.Sprintf("breaker: bad Settings: "+format, args...))
+// Validate reports what is wrong with s, if anything: a rate threshold that
+// is not a percentage, a slow-call rate without a SlowCallDuration, a
+// negative duration or count, a Jitter outside 0 to 1, or a window above its
+// bound. New panics with the same complaint; a program that reads Settings
+// from outside (a file, flags) can call Validate first and report the error.
+func (s Settings) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("breaker: bad Settings: "+format, args...)
 	}
 	switch {
 	case s.FailureRateThreshold < 0 || s.FailureRateThreshold > 100 || math.IsNaN(s.FailureRateThreshold):
-		bad("FailureRateThreshold %v is not a percentage", s.FailureRateThreshold)
+		return bad("FailureRateThreshold %v is not a percentage", s.FailureRateThreshold)
 	case s.SlowCallRateThreshold < 0 || s.SlowCallRateThreshold > 100 || math.IsNaN(s.SlowCallRateThreshold):
-		bad("SlowCallRateThreshold %v is not a percentage", s.SlowCallRateThreshold)
+		return bad("SlowCallRateThreshold %v is not a percentage", s.SlowCallRateThreshold)
 	case s.SlowCallRateThreshold > 0 && s.SlowCallDuration <= 0:
-		bad("SlowCallRateThreshold needs SlowCallDuration")
+		return bad("SlowCallRateThreshold needs SlowCallDuration")
 	case s.SlowCallDuration < 0, s.WindowDuration < 0, s.OpenTimeout < 0:
-		bad("negative duration")
+		return bad("negative duration")
 	case s.WindowSize < 0, s.WindowBuckets < 0, s.MinimumCalls < 0, s.HalfOpenMaxCalls < 0, s.SuccessThreshold < 0:
-		bad("negative count")
+		return bad("negative count")
 	case s.Jitter < 0 || s.Jitter > 1 || math.IsNaN(s.Jitter):
-		bad("Jitter %v is not between 0 and 1", s.Jitter)
+		return bad("Jitter %v is not between 0 and 1", s.Jitter)
 	case s.WindowSize > maxWindowSize:
-		bad("WindowSize %d is above %d", s.WindowSize, maxWindowSize)
+		return bad("WindowSize %d is above %d", s.WindowSize, maxWindowSize)
 	case s.WindowBuckets > maxWindowBuckets:
-		bad("WindowBuckets %d is above %d", s.WindowBuckets, maxWindowBuckets)
+		return bad("WindowBuckets %d is above %d", s.WindowBuckets, maxWindowBuckets)
+	}
+	return nil
+}
+
+func (s Settings) normalize() settings {
+	if err := s.Validate(); err != nil {
+		panic(err.Error())
 	}
 	n := settings{Settings: s}
 	n.rates = s.FailureRateThreshold > 0 || s.SlowCallRateThreshold > 0

@@ -93,22 +93,11 @@ type Transport struct {
 
 // StatusError is the error that a host's breaker sees for a response of
 // Transport with a status of 500 or above; Settings.IsFailure and IsIgnored
-// may look at its StatusCode. The response itself goes to the caller.
-//
-// A StatusError is a plain value: it may be copied.
-type StatusError struct {
-	StatusCode int    // 500 or above
-	Status     string // as in http.Response: "503 Service Unavailable"
-}
-
-// Error returns "breaker: response status 503 Service Unavailable".
-func (e *StatusError) Error() string {
-	status := e.Status
-	if status == "" {
-		status = strconv.Itoa(e.StatusCode)
-	}
-	return "breaker: response status " + status
-}
+// may look at its StatusCode. The response itself goes to the caller. It is
+// the same type as retry.StatusError, so that a program that stacks the two
+// Transports matches a status with either name; breaker.Transport leaves its
+// Delay at 0.
+type StatusError = httpx.StatusError
 
 // errNoResponse is the outcome of a Base that broke the RoundTripper
 // contract: neither a response nor an error.

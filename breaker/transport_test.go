@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/retry"
 )
 
 type rtFunc func(*http.Request) (*http.Response, error)
@@ -115,8 +117,8 @@ func TestTransportStatusError(t *testing.T) {
 	_, _, err = send(t, tr, context.Background(), "http://a.test/502")
 	require.NoError(t, err)
 	require.Equal(t, Open, tr.Breaker("a.test").State())
-	require.Equal(t, []string{"breaker: response status 501 Not Implemented", "breaker: response status 502 Bad Gateway"}, seen)
-	require.Equal(t, "breaker: response status 599", (&StatusError{StatusCode: 599}).Error())
+	require.Equal(t, []string{"ctxsync: response status 501 Not Implemented", "ctxsync: response status 502 Bad Gateway"}, seen)
+	require.Equal(t, "ctxsync: response status 599", (&StatusError{StatusCode: 599}).Error())
 }
 
 // TestTransportPerHost: a host that fails is refused at once, with an
@@ -562,4 +564,15 @@ func TestTransportAcrossBubbles(t *testing.T) {
 	require.NoError(t, err, "an opening from inside the bubble still refused after it")
 	require.Equal(t, Closed, tr.Breaker("b.test").State())
 	require.Equal(t, 2, tr.Hosts())
+}
+
+// TestStatusErrorIsRetrysToo: breaker.StatusError and retry.StatusError are
+// one type, so a program stacking the Transports matches a status with
+// either name.
+func TestStatusErrorIsRetrysToo(t *testing.T) {
+	var err error = fmt.Errorf("wrapped: %w", &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
+	var se *retry.StatusError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, 503, se.StatusCode)
+	require.Equal(t, time.Duration(0), se.RetryAfter(), "breaker's leaves Delay at 0")
 }

@@ -84,17 +84,27 @@ type Group struct {
 	panicked *PanicError // guarded by mu: the first panic
 }
 
+// Validate reports what is wrong with opts, if anything: a negative Limit.
+// New panics with the same complaint; a program that reads a Limit from
+// outside (a flag, say) can call Validate first.
+func (opts Options) Validate() error {
+	if opts.Limit < 0 {
+		return errors.New("group: New with negative Limit")
+	}
+	return nil
+}
+
 // New returns a Group and a context derived from ctx that the tasks receive.
 // The context is cancelled when a task fails (unless opts.CollectAll), when a
 // task panics, when Wait returns, or when ctx ends, whichever comes first;
 // context.Cause tells which: the failing task's error, the *PanicError, or
 // context.Canceled for Wait.
 //
-// New panics if ctx is nil or opts.Limit is negative.
+// New panics if ctx is nil or opts is not valid (see Options.Validate).
 func New(ctx context.Context, opts Options) (*Group, context.Context) {
 	checkCtx(ctx)
-	if opts.Limit < 0 {
-		panic("group: New with negative Limit")
+	if err := opts.Validate(); err != nil {
+		panic(err.Error())
 	}
 	g := &Group{collectAll: opts.CollectAll}
 	g.idle.L = &g.mu

@@ -63,7 +63,7 @@ func TestCtxEndsDuringPassingCheckNotHandedResource(t *testing.T) {
 				}
 				return nil
 			},
-			HealthCheckSkip: -1,
+			HealthCheckSkip: NoHealthCheckSkip,
 			MaxSize:         1,
 		})
 		// The pool's goroutine sweeps once as it starts: let it, so that
@@ -192,7 +192,7 @@ func TestHammerCanceledAcquiresCounted(t *testing.T) {
 				}
 				return nil
 			},
-			HealthCheckSkip: -1,
+			HealthCheckSkip: NoHealthCheckSkip,
 			MaxSize:         3,
 		})
 		var acquired, canceled atomic.Int64

@@ -47,7 +47,7 @@ func TestCloseFromPoolGoroutineReturnsAtCtxEnd(t *testing.T) {
 					cfg.HealthCheckSkip = time.Millisecond
 				} else {
 					cfg.MaxLifetime = 5 * time.Millisecond
-					cfg.MaxLifetimeJitter = NoJitter
+					cfg.MaxLifetimeJitter = NoLifetimeJitter
 				}
 				var err error
 				p, err = New(cfg)

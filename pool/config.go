@@ -46,7 +46,8 @@ type Config[T any] struct {
 
 	// HealthCheckSkip spares a resource released this recently the check at
 	// Acquire, as HikariCP does: it has just been seen to work. 0 means 500
-	// milliseconds; a negative value checks every time.
+	// milliseconds; NoHealthCheckSkip (or any negative value) checks every
+	// time.
 	HealthCheckSkip time.Duration
 
 	// MaxSize is the most resources the pool holds, idle and in use. Required,
@@ -69,7 +70,7 @@ type Config[T any] struct {
 	MaxLifetime time.Duration
 
 	// MaxLifetimeJitter is that part, between 0 and 1. 0 means 0.1, and
-	// NoJitter none: every lifetime is then exactly MaxLifetime, as a test
+	// NoLifetimeJitter none: every lifetime is then exactly MaxLifetime, as a test
 	// may want.
 	MaxLifetimeJitter float64
 
@@ -103,9 +104,15 @@ type Leak struct {
 	Stack    string        // where it was acquired
 }
 
-// NoJitter, as Config.MaxLifetimeJitter, gives every resource a lifetime of
-// exactly Config.MaxLifetime.
-const NoJitter = -1.0
+// The -1s of a Config. As everywhere in the library, -1 means "none".
+const (
+	// NoLifetimeJitter, as Config.MaxLifetimeJitter, gives every resource a
+	// lifetime of exactly Config.MaxLifetime.
+	NoLifetimeJitter = -1.0
+	// NoHealthCheckSkip, as Config.HealthCheckSkip, spares no resource the
+	// HealthCheck: every checkout of an idle resource runs it.
+	NoHealthCheckSkip time.Duration = -1
+)
 
 // errConfig is returned, wrapped, by New for a bad Config.
 var errConfig = errors.New("pool: bad Config")
@@ -123,8 +130,8 @@ func (c *Config[T]) check() error {
 		return bad("MinIdle is %d; it must be between 0 and MaxSize (%d)", c.MinIdle, c.MaxSize)
 	case c.HealthCheckTimeout < 0, c.MaxIdleTime < 0, c.MaxLifetime < 0, c.HealthCheckPeriod < 0, c.LeakThreshold < 0:
 		return bad("negative duration")
-	case !(c.MaxLifetimeJitter >= 0 && c.MaxLifetimeJitter <= 1) && c.MaxLifetimeJitter != NoJitter: // NaN too
-		return bad("MaxLifetimeJitter is %v; it must be between 0 and 1, or NoJitter", c.MaxLifetimeJitter)
+	case !(c.MaxLifetimeJitter >= 0 && c.MaxLifetimeJitter <= 1) && c.MaxLifetimeJitter != NoLifetimeJitter: // NaN too
+		return bad("MaxLifetimeJitter is %v; it must be between 0 and 1, or NoLifetimeJitter", c.MaxLifetimeJitter)
 	case c.LeakThreshold > 0 && c.OnLeak == nil:
 		return bad("LeakThreshold needs OnLeak")
 	}
@@ -137,7 +144,7 @@ func (c *Config[T]) check() error {
 	switch c.MaxLifetimeJitter {
 	case 0:
 		c.MaxLifetimeJitter = 0.1
-	case NoJitter:
+	case NoLifetimeJitter:
 		c.MaxLifetimeJitter = 0
 	}
 	if c.HealthCheckPeriod == 0 && c.background() {

@@ -30,5 +30,5 @@
 // Time-based behaviour (lifetimes, idle times, the background sweep) runs on
 // the monotonic clock, and inside a testing/synctest bubble on the bubble's
 // virtual clock. A test that wants lifetimes to end at an exact time sets
-// Config.MaxLifetimeJitter to NoJitter.
+// Config.MaxLifetimeJitter to NoLifetimeJitter.
 package pool

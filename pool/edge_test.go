@@ -164,7 +164,7 @@ func huge(t *testing.T, bubbled bool) {
 	l := newLedger()
 	cfg := l.config(1)
 	cfg.MaxLifetime = math.MaxInt64
-	cfg.MaxLifetimeJitter = NoJitter
+	cfg.MaxLifetimeJitter = NoLifetimeJitter
 	cfg.MaxIdleTime = math.MaxInt64
 	cfg.HealthCheckPeriod = math.MaxInt64
 	cfg.HealthCheckTimeout = math.MaxInt64

@@ -279,7 +279,7 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 			if huge {
 				m.lifetime = math.MaxInt64
 			}
-			cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, NoJitter
+			cfg.MaxLifetime, cfg.MaxLifetimeJitter = m.lifetime, NoLifetimeJitter
 		}
 		if sizeB&(1<<3) != 0 {
 			m.maxIdle = 60 * time.Millisecond

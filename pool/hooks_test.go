@@ -81,7 +81,7 @@ func TestHooksTellEveryEvent(t *testing.T) {
 			return nil
 		}
 		cfg.MaxLifetime = time.Hour
-		cfg.MaxLifetimeJitter = NoJitter
+		cfg.MaxLifetimeJitter = NoLifetimeJitter
 		cfg.Hooks = rec.hooks()
 		p := mustNew(t, cfg)
 

@@ -72,7 +72,7 @@ func TestClosePanicLeaksSlot(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newLedger()
 				cfg := l.config(1)
-				cfg.MaxLifetime, cfg.MaxLifetimeJitter = time.Minute, NoJitter
+				cfg.MaxLifetime, cfg.MaxLifetimeJitter = time.Minute, NoLifetimeJitter
 				var calm atomic.Bool
 				cfg.Close = func(c *conn) error {
 					_ = l.close(c)
@@ -386,7 +386,7 @@ func TestClosePanicAtCheckout(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newLedger()
 				cfg := l.config(1)
-				cfg.MaxLifetime, cfg.MaxLifetimeJitter = time.Minute, NoJitter
+				cfg.MaxLifetime, cfg.MaxLifetimeJitter = time.Minute, NoLifetimeJitter
 				cfg.HealthCheckPeriod = 1000 * time.Hour // no sweep
 				var calm atomic.Bool
 				cfg.Close = func(c *conn) error {

@@ -347,7 +347,7 @@ func TestIdleAndLifetimeEviction(t *testing.T) {
 	})
 }
 
-// TestLifetimeNoJitter: with NoJitter, every resource lives exactly
+// TestLifetimeNoJitter: with NoLifetimeJitter, every resource lives exactly
 // MaxLifetime.
 func TestLifetimeNoJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -355,7 +355,7 @@ func TestLifetimeNoJitter(t *testing.T) {
 		const n = 20
 		cfg := l.config(n)
 		cfg.MaxLifetime = 10 * time.Second
-		cfg.MaxLifetimeJitter = NoJitter
+		cfg.MaxLifetimeJitter = NoLifetimeJitter
 		p := mustNew(t, cfg)
 		rs := acquireN(t, p, n)
 		time.Sleep(cfg.MaxLifetime - time.Nanosecond)
@@ -691,7 +691,7 @@ func TestBadConfig(t *testing.T) {
 		{New: newFn, MaxSize: 2, HealthCheckPeriod: -1},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: 2},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: -0.5},
-		{New: newFn, MaxSize: 2, MaxLifetimeJitter: NoJitter - 1},
+		{New: newFn, MaxSize: 2, MaxLifetimeJitter: NoLifetimeJitter - 1},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: math.NaN()}, // every lifetime would end at once
 		{New: newFn, MaxSize: 2, LeakThreshold: time.Second},
 	} {

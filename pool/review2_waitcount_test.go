@@ -74,7 +74,7 @@ func TestReview2WaitCountUnderChurn(t *testing.T) {
 					}
 					return nil
 				},
-				HealthCheckSkip: -1,
+				HealthCheckSkip: NoHealthCheckSkip,
 				MaxSize:         2,
 				Hooks:           Hooks{OnAcquire: waits.onAcquire},
 			})
@@ -196,7 +196,7 @@ func TestReview2WaitCountHealthCheckThenWait(t *testing.T) {
 				}
 				return nil
 			},
-			HealthCheckSkip: -1,
+			HealthCheckSkip: NoHealthCheckSkip,
 			MaxSize:         3,
 		})
 		require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 // TestTransportCheck: Check returns, as an error, each mistake RoundTrip
 // panics with, and nil for a Transport that works.
 func TestTransportCheck(t *testing.T) {
-	keyed := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+	keyed := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{})
 	key := func(*http.Request) string { return "k" }
 	require.NoError(t, (&Transport{Limiter: NewTokenBucket(1, 1)}).Check())
 	require.NoError(t, (&Transport{PerHost: keyed, Key: key}).Check())

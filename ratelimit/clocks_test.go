@@ -23,7 +23,7 @@ func TestAcrossClocksFromBubble(t *testing.T) {
 	var k *Keyed[string, *TokenBucket]
 	synctest.Test(t, func(t *testing.T) {
 		b, s, c = NewTokenBucket(1, 2), NewSlidingWindow(2, time.Minute), NewSlidingWindowCounter(2, time.Minute)
-		k = newBuckets(1, 2, KeyedOptions{MaxKeys: 1})
+		k = newBuckets(1, 2, KeyedConfig{MaxKeys: 1})
 		for _, l := range []Limiter{b, s, c, k.Limiter("a")} {
 			require.True(t, l.AllowN(2))
 			require.False(t, l.AllowN(1))
@@ -40,7 +40,7 @@ func TestAcrossClocksFromBubble(t *testing.T) {
 // used decades after the bubble's now: it was never idle there, and the last
 // to go when a shard is full. It is taken for idle.
 func TestKeyedEvictsKeysOfAnotherClock(t *testing.T) {
-	k := newBuckets(1, 1, KeyedOptions{})
+	k := newBuckets(1, 1, KeyedConfig{})
 	require.True(t, k.Allow("old"))
 	synctest.Test(t, func(t *testing.T) {
 		// Enough new keys that several land in the shard of "old", each
@@ -77,7 +77,7 @@ func TestWaitAcrossBubbles(t *testing.T) {
 	limiters := func() []Limiter {
 		return []Limiter{
 			NewTokenBucket(1000, 1), NewSlidingWindow(1, time.Millisecond),
-			NewSlidingWindowCounter(1, time.Millisecond), newBuckets(1000, 1, KeyedOptions{}).Limiter("a"),
+			NewSlidingWindowCounter(1, time.Millisecond), newBuckets(1000, 1, KeyedConfig{}).Limiter("a"),
 		}
 	}
 	outside := limiters()

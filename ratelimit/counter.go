@@ -45,8 +45,18 @@ type SlidingWindowCounter struct {
 //
 // NewSlidingWindowCounter panics if limit is below 1 or window is not above 0.
 func NewSlidingWindowCounter(limit int, window time.Duration) *SlidingWindowCounter {
-	checkWindow(limit, window, "NewSlidingWindowCounter")
+	if err := ValidateSlidingWindowCounter(limit, window); err != nil {
+		panic(err.Error())
+	}
 	return &SlidingWindowCounter{limit: limit, window: int64(window)}
+}
+
+// ValidateSlidingWindowCounter reports what is wrong with a limit and a
+// window for NewSlidingWindowCounter, if anything: NewSlidingWindowCounter
+// panics with the same complaint. A program that reads them from outside (a
+// file, flags) can call it first and report the error.
+func ValidateSlidingWindowCounter(limit int, window time.Duration) error {
+	return validateWindow(limit, window, "NewSlidingWindowCounter")
 }
 
 // errZeroCounter is the panic of a zero SlidingWindowCounter's first use.
@@ -205,7 +215,7 @@ func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 		switch {
 		case ok:
 		case n > c.limit:
-			d.RetryAfter = -1
+			d.RetryAfter = Never
 		default:
 			// Counted from now, not as a time that may saturate.
 			if k := queuedSum(c.w.queued, n); k <= c.limit {

@@ -13,7 +13,7 @@ func ExampleTally() {
 	var tally ratelimit.Tally
 	perUser := ratelimit.NewKeyed(func(string) ratelimit.Taker {
 		return tally.Wrap(ratelimit.NewTokenBucket(1, 2))
-	}, ratelimit.KeyedOptions{TTL: time.Hour})
+	}, ratelimit.KeyedConfig{TTL: time.Hour})
 	for _, user := range []string{"ann", "ann", "ann", "bob"} {
 		perUser.Allow(user)
 	}

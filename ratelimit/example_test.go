@@ -102,7 +102,7 @@ func ExampleNewSlidingWindowCounter() {
 func ExampleKeyed() {
 	perUser := ratelimit.NewKeyed(func(user string) *ratelimit.TokenBucket {
 		return ratelimit.NewTokenBucket(1, 2)
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 	fmt.Println(perUser.Allow("alice"), perUser.Allow("alice"), perUser.Allow("alice"))
 	fmt.Println(perUser.Allow("bob"))
 	// Output:
@@ -115,7 +115,7 @@ func ExampleKeyed() {
 func ExampleNewKeyed() {
 	perDomain := ratelimit.NewKeyed(func(domain string) *ratelimit.SlidingWindow {
 		return ratelimit.NewSlidingWindow(10, time.Second)
-	}, ratelimit.KeyedOptions{TTL: 5 * time.Minute, MaxKeys: 10_000})
+	}, ratelimit.KeyedConfig{TTL: 5 * time.Minute, MaxKeys: 10_000})
 	fmt.Println(perDomain.Allow("example.com"), perDomain.Len())
 	// Output: true 1
 }
@@ -125,7 +125,7 @@ func ExampleNewKeyed() {
 func ExampleMiddleware() {
 	perClient := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 		return ratelimit.NewTokenBucket(1, 2)
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "hello") })
 	h := ratelimit.Middleware(perClient, ratelimit.MiddlewareConfig{})(hello)
 
@@ -201,7 +201,7 @@ func ExampleTaker() {
 func ExampleKeyTaker() {
 	perClient := ratelimit.NewKeyed(func(string) *ratelimit.SlidingWindow {
 		return ratelimit.NewSlidingWindow(1, time.Minute)
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 	for _, kt := range []ratelimit.KeyTaker{perClient, ratelimit.Global(ratelimit.NewSlidingWindow(1, time.Minute))} {
 		fmt.Println(kt.Take("alice", 1).Allowed, kt.Take("bob", 1).Allowed)
 	}
@@ -210,12 +210,12 @@ func ExampleKeyTaker() {
 	// true false
 }
 
-// KeyedOptions bound the memory a Keyed may use: here one key at most, so a
+// KeyedConfig bound the memory a Keyed may use: here one key at most, so a
 // new key evicts the one before, which starts over when it comes back.
-func ExampleKeyedOptions() {
+func ExampleKeyedConfig() {
 	k := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 		return ratelimit.NewTokenBucket(1.0/60, 1) // one a minute
-	}, ratelimit.KeyedOptions{MaxKeys: 1, TTL: time.Hour})
+	}, ratelimit.KeyedConfig{MaxKeys: 1, TTL: time.Hour})
 	fmt.Println(k.Allow("a"), k.Allow("a"))
 	fmt.Println(k.Allow("b"), k.Len())
 	fmt.Println(k.Allow("a"))
@@ -230,7 +230,7 @@ func ExampleKeyedOptions() {
 func ExampleMiddlewareConfig() {
 	perKey := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 		return ratelimit.NewTokenBucket(1, 10)
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 	h := ratelimit.Middleware(perKey, ratelimit.MiddlewareConfig{
 		Key: func(r *http.Request) string { return r.Header.Get("X-API-Key") },
 		Cost: func(r *http.Request) int {

@@ -35,10 +35,10 @@ func TestTokenBucketTinyRateRefused(t *testing.T) {
 	b := NewTokenBucket(1, 1)
 	require.PanicsWithValue(t, panicText("TokenBucket.SetBurst", 1.0, math.MaxInt, msg), func() { b.SetBurst(math.MaxInt) })
 	require.Equal(t, 1, b.Burst())
-	k := newBuckets(1e-11, 1, KeyedOptions{})
+	k := newBuckets(1e-11, 1, KeyedConfig{})
 	require.PanicsWithValue(t, panicText("NewTokenBucket", 1e-11, 1, msg), func() { k.Allow("a") })
 	require.Zero(t, k.Len())
-	require.True(t, newBuckets(1, 1, KeyedOptions{}).Allow("a"))
+	require.True(t, newBuckets(1, 1, KeyedConfig{}).Allow("a"))
 
 	// The slowest rates allowed still refuse as they should.
 	slow := NewTokenBucket(1e-8, 1) // a token every 3 years
@@ -284,7 +284,7 @@ func TestTokenBucketSetKeepsWholeTokens(t *testing.T) {
 // keeps: it allows its limit afterwards.
 func TestHugeN(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newBuckets(1, 3, KeyedOptions{})
+		k := newBuckets(1, 3, KeyedConfig{})
 		for name, l := range map[string]waitLimiter{
 			"TokenBucket": NewTokenBucket(1, 3), "SlidingWindow": NewSlidingWindow(3, time.Second),
 			"SlidingWindowCounter": NewSlidingWindowCounter(3, time.Second),

@@ -31,7 +31,7 @@ func TestHammerKeyedUserPanics(t *testing.T) {
 				panic("newLimiter failed")
 			}
 			return NewTokenBucket(1e-3, burst) // no refill to speak of
-		}, KeyedOptions{MaxKeys: 8, TTL: time.Hour})
+		}, KeyedConfig{MaxKeys: 8, TTL: time.Hour})
 		var panics, granted atomic.Int64
 		var wg sync.WaitGroup
 		for g := range 16 {

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -74,6 +75,20 @@ type MiddlewareConfig struct {
 	OnLimited func(w http.ResponseWriter, r *http.Request, d Decision)
 }
 
+// Validate reports what is wrong with cfg, if anything: a negative
+// TrustedHops, or an IPv6Prefix outside 0 to 128. Middleware panics with the
+// same complaint; a program that reads a MiddlewareConfig from outside (a
+// file, flags) can call Validate first.
+func (cfg MiddlewareConfig) Validate() error {
+	if cfg.TrustedHops < 0 {
+		return errors.New("ratelimit: Middleware with negative TrustedHops")
+	}
+	if cfg.IPv6Prefix < 0 || cfg.IPv6Prefix > 128 {
+		return fmt.Errorf("ratelimit: Middleware with IPv6Prefix %d; it must be between 0 and 128", cfg.IPv6Prefix)
+	}
+	return nil
+}
+
 // Middleware returns HTTP middleware that limits requests with limiter, under
 // the key cfg.Key gives each request.
 //
@@ -87,17 +102,14 @@ type MiddlewareConfig struct {
 // rounding of a token's cost to its clock, so that a bucket of 3 a second,
 // burst 3, states a window of 1 second, not 2.
 //
-// Middleware panics if limiter is nil (or a nil pointer), or if an option is
-// out of range.
+// Middleware panics if limiter is nil (or a nil pointer), or if cfg is not
+// valid (see MiddlewareConfig.Validate).
 func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.Handler {
 	if isNil(limiter) {
 		panic("ratelimit: Middleware with nil limiter")
 	}
-	if cfg.TrustedHops < 0 {
-		panic("ratelimit: Middleware with negative TrustedHops")
-	}
-	if cfg.IPv6Prefix < 0 || cfg.IPv6Prefix > 128 {
-		panic(fmt.Sprintf("ratelimit: Middleware with IPv6Prefix %d; it must be between 0 and 128", cfg.IPv6Prefix))
+	if err := cfg.Validate(); err != nil {
+		panic(err.Error())
 	}
 	if cfg.Key == nil {
 		hops, bits := max(1, cfg.TrustedHops), cfg.IPv6Prefix

@@ -12,8 +12,8 @@ import (
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
-// KeyedOptions tunes a Keyed. The zero value means the defaults.
-type KeyedOptions struct {
+// KeyedConfig tunes a Keyed. The zero value means the defaults.
+type KeyedConfig struct {
 	// TTL is how long a key may go unused before it may be evicted; 0 means
 	// 10 minutes. An evicted key starts over with a new limiter, so make it
 	// longer than the limiter takes to recover fully (burst/rate for a token
@@ -44,7 +44,7 @@ const (
 //
 // Keys live in shards with a lock each, so that callers with different keys
 // rarely contend. A key unused for the TTL may be evicted when new keys
-// arrive, and the number of keys is capped; see KeyedOptions.
+// arrive, and the number of keys is capped; see KeyedConfig.
 //
 // Use NewKeyed; the zero Keyed is not usable: its methods panic. A Keyed must
 // not be copied after first use. It is safe for concurrent use by multiple
@@ -72,26 +72,37 @@ type keyedEntry[L Limiter] struct {
 	waiting  atomic.Int32 // goroutines in the key's WaitN: the key is in use
 }
 
+// Validate reports what is wrong with c, if anything: a negative TTL or
+// MaxKeys. NewKeyed panics with the same complaint; a program that reads a
+// KeyedConfig from outside (a file, flags) can call Validate first.
+func (c KeyedConfig) Validate() error {
+	if c.TTL < 0 || c.MaxKeys < 0 {
+		return fmt.Errorf("ratelimit: NewKeyed with negative option: %+v", c)
+	}
+	return nil
+}
+
 // NewKeyed returns a Keyed that makes the limiter of a key with newLimiter,
 // on first use of the key:
 //
 //	perUser := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 //		return ratelimit.NewTokenBucket(10, 20)
-//	}, ratelimit.KeyedOptions{})
+//	}, ratelimit.KeyedConfig{})
 //
 // newLimiter runs without any lock of the Keyed held; it may run more than
 // once for a key that several goroutines use first at the same moment, one
 // result being kept.
 //
-// NewKeyed panics if newLimiter is nil or an option is negative. A call that
+// NewKeyed panics if newLimiter is nil or opts is not valid (see
+// KeyedConfig.Validate). A call that
 // makes a key panics if newLimiter returns nil, and passes on newLimiter's
 // own panics; the Keyed is left as it was.
-func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedOptions) *Keyed[K, L] {
+func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedConfig) *Keyed[K, L] {
 	if newLimiter == nil {
 		panic("ratelimit: NewKeyed with nil newLimiter")
 	}
-	if opts.TTL < 0 || opts.MaxKeys < 0 {
-		panic(fmt.Sprintf("ratelimit: NewKeyed with negative option: %+v", opts))
+	if err := opts.Validate(); err != nil {
+		panic(err.Error())
 	}
 	if opts.TTL == 0 {
 		opts.TTL = defaultKeyedTTL
@@ -123,7 +134,7 @@ func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedOptio
 }
 
 // Get returns the limiter of key, making it if need be. The key may be evicted
-// once unused for the TTL (see KeyedOptions): a caller that keeps the limiter
+// once unused for the TTL (see KeyedConfig): a caller that keeps the limiter
 // longer may hold one that the Keyed has since replaced.
 func (k *Keyed[K, L]) Get(key K) L {
 	e, _ := k.entry(key, false)
@@ -295,7 +306,7 @@ func (k *Keyed[K, L]) waitRequest(ctx context.Context, key K, n int, label strin
 func (k *Keyed[K, L]) keyed() any { return k }
 
 // Take is AllowN with the details of the decision. If the key's limiter is
-// not a Taker, the decision has only Allowed, and Remaining -1.
+// not a Taker, the decision has only Allowed, and Remaining Unknown.
 //
 // Take panics if n is below 1.
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
@@ -307,7 +318,7 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	if t, ok := any(e.lim).(Taker); ok {
 		return t.Take(n)
 	}
-	return Decision{Allowed: e.lim.AllowN(n), Remaining: -1}
+	return Decision{Allowed: e.lim.AllowN(n), Remaining: Unknown}
 }
 
 // quietTakeKey is Take counted by no Tally around the key's limiter (see

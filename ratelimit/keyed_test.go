@@ -19,12 +19,12 @@ import (
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
-func newBuckets(rate float64, burst int, opts KeyedOptions) *Keyed[string, *TokenBucket] {
+func newBuckets(rate float64, burst int, opts KeyedConfig) *Keyed[string, *TokenBucket] {
 	return NewKeyed(func(string) *TokenBucket { return NewTokenBucket(rate, burst) }, opts)
 }
 
 func TestKeyedIndependentKeys(t *testing.T) {
-	k := newBuckets(1, 2, KeyedOptions{})
+	k := newBuckets(1, 2, KeyedConfig{})
 	require.True(t, k.AllowN("alice", 2))
 	require.False(t, k.Allow("alice"))
 	require.True(t, k.Allow("bob"), "one key's use limited another")
@@ -43,7 +43,7 @@ func TestKeyedEvictsIdleKeys(t *testing.T) {
 		k := NewKeyed(func(key string) *TokenBucket {
 			made[key]++ // only from this goroutine here
 			return NewTokenBucket(1, 1)
-		}, KeyedOptions{TTL: time.Minute})
+		}, KeyedConfig{TTL: time.Minute})
 		for i := range 100 {
 			k.Allow(fmt.Sprint("old-", i))
 		}
@@ -79,7 +79,7 @@ func TestKeyedSparesKeysWithWaiters(t *testing.T) {
 		k := NewKeyed(func(key string) *TokenBucket {
 			made[key]++
 			return NewTokenBucket(1.0/60, 1)
-		}, KeyedOptions{TTL: time.Minute, MaxKeys: 64})
+		}, KeyedConfig{TTL: time.Minute, MaxKeys: 64})
 		require.True(t, k.Allow("busy"))
 		var wg sync.WaitGroup
 		for range 3 {
@@ -109,7 +109,7 @@ func TestKeyedSparesKeysWithWaiters(t *testing.T) {
 // no longer counts the key as in use.
 func TestKeyedWaitersLeave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1.0/60, 1) }, KeyedOptions{})
+		k := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1.0/60, 1) }, KeyedConfig{})
 		require.True(t, k.Allow("k"))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
@@ -129,7 +129,7 @@ func TestKeyedWaitersLeave(t *testing.T) {
 func TestKeyedCap(t *testing.T) {
 	for _, max := range []int{1, 2, 10, 63, 64, 100, 640, 1000} {
 		t.Run(strconv.Itoa(max), func(t *testing.T) {
-			k := newBuckets(1, 1, KeyedOptions{MaxKeys: max})
+			k := newBuckets(1, 1, KeyedConfig{MaxKeys: max})
 			for i := range 50_000 {
 				k.Allow(strconv.Itoa(i))
 				if i%1000 == 0 {
@@ -143,7 +143,7 @@ func TestKeyedCap(t *testing.T) {
 }
 
 func TestKeyedNotTaker(t *testing.T) {
-	k := NewKeyed(func(string) Limiter { return plainLimiter{} }, KeyedOptions{})
+	k := NewKeyed(func(string) Limiter { return plainLimiter{} }, KeyedConfig{})
 	require.Equal(t, Decision{Allowed: true, Remaining: -1}, k.Take("x", 1))
 	require.True(t, k.AllowN("x", 1))
 }
@@ -157,11 +157,11 @@ func (plainLimiter) Take(int) (d Decision, unused error) { return } // not a Tak
 
 func TestKeyedMisuse(t *testing.T) {
 	require.PanicsWithValue(t, "ratelimit: NewKeyed with nil newLimiter", func() {
-		NewKeyed[string, *TokenBucket](nil, KeyedOptions{})
+		NewKeyed[string, *TokenBucket](nil, KeyedConfig{})
 	})
-	require.Panics(t, func() { newBuckets(1, 1, KeyedOptions{TTL: -1}) })
-	require.Panics(t, func() { newBuckets(1, 1, KeyedOptions{MaxKeys: -1}) })
-	k := newBuckets(1, 1, KeyedOptions{})
+	require.Panics(t, func() { newBuckets(1, 1, KeyedConfig{TTL: -1}) })
+	require.Panics(t, func() { newBuckets(1, 1, KeyedConfig{MaxKeys: -1}) })
+	k := newBuckets(1, 1, KeyedConfig{})
 	require.PanicsWithValue(t, "ratelimit: Keyed.AllowN with n = 0; n must be at least 1", func() { k.AllowN("a", 0) })
 	require.PanicsWithValue(t, "ratelimit: nil Context", func() {
 		//lint:ignore SA1012 a nil Context is the misuse under test
@@ -172,7 +172,7 @@ func TestKeyedMisuse(t *testing.T) {
 // TestHammerKeyed: many goroutines on overlapping keys; no key over-issues.
 func TestHammerKeyed(t *testing.T) {
 	const burst = 3
-	k := newBuckets(1e-3, burst, KeyedOptions{}) // no refill to speak of
+	k := newBuckets(1e-3, burst, KeyedConfig{}) // no refill to speak of
 	counts := make([]atomic.Int64, 50)
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -208,7 +208,7 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { 
 
 func TestMiddlewareHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newBuckets(1, 2, KeyedOptions{}) // refills in 2s
+		k := newBuckets(1, 2, KeyedConfig{}) // refills in 2s
 		h := Middleware(k, MiddlewareConfig{})(okHandler)
 
 		w := get(t, h, "192.0.2.1:1234", nil)
@@ -236,13 +236,13 @@ func TestMiddlewareHeaders(t *testing.T) {
 }
 
 func TestMiddlewareProxyHeader(t *testing.T) {
-	k := newBuckets(1e-3, 1, KeyedOptions{})
+	k := newBuckets(1e-3, 1, KeyedConfig{})
 	plain := Middleware(k, MiddlewareConfig{})(okHandler)
 	// By default a client cannot pick its key with a header.
 	require.Equal(t, http.StatusOK, get(t, plain, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.1"}).Code)
 	require.Equal(t, http.StatusTooManyRequests, get(t, plain, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.2"}).Code)
 
-	k2 := newBuckets(1e-3, 1, KeyedOptions{})
+	k2 := newBuckets(1e-3, 1, KeyedConfig{})
 	behindProxy := Middleware(k2, MiddlewareConfig{TrustedProxyHeader: "X-Forwarded-For"})(okHandler)
 	// The client's address is the last one, which our proxy appended.
 	xff := map[string]string{"X-Forwarded-For": "198.51.100.9, 203.0.113.1"}
@@ -252,12 +252,12 @@ func TestMiddlewareProxyHeader(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, get(t, behindProxy, "10.0.0.1:1", spoofed).Code, "a spoofed first entry changed the key")
 	require.Equal(t, http.StatusOK, get(t, behindProxy, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.2"}).Code)
 
-	k3 := newBuckets(1e-3, 1, KeyedOptions{})
+	k3 := newBuckets(1e-3, 1, KeyedConfig{})
 	twoHops := Middleware(k3, MiddlewareConfig{TrustedProxyHeader: "X-Forwarded-For", TrustedHops: 2})(okHandler)
 	require.Equal(t, http.StatusOK, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.5, 10.1.1.1"}).Code)
 	require.Equal(t, http.StatusTooManyRequests, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.5, 10.1.1.2"}).Code)
 
-	k4 := newBuckets(1e-3, 1, KeyedOptions{})
+	k4 := newBuckets(1e-3, 1, KeyedConfig{})
 	realIP := Middleware(k4, MiddlewareConfig{TrustedProxyHeader: "X-Real-IP"})(okHandler)
 	require.Equal(t, http.StatusOK, get(t, realIP, "10.0.0.1:1", map[string]string{"X-Real-IP": "2001:db8::1"}).Code)
 	require.Equal(t, http.StatusTooManyRequests, get(t, realIP, "10.0.0.9:1", map[string]string{"X-Real-IP": "2001:db8::1"}).Code)
@@ -284,13 +284,13 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 		// A peer that is not an address is keyed as it is.
 		{0, []string{"pipe", "pipe", "@"}, []int{ok, limited, ok}},
 	} {
-		h := Middleware(newBuckets(1e-3, 1, KeyedOptions{}), MiddlewareConfig{IPv6Prefix: tc.prefix})(okHandler)
+		h := Middleware(newBuckets(1e-3, 1, KeyedConfig{}), MiddlewareConfig{IPv6Prefix: tc.prefix})(okHandler)
 		for i, peer := range tc.peers {
 			require.Equal(t, tc.want[i], get(t, h, peer, nil).Code, "prefix %d, request %d from %s", tc.prefix, i, peer)
 		}
 	}
 	// The prefix applies to an address read from a trusted header too.
-	h := Middleware(newBuckets(1e-3, 1, KeyedOptions{}), MiddlewareConfig{TrustedProxyHeader: "X-Real-IP"})(okHandler)
+	h := Middleware(newBuckets(1e-3, 1, KeyedConfig{}), MiddlewareConfig{TrustedProxyHeader: "X-Real-IP"})(okHandler)
 	require.Equal(t, ok, get(t, h, "10.0.0.1:1", map[string]string{"X-Real-IP": "2001:db8::1"}).Code)
 	require.Equal(t, limited, get(t, h, "10.0.0.1:1", map[string]string{"X-Real-IP": "2001:db8::2"}).Code)
 
@@ -303,7 +303,7 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 
 func TestMiddlewareOptions(t *testing.T) {
 	var limited atomic.Int32
-	k := newBuckets(1e-3, 5, KeyedOptions{})
+	k := newBuckets(1e-3, 5, KeyedConfig{})
 	h := Middleware(k, MiddlewareConfig{
 		Key:    func(r *http.Request) string { return r.Header.Get("API-Key") },
 		Cost:   func(r *http.Request) int { return len(r.URL.Query()["item"]) },
@@ -377,7 +377,7 @@ func repeat(s string, n int) string {
 }
 
 func TestMiddlewareWithServer(t *testing.T) {
-	h := Middleware(newBuckets(1e-3, 2, KeyedOptions{}), MiddlewareConfig{})(okHandler)
+	h := Middleware(newBuckets(1e-3, 2, KeyedConfig{}), MiddlewareConfig{})(okHandler)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	codes := []int{}
@@ -406,7 +406,7 @@ func (c countingBucket) Take(n int) Decision { c.calls.Add(1); return c.TokenBuc
 // limiters called them, bypassing the user's AllowN and Take.
 func TestKeyedCallsEmbeddingLimiters(t *testing.T) {
 	var calls atomic.Int64
-	k := NewKeyed(func(string) countingBucket { return countingBucket{NewTokenBucket(1, 2), &calls} }, KeyedOptions{})
+	k := NewKeyed(func(string) countingBucket { return countingBucket{NewTokenBucket(1, 2), &calls} }, KeyedConfig{})
 	require.True(t, k.Allow("a"))
 	require.True(t, k.Take("a", 1).Allowed)
 	require.False(t, k.AllowN("a", 1))

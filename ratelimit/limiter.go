@@ -45,16 +45,27 @@ type Decision struct {
 	// Window is the time over which Limit applies: for a token bucket, the
 	// time it takes to refill from empty.
 	Window time.Duration
-	// Remaining is how many more events would be allowed right now.
+	// Remaining is how many more events would be allowed right now, or
+	// Unknown when the limiter cannot tell (a Limiter that is not a Taker).
 	Remaining int
 	// RetryAfter is how long to wait before asking again for the same number
-	// of events, if they were refused; 0 if they were allowed. It is -1 if
-	// they can never be allowed (more than Limit at once).
+	// of events, if they were refused; 0 if they were allowed. It is Never
+	// if they can never be allowed (more than Limit at once).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the limiter is back to its full allowance,
 	// if nothing more is taken.
 	ResetAfter time.Duration
 }
+
+// The -1s of a Decision. As everywhere in the library, -1 means "none": no
+// count known, no time that would do.
+const (
+	// Unknown is the Remaining of a Decision whose limiter cannot tell.
+	Unknown = -1
+	// Never is the RetryAfter of a Decision that no wait would change:
+	// more events than the limiter allows at once.
+	Never time.Duration = -1
+)
 
 // ErrExceedsBurst is returned by WaitN when n is larger than the limiter can
 // ever allow at once: more than the burst of a token bucket, or than the limit

@@ -73,7 +73,7 @@ func TestNilLimiterAtConstruction(t *testing.T) {
 	})
 	require.PanicsWithValue(t, "ratelimit: Middleware with nil limiter", func() { Middleware(nil, MiddlewareConfig{}) })
 	require.PanicsWithValue(t, "ratelimit: NewKeyed with nil newLimiter", func() {
-		NewKeyed[string, *TokenBucket](nil, KeyedOptions{})
+		NewKeyed[string, *TokenBucket](nil, KeyedConfig{})
 	})
 }
 
@@ -81,7 +81,7 @@ func TestNilLimiterAtConstruction(t *testing.T) {
 // as such; one that panics leaves the Keyed whole, and the panic reaches the
 // caller.
 func TestKeyedNewLimiterMisbehaves(t *testing.T) {
-	k := NewKeyed(func(string) *TokenBucket { return nil }, KeyedOptions{})
+	k := NewKeyed(func(string) *TokenBucket { return nil }, KeyedConfig{})
 	require.PanicsWithValue(t, `ratelimit: NewKeyed's newLimiter returned nil for key "a"`, func() { k.Allow("a") })
 	require.Zero(t, k.Len())
 
@@ -91,7 +91,7 @@ func TestKeyedNewLimiterMisbehaves(t *testing.T) {
 			panic("newLimiter failed")
 		}
 		return NewTokenBucket(1, 1)
-	}, KeyedOptions{MaxKeys: 1})
+	}, KeyedConfig{MaxKeys: 1})
 	for _, use := range []func(){
 		func() { k.Allow("a") }, func() { k.Take("a", 1) }, func() { _ = k.WaitN(t.Context(), "a", 1) },
 	} {
@@ -105,7 +105,7 @@ func TestKeyedNewLimiterMisbehaves(t *testing.T) {
 
 // TestKeyedCheckesN: Take and WaitN refuse a bad n before they make a key.
 func TestKeyedChecksN(t *testing.T) {
-	k := NewKeyed(func(string) Limiter { return plainLimiter{} }, KeyedOptions{})
+	k := NewKeyed(func(string) Limiter { return plainLimiter{} }, KeyedConfig{})
 	require.PanicsWithValue(t, "ratelimit: Keyed.Take with n = 0; n must be at least 1", func() { k.Take("a", 0) })
 	require.PanicsWithValue(t, "ratelimit: Keyed.WaitN with n = -1; n must be at least 1", func() { _ = k.WaitN(t.Context(), "a", -1) })
 	require.Zero(t, k.Len())

@@ -20,10 +20,10 @@ func tallyTransports(tally *Tally, rate float64, burst int, base http.RoundTripp
 		"global": {Base: base, Limiter: tally.Wrap(NewTokenBucket(rate, burst))},
 		"perHost": {Base: base, PerHost: NewKeyed(func(string) Taker {
 			return tally.Wrap(NewTokenBucket(rate, burst))
-		}, KeyedOptions{})},
+		}, KeyedConfig{})},
 		"handle": {Base: base, Limiter: NewKeyed(func(string) Taker {
 			return tally.Wrap(NewTokenBucket(rate, burst))
-		}, KeyedOptions{}).Limiter("all")},
+		}, KeyedConfig{}).Limiter("all")},
 	}
 }
 
@@ -92,7 +92,7 @@ func TestReviewTallyNestedTransports(t *testing.T) {
 		base := newSentLog()
 		in := &Transport{Base: base, PerHost: NewKeyed(func(string) Taker {
 			return inner.Wrap(NewTokenBucket(1, 1))
-		}, KeyedOptions{})}
+		}, KeyedConfig{})}
 		out := &Transport{Base: in, Limiter: outer.Wrap(NewTokenBucket(100, 10))}
 		_, _, err := roundTrip(t, out, context.Background(), "http://a.test/")
 		require.NoError(t, err)

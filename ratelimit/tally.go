@@ -62,7 +62,7 @@ func (t *Tally) Counts() TallyCounts {
 }
 
 // Wrap returns l, counted by t. The wrapper's Take is l's if l is a Taker;
-// else its Decision has only Allowed, and Remaining -1.
+// else its Decision has only Allowed, and Remaining Unknown.
 //
 // Wrap panics if l or t is nil.
 func (t *Tally) Wrap(l Limiter) Taker {
@@ -99,7 +99,7 @@ func (w *tallied) AllowN(n int) bool { return w.count(w.l.AllowN(n)) }
 
 func (w *tallied) Take(n int) Decision {
 	if w.tk == nil {
-		return Decision{Allowed: w.AllowN(n), Remaining: -1}
+		return Decision{Allowed: w.AllowN(n), Remaining: Unknown}
 	}
 	d := w.tk.Take(n)
 	w.count(d.Allowed)

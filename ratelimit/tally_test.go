@@ -44,7 +44,7 @@ func TestTallyCounts(t *testing.T) {
 // Keyed, and wraps a Limiter that is not a Taker.
 func TestTallySharedByKeys(t *testing.T) {
 	var tally Tally // the zero Tally is ready
-	k := NewKeyed(func(string) Taker { return tally.Wrap(NewSlidingWindow(1, time.Hour)) }, KeyedOptions{})
+	k := NewKeyed(func(string) Taker { return tally.Wrap(NewSlidingWindow(1, time.Hour)) }, KeyedConfig{})
 	for _, key := range []string{"a", "b", "a", "c", "b"} {
 		k.Allow(key)
 	}
@@ -110,7 +110,7 @@ func TestTallyMisuse(t *testing.T) {
 func TestTallyWrapsKeyedHandles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var tally Tally
-		k := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+		k := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{})
 		a, b := tally.Wrap(k.Limiter("a")), tally.Wrap(k.Limiter("b"))
 		require.True(t, a.AllowN(1))
 		d := a.Take(1)

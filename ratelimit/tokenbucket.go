@@ -225,7 +225,7 @@ func (b *TokenBucket) decide(d *Decision, ok bool, n int, now, tat int64, p *buc
 	case ok:
 		d.RetryAfter = 0
 	case n > p.burst:
-		d.RetryAfter = -1
+		d.RetryAfter = Never
 	default:
 		// When n tokens will be there, after those queued in WaitN.
 		b.w.q.Lock()

@@ -24,7 +24,7 @@ type KeyWaiter interface {
 //
 //	perHost := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 //		return ratelimit.NewTokenBucket(10, 5) // 10 a second per host, bursts of 5
-//	}, ratelimit.KeyedOptions{})
+//	}, ratelimit.KeyedConfig{})
 //	client := &http.Client{Transport: &ratelimit.Transport{PerHost: perHost}}
 //
 // It waits with the request's ctx, first in, first out, as WaitN does: a
@@ -299,7 +299,7 @@ func quietTake(l Limiter, n int) Decision {
 	case Taker:
 		return t.Take(n)
 	}
-	return Decision{Allowed: l.AllowN(n), Remaining: -1}
+	return Decision{Allowed: l.AllowN(n), Remaining: Unknown}
 }
 
 // waitRequest waits for n events of l for a request of Transport, limited

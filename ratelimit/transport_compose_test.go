@@ -128,7 +128,7 @@ func TestTransportsComposed(t *testing.T) {
 			c := &countingBucket{TokenBucket: ratelimit.NewTokenBucket(10, 1)}
 			buckets.Store(h, c)
 			return c
-		}, ratelimit.KeyedOptions{})
+		}, ratelimit.KeyedConfig{})
 		var changes []string
 		cb := &breaker.Transport{
 			Base:     w,

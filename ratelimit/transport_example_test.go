@@ -35,7 +35,7 @@ var hello = inProcess{http.HandlerFunc(func(w http.ResponseWriter, _ *http.Reque
 func ExampleTransport() {
 	perHost := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 		return ratelimit.NewTokenBucket(1.0/60, 2)
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 	client := &http.Client{Transport: &ratelimit.Transport{Base: hello, PerHost: perHost}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

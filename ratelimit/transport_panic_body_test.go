@@ -24,7 +24,7 @@ func (c *countClose) Close() error { c.closed.Add(1); return nil }
 // request it does not send: OnWait's panic left it open.
 func TestTransportUserPanicClosesBody(t *testing.T) {
 	keyed := func() KeyWaiter {
-		return NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+		return NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{})
 	}
 	var tally Tally
 	tally.OnWait = func(time.Duration, error) { panic("OnWait") }

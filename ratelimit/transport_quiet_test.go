@@ -33,7 +33,7 @@ func TestTransportDeadlineRefusalCountedOnce(t *testing.T) {
 		{"PerHost", func(tally *Tally, base *sentLog) *Transport {
 			return &Transport{Base: base, PerHost: ownWaitKeyed{NewKeyed(func(string) Taker {
 				return tally.Wrap(NewTokenBucket(1, 1))
-			}, KeyedOptions{})}}
+			}, KeyedConfig{})}}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

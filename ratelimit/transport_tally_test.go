@@ -31,7 +31,7 @@ func TestTransportTallyNoPhantomDecisions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var waits onWaitLog
 		tally := &Tally{OnWait: waits.hook}
-		perHost := NewKeyed(func(string) Taker { return tally.Wrap(NewTokenBucket(10, 1)) }, KeyedOptions{})
+		perHost := NewKeyed(func(string) Taker { return tally.Wrap(NewTokenBucket(10, 1)) }, KeyedConfig{})
 		base := newSentLog()
 		tr := &Transport{Base: base, PerHost: perHost}
 		for range 3 {
@@ -56,7 +56,7 @@ func TestTransportTallyDeadlineCountedOnce(t *testing.T) {
 				tally := &Tally{OnWait: waits.hook}
 				tr := &Transport{Base: newSentLog()}
 				if perHost {
-					tr.PerHost = NewKeyed(func(string) Taker { return tally.Wrap(NewTokenBucket(1, 1)) }, KeyedOptions{})
+					tr.PerHost = NewKeyed(func(string) Taker { return tally.Wrap(NewTokenBucket(1, 1)) }, KeyedConfig{})
 				} else {
 					tr.Limiter = tally.Wrap(NewTokenBucket(1, 1))
 				}
@@ -97,7 +97,7 @@ func TestTransportTallyTakeAllowsAfterRefusal(t *testing.T) {
 func TestTransportTallyAroundKeyedHandle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var inner, outer Tally
-		k := NewKeyed(func(string) Taker { return inner.Wrap(NewTokenBucket(1, 1)) }, KeyedOptions{})
+		k := NewKeyed(func(string) Taker { return inner.Wrap(NewTokenBucket(1, 1)) }, KeyedConfig{})
 		tr := &Transport{Base: newSentLog(), Limiter: outer.Wrap(k.Limiter("shared"))}
 		_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 		require.NoError(t, err)
@@ -128,7 +128,7 @@ func (o *ownKeyed) WaitN(ctx context.Context, key string, n int) error {
 // gets the Keyed's unexported methods too; Transport still waits through the
 // type's own WaitN.
 func TestTransportPerHostEmbeddedKeyed(t *testing.T) {
-	o := &ownKeyed{Keyed: NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 5) }, KeyedOptions{})}
+	o := &ownKeyed{Keyed: NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 5) }, KeyedConfig{})}
 	tr := &Transport{Base: newSentLog(), PerHost: o}
 	for range 2 {
 		_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
@@ -143,7 +143,7 @@ func TestTransportPerHostEmbeddedKeyed(t *testing.T) {
 func TestTransportPerHostNoOvertaking(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newSentLog()
-		tr := &Transport{Base: base, PerHost: NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 2) }, KeyedOptions{}),
+		tr := &Transport{Base: base, PerHost: NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 2) }, KeyedConfig{}),
 			Cost: func(r *http.Request) int { return len(r.URL.Path) - 1 }}
 		_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/xx") // takes both
 		require.NoError(t, err)

@@ -96,7 +96,7 @@ func TestTransportGlobalPaces(t *testing.T) {
 func TestTransportPerHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newSentLog()
-		perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+		perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{})
 		tr := &Transport{Base: base, PerHost: perHost}
 		for _, u := range []string{"http://a.test/", "http://b.test/", "HTTP://A.test:80/x", "https://a.test:443/", "https://a.test:8443/"} {
 			_, _, err := roundTrip(t, tr, context.Background(), u)
@@ -117,7 +117,7 @@ func TestTransportPerHost(t *testing.T) {
 func TestTransportKeyAndCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newSentLog()
-		perKey := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 3) }, KeyedOptions{})
+		perKey := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 3) }, KeyedConfig{})
 		tr := &Transport{
 			Base:    base,
 			PerHost: perKey,
@@ -154,7 +154,7 @@ func TestTransportDeadlineError(t *testing.T) {
 		bucket := NewTokenBucket(1, 1)
 		for _, tr := range []*Transport{
 			{Base: base, Limiter: bucket},
-			{Base: base, PerHost: NewKeyed(func(string) *TokenBucket { return bucket }, KeyedOptions{})},
+			{Base: base, PerHost: NewKeyed(func(string) *TokenBucket { return bucket }, KeyedConfig{})},
 		} {
 			_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 			require.NoError(t, err)
@@ -223,7 +223,7 @@ func TestTransportDeadlineUnknown(t *testing.T) {
 		"Take says never": {Base: base, Limiter: &fakeLimiter{waitErr: ErrWouldExceedDeadline, take: Decision{RetryAfter: -1}}},
 		"Keyed of non-Takers": {Base: base, PerHost: NewKeyed(func(string) errLimiter {
 			return errLimiter{ErrWouldExceedDeadline}
-		}, KeyedOptions{})},
+		}, KeyedConfig{})},
 	} {
 		_, body, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 		require.Equal(t, ErrWouldExceedDeadline, err, name)
@@ -353,7 +353,7 @@ func TestTransportMisuse(t *testing.T) {
 	var nilBucket *TokenBucket
 	var nilKeyed *Keyed[string, *TokenBucket]
 	bucket := NewTokenBucket(1, 1)
-	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{})
 	key := func(*http.Request) string { return "k" }
 	for _, c := range []struct {
 		tr   *Transport
@@ -437,7 +437,7 @@ func TestTransportDeadlineErrorTimeout(t *testing.T) {
 // TestTransportManyHosts: PerHost's keys stay within the Keyed's cap however
 // many hosts a client is sent to.
 func TestTransportManyHosts(t *testing.T) {
-	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{MaxKeys: 100})
+	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{MaxKeys: 100})
 	tr := &Transport{Base: newSentLog(), PerHost: perHost}
 	for i := range 5000 {
 		_, _, err := roundTrip(t, tr, context.Background(), "http://h"+strconv.Itoa(i)+".test/")
@@ -483,7 +483,7 @@ func hammerTransport(t *testing.T, perHost, tallied bool) {
 			for _, h := range hosts {
 				buckets[h] = NewTokenBucket(rate, burst)
 			}
-			tr.PerHost = NewKeyed(func(h string) Limiter { return wrap(buckets[h]) }, KeyedOptions{})
+			tr.PerHost = NewKeyed(func(h string) Limiter { return wrap(buckets[h]) }, KeyedConfig{})
 		} else {
 			buckets["all"] = NewTokenBucket(rate, burst)
 			tr.Limiter = wrap(buckets["all"])
@@ -580,7 +580,7 @@ func (p randomPrecheck) Precheck(*http.Request) error {
 // TestTransportAcrossBubbles: a Transport and its limiters used outside a
 // synctest bubble work inside one, and the reverse.
 func TestTransportAcrossBubbles(t *testing.T) {
-	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedOptions{})
+	perHost := NewKeyed(func(string) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{})
 	tr := &Transport{Base: newSentLog(), PerHost: perHost}
 	_, _, err := roundTrip(t, tr, context.Background(), "http://a.test/")
 	require.NoError(t, err)

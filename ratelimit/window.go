@@ -11,13 +11,28 @@ import (
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
-func checkWindow(limit int, window time.Duration, fn string) {
+func validateWindow(limit int, window time.Duration, fn string) error {
 	if limit < 1 {
-		panic(fmt.Sprintf("ratelimit: %s with limit %d; the limit must be at least 1", fn, limit))
+		return fmt.Errorf("ratelimit: %s with limit %d; the limit must be at least 1", fn, limit)
 	}
 	if window <= 0 {
-		panic(fmt.Sprintf("ratelimit: %s with window %v; the window must be above 0", fn, window))
+		return fmt.Errorf("ratelimit: %s with window %v; the window must be above 0", fn, window)
 	}
+	return nil
+}
+
+// ValidateSlidingWindow reports what is wrong with a limit and a window for
+// NewSlidingWindow, if anything: NewSlidingWindow panics with the same
+// complaint. A program that reads them from outside (a file, flags) can call
+// it first and report the error.
+func ValidateSlidingWindow(limit int, window time.Duration) error {
+	if err := validateWindow(limit, window, "NewSlidingWindow"); err != nil {
+		return err
+	}
+	if limit > maxWindowLimit {
+		return fmt.Errorf("ratelimit: NewSlidingWindow with limit %d; above %d, it could not keep the times of its events: use SlidingWindowCounter", limit, maxWindowLimit)
+	}
+	return nil
 }
 
 // maxWindowLimit is the largest limit of a SlidingWindow: counts of events
@@ -87,9 +102,8 @@ const minRuns = 4
 // SlidingWindowCounter). It allocates nothing up front: its memory follows
 // the events it keeps (see SlidingWindow).
 func NewSlidingWindow(limit int, window time.Duration) *SlidingWindow {
-	checkWindow(limit, window, "NewSlidingWindow")
-	if limit > maxWindowLimit {
-		panic(fmt.Sprintf("ratelimit: NewSlidingWindow with limit %d; above %d, it could not keep the times of its events: use SlidingWindowCounter", limit, maxWindowLimit))
+	if err := ValidateSlidingWindow(limit, window); err != nil {
+		panic(err.Error())
 	}
 	return &SlidingWindow{limit: limit, window: int64(window)}
 }
@@ -276,7 +290,7 @@ func (s *SlidingWindow) take(n int, now int64, d *Decision) bool {
 		switch ahead := s.w.queued; {
 		case ok:
 		case n > s.limit:
-			d.RetryAfter = -1
+			d.RetryAfter = Never
 		default:
 			d.RetryAfter = time.Duration(s.waitLocked(ahead, n, now))
 		}

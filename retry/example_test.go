@@ -138,7 +138,7 @@ func ExampleTransport() {
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.Status, string(body))
 	// Output:
-	// attempt 1: retry: response status 503 Service Unavailable
-	// attempt 2: retry: response status 503 Service Unavailable
+	// attempt 1: ctxsync: response status 503 Service Unavailable
+	// attempt 2: ctxsync: response status 503 Service Unavailable
 	// 200 OK hello
 }

@@ -35,7 +35,7 @@ func hammer(t *testing.T, rounds int) {
 	var firsts, retries atomic.Int64
 	policies := []retry.Policy{
 		{MaxAttempts: 4, InitialDelay: ms, MaxDelay: 20 * ms},
-		{MaxAttempts: -1, MaxElapsed: 300 * ms, InitialDelay: 2 * ms, Jitter: retry.EqualJitter},
+		{MaxAttempts: retry.NoLimit, MaxElapsed: 300 * ms, InitialDelay: 2 * ms, Jitter: retry.EqualJitter},
 		{MaxAttempts: 6, InitialDelay: ms, Jitter: retry.DecorrelatedJitter, AttemptTimeout: 5 * ms},
 		{MaxAttempts: 3, NoDelay: true},
 		{MaxAttempts: 5, InitialDelay: ms, MaxRetryAfter: 10 * ms},

@@ -83,7 +83,7 @@ func TestMisusePanics(t *testing.T) {
 	})
 	// Extremes that are not misuse.
 	for _, p := range []retry.Policy{
-		{MaxAttempts: -1, NoDelay: true},
+		{MaxAttempts: retry.NoLimit, NoDelay: true},
 		{MaxAttempts: math.MaxInt},
 		{Multiplier: 1}, {Multiplier: math.Inf(1)}, {Multiplier: math.MaxFloat64},
 		{InitialDelay: 1, MaxDelay: 1, MaxElapsed: 1, AttemptTimeout: 1},

@@ -2,10 +2,15 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"time"
 )
+
+// NoLimit, as Policy.MaxAttempts, sets no limit on the attempts. Like every
+// -1 of the library's configurations, it means "none".
+const NoLimit = -1
 
 // Policy says how to retry. It is a plain value holding no state: share it
 // and copy it freely, even while it is in use. The zero value of every field
@@ -16,13 +21,14 @@ import (
 // wait that would end after ctx's deadline.
 //
 // Fields out of range are programming errors: Execute panics, with a
-// message that begins with "retry:", on a MaxAttempts below -1, a negative
+// message that begins with "retry:" (Validate returns the same as an error,
+// for a Policy read from outside), on a MaxAttempts below -1, a negative
 // duration, a Multiplier that is NaN or below 1 (but 0), or an unknown
 // Jitter.
 type Policy struct {
 	// MaxAttempts is the number of attempts in all, the first included.
-	// 0 means 3; -1 means no limit (then bound the retries with a ctx
-	// deadline, MaxElapsed or a Budget); 1 means no retry.
+	// 0 means 3; NoLimit (-1) means no limit (then bound the retries with
+	// a ctx deadline, MaxElapsed or a Budget); 1 means no retry.
 	MaxAttempts int
 
 	// MaxElapsed stops the retries once this much time has passed since
@@ -141,31 +147,42 @@ const (
 // check panics if a field of p is out of range. It runs on every call, since
 // a Policy is a plain value that nothing constructs: a few comparisons.
 func (p *Policy) check() {
+	if err := p.Validate(); err != nil {
+		panic(err.Error())
+	}
+}
+
+// Validate reports what is wrong with p, if anything: a field out of range
+// (see Policy), or a Budget not made by NewBudget. Execute, Do and Transport
+// panic with the same complaint; a program that reads a Policy's fields from
+// outside (a file, flags) can call Validate first and report the error.
+func (p Policy) Validate() error {
 	switch {
-	case p.MaxAttempts < -1:
-		panic("retry: Policy.MaxAttempts " + strconv.Itoa(p.MaxAttempts) + " below -1")
+	case p.MaxAttempts < NoLimit:
+		return errors.New("retry: Policy.MaxAttempts " + strconv.Itoa(p.MaxAttempts) + " below -1 (NoLimit)")
 	case p.MaxElapsed < 0:
-		panic("retry: negative Policy.MaxElapsed")
+		return errors.New("retry: negative Policy.MaxElapsed")
 	case p.InitialDelay < 0:
-		panic("retry: negative Policy.InitialDelay")
+		return errors.New("retry: negative Policy.InitialDelay")
 	case p.MaxDelay < 0:
-		panic("retry: negative Policy.MaxDelay")
+		return errors.New("retry: negative Policy.MaxDelay")
 	case p.MaxRetryAfter < 0:
-		panic("retry: negative Policy.MaxRetryAfter")
+		return errors.New("retry: negative Policy.MaxRetryAfter")
 	case p.AttemptTimeout < 0:
-		panic("retry: negative Policy.AttemptTimeout")
+		return errors.New("retry: negative Policy.AttemptTimeout")
 	case math.IsNaN(p.Multiplier):
-		panic("retry: Policy.Multiplier is NaN")
+		return errors.New("retry: Policy.Multiplier is NaN")
 	case p.Multiplier != 0 && p.Multiplier < 1:
-		panic("retry: Policy.Multiplier below 1")
+		return errors.New("retry: Policy.Multiplier below 1")
 	case p.Jitter < FullJitter || p.Jitter > NoJitter:
-		panic("retry: unknown Policy.Jitter " + p.Jitter.String())
+		return errors.New("retry: unknown Policy.Jitter " + p.Jitter.String())
 	case p.Budget != nil && !p.Budget.made:
 		// Found here, before anything runs, rather than at the first
 		// deposit: Transport.Check reports it, and RoundTrip closes the
 		// request's body before it panics.
-		panic("retry: use NewBudget to make a Budget")
+		return errors.New("retry: use NewBudget to make a Budget")
 	}
+	return nil
 }
 
 // Execute calls fn until it succeeds or the policy says to stop, waiting

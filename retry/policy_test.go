@@ -114,7 +114,7 @@ func TestMultiplierOneIsConstant(t *testing.T) {
 func TestNoHiddenCapOnTotalTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls int
-		p := retry.Policy{MaxAttempts: -1, InitialDelay: time.Minute, MaxDelay: time.Hour, Jitter: retry.NoJitter}
+		p := retry.Policy{MaxAttempts: retry.NoLimit, InitialDelay: time.Minute, MaxDelay: time.Hour, Jitter: retry.NoJitter}
 		start := time.Now()
 		require.NoError(t, p.Execute(context.Background(), failing(200, errFail, &calls)))
 		require.Equal(t, 201, calls)

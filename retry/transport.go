@@ -69,28 +69,12 @@ type Transport struct {
 }
 
 // StatusError is the error of an attempt of Transport whose response had a
-// status that Transport retries. Policy.Retryable and Policy.OnRetry see it;
-// when Transport gives up, it returns the response itself.
-type StatusError struct {
-	StatusCode int    // 429, 502, 503 or 504
-	Status     string // as in http.Response: "503 Service Unavailable"
-	// Delay is the wait the Retry-After of a 429 or a 503 asks for; 0 if
-	// none, and always 0 for a 502 or a 504, whose Retry-After is not
-	// honoured.
-	Delay time.Duration
-}
-
-// Error returns "retry: response status 503 Service Unavailable", and the
-// Retry-After: "..., retry after 1s".
-func (e *StatusError) Error() string {
-	if e.Delay > 0 {
-		return "retry: response status " + e.Status + ", retry after " + e.Delay.String()
-	}
-	return "retry: response status " + e.Status
-}
-
-// RetryAfter returns Delay: the floor of the next wait.
-func (e *StatusError) RetryAfter() time.Duration { return e.Delay }
+// status that Transport retries (429, 502, 503 or 504); its Delay is the wait
+// the Retry-After of a 429 or a 503 asks for. Policy.Retryable and
+// Policy.OnRetry see it; when Transport gives up, it returns the response
+// itself. It is the same type as breaker.StatusError: see there for its
+// fields and methods.
+type StatusError = httpx.StatusError
 
 // errNoResponse is the error of an attempt whose Base broke the
 // RoundTripper contract: neither a response nor an error.

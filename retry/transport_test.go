@@ -114,7 +114,7 @@ func TestTransportGivesUpWithLastResponse(t *testing.T) {
 		var se *retry.StatusError
 		require.ErrorAs(t, err, &se)
 		require.Equal(t, 503, se.StatusCode)
-		require.Equal(t, "retry: response status 503 Service Unavailable", err.Error())
+		require.Equal(t, "ctxsync: response status 503 Service Unavailable", err.Error())
 	}}
 	resp, err := (&retry.Transport{Base: s, Policy: p}).RoundTrip(newGet(t, "http://x/"))
 	require.NoError(t, err)

@@ -73,7 +73,7 @@ func run(w io.Writer, url string, conns http.RoundTripper) {
 
 	perHost := ratelimit.NewKeyed(func(string) *loggedBucket {
 		return &loggedBucket{TokenBucket: ratelimit.NewTokenBucket(5, 1), logf: logf}
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 	client := &http.Client{Transport: &retry.Transport{
 		Base: &ratelimit.Transport{
 			Base: &breaker.Transport{

@@ -19,7 +19,7 @@ func run(w io.Writer) {
 	// Each client address may make 3 requests at once, then one a minute.
 	perClient := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 		return ratelimit.NewTokenBucket(1.0/60, 3)
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "hello") })
 	srv := httptest.NewServer(ratelimit.Middleware(perClient, ratelimit.MiddlewareConfig{Policy: "per-client"})(hello))
 	defer srv.Close()

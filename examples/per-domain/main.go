@@ -26,7 +26,7 @@ func run(w io.Writer) {
 			return ratelimit.NewTokenBucket(2, 1)
 		}
 		return ratelimit.NewTokenBucket(50, 5)
-	}, ratelimit.KeyedOptions{})
+	}, ratelimit.KeyedConfig{})
 
 	var wg sync.WaitGroup
 	for i, domain := range []string{"small.example", "big.example"} {

@@ -198,7 +198,7 @@ func run(w io.Writer, reg prometheus.Registerer) {
 	// milliseconds, waits of up to a second. (The default has 16, from
 	// 100µs to 10s.)
 	buckets := []float64{.005, .025, .1, .5}
-	metrics := ctxsyncprom.NewCollector(ctxsyncprom.Options{
+	metrics := ctxsyncprom.NewCollector(ctxsyncprom.Config{
 		AcquireWaitBuckets:    buckets,
 		CreateDurationBuckets: buckets,
 		CallDurationBuckets:   buckets,

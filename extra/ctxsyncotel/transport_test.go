@@ -41,7 +41,7 @@ func TestLimiterMetricsOfTransportNoPhantomRefusals(t *testing.T) {
 		defer func() { _ = reg.Unregister() }()
 		tr := &ratelimit.Transport{Base: okTransport{}, PerHost: ratelimit.NewKeyed(func(string) ratelimit.Taker {
 			return tally.Wrap(ratelimit.NewTokenBucket(10, 1))
-		}, ratelimit.KeyedOptions{})}
+		}, ratelimit.KeyedConfig{})}
 		send := func(timeout time.Duration) error {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()

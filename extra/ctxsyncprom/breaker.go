@@ -77,7 +77,7 @@ func (s *breakerSource) collect(out []sample) []sample {
 	)
 	// The rates are -1 when no rate rule is on: there is no window then,
 	// and a series of -1 would read as a value.
-	if m.FailureRate >= 0 {
+	if m.FailureRate != breaker.NoRate {
 		out = append(out,
 			s.windowCalls.at(float64(m.WindowCalls)),
 			s.failureRatio.at(m.FailureRate/100),

@@ -16,7 +16,7 @@ import (
 // argument, and a user wrote the name twice); a second breaker of the same
 // name is a duplicate, found as for names given.
 func TestAddBreakerTakesItsOwnName(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	if err := c.AddBreaker("", breaker.New(breaker.Settings{Name: "payments"})); err != nil {
 		t.Fatal(err)
 	}

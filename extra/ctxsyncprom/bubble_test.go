@@ -18,7 +18,7 @@ import (
 // testing/synctest bubble (a package-level one, say) serves sources made in
 // a bubble, scraped there and after the bubble has ended.
 func TestCollectorAcrossBubbles(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	synctest.Test(t, func(t *testing.T) {

@@ -21,8 +21,8 @@ import (
 // sources of one kind under one name would give the same series twice.
 var ErrDuplicateName = errors.New("ctxsyncprom: name already added")
 
-// Options configure a Collector. The zero Options are the defaults.
-type Options struct {
+// Config configures a Collector. The zero Config means the defaults.
+type Config struct {
 	// Namespace is the first part of every metric's name, before "_pool_",
 	// "_breaker_"... "" means "ctxsync". It must be a valid metric name
 	// made of ASCII letters, digits and underscores: no colon, which
@@ -106,35 +106,59 @@ type source interface {
 
 var namespaceRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
+// Validate reports what is wrong with c, if anything: a Namespace that is
+// not a valid metric name, or a bucket list that is empty, holds NaN or is
+// not in strictly increasing order. NewCollector panics with the same
+// complaint; a program that reads a Config from outside (a file, flags) can
+// call Validate first and report the error instead.
+func (c Config) Validate() error {
+	if ns := c.Namespace; ns != "" && !namespaceRE.MatchString(ns) {
+		return fmt.Errorf("ctxsyncprom: Config.Namespace %q is not a valid metric name (ASCII letters, digits and _, not first a digit; no colon, which is for recording rules)", ns)
+	}
+	for _, f := range [...]struct {
+		field   string
+		buckets []float64
+	}{
+		{"AcquireWaitBuckets", c.AcquireWaitBuckets},
+		{"CreateDurationBuckets", c.CreateDurationBuckets},
+		{"CallDurationBuckets", c.CallDurationBuckets},
+		{"LimiterWaitBuckets", c.LimiterWaitBuckets},
+	} {
+		if f.buckets == nil {
+			continue
+		}
+		if len(f.buckets) == 0 {
+			return fmt.Errorf("ctxsyncprom: Config.%s is empty; nil means DefaultBuckets()", f.field)
+		}
+		for i, b := range f.buckets {
+			// A lone NaN passes the comparison below, which is false
+			// for it: look for it on its own.
+			if math.IsNaN(b) {
+				return fmt.Errorf("ctxsyncprom: Config.%s %v holds NaN", f.field, f.buckets)
+			}
+			if i > 0 && !(f.buckets[i-1] < b) {
+				return fmt.Errorf("ctxsyncprom: Config.%s %v is not in increasing order", f.field, f.buckets)
+			}
+		}
+	}
+	return nil
+}
+
 // NewCollector returns a Collector with no source.
 //
-// NewCollector panics if opts.Namespace is not a valid metric name, or a
-// bucket list is empty, holds NaN or is not in strictly increasing order.
-func NewCollector(opts Options) *Collector {
-	ns := opts.Namespace
+// NewCollector panics if cfg is not valid: see Config.Validate.
+func NewCollector(cfg Config) *Collector {
+	if err := cfg.Validate(); err != nil {
+		panic(err.Error())
+	}
+	ns := cfg.Namespace
 	if ns == "" {
 		ns = "ctxsync"
 	}
-	if !namespaceRE.MatchString(ns) {
-		panic(fmt.Sprintf("ctxsyncprom: Options.Namespace %q is not a valid metric name (ASCII letters, digits and _, not first a digit; no colon, which is for recording rules)", ns))
-	}
 	c := &Collector{d: newDescs(ns)}
-	hist := func(field string, buckets []float64, subsystem, name, help string, labels ...string) *prometheus.HistogramVec {
+	hist := func(buckets []float64, subsystem, name, help string, labels ...string) *prometheus.HistogramVec {
 		if buckets == nil {
 			buckets = DefaultBuckets()
-		}
-		if len(buckets) == 0 {
-			panic("ctxsyncprom: Options." + field + " is empty; nil means DefaultBuckets()")
-		}
-		for i, b := range buckets {
-			// A lone NaN passes the comparisons below, which are all
-			// false for it: look for it on its own.
-			if math.IsNaN(b) {
-				panic(fmt.Sprintf("ctxsyncprom: Options.%s %v holds NaN", field, buckets))
-			}
-			if i > 0 && !(buckets[i-1] < b) {
-				panic(fmt.Sprintf("ctxsyncprom: Options.%s %v is not in increasing order", field, buckets))
-			}
 		}
 		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: subsystem, Name: name, Help: help,
@@ -145,13 +169,13 @@ func NewCollector(opts Options) *Collector {
 		c.d.info[<-ch] = descInfo{prometheus.BuildFQName(ns, subsystem, name), help}
 		return v
 	}
-	c.acquireWait = hist("AcquireWaitBuckets", opts.AcquireWaitBuckets, "pool", "acquire_wait_seconds",
+	c.acquireWait = hist(cfg.AcquireWaitBuckets, "pool", "acquire_wait_seconds",
 		"Time Acquires waited for a resource, when they found none idle (from PoolHooks).")
-	c.createDuration = hist("CreateDurationBuckets", opts.CreateDurationBuckets, "pool", "create_duration_seconds",
+	c.createDuration = hist(cfg.CreateDurationBuckets, "pool", "create_duration_seconds",
 		"Time the calls to the pool's New took, failed ones included (from PoolHooks).")
-	c.callDuration = hist("CallDurationBuckets", opts.CallDurationBuckets, "breaker", "call_duration_seconds",
+	c.callDuration = hist(cfg.CallDurationBuckets, "breaker", "call_duration_seconds",
 		"Time the calls let through by the breaker took, by outcome (from BreakerOnCall).", "outcome")
-	c.limiterWait = hist("LimiterWaitBuckets", opts.LimiterWaitBuckets, "ratelimit", "wait_seconds",
+	c.limiterWait = hist(cfg.LimiterWaitBuckets, "ratelimit", "wait_seconds",
 		"Time WaitN calls and Transport requests through the Tally took, by result (from TallyOnWait).", "result")
 	c.srcs.Store(&sourceSet{})
 	return c

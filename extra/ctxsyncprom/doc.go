@@ -15,7 +15,7 @@
 // Config.Hooks, a breaker's Settings.OnCall and a Tally's OnWait; JoinPoolHooks
 // and JoinOnCall combine them with hooks of your own.
 //
-//	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+//	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 //	prometheus.MustRegister(c)
 //
 //	p, err := pool.New(pool.Config[*Conn]{..., Hooks: c.PoolHooks("db")})
@@ -36,7 +36,7 @@
 //
 // # Metrics
 //
-// Every name starts with the namespace of Options, "ctxsync" by default, and
+// Every name starts with the namespace of Config, "ctxsync" by default, and
 // every series has the label name. Durations are in seconds. A gauge is a
 // value now; a counter counts since the source was made (a breaker's since
 // its last Reset, which Prometheus reads as a counter reset).

@@ -45,7 +45,7 @@ func printScrape(g prometheus.Gatherer, prefixes ...string) {
 // A pool exported with its histograms: the hooks go in its Config, the pool
 // into the Collector once made.
 func Example() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 
@@ -73,9 +73,9 @@ func Example() {
 	// ctxsync_pool_resources{name="db",state="in_use"} 0
 }
 
-// Options change the namespace and the buckets of a histogram.
+// A Config changes the namespace and the buckets of a histogram.
 func ExampleNewCollector() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{
 		Namespace:          "shop",
 		AcquireWaitBuckets: []float64{.001, .01, .1, 1},
 	})
@@ -93,7 +93,7 @@ func ExampleNewCollector() {
 
 // A Collector serves many sources, each under its name.
 func ExampleCollector() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	for _, name := range []string{"orders", "users"} {
@@ -114,7 +114,7 @@ func ExampleCollector() {
 
 // AddPool reads the pool's Stats at each scrape.
 func ExampleCollector_AddPool() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	p, err := pool.New(pool.Config[int]{New: func(context.Context) (int, error) { return 1, nil }, MaxSize: 2})
@@ -143,7 +143,7 @@ func ExampleCollector_AddPool() {
 
 // PoolHooks feed the histograms of a pool's waits and calls to New.
 func ExampleCollector_PoolHooks() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	p, err := pool.New(pool.Config[int]{
@@ -167,7 +167,7 @@ func ExampleCollector_PoolHooks() {
 
 // JoinPoolHooks sets the Collector's hooks beside hooks of your own.
 func ExampleJoinPoolHooks() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	mine := pool.Hooks{OnClose: func(r pool.CloseReason) { fmt.Println("closed:", r) }}
 	p, err := pool.New(pool.Config[int]{
 		New:     func(context.Context) (int, error) { return 1, nil },
@@ -185,7 +185,7 @@ func ExampleJoinPoolHooks() {
 
 // AddBreaker reads the breaker's Metrics at each scrape.
 func ExampleCollector_AddBreaker() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	b := breaker.New(breaker.Settings{Name: "payments", FailureThreshold: 1})
@@ -208,7 +208,7 @@ func ExampleCollector_AddBreaker() {
 
 // BreakerOnCall feeds the histogram of the durations of a breaker's calls.
 func ExampleCollector_BreakerOnCall() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	b := breaker.New(breaker.Settings{OnCall: c.BreakerOnCall("payments")})
@@ -222,7 +222,7 @@ func ExampleCollector_BreakerOnCall() {
 
 // JoinOnCall sets the Collector's OnCall beside one of your own.
 func ExampleJoinOnCall() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	b := breaker.New(breaker.Settings{
 		OnCall: ctxsyncprom.JoinOnCall(c.BreakerOnCall("payments"), func(e breaker.CallEvent) {
 			fmt.Println("call:", e.Outcome)
@@ -236,7 +236,7 @@ func ExampleJoinOnCall() {
 // AddTally reads the counts of a Tally, which counts the decisions of the
 // limiters it wraps; TallyOnWait feeds the histogram of their waits.
 func ExampleCollector_AddTally() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	tally := &ratelimit.Tally{OnWait: c.TallyOnWait("search")}
@@ -255,7 +255,7 @@ func ExampleCollector_AddTally() {
 
 // TallyOnWait feeds the histogram of the waits of a Tally's limiters.
 func ExampleCollector_TallyOnWait() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	tally := &ratelimit.Tally{OnWait: c.TallyOnWait("search")}
@@ -269,7 +269,7 @@ func ExampleCollector_TallyOnWait() {
 }
 
 func ExampleCollector_AddSemaphore() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	sem := ctxsync.NewSemaphore(4)
@@ -284,7 +284,7 @@ func ExampleCollector_AddSemaphore() {
 }
 
 func ExampleCollector_AddWeighted() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mem := ctxsync.NewWeighted(1 << 20)
@@ -300,7 +300,7 @@ func ExampleCollector_AddWeighted() {
 }
 
 func ExampleCollector_AddQueue() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	q := ctxsync.NewQueue[string](0)
@@ -320,7 +320,7 @@ func ExampleCollector_AddQueue() {
 }
 
 func ExampleCollector_AddWaiter() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	if err := c.AddWaiter("phases", ctxsync.NewBarrier(3, nil)); err != nil {
@@ -333,7 +333,7 @@ func ExampleCollector_AddWaiter() {
 
 // Remove forgets a name: a pool closed for good, say.
 func ExampleCollector_Remove() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	_ = c.AddSemaphore("a", ctxsync.NewSemaphore(1))
@@ -351,12 +351,12 @@ func ExampleDefaultBuckets() {
 	// [0.0001 0.00025 0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10]
 }
 
-// Options{} is the default: the namespace ctxsync, DefaultBuckets for every
+// Config{} is the default: the namespace ctxsync, DefaultBuckets for every
 // histogram.
-func ExampleOptions() {
+func ExampleConfig() {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(ctxsyncprom.NewCollector(ctxsyncprom.Options{Namespace: "billing"}))
-	reg.MustRegister(ctxsyncprom.NewCollector(ctxsyncprom.Options{})) // beside it: another namespace
+	reg.MustRegister(ctxsyncprom.NewCollector(ctxsyncprom.Config{Namespace: "billing"}))
+	reg.MustRegister(ctxsyncprom.NewCollector(ctxsyncprom.Config{})) // beside it: another namespace
 	fmt.Println("two collectors registered")
 	// Output:
 	// two collectors registered
@@ -364,7 +364,7 @@ func ExampleOptions() {
 
 // Every *pool.Pool[T] is a Pool, whatever its T; so is any type with Stats.
 func ExamplePool() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	conns, _ := pool.New(pool.Config[[]byte]{New: func(context.Context) ([]byte, error) { return nil, nil }, MaxSize: 3})
@@ -386,7 +386,7 @@ func (s fixedStats) Stats() pool.Stats { return pool.Stats(s) }
 
 // A *breaker.Breaker is a Breaker.
 func ExampleBreaker() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	var b ctxsyncprom.Breaker = breaker.New(breaker.Settings{})
@@ -401,7 +401,7 @@ func ExampleBreaker() {
 // A *ratelimit.Tally is a Tally; one Tally may count the limiters of many
 // keys (those of a Keyed, say) under one name.
 func ExampleTally() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	tally := &ratelimit.Tally{}
@@ -417,7 +417,7 @@ func ExampleTally() {
 
 // A *ctxsync.BoundedSemaphore is a Semaphore too.
 func ExampleSemaphore() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	_ = c.AddSemaphore("uploads", ctxsync.NewBoundedSemaphore(2))
@@ -428,7 +428,7 @@ func ExampleSemaphore() {
 
 // A *ctxsync.Weighted is a Weighted; Resize shows in its capacity.
 func ExampleWeighted() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	w := ctxsync.NewWeighted(8)
@@ -441,7 +441,7 @@ func ExampleWeighted() {
 
 // A *ctxsync.PriorityQueue is a Queue too.
 func ExampleQueue() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	q := ctxsync.NewPriorityQueue[string](0)
@@ -455,7 +455,7 @@ func ExampleQueue() {
 // A *ctxsync.Condition is a Waiter, as is every primitive with a Waiting
 // method.
 func ExampleWaiter() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	var w ctxsyncprom.Waiter = ctxsync.NewCondition(nil)
@@ -468,7 +468,7 @@ func ExampleWaiter() {
 // A Collector gathers itself, without a registry: the fastest way to serve
 // the metrics of many sources, here on a handler of their own.
 func ExampleCollector_Gather() {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	for _, name := range []string{"jobs", "mail"} {
 		if err := c.AddSemaphore(name, ctxsync.NewSemaphore(4)); err != nil {
 			panic(err)

@@ -57,7 +57,7 @@ func TestGatherMatchesRegistry(t *testing.T) {
 // TestGatherEmpty: a Collector with no source gathers nothing, and one whose
 // sources were removed gathers only what is left.
 func TestGatherEmpty(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	if got := text(t, c); got != "" {
 		t.Errorf("no source: %q", got)
 	}
@@ -80,7 +80,7 @@ func TestGatherEmpty(t *testing.T) {
 // TestGatherConcurrent: Gather runs beside Adds, Removes and hooks (for the
 // race detector), and each result is consistent by a registry's checks.
 func TestGatherConcurrent(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	var wg sync.WaitGroup
 	for w := range 2 {
 		wg.Go(func() {

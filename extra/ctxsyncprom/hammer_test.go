@@ -36,7 +36,7 @@ func hammerRounds(base int) int {
 // beside theirs, counted, and agree with the snapshots.
 func TestHammer(t *testing.T) {
 	rounds := hammerRounds(300)
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 

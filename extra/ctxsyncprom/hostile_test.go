@@ -30,7 +30,7 @@ import (
 // in the text format and in protobuf, and merges with a registry of other
 // metrics through prometheus.Gatherers.
 func TestGatherMatchesRegistryOddNames(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{Namespace: "a_b", CallDurationBuckets: []float64{-1, 0, 1, math.Inf(1)}})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{Namespace: "a_b", CallDurationBuckets: []float64{-1, 0, 1, math.Inf(1)}})
 	names := []string{"x\",state=\"idle", "new\nline", "back\\slash", "ünï", "\x00", "Z", "a", "é", "😀", "db"}
 	for i, n := range names {
 		b := breaker.New(breaker.Settings{OnCall: c.BreakerOnCall(n), FailureRateThreshold: float64(10 * (i % 2))})
@@ -109,7 +109,7 @@ func TestWrappedRegistryConcurrentScrapes(t *testing.T) {
 // Collector's hooks (joined with one of the user's) allocate nothing, nor
 // do the hooks themselves when they observe.
 func TestHooksAllocateNothing(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	p, err := pool.New(pool.Config[int]{
 		New:     func(context.Context) (int, error) { return 1, nil },
 		MaxSize: 1,
@@ -155,7 +155,7 @@ func TestHooksAllocateNothing(t *testing.T) {
 // under the same names while a pedantic registry scrapes; what is left at
 // the end is scraped once.
 func TestRemoveReAddWhileScraped(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	var wg sync.WaitGroup
@@ -200,7 +200,7 @@ func TestRemoveReAddWhileScraped(t *testing.T) {
 // Collector's, that panics in OnAcquire leaves the pool whole, and the
 // scrape tells it.
 func TestUserPoolHookPanics(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	boom := true
 	p, err := pool.New(pool.Config[int]{
 		New:     func(context.Context) (int, error) { return 1, nil },
@@ -245,11 +245,11 @@ func TestUserPoolHookPanics(t *testing.T) {
 // TestGatherAcrossBubbles: a Collector made outside a synctest bubble is
 // fed and gathered inside one; one made inside is fed and gathered after.
 func TestGatherAcrossBubbles(t *testing.T) {
-	outside := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	outside := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	var inside *ctxsyncprom.Collector
 	var hooks pool.Hooks
 	synctest.Test(t, func(t *testing.T) {
-		inside = ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		inside = ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 		hooks = inside.PoolHooks("x")
 		_ = outside.AddSemaphore("s", ctxsync.NewSemaphore(1))
 		_ = inside.AddSemaphore("s", ctxsync.NewSemaphore(1))

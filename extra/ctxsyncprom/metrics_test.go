@@ -27,7 +27,7 @@ var testBuckets = []float64{.001, .005, .01, .05}
 
 func newTestCollector(t *testing.T) (*ctxsyncprom.Collector, *prometheus.Registry) {
 	t.Helper()
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{
 		AcquireWaitBuckets:    testBuckets,
 		CreateDurationBuckets: testBuckets,
 		CallDurationBuckets:   testBuckets,

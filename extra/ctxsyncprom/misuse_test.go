@@ -38,35 +38,53 @@ func mustPanic(t *testing.T, f func(), want ...string) {
 	f()
 }
 
-func TestBadOptionsPanic(t *testing.T) {
+// TestBadConfigPanics: NewCollector panics on a bad Config, and Validate
+// returns the same complaint as an error (nil for a good Config).
+func TestBadConfigPanics(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts ctxsyncprom.Options
+		opts ctxsyncprom.Config
 		want string
 	}{
-		{"namespace with a dash", ctxsyncprom.Options{Namespace: "my-app"}, `"my-app"`},
-		{"namespace starting with a digit", ctxsyncprom.Options{Namespace: "1app"}, "Namespace"},
-		{"namespace with a space", ctxsyncprom.Options{Namespace: "my app"}, "Namespace"},
+		{"namespace with a dash", ctxsyncprom.Config{Namespace: "my-app"}, `"my-app"`},
+		{"namespace starting with a digit", ctxsyncprom.Config{Namespace: "1app"}, "Namespace"},
+		{"namespace with a space", ctxsyncprom.Config{Namespace: "my app"}, "Namespace"},
 		// Colons are for recording rules: promtool and promlint flag them.
-		{"namespace with a colon", ctxsyncprom.Options{Namespace: "app:x"}, "colon"},
-		{"empty buckets", ctxsyncprom.Options{AcquireWaitBuckets: []float64{}}, "AcquireWaitBuckets"},
-		{"decreasing buckets", ctxsyncprom.Options{CallDurationBuckets: []float64{1, 0.5}}, "CallDurationBuckets"},
-		{"equal buckets", ctxsyncprom.Options{CreateDurationBuckets: []float64{1, 1}}, "CreateDurationBuckets"},
-		{"NaN bucket", ctxsyncprom.Options{LimiterWaitBuckets: []float64{0.1, math.NaN()}}, "LimiterWaitBuckets"},
-		{"lone NaN bucket", ctxsyncprom.Options{AcquireWaitBuckets: []float64{math.NaN()}}, "AcquireWaitBuckets"},
-		{"NaN bucket first", ctxsyncprom.Options{CreateDurationBuckets: []float64{math.NaN(), 1}}, "CreateDurationBuckets"},
+		{"namespace with a colon", ctxsyncprom.Config{Namespace: "app:x"}, "colon"},
+		{"empty buckets", ctxsyncprom.Config{AcquireWaitBuckets: []float64{}}, "AcquireWaitBuckets"},
+		{"decreasing buckets", ctxsyncprom.Config{CallDurationBuckets: []float64{1, 0.5}}, "CallDurationBuckets"},
+		{"equal buckets", ctxsyncprom.Config{CreateDurationBuckets: []float64{1, 1}}, "CreateDurationBuckets"},
+		{"NaN bucket", ctxsyncprom.Config{LimiterWaitBuckets: []float64{0.1, math.NaN()}}, "LimiterWaitBuckets"},
+		{"lone NaN bucket", ctxsyncprom.Config{AcquireWaitBuckets: []float64{math.NaN()}}, "AcquireWaitBuckets"},
+		{"NaN bucket first", ctxsyncprom.Config{CreateDurationBuckets: []float64{math.NaN(), 1}}, "CreateDurationBuckets"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mustPanic(t, func() { ctxsyncprom.NewCollector(tc.opts) }, tc.want)
+			err := tc.opts.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "ctxsyncprom: ") {
+				t.Fatalf("Validate() = %v, want an error naming the package and %q", err, tc.want)
+			}
 		})
 	}
 }
 
 // TestOptionsBucketsAreCopied: a caller changing its bucket slice after
 // NewCollector changes nothing.
+func TestGoodConfigValidates(t *testing.T) {
+	for _, cfg := range []ctxsyncprom.Config{
+		{},
+		{Namespace: "app_x", AcquireWaitBuckets: []float64{0.1, 1}},
+		{LimiterWaitBuckets: []float64{math.Inf(-1), 0, math.Inf(1)}},
+	} {
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v, want nil", cfg, err)
+		}
+	}
+}
+
 func TestOptionsBucketsAreCopied(t *testing.T) {
 	b := []float64{0.1, 1}
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{AcquireWaitBuckets: b, Namespace: "app_x"})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{AcquireWaitBuckets: b, Namespace: "app_x"})
 	b[0] = 5
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
@@ -87,7 +105,7 @@ func TestOptionsBucketsAreCopied(t *testing.T) {
 }
 
 func TestBadSourcesPanic(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	for _, tc := range []struct {
 		name string
 		f    func()
@@ -118,7 +136,7 @@ func TestBadSourcesPanic(t *testing.T) {
 // message, not at a scrape in the registry's goroutine, which would end the
 // program. Nothing is added.
 func TestUnreadableSourcePanicsAtAdd(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	for _, tc := range []struct {
 		name string
 		f    func()
@@ -163,7 +181,7 @@ type statsFunc func() pool.Stats
 func (f statsFunc) Stats() pool.Stats { return f() }
 
 func TestDuplicateNames(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	stats := statsFunc(func() pool.Stats { return pool.Stats{} })
 	if err := c.AddPool("db", stats); err != nil {
 		t.Fatal(err)
@@ -207,7 +225,7 @@ func TestDuplicateNames(t *testing.T) {
 // TestRegisterTwice: the same Collector in one registry twice is refused by
 // the registry, as any collector is.
 func TestRegisterTwice(t *testing.T) {
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	var are prometheus.AlreadyRegisteredError
@@ -215,10 +233,10 @@ func TestRegisterTwice(t *testing.T) {
 		t.Errorf("second Register = %v, want an AlreadyRegisteredError", err)
 	}
 	// Two Collectors of one namespace collide too; another namespace does not.
-	if err := reg.Register(ctxsyncprom.NewCollector(ctxsyncprom.Options{})); err == nil {
+	if err := reg.Register(ctxsyncprom.NewCollector(ctxsyncprom.Config{})); err == nil {
 		t.Error("Register of a second Collector of the same namespace = nil, want an error")
 	}
-	if err := reg.Register(ctxsyncprom.NewCollector(ctxsyncprom.Options{Namespace: "other"})); err != nil {
+	if err := reg.Register(ctxsyncprom.NewCollector(ctxsyncprom.Config{Namespace: "other"})); err != nil {
 		t.Errorf("Register of a Collector of another namespace = %v", err)
 	}
 }

@@ -31,7 +31,7 @@ func testutilCount(t *testing.T, c prometheus.Collector) int {
 // once, and a cleanup.
 func everything(t *testing.T) (*ctxsyncprom.Collector, func()) {
 	t.Helper()
-	c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	// The Acquire below may return before OnCreate is told of the call to
 	// New made for it (see pool.Hooks): wait for it, so that two gathers
 	// read the same counts.
@@ -326,7 +326,7 @@ func TestJoinOnCall(t *testing.T) {
 // wait histogram; Remove forgets hooks' histograms too.
 func TestPoolHooksOnlyObserveWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 		h := c.PoolHooks("db")
 		h.OnAcquire(pool.AcquireEvent{})
 		h.OnAcquire(pool.AcquireEvent{Err: context.Canceled})

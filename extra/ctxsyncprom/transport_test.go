@@ -26,7 +26,7 @@ func (okTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // its deadline counted as a failed wait and a refusal both.
 func TestTallyOfTransportNoPhantomRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := ctxsyncprom.NewCollector(ctxsyncprom.Options{})
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 		perHostTally := &ratelimit.Tally{OnWait: c.TallyOnWait("per-host")}
 		globalTally := &ratelimit.Tally{OnWait: c.TallyOnWait("global")}
 		for name, tally := range map[string]*ratelimit.Tally{"per-host": perHostTally, "global": globalTally} {
@@ -36,7 +36,7 @@ func TestTallyOfTransportNoPhantomRefusals(t *testing.T) {
 		}
 		perHost := &ratelimit.Transport{Base: okTransport{}, PerHost: ratelimit.NewKeyed(func(string) ratelimit.Taker {
 			return perHostTally.Wrap(ratelimit.NewTokenBucket(10, 1))
-		}, ratelimit.KeyedOptions{})}
+		}, ratelimit.KeyedConfig{})}
 		global := &ratelimit.Transport{Base: okTransport{}, Limiter: globalTally.Wrap(ratelimit.NewTokenBucket(1, 1))}
 		send := func(tr http.RoundTripper, timeout time.Duration) error {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -1,12 +1,50 @@
-// Package httpx holds what the HTTP transports of ratelimit and breaker share.
+// Package httpx holds what the HTTP transports of ratelimit, breaker and
+// retry share.
 package httpx
 
 import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
+
+// StatusError is an HTTP response seen as an error by the client transports:
+// breaker.StatusError and retry.StatusError are this one type, so that a
+// program that stacks them matches a status with either name. Its fields say
+// which response: breaker.Transport makes one for a status of 500 or above
+// (the failure its breaker records), retry.Transport for a status it retries
+// (429, 502, 503, 504). Either way the response itself goes to the caller.
+//
+// A StatusError is a plain value: it may be copied.
+type StatusError struct {
+	StatusCode int    // as in http.Response: 503
+	Status     string // as in http.Response: "503 Service Unavailable"
+	// Delay is the wait the response's Retry-After asks for, when the
+	// Transport that made the error honours it: retry.Transport does for a
+	// 429 or a 503. It is 0 otherwise, and always from breaker.Transport,
+	// which never waits.
+	Delay time.Duration
+}
+
+// Error returns "ctxsync: response status 503 Service Unavailable", and the
+// Retry-After when there is one: "..., retry after 1s".
+func (e *StatusError) Error() string {
+	status := e.Status
+	if status == "" {
+		status = strconv.Itoa(e.StatusCode)
+	}
+	if e.Delay > 0 {
+		return "ctxsync: response status " + status + ", retry after " + e.Delay.String()
+	}
+	return "ctxsync: response status " + status
+}
+
+// RetryAfter returns Delay: the floor of the next wait of a retry.Policy
+// that sees the error.
+func (e *StatusError) RetryAfter() time.Duration { return e.Delay }
 
 // Misuse runs check, which panics with a message on a mistake of
 // configuration, and returns that message as an error, or nil: a Transport's

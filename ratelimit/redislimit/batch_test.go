@@ -105,12 +105,12 @@ func decisions(t *testing.T, l *Limiter, g *gate, key string, n int) (first rate
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var firstErr error
-	wg.Go(func() { first, firstErr = l.Allow(ctx, key) })
+	wg.Go(func() { first, firstErr = l.TakeContext(ctx, key, 1) })
 	require.Eventually(t, func() bool { return g.heldRuns() == 1 }, 5*time.Second, time.Millisecond)
 	rest = make([]ratelimit.Decision, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { rest[i], errs[i] = l.Allow(ctx, key) })
+		wg.Go(func() { rest[i], errs[i] = l.TakeContext(ctx, key, 1) })
 		// One at a time, so that the pipeline keeps their order.
 		require.Eventually(t, func() bool { return l.queued() == i+1 }, 5*time.Second, time.Millisecond)
 	}
@@ -177,14 +177,14 @@ func TestQueuedCallGivesUp(t *testing.T) {
 		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 5, Prefix: b.prefix, MaxRoundTrips: 1, Timeout: time.Minute})
 		done := make(chan error)
 		go func() {
-			_, err := l.Allow(context.Background(), "q")
+			_, err := l.TakeContext(context.Background(), "q", 1)
 			done <- err
 		}()
 		require.Eventually(t, func() bool { return g.heldRuns() == 1 }, 5*time.Second, time.Millisecond)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
-			_, err := l.Allow(ctx, "q")
+			_, err := l.TakeContext(ctx, "q", 1)
 			done <- err
 		}()
 		require.Eventually(t, func() bool { return l.queued() == 1 }, 5*time.Second, time.Millisecond)
@@ -194,7 +194,7 @@ func TestQueuedCallGivesUp(t *testing.T) {
 
 		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		d, err := l.Allow(ctx, "q")
+		d, err := l.TakeContext(ctx, "q", 1)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Equal(t, ratelimit.Decision{}, d)
 		require.Zero(t, l.queued())
@@ -202,7 +202,7 @@ func TestQueuedCallGivesUp(t *testing.T) {
 		close(g.open)
 		require.NoError(t, <-done)
 		require.Empty(t, g.sent(), "a call that gave up was sent")
-		d, err = l.Allow(context.Background(), "q")
+		d, err = l.TakeContext(context.Background(), "q", 1)
 		require.NoError(t, err)
 		require.Equal(t, 3, d.Remaining, "only the first call and this one took events")
 		require.Zero(t, l.Failures())
@@ -221,12 +221,12 @@ func TestQueuedCallTimesOut(t *testing.T) {
 			Timeout: timeout, Policy: FailClosed})
 		first := make(chan error)
 		go func() {
-			_, err := l.Allow(context.Background(), "t")
+			_, err := l.TakeContext(context.Background(), "t", 1)
 			first <- err
 		}()
 		require.Eventually(t, func() bool { return g.heldRuns() == 1 }, 5*time.Second, time.Millisecond)
 		start := time.Now()
-		d, err := l.Allow(context.Background(), "t")
+		d, err := l.TakeContext(context.Background(), "t", 1)
 		elapsed := time.Since(start)
 		require.ErrorIs(t, err, ErrUnavailable)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -244,11 +244,11 @@ func TestUnboundedRoundTrips(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
 		g := newGate(c)
-		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 5, Prefix: b.prefix, MaxRoundTrips: -1, Timeout: time.Minute})
+		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 5, Prefix: b.prefix, MaxRoundTrips: NoLimit, Timeout: time.Minute})
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				_, err := l.Allow(context.Background(), "u")
+				_, err := l.TakeContext(context.Background(), "u", 1)
 				assert.NoError(t, err)
 			})
 		}
@@ -270,17 +270,17 @@ func TestPipelinedReset(t *testing.T) {
 		ctx := context.Background()
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			d, err := l.Allow(ctx, "r")
+			d, err := l.TakeContext(ctx, "r", 1)
 			assert.NoError(t, err)
 			assert.True(t, d.Allowed)
 		})
 		require.Eventually(t, func() bool { return g.heldRuns() == 1 }, 5*time.Second, time.Millisecond)
 		var second, third ratelimit.Decision
-		wg.Go(func() { second, _ = l.Allow(ctx, "r") })
+		wg.Go(func() { second, _ = l.TakeContext(ctx, "r", 1) })
 		require.Eventually(t, func() bool { return l.queued() == 1 }, 5*time.Second, time.Millisecond)
 		wg.Go(func() { assert.NoError(t, l.Reset(ctx, "r")) })
 		require.Eventually(t, func() bool { return l.queued() == 2 }, 5*time.Second, time.Millisecond)
-		wg.Go(func() { third, _ = l.AllowN(ctx, "r", 2) })
+		wg.Go(func() { third, _ = l.TakeContext(ctx, "r", 2) })
 		require.Eventually(t, func() bool { return l.queued() == 3 }, 5*time.Second, time.Millisecond)
 		close(g.open)
 		wg.Wait()

@@ -40,6 +40,10 @@ func (p Policy) String() string {
 	return "Policy(" + strconv.Itoa(int(p)) + ")"
 }
 
+// NoLimit, as Config.MaxRoundTrips, sets no bound on the round trips under
+// way. Like every -1 of the library's configurations, it means "none".
+const NoLimit = -1
+
 // Config configures a Limiter.
 type Config struct {
 	// Client is the Redis client. Required.
@@ -89,7 +93,7 @@ type Config struct {
 	// and as soon as one ends, the calls waiting go together in a pipeline:
 	// under load, one round trip carries many decisions, which spares the
 	// server and the client a system call for each. The Timeout bounds each
-	// call's wait, queue included. 0 means 4; -1 means no bound: each call
+	// call's wait, queue included. 0 means 4; NoLimit (-1) means no bound: each call
 	// makes its own round trip at once, on a connection of its own (and
 	// waits for one if the client's pool has none free).
 	//
@@ -118,7 +122,7 @@ type Config struct {
 	//
 	// A pipeline serves many calls, so it carries none of their contexts:
 	// client hooks see it without their values (a tracing span, say). Set
-	// -1 if every command must carry its caller's context.
+	// NoLimit if every command must carry its caller's context.
 	MaxRoundTrips int
 
 	// OnError, if not nil, is told of every Redis failure, with the key.
@@ -147,7 +151,7 @@ func New(cfg Config) (*Limiter, error) {
 		return bad("LocalShare is %v; it must be between 0 and 1", cfg.LocalShare)
 	case cfg.Policy < FailOpen || cfg.Policy > FailLocal:
 		return bad("unknown Policy %d", cfg.Policy)
-	case cfg.MaxRoundTrips < -1:
+	case cfg.MaxRoundTrips < NoLimit:
 		return bad("MaxRoundTrips is %d; it must be at least 1, or 0 or -1", cfg.MaxRoundTrips)
 	}
 	if cfg.Prefix == "" {
@@ -208,7 +212,7 @@ func New(cfg Config) (*Limiter, error) {
 		ttl := max(10*time.Minute, time.Duration(math.Ceil(float64(burst)*1e9/rate))+time.Second)
 		l.local = ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
 			return ratelimit.NewTokenBucket(rate, burst)
-		}, ratelimit.KeyedOptions{TTL: ttl})
+		}, ratelimit.KeyedConfig{TTL: ttl})
 	}
 	return l, nil
 }

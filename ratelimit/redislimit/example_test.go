@@ -27,7 +27,7 @@ func ExampleLimiter() {
 		panic(err)
 	}
 	for i := range 4 {
-		d, err := l.Allow(context.Background(), "api-key-42")
+		d, err := l.TakeContext(context.Background(), "api-key-42", 1)
 		fmt.Println(i, d.Allowed, d.Remaining, err)
 	}
 	// Output:
@@ -49,7 +49,7 @@ func ExampleNew() {
 		Timeout: 50 * time.Millisecond,
 		Policy:  redislimit.FailLocal, // an in-process bucket per key meanwhile
 	})
-	d, err := l.Allow(context.Background(), "k")
+	d, err := l.TakeContext(context.Background(), "k", 1)
 	fmt.Println(d.Allowed, errors.Is(err, redislimit.ErrUnavailable))
 	// Output: true true
 }
@@ -88,7 +88,7 @@ func ExampleConfig() {
 		Timeout: 20 * time.Millisecond,
 		Policy:  redislimit.FailClosed,
 	})
-	d, _ := l.Allow(context.Background(), "merchant-7")
+	d, _ := l.TakeContext(context.Background(), "merchant-7", 1)
 	fmt.Println(d.Allowed, l.Key("merchant-7"), l.Failures())
 	// Output: false payments:{merchant-7} 1
 }

@@ -127,11 +127,11 @@ func TestFailLocalUnbuildableShareRejected(t *testing.T) {
 	l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 1 / month.Seconds(), Burst: 1,
 		LocalShare: 0.5, Policy: FailLocal, Timeout: 100 * time.Millisecond})
 	srv.stop()
-	d, err := l.Allow(context.Background(), "monthly")
+	d, err := l.TakeContext(context.Background(), "monthly", 1)
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.True(t, d.Allowed, "the local bucket starts full")
 	for range 100 {
-		d, err = l.Allow(context.Background(), "monthly")
+		d, err = l.TakeContext(context.Background(), "monthly", 1)
 		require.ErrorIs(t, err, ErrUnavailable)
 		require.False(t, d.Allowed, "the local bucket allowed more than its burst")
 	}
@@ -146,7 +146,7 @@ func TestFailLocalSmallShareLimits(t *testing.T) {
 	srv.stop()
 	allowed := 0
 	for range 200 {
-		d, err := l.Allow(context.Background(), "k")
+		d, err := l.TakeContext(context.Background(), "k", 1)
 		require.ErrorIs(t, err, ErrUnavailable)
 		if d.Allowed {
 			allowed++
@@ -172,13 +172,13 @@ func TestMaxRoundTripsHoldsWhileStalled(t *testing.T) {
 			// Warm: a connection made, the script loaded. Asked again while
 			// it fails: a loaded machine misses a 20 ms Timeout now and then.
 			require.Eventually(t, func() bool {
-				_, err := l.Allow(context.Background(), "warm")
+				_, err := l.TakeContext(context.Background(), "warm", 1)
 				return err == nil
 			}, 10*time.Second, time.Millisecond)
 			srv.pause(t)
 			failed := 0
 			for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
-				d, err := l.Allow(context.Background(), "k")
+				d, err := l.TakeContext(context.Background(), "k", 1)
 				require.True(t, d.Allowed, "FailOpen")
 				if err != nil {
 					failed++
@@ -189,7 +189,7 @@ func TestMaxRoundTripsHoldsWhileStalled(t *testing.T) {
 			require.Eventually(t, func() bool { return f.now.Load() == 0 }, 5*time.Second, time.Millisecond)
 			require.EqualValues(t, 1, f.most.Load(), "round trips under way at once")
 			require.Eventually(t, func() bool {
-				_, err := l.Allow(context.Background(), "k")
+				_, err := l.TakeContext(context.Background(), "k", 1)
 				return err == nil
 			}, 5*time.Second, time.Millisecond)
 		})
@@ -235,7 +235,7 @@ func TestCancelEndsCall(t *testing.T) {
 	for _, rt := range []int{1, -1} {
 		c := fastClient(t, srv)
 		l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1, Timeout: 2 * time.Second, MaxRoundTrips: rt})
-		_, err := l.Allow(context.Background(), "warm")
+		_, err := l.TakeContext(context.Background(), "warm", 1)
 		require.NoError(t, err)
 	}
 	srv.pause(t)
@@ -250,7 +250,7 @@ func TestCancelEndsCall(t *testing.T) {
 			if wait {
 				err = l.WaitN(ctx, "k", 1)
 			} else {
-				_, err = l.AllowN(ctx, "k", 1)
+				_, err = l.TakeContext(ctx, "k", 1)
 			}
 			require.Equal(t, context.Canceled, err, "MaxRoundTrips %d, WaitN %v", rt, wait)
 			require.Less(t, time.Since(start), time.Second, "MaxRoundTrips %d, WaitN %v", rt, wait)
@@ -313,14 +313,14 @@ func TestFailuresCountsCalls(t *testing.T) {
 	var reported atomic.Int64
 	l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1, MaxRoundTrips: 1, Timeout: 100 * time.Millisecond,
 		OnError: func(string, error) { reported.Add(1) }})
-	_, err := l.Allow(context.Background(), "warm")
+	_, err := l.TakeContext(context.Background(), "warm", 1)
 	require.NoError(t, err)
 	srv.pause(t)
 	var wg sync.WaitGroup
 	const calls = 10
 	for range calls {
 		wg.Go(func() {
-			_, err := l.Allow(context.Background(), "k")
+			_, err := l.TakeContext(context.Background(), "k", 1)
 			if !errors.Is(err, ErrUnavailable) {
 				t.Errorf("Allow = %v", err)
 			}
@@ -345,7 +345,7 @@ func TestStateLost(t *testing.T) {
 		take := func() int {
 			n := 0
 			for range 3 {
-				if d, err := l.Allow(ctx, "lost"); err == nil && d.Allowed {
+				if d, err := l.TakeContext(ctx, "lost", 1); err == nil && d.Allowed {
 					n++
 				}
 			}
@@ -361,14 +361,14 @@ func TestStateLost(t *testing.T) {
 	l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 1e-3, Burst: 2, Policy: FailClosed})
 	ctx := context.Background()
 	for range 2 {
-		d, err := l.Allow(ctx, "k")
+		d, err := l.TakeContext(ctx, "k", 1)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
 	srv.stop()
 	startRedis(t, srv.port) // without persistence
 	require.Eventually(t, func() bool {
-		d, err := l.Allow(ctx, "k")
+		d, err := l.TakeContext(ctx, "k", 1)
 		return err == nil && d.Allowed
 	}, 5*time.Second, time.Millisecond, "a restart without persistence forgot the bucket")
 }
@@ -392,14 +392,14 @@ func TestFailLocalKeepsIdleKeys(t *testing.T) {
 		l, err := New(Config{Client: c, Rate: 1.0 / 3600, Burst: 1, Policy: FailLocal, Timeout: 100 * time.Millisecond})
 		require.NoError(t, err)
 		ctx := context.Background()
-		d, _ := l.Allow(ctx, "k")
+		d, _ := l.TakeContext(ctx, "k", 1)
 		require.True(t, d.Allowed)
 		for i := range 3 {
 			time.Sleep(15 * time.Minute)
 			for j := range 200 {
-				_, _ = l.Allow(ctx, fmt.Sprintf("other%d/%d", i, j))
+				_, _ = l.TakeContext(ctx, fmt.Sprintf("other%d/%d", i, j), 1)
 			}
-			d, _ = l.Allow(ctx, "k")
+			d, _ = l.TakeContext(ctx, "k", 1)
 			require.False(t, d.Allowed, "after %d minutes", 15*(i+1))
 		}
 	})

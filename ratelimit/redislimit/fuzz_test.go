@@ -59,7 +59,7 @@ func FuzzLimiterModel(f *testing.F) {
 				continue
 			}
 			n := 1 + int(arg)%(burst+1) // burst+1 never fits
-			d, err := l.AllowN(ctx, "k", n)
+			d, err := l.TakeContext(ctx, "k", n)
 			require.NoError(t, err)
 			cost := int64(n) * token
 			want := ratelimit.Decision{Limit: burst, Window: time.Duration(full) * time.Microsecond}

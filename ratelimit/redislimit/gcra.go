@@ -77,7 +77,7 @@ func (l *Limiter) decision(allowed bool, remaining, retryUs, resetUs int64) rate
 		ResetAfter: time.Duration(resetUs) * time.Microsecond,
 	}
 	if retryUs < 0 {
-		d.RetryAfter = -1
+		d.RetryAfter = ratelimit.Never
 	}
 	return d
 }

@@ -58,7 +58,7 @@ func hammer(t *testing.T, l *Limiter, d time.Duration) int64 {
 					}
 				} else {
 					var dec ratelimit.Decision
-					dec, err = l.AllowN(ctx, "h", n)
+					dec, err = l.TakeContext(ctx, "h", n)
 					switch {
 					case err == nil:
 						if dec.Allowed {
@@ -169,7 +169,7 @@ func TestHammerFaults(t *testing.T) {
 					require.LessOrEqual(t, f.most.Load(), int64(rt))
 				}
 				require.Eventually(t, func() bool {
-					d, err := l.Allow(ctx, "after")
+					d, err := l.TakeContext(ctx, "after", 1)
 					return err == nil && d.Allowed
 				}, 10*time.Second, 10*time.Millisecond, "decisions did not resume")
 			})

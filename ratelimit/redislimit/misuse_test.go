@@ -20,7 +20,7 @@ func TestZeroValues(t *testing.T) {
 	ctx := context.Background()
 	const useNew = "redislimit: use New; the zero Limiter is not usable"
 	var l Limiter
-	require.PanicsWithValue(t, useNew, func() { _, _ = l.Allow(ctx, "k") })
+	require.PanicsWithValue(t, useNew, func() { _, _ = l.TakeContext(ctx, "k", 1) })
 	require.PanicsWithValue(t, useNew, func() { l.Take("k", 1) })
 	require.PanicsWithValue(t, useNew, func() { _ = l.WaitN(ctx, "k", 1) })
 	require.PanicsWithValue(t, useNew, func() { _ = l.Reset(ctx, "k") })
@@ -79,12 +79,12 @@ func TestClientPanics(t *testing.T) {
 				callCtx = ctx
 			}
 			p.armed.Store(true)
-			require.PanicsWithValue(t, "hook", func() { _, _ = l.Allow(callCtx, "k") }, "fast %v, cancellable %v", fast, cancellable)
+			require.PanicsWithValue(t, "hook", func() { _, _ = l.TakeContext(callCtx, "k", 1) }, "fast %v, cancellable %v", fast, cancellable)
 			require.PanicsWithValue(t, "hook", func() { _ = l.Reset(callCtx, "k") }, "fast %v, cancellable %v", fast, cancellable)
 			p.armed.Store(false)
 			require.Eventually(t, func() bool { return l.underway() == 0 }, 5*time.Second, time.Millisecond,
 				"a round trip's place was kept")
-			d, err := l.Allow(ctx, "k")
+			d, err := l.TakeContext(ctx, "k", 1)
 			require.NoError(t, err)
 			require.True(t, d.Allowed)
 		}
@@ -99,7 +99,7 @@ func TestClientPanics(t *testing.T) {
 	first := make(chan any)
 	go func() {
 		defer func() { first <- recover() }()
-		_, _ = l.Allow(ctx, "k")
+		_, _ = l.TakeContext(ctx, "k", 1)
 	}()
 	require.Eventually(t, func() bool { return g.heldRuns() == 1 }, 5*time.Second, time.Millisecond)
 	var wg sync.WaitGroup
@@ -108,7 +108,7 @@ func TestClientPanics(t *testing.T) {
 	for i := range queued {
 		wg.Go(func() {
 			defer func() { panics <- recover() }()
-			_, _ = l.Allow(ctx, "k")
+			_, _ = l.TakeContext(ctx, "k", 1)
 		})
 		require.Eventually(t, func() bool { return l.queued() == i+1 }, 5*time.Second, time.Millisecond)
 	}
@@ -122,7 +122,7 @@ func TestClientPanics(t *testing.T) {
 	p.armed.Store(false)
 	require.Eventually(t, func() bool { return l.underway() == 0 }, 5*time.Second, time.Millisecond,
 		"a pipeline's place was kept")
-	d, err := l.Allow(ctx, "k")
+	d, err := l.TakeContext(ctx, "k", 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 }
@@ -145,7 +145,7 @@ func TestStateCorrupt(t *testing.T) {
 		ctx := context.Background()
 		for _, v := range []string{"1e300", "99999999999999999999", "inf", "-inf", "nan", "-5", "abc", ""} {
 			require.NoError(t, c.Set(ctx, l.Key("c"), v, time.Minute).Err())
-			d, err := l.Allow(ctx, "c")
+			d, err := l.TakeContext(ctx, "c", 1)
 			require.NoError(t, err, "state %q", v)
 			if !d.Allowed {
 				require.Zero(t, d.Remaining, "state %q", v)
@@ -222,7 +222,7 @@ func TestConfigExtremes(t *testing.T) {
 			require.NoError(t, err, "%+v", cfg)
 			key++
 			k := strconv.Itoa(key) // miniredis's clock stands still
-			d, err := l.Allow(ctx, k)
+			d, err := l.TakeContext(ctx, k, 1)
 			if cfg.Timeout != 1 {
 				require.NoError(t, err, "%+v", cfg)
 				require.True(t, d.Allowed, "%+v", cfg)
@@ -230,7 +230,7 @@ func TestConfigExtremes(t *testing.T) {
 			cfg.Client = gone
 			l, err = New(cfg)
 			require.NoError(t, err, "%+v", cfg)
-			d, err = l.Allow(ctx, k)
+			d, err = l.TakeContext(ctx, k, 1)
 			require.ErrorIs(t, err, ErrUnavailable, "%+v", cfg)
 			require.Equal(t, p != FailClosed, d.Allowed, "%+v", cfg)
 			short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)

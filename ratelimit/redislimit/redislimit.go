@@ -119,22 +119,29 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 	}
 }
 
-// AllowN reports whether n events of key may happen now, and takes them if so,
-// with the details of the decision.
+// TakeContext reports whether n events of key may happen now, and takes them
+// if so, with the details of the decision: it is Take with a ctx and the
+// error. As everywhere in the library, a Take gives a Decision and an AllowN
+// a yes or no.
 //
 // If Redis fails to answer within the Timeout, the decision follows the
 // Policy and the error, which matches ErrUnavailable, says why: a caller may
-// act on the decision alone. FailOpen's Decision has a Remaining of -1 (not
-// known); FailClosed's a RetryAfter of the Timeout; FailLocal's is the
-// in-process bucket's. If ctx ends first, AllowN returns ctx.Err() and
-// a zero Decision.
+// act on the decision alone. FailOpen's Decision has a Remaining of
+// ratelimit.Unknown; FailClosed's a RetryAfter of the Timeout; FailLocal's is
+// the in-process bucket's. If ctx ends first, TakeContext returns ctx.Err()
+// and a zero Decision.
 //
 // More events than the Burst are never allowed, whatever the Policy: the
-// Decision says what the bucket holds, with a RetryAfter of -1.
+// Decision says what the bucket holds, with a RetryAfter of ratelimit.Never.
 //
-// AllowN panics if key is empty or n is below 1.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
-	l.checkKeyN(key, n, "AllowN")
+// TakeContext panics if key is empty or n is below 1.
+func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
+	return l.take(ctx, key, n, "TakeContext")
+}
+
+// take is TakeContext, with the name of the caller for a panic.
+func (l *Limiter) take(ctx context.Context, key string, n int, fn string) (ratelimit.Decision, error) {
+	l.checkKeyN(key, n, fn)
 	if err := ctxErr(ctx); err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -150,13 +157,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (ratelimit.Deci
 		if n > l.burst {
 			// No Policy lets it through; FailLocal's limiter is not asked,
 			// which would keep a key for nothing.
-			return l.decision(false, 0, -1, 0), l.failed(key, err)
+			return l.decision(false, 0, -1, 0), l.failed(key, err) // -1: RetryAfter Never
 		}
 		return l.fail(key, n, err)
 	}
 	d := l.decode(v, ask)
 	if n > l.burst {
-		d.RetryAfter = -1
+		d.RetryAfter = ratelimit.Never
 	}
 	return d, nil
 }
@@ -170,7 +177,7 @@ func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error)
 	case FailLocal:
 		return l.local.Take(key, n), err
 	default:
-		return ratelimit.Decision{Allowed: true, Limit: l.burst, Remaining: -1}, err
+		return ratelimit.Decision{Allowed: true, Limit: l.burst, Remaining: ratelimit.Unknown}, err
 	}
 }
 
@@ -184,16 +191,29 @@ func (l *Limiter) failed(key string, err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// Allow is AllowN for one event.
-func (l *Limiter) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
-	return l.AllowN(ctx, key, 1)
+// AllowN reports whether n events of key may happen now, and takes them if
+// so: it is TakeContext's Decision.Allowed. If Redis fails to answer within
+// the Timeout, the answer follows the Policy and the error, which matches
+// ErrUnavailable, says why; if ctx ends first, AllowN returns false and
+// ctx.Err().
+//
+// AllowN panics if key is empty or n is below 1.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int) (bool, error) {
+	d, err := l.take(ctx, key, n, "AllowN")
+	return d.Allowed, err
 }
 
-// Take is AllowN without a context (each call still ends after the
+// Allow is AllowN for one event.
+func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
+	d, err := l.take(ctx, key, 1, "Allow")
+	return d.Allowed, err
+}
+
+// Take is TakeContext without a context (each call still ends after the
 // Timeout) and without the error, which OnError receives. It makes a Limiter
 // a ratelimit.KeyTaker, for ratelimit.Middleware.
 func (l *Limiter) Take(key string, n int) ratelimit.Decision {
-	d, _ := l.AllowN(context.Background(), key, n)
+	d, _ := l.take(context.Background(), key, n, "Take")
 	return d
 }
 
@@ -235,7 +255,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	}()
 	var backoff time.Duration // 0 until Redis fails
 	for {
-		d, err := l.AllowN(ctx, key, n)
+		d, err := l.take(ctx, key, n, "WaitN")
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -47,12 +47,12 @@ func TestBurstThenRefuse(t *testing.T) {
 		l := newLimiter(t, Config{Client: b.client(t), Rate: 10, Burst: 3, Prefix: b.prefix})
 		ctx := context.Background()
 		for i := range 3 {
-			d, err := l.Allow(ctx, "user")
+			d, err := l.TakeContext(ctx, "user", 1)
 			require.NoError(t, err)
 			require.True(t, d.Allowed, "event %d", i)
 			require.Equal(t, 2-i, d.Remaining)
 		}
-		d, err := l.Allow(ctx, "user")
+		d, err := l.TakeContext(ctx, "user", 1)
 		require.NoError(t, err)
 		require.False(t, d.Allowed)
 		require.Equal(t, 3, d.Limit)
@@ -60,30 +60,30 @@ func TestBurstThenRefuse(t *testing.T) {
 		require.InDelta(t, float64(100*time.Millisecond), float64(d.RetryAfter), float64(20*time.Millisecond))
 		require.InDelta(t, float64(300*time.Millisecond), float64(d.ResetAfter), float64(20*time.Millisecond))
 
-		d, err = l.Allow(ctx, "another user")
+		d, err = l.TakeContext(ctx, "another user", 1)
 		require.NoError(t, err)
 		require.True(t, d.Allowed, "keys are independent")
-		d, _ = l.AllowN(ctx, "user", 4)
+		d, _ = l.TakeContext(ctx, "user", 4)
 		require.False(t, d.Allowed)
 		require.Equal(t, time.Duration(-1), d.RetryAfter, "more than the burst, ever")
 
 		// Even then the Decision tells what the bucket holds; n may be
 		// anything.
-		_, _ = l.Allow(ctx, "big")
+		_, _ = l.TakeContext(ctx, "big", 1)
 		for _, n := range []int{4, math.MaxInt} {
-			d, err = l.AllowN(ctx, "big", n)
+			d, err = l.TakeContext(ctx, "big", n)
 			require.NoError(t, err)
 			require.False(t, d.Allowed)
 			require.Equal(t, 2, d.Remaining, "n = %d", n)
 			require.Equal(t, time.Duration(-1), d.RetryAfter, "n = %d", n)
 			require.InDelta(t, float64(100*time.Millisecond), float64(d.ResetAfter), float64(20*time.Millisecond), "n = %d", n)
 		}
-		d, _ = l.AllowN(ctx, "big", 2)
+		d, _ = l.TakeContext(ctx, "big", 2)
 		require.True(t, d.Allowed, "a refusal takes nothing")
 
 		// A refusal tells what is left, and how long until there is enough.
-		_, _ = l.Allow(ctx, "partial")
-		d, err = l.AllowN(ctx, "partial", 3)
+		_, _ = l.TakeContext(ctx, "partial", 1)
+		d, err = l.TakeContext(ctx, "partial", 3)
 		require.NoError(t, err)
 		require.False(t, d.Allowed)
 		require.Equal(t, 2, d.Remaining)
@@ -105,14 +105,14 @@ func TestBurstAtUnevenRates(t *testing.T) {
 			l := newLimiter(t, Config{Client: m.client(t), Rate: rate, Burst: burst, Prefix: "uneven:"})
 			key := fmt.Sprintf("%v/%d", rate, burst)
 			for i := range burst {
-				d, err := l.Allow(ctx, key+"/singles")
+				d, err := l.TakeContext(ctx, key+"/singles", 1)
 				require.NoError(t, err)
 				require.True(t, d.Allowed, "rate %v, burst %d: event %d refused", rate, burst, i+1)
 				require.Equal(t, burst-1-i, d.Remaining, "rate %v, burst %d, event %d", rate, burst, i+1)
 			}
-			d, _ := l.Allow(ctx, key+"/singles")
+			d, _ := l.TakeContext(ctx, key+"/singles", 1)
 			require.False(t, d.Allowed, "rate %v, burst %d: one past the burst", rate, burst)
-			d, _ = l.AllowN(ctx, key+"/whole", burst)
+			d, _ = l.TakeContext(ctx, key+"/whole", burst)
 			require.True(t, d.Allowed, "rate %v, burst %d: the burst at once", rate, burst)
 		}
 	}
@@ -125,26 +125,26 @@ func TestRefill(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 2 {
-		d, _ := l.Allow(ctx, "k")
+		d, _ := l.TakeContext(ctx, "k", 1)
 		require.True(t, d.Allowed)
 	}
-	d, _ := l.Allow(ctx, "k")
+	d, _ := l.TakeContext(ctx, "k", 1)
 	require.False(t, d.Allowed)
 	require.Equal(t, 100*time.Millisecond, d.RetryAfter)
 
 	m.mini.SetTime(now.Add(99 * time.Millisecond))
-	d, _ = l.Allow(ctx, "k")
+	d, _ = l.TakeContext(ctx, "k", 1)
 	require.False(t, d.Allowed)
 	require.Equal(t, time.Millisecond, d.RetryAfter)
 	m.mini.SetTime(now.Add(100 * time.Millisecond))
-	d, _ = l.Allow(ctx, "k")
+	d, _ = l.TakeContext(ctx, "k", 1)
 	require.True(t, d.Allowed)
 
 	// Over a long stretch, exactly the rate.
 	granted := 0
 	for ms := 101; ms <= 2_100; ms++ {
 		m.mini.SetTime(now.Add(time.Duration(ms) * time.Millisecond))
-		if d, _ := l.Allow(ctx, "k"); d.Allowed {
+		if d, _ := l.TakeContext(ctx, "k", 1); d.Allowed {
 			granted++
 		}
 	}
@@ -157,7 +157,7 @@ func TestKeyTTL(t *testing.T) {
 		c := b.client(t)
 		l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 10, Prefix: b.prefix})
 		ctx := context.Background()
-		d, _ := l.AllowN(ctx, "ttl", 3)
+		d, _ := l.TakeContext(ctx, "ttl", 3)
 		require.True(t, d.Allowed)
 		key := l.Key("ttl")
 		require.Equal(t, b.prefix+"{ttl}", key, "the key carries a hash tag")
@@ -170,7 +170,7 @@ func TestKeyTTL(t *testing.T) {
 			require.Zero(t, n, "the key outlived its bucket's refill")
 		}
 		require.NoError(t, l.Reset(ctx, "ttl"))
-		d, _ = l.AllowN(ctx, "ttl", 10)
+		d, _ = l.TakeContext(ctx, "ttl", 10)
 		require.True(t, d.Allowed, "Reset filled the bucket")
 	})
 }
@@ -181,10 +181,10 @@ func TestScriptForgotten(t *testing.T) {
 		c := b.client(t)
 		l := newLimiter(t, Config{Client: c, Rate: 10, Burst: 5, Prefix: b.prefix})
 		ctx := context.Background()
-		_, err := l.Allow(ctx, "s")
+		_, err := l.TakeContext(ctx, "s", 1)
 		require.NoError(t, err)
 		require.NoError(t, c.ScriptFlush(ctx).Err())
-		d, err := l.Allow(ctx, "s")
+		d, err := l.TakeContext(ctx, "s", 1)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 		require.Zero(t, l.Failures())
@@ -221,7 +221,7 @@ func TestWaitN(t *testing.T) {
 		done, cancel2 := context.WithCancel(ctx)
 		cancel2()
 		require.Equal(t, context.Canceled, l2.WaitN(done, "slow", 1))
-		_, err = l2.Allow(done, "slow")
+		_, err = l2.TakeContext(done, "slow", 1)
 		require.Equal(t, context.Canceled, err)
 	})
 }
@@ -285,14 +285,14 @@ func TestPolicies(t *testing.T) {
 				})
 				for i, want := range tc.allowed {
 					start := time.Now()
-					d, err := l.Allow(context.Background(), "k")
+					d, err := l.TakeContext(context.Background(), "k", 1)
 					require.Less(t, time.Since(start), time.Second, "a call hung past its timeout")
 					require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
 					require.Equal(t, want, d.Allowed, "call %d", i)
 				}
 				// More than the burst: refused whatever the Policy, without
 				// a key kept in FailLocal's limiter for it.
-				d, err := l.AllowN(context.Background(), "big", 5)
+				d, err := l.TakeContext(context.Background(), "big", 5)
 				require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
 				require.False(t, d.Allowed)
 				require.Equal(t, time.Duration(-1), d.RetryAfter)
@@ -346,13 +346,13 @@ func TestBadInput(t *testing.T) {
 	}
 	l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1})
 	ctx := context.Background()
-	require.PanicsWithValue(t, "redislimit: AllowN with empty key", func() { _, _ = l.Allow(ctx, "") })
-	require.PanicsWithValue(t, "redislimit: AllowN with n = 0; n must be at least 1", func() { _, _ = l.AllowN(ctx, "k", 0) })
+	require.PanicsWithValue(t, "redislimit: TakeContext with empty key", func() { _, _ = l.TakeContext(ctx, "", 1) })
+	require.PanicsWithValue(t, "redislimit: TakeContext with n = 0; n must be at least 1", func() { _, _ = l.TakeContext(ctx, "k", 0) })
 	require.PanicsWithValue(t, "redislimit: WaitN with empty key", func() { _ = l.WaitN(ctx, "", 1) })
 	require.PanicsWithValue(t, "redislimit: For with empty key", func() { l.For("") })
 	require.PanicsWithValue(t, "redislimit: nil Context", func() {
 		//lint:ignore SA1012 a nil Context is the misuse under test
-		_, _ = l.Allow(nil, "k")
+		_, _ = l.TakeContext(nil, "k", 1)
 	})
 }
 
@@ -379,7 +379,7 @@ func TestSharedLimit(t *testing.T) {
 		for range perInstance {
 			wg.Go(func() {
 				for time.Since(start) < duration {
-					if d, err := l.Allow(context.Background(), "hot"); err == nil && d.Allowed {
+					if d, err := l.TakeContext(context.Background(), "hot", 1); err == nil && d.Allowed {
 						granted.Add(1)
 					} else if err != nil {
 						t.Errorf("Allow: %v", err)
@@ -409,14 +409,14 @@ func TestRedisGoesAndComes(t *testing.T) {
 		Timeout: 100 * time.Millisecond, Policy: FailClosed,
 	})
 	ctx := context.Background()
-	d, err := l.Allow(ctx, "k")
+	d, err := l.TakeContext(ctx, "k", 1)
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 
 	srv.stop()
 	for range 5 {
 		start := time.Now()
-		d, err := l.Allow(ctx, "k")
+		d, err := l.TakeContext(ctx, "k", 1)
 		require.Less(t, time.Since(start), time.Second, "a call hung while Redis was down")
 		require.True(t, errors.Is(err, ErrUnavailable), "err = %v", err)
 		require.False(t, d.Allowed, "FailClosed allowed")
@@ -428,7 +428,7 @@ func TestRedisGoesAndComes(t *testing.T) {
 			wg.Go(func() {
 				for range 3 {
 					start := time.Now()
-					d, err := l.Allow(ctx, "k")
+					d, err := l.TakeContext(ctx, "k", 1)
 					check(d, err, time.Since(start))
 				}
 			})
@@ -443,7 +443,7 @@ func TestRedisGoesAndComes(t *testing.T) {
 
 	startRedis(t, port) // back, on the same address
 	require.Eventually(t, func() bool {
-		d, err := l.Allow(ctx, "k")
+		d, err := l.TakeContext(ctx, "k", 1)
 		return err == nil && d.Allowed
 	}, 10*time.Second, 20*time.Millisecond, "decisions did not resume")
 	assert.GreaterOrEqual(t, l.Failures(), int64(5+16*3))

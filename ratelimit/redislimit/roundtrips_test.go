@@ -93,7 +93,7 @@ func TestMaxRoundTripsAsAHookCountsThem(t *testing.T) {
 							if i%10 == 0 {
 								_ = l.Reset(ctx, "k")
 							} else {
-								_, _ = l.Allow(ctx, "k")
+								_, _ = l.TakeContext(ctx, "k", 1)
 							}
 							cancel()
 						}

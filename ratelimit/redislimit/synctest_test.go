@@ -18,14 +18,14 @@ func TestAcrossBubbles(t *testing.T) {
 	c := b.client(t)
 	ctx := context.Background()
 	outside := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 100, Prefix: "outside:", MaxRoundTrips: 1})
-	_, err := outside.Allow(ctx, "warm") // the connection, made outside
+	_, err := outside.TakeContext(ctx, "warm", 1) // the connection, made outside
 	require.NoError(t, err)
 	var inside *Limiter
 	synctest.Test(t, func(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				d, err := outside.Allow(ctx, "k")
+				d, err := outside.TakeContext(ctx, "k", 1)
 				assert.NoError(t, err)
 				assert.True(t, d.Allowed)
 			})
@@ -35,20 +35,20 @@ func TestAcrossBubbles(t *testing.T) {
 		var err error
 		inside, err = New(Config{Client: c, Rate: 1e-3, Burst: 100, Prefix: "inside:", MaxRoundTrips: 1, Timeout: time.Minute})
 		require.NoError(t, err)
-		d, err := inside.Allow(ctx, "k")
+		d, err := inside.TakeContext(ctx, "k", 1)
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			d, err := inside.Allow(ctx, "k")
+			d, err := inside.TakeContext(ctx, "k", 1)
 			assert.NoError(t, err)
 			assert.True(t, d.Allowed)
 		})
 	}
 	wg.Wait()
-	d, err := inside.Allow(ctx, "k")
+	d, err := inside.TakeContext(ctx, "k", 1)
 	require.NoError(t, err)
 	require.Equal(t, 90, d.Remaining)
 }
