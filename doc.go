@@ -81,7 +81,7 @@
 // documented default. Where a field or a result needs a "none" (no limit, no
 // jitter, a rule off, a count not known, a time that would never do), it is
 // -1, and each package names its -1s with constants: retry.NoLimit,
-// pool.NoLifetimeJitter, breaker.Off, ratelimit.Never and more. Among the
+// pool.NoLifetimeJitter, breaker.NoThreshold, ratelimit.Never and more. Among the
 // limiters, an AllowN answers yes or no and a Take answers with a
 // ratelimit.Decision, whatever the package; the forms that meet a server
 // take a ctx and add an error (redislimit's AllowN and TakeContext).

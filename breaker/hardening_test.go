@@ -492,7 +492,7 @@ func TestExtremeSettings(t *testing.T) {
 	require.Equal(t, Closed, b.State())
 
 	// A negative FailureThreshold turns the rule off.
-	b = New(Settings{FailureThreshold: Off})
+	b = New(Settings{FailureThreshold: NoThreshold})
 	for range 100 {
 		require.Equal(t, errBoom, b.Execute(ctx, fail))
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// Off, as Settings.FailureThreshold, turns the consecutive-failure rule off.
-// As everywhere in the library, -1 means "none".
-const Off = -1
+// NoThreshold, as Settings.FailureThreshold, turns the consecutive-failure
+// rule off. As everywhere in the library, -1 means "none".
+const NoThreshold = -1
 
 // Settings configure a Breaker. The zero value of every field means its
 // documented default, so Settings{} is a working breaker: five consecutive
@@ -21,8 +21,8 @@ type Settings struct {
 
 	// FailureThreshold is the number of consecutive failures that open the
 	// breaker. 0 means 5, unless a rate rule (FailureRateThreshold or
-	// SlowCallRateThreshold) is set, in which case it means off. Off (or
-	// any negative value) turns the rule off.
+	// SlowCallRateThreshold) is set, in which case it means off.
+	// NoThreshold (or any negative value) turns the rule off.
 	FailureThreshold int
 
 	// FailureRateThreshold opens the breaker when at least this percentage
