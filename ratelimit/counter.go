@@ -172,7 +172,7 @@ func (c *SlidingWindowCounter) Allow() bool { return c.AllowN(1) }
 // AllowN panics if n is below 1.
 func (c *SlidingWindowCounter) AllowN(n int) bool {
 	checkN(n, "SlidingWindowCounter.AllowN")
-	return c.take(n, nowNs(), nil)
+	return c.take(n, nowNs(), nil, nil)
 }
 
 // Take is AllowN with the details of the decision.
@@ -181,19 +181,22 @@ func (c *SlidingWindowCounter) AllowN(n int) bool {
 func (c *SlidingWindowCounter) Take(n int) Decision {
 	checkN(n, "SlidingWindowCounter.Take")
 	var d Decision
-	c.take(n, nowNs(), &d)
+	c.take(n, nowNs(), &d, nil)
 	return d
 }
 
-func (c *SlidingWindowCounter) allowAt(n int, now int64) bool { return c.take(n, now, nil) }
+func (c *SlidingWindowCounter) allowAt(n int, now int64) bool { return c.take(n, now, nil, nil) }
 
 func (c *SlidingWindowCounter) takeAt(n int, now int64) Decision {
 	var d Decision
-	c.take(n, now, &d)
+	c.take(n, now, &d, nil)
 	return d
 }
 
-func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
+// take counts n events at now if they may happen, and fills d if it is not
+// nil. If g is not nil, a grant fills it with what refund needs to take the
+// events back.
+func (c *SlidingWindowCounter) take(n int, now int64, d *Decision, g *grant) bool {
 	c.check()
 	c.w.q.Lock()
 	defer c.w.q.Unlock()
@@ -201,29 +204,37 @@ func (c *SlidingWindowCounter) take(n int, now int64, d *Decision) bool {
 	ok := !c.queued && c.fitsLocked(n, now)
 	if ok {
 		c.curr += n
+		if g != nil {
+			*g = grant{at: c.start}
+		}
 	}
 	if d != nil {
-		*d = Decision{Allowed: ok, Limit: c.limit, Window: time.Duration(c.window)}
-		d.Remaining = c.remainingLocked(now)
-		// Full again when both windows' counts have aged out.
-		switch {
-		case c.curr > 0:
-			d.ResetAfter = time.Duration(addSat(c.window-c.elapsedLocked(now), c.window))
-		case c.prev > 0:
-			d.ResetAfter = time.Duration(c.window - c.elapsedLocked(now))
-		}
-		switch {
-		case ok:
-		case n > c.limit:
-			d.RetryAfter = Never
-		default:
-			// Counted from now, not as a time that may saturate.
-			if k := queuedSum(c.w.queued, n); k <= c.limit {
-				d.RetryAfter = time.Duration(c.waitLocked(k, now))
-			}
-		}
+		c.decideLocked(d, ok, n, now)
 	}
 	return ok
+}
+
+// decideLocked fills d with the decision ok for n events at now.
+func (c *SlidingWindowCounter) decideLocked(d *Decision, ok bool, n int, now int64) {
+	*d = Decision{Allowed: ok, Limit: c.limit, Window: time.Duration(c.window)}
+	d.Remaining = c.remainingLocked(now)
+	// Full again when both windows' counts have aged out.
+	switch {
+	case c.curr > 0:
+		d.ResetAfter = time.Duration(addSat(c.window-c.elapsedLocked(now), c.window))
+	case c.prev > 0:
+		d.ResetAfter = time.Duration(c.window - c.elapsedLocked(now))
+	}
+	switch {
+	case ok:
+	case n > c.limit:
+		d.RetryAfter = Never
+	default:
+		// Counted from now, not as a time that may saturate.
+		if k := queuedSum(c.w.queued, n); k <= c.limit {
+			d.RetryAfter = time.Duration(c.waitLocked(k, now))
+		}
+	}
 }
 
 // Wait waits until one event may happen, after the goroutines already
@@ -243,7 +254,7 @@ func (c *SlidingWindowCounter) WaitN(ctx context.Context, n int) error {
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	if c.take(n, nowNs(), nil) {
+	if c.take(n, nowNs(), nil, nil) {
 		return nil
 	}
 	return c.w.waitN(ctx, (*counterWaitable)(c), n)

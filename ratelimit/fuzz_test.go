@@ -121,7 +121,7 @@ func FuzzSlidingWindow(f *testing.F) {
 			want := len(in)+n <= limit
 
 			var d Decision
-			got := s.take(n, now, &d)
+			got := s.take(n, now, &d, nil)
 			if got != want || d.Allowed != got {
 				t.Fatalf("at %d, %d asked, %d in the window: take = %v (Allowed %v), want %v",
 					now-start, n, len(in), got, d.Allowed, want)
@@ -196,7 +196,7 @@ func FuzzTokenBucket(f *testing.F) {
 			want := n <= burst && credit >= cost
 
 			var d Decision
-			got := b.take(n, now, false, &d)
+			got := b.take(n, now, false, &d, nil)
 			if got != want || d.Allowed != got {
 				t.Fatalf("rate %v, burst %d, at %d: %d asked with credit %d ns, token %d ns: take = %v, want %v",
 					rate, burst, now-fuzzStart, n, credit, tokenNs, got, want)
@@ -236,7 +236,7 @@ func FuzzTokenBucket(f *testing.F) {
 				late := [...]int64{1, tokenNs, full / 2, full, full + int64(time.Hour) + 1, 2*full + 2*int64(time.Hour)}[uint64(now)%6]
 				c := NewTokenBucket(rate, burst)
 				c.state.Store(b.state.Load())
-				if got, want := c.take(n, now-late, true, nil), credit-late >= cost; got != want {
+				if got, want := c.take(n, now-late, true, nil, nil), credit-late >= cost; got != want {
 					t.Fatalf("rate %v, burst %d, at %d: %d asked %d ns late, with credit %d ns at now: take = %v, want %v",
 						rate, burst, now-fuzzStart, n, late, credit, got, want)
 				}
@@ -277,7 +277,7 @@ func FuzzSlidingWindowCounter(f *testing.F) {
 			c.w.q.Unlock()
 
 			var d Decision
-			got := c.take(n, now, &d)
+			got := c.take(n, now, &d, nil)
 			if got && estimate+float64(n) > float64(limit) {
 				t.Fatalf("at %d: allowed %d with an estimate of %v, limit %d", now-fuzzStart, n, estimate, limit)
 			}

@@ -164,6 +164,8 @@ func nsOf(l any) nsLimiter {
 		return l
 	case *SlidingWindowCounter:
 		return l
+	case *Combined:
+		return l
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func NewTokenBucket(rate float64, burst int) *TokenBucket {
 }
 
 // Allow reports whether one event may happen now, and if so takes a token.
-func (b *TokenBucket) Allow() bool { return b.take(1, nowNs(), false, nil) }
+func (b *TokenBucket) Allow() bool { return b.take(1, nowNs(), false, nil, nil) }
 
 // AllowN reports whether n events may happen now, and if so takes n tokens.
 // When it returns false it takes nothing. It returns false while goroutines
@@ -121,7 +121,7 @@ func (b *TokenBucket) Allow() bool { return b.take(1, nowNs(), false, nil) }
 // AllowN panics if n is below 1.
 func (b *TokenBucket) AllowN(n int) bool {
 	checkN(n, "TokenBucket.AllowN")
-	return b.take(n, nowNs(), false, nil)
+	return b.take(n, nowNs(), false, nil, nil)
 }
 
 // AllowNAt is AllowN at time t. A t earlier than the clock's time, however
@@ -133,14 +133,14 @@ func (b *TokenBucket) AllowN(n int) bool {
 // clock's time forget what it took.
 func (b *TokenBucket) AllowNAt(n int, t time.Time) bool {
 	checkN(n, "TokenBucket.AllowNAt")
-	return b.take(n, atNs(t), true, nil)
+	return b.take(n, atNs(t), true, nil, nil)
 }
 
-func (b *TokenBucket) allowAt(n int, now int64) bool { return b.take(n, now, false, nil) }
+func (b *TokenBucket) allowAt(n int, now int64) bool { return b.take(n, now, false, nil, nil) }
 
 func (b *TokenBucket) takeAt(n int, now int64) Decision {
 	var d Decision
-	b.take(n, now, false, &d)
+	b.take(n, now, false, &d, nil)
 	return d
 }
 
@@ -150,13 +150,14 @@ func (b *TokenBucket) takeAt(n int, now int64) Decision {
 func (b *TokenBucket) Take(n int) Decision {
 	checkN(n, "TokenBucket.Take")
 	var d Decision
-	b.take(n, nowNs(), false, &d)
+	b.take(n, nowNs(), false, &d, nil)
 	return d
 }
 
 // take takes n tokens at now if it may, and fills d if it is not nil. given
-// says now is the caller's time (AllowNAt), not a reading of the clock.
-func (b *TokenBucket) take(n int, now int64, given bool, d *Decision) bool {
+// says now is the caller's time (AllowNAt), not a reading of the clock. If g
+// is not nil, a grant fills it with what refund needs to give the tokens back.
+func (b *TokenBucket) take(n int, now int64, given bool, d *Decision, g *grant) bool {
 	now = clampNow(now)
 	if given {
 		// A given time before the clock's is judged at the clock's: the
@@ -182,6 +183,9 @@ func (b *TokenBucket) take(n int, now int64, given bool, d *Decision) bool {
 		ok := s&tbQueued == 0 && n <= p.burst && newTat-now <= p.burstNs
 		if ok && !b.state.CompareAndSwap(s, newTat<<tbShift) {
 			continue
+		}
+		if ok && g != nil {
+			*g = grant{at: newTat, cost: int64(n) * p.tokenNs}
 		}
 		if d != nil {
 			if ok {
@@ -259,7 +263,7 @@ func (b *TokenBucket) WaitN(ctx context.Context, n int) error {
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	if b.take(n, nowNs(), false, nil) {
+	if b.take(n, nowNs(), false, nil, nil) {
 		return nil
 	}
 	return b.w.waitN(ctx, (*bucketWaitable)(b), n)

@@ -183,7 +183,9 @@ func (s *SlidingWindow) fitsLocked(n int, now int64) bool {
 	return n <= s.limit && s.at(n-1) <= subSat(now, s.window)
 }
 
-func (s *SlidingWindow) recordLocked(n int, now int64) {
+// recordLocked records n grants at now, or at the time of the newest grant if
+// it is later, and returns the time it recorded them at.
+func (s *SlidingWindow) recordLocked(n int, now int64) int64 {
 	// A caller that read the clock before another took the lock may hold an
 	// older now. Its check was the stricter for it, but its events must not
 	// be dated before the newest: the times stay in order, and no event
@@ -220,6 +222,7 @@ func (s *SlidingWindow) recordLocked(n int, now int64) {
 	if len(s.runs) > minRuns && s.rlen <= len(s.runs)/4 {
 		s.resizeLocked()
 	}
+	return now
 }
 
 // resizeLocked moves the runs kept to a ring twice their number (minRuns at
@@ -250,7 +253,7 @@ func (s *SlidingWindow) Allow() bool { return s.AllowN(1) }
 // AllowN panics if n is below 1.
 func (s *SlidingWindow) AllowN(n int) bool {
 	checkN(n, "SlidingWindow.AllowN")
-	return s.take(n, nowNs(), nil)
+	return s.take(n, nowNs(), nil, nil)
 }
 
 // Take is AllowN with the details of the decision.
@@ -259,43 +262,54 @@ func (s *SlidingWindow) AllowN(n int) bool {
 func (s *SlidingWindow) Take(n int) Decision {
 	checkN(n, "SlidingWindow.Take")
 	var d Decision
-	s.take(n, nowNs(), &d)
+	s.take(n, nowNs(), &d, nil)
 	return d
 }
 
-func (s *SlidingWindow) allowAt(n int, now int64) bool { return s.take(n, now, nil) }
+func (s *SlidingWindow) allowAt(n int, now int64) bool { return s.take(n, now, nil, nil) }
 
 func (s *SlidingWindow) takeAt(n int, now int64) Decision {
 	var d Decision
-	s.take(n, now, &d)
+	s.take(n, now, &d, nil)
 	return d
 }
 
-func (s *SlidingWindow) take(n int, now int64, d *Decision) bool {
+// take records n events at now if they may happen, and fills d if it is not
+// nil. If g is not nil, a grant fills it with what refund needs to take the
+// events back.
+func (s *SlidingWindow) take(n int, now int64, d *Decision, g *grant) bool {
 	s.check()
 	s.w.q.Lock()
 	defer s.w.q.Unlock()
 	s.syncLocked(now)
 	ok := !s.queued && s.fitsLocked(n, now)
 	if ok {
-		s.recordLocked(n, now)
-	}
-	if d != nil {
-		*d = Decision{Allowed: ok, Limit: s.limit, Window: time.Duration(s.window)}
-		// The grants still inside the window are the newest ones: find the
-		// oldest of them.
-		from := subSat(now, s.window)
-		d.Remaining = sort.Search(s.limit, func(i int) bool { return s.at(i) > from })
-		d.ResetAfter = time.Duration(s.untilLeaves(s.limit-1, now))
-		switch ahead := s.w.queued; {
-		case ok:
-		case n > s.limit:
-			d.RetryAfter = Never
-		default:
-			d.RetryAfter = time.Duration(s.waitLocked(ahead, n, now))
+		at := s.recordLocked(n, now)
+		if g != nil {
+			*g = grant{at: at}
 		}
 	}
+	if d != nil {
+		s.decideLocked(d, ok, n, now)
+	}
 	return ok
+}
+
+// decideLocked fills d with the decision ok for n events at now.
+func (s *SlidingWindow) decideLocked(d *Decision, ok bool, n int, now int64) {
+	*d = Decision{Allowed: ok, Limit: s.limit, Window: time.Duration(s.window)}
+	// The grants still inside the window are the newest ones: find the
+	// oldest of them.
+	from := subSat(now, s.window)
+	d.Remaining = sort.Search(s.limit, func(i int) bool { return s.at(i) > from })
+	d.ResetAfter = time.Duration(s.untilLeaves(s.limit-1, now))
+	switch ahead := s.w.queued; {
+	case ok:
+	case n > s.limit:
+		d.RetryAfter = Never
+	default:
+		d.RetryAfter = time.Duration(s.waitLocked(ahead, n, now))
+	}
 }
 
 // Wait waits until one event may happen, after the goroutines already
@@ -320,7 +334,7 @@ func (s *SlidingWindow) WaitN(ctx context.Context, n int) error {
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	if s.take(n, nowNs(), nil) {
+	if s.take(n, nowNs(), nil, nil) {
 		return nil
 	}
 	return s.w.waitN(ctx, (*windowWaitable)(s), n)
