@@ -15,8 +15,8 @@ func ExampleAll() {
 	perMinute := ratelimit.NewSlidingWindow(5, time.Minute)
 	api := ratelimit.All(perSecond, perMinute)
 
-	fmt.Println(api.AllowN(3)) // both have room
-	fmt.Println(api.AllowN(1)) // the bucket is empty: refused, the window keeps its room
+	fmt.Println(api.AllowN(3))                          // both have room
+	fmt.Println(api.AllowN(1))                          // the bucket is empty: refused, the window keeps its room
 	fmt.Println(perMinute.AllowN(2), perMinute.Allow()) // exactly 2 were left this minute
 
 	// A wait that the minute's limit puts past the deadline fails at once.
