@@ -138,8 +138,8 @@ func (c *Combined) grantAt(n int, now int64, head bool) bool {
 	var buf [4]grant
 	gs := buf[:0]
 	for i, m := range c.members {
-		var g grant
-		if !m.grantAt(n, now, &g) {
+		ok, g := m.grantAt(n, now)
+		if !ok {
 			// Given back last first: a TokenBucket gives back exactly when
 			// nothing was taken after, as here for the others of the call.
 			for j := i - 1; j >= 0; j-- {

@@ -20,8 +20,9 @@ type grant struct {
 // takes the limiter's own lock, if it has one, and runs no user code.
 type member interface {
 	nsLimiter
-	// grantAt is allowAt that fills g on a grant.
-	grantAt(n int, now int64, g *grant) bool
+	// grantAt is allowAt that returns, on a grant, what refund needs. By
+	// value: a pointer through an interface would escape, and allocate.
+	grantAt(n int, now int64) (bool, grant)
 	// refund gives back n events that grantAt granted with g, and wakes the
 	// limiter's own waiters to look again.
 	refund(n int, g grant)
@@ -55,8 +56,9 @@ func memberOf(l Limiter) member {
 	return nil
 }
 
-func (b *TokenBucket) grantAt(n int, now int64, g *grant) bool {
-	return b.take(n, now, false, nil, g)
+func (b *TokenBucket) grantAt(n int, now int64) (bool, grant) {
+	var g grant
+	return b.take(n, now, false, nil, &g), g
 }
 
 // refund moves the theoretical arrival time back by the cost of the tokens
@@ -125,7 +127,10 @@ func (b *TokenBucket) waitFor(n int, now int64) int64 {
 
 func (b *TokenBucket) most() int { return b.load().burst }
 
-func (s *SlidingWindow) grantAt(n int, now int64, g *grant) bool { return s.take(n, now, nil, g) }
+func (s *SlidingWindow) grantAt(n int, now int64) (bool, grant) {
+	var g grant
+	return s.take(n, now, nil, &g), g
+}
 
 // refund removes n of the grants recorded at g.at. Grants made at one time
 // are alike, so which n does not matter. The grants that recordLocked forgot
@@ -189,8 +194,9 @@ func (s *SlidingWindow) most() int {
 	return s.limit
 }
 
-func (c *SlidingWindowCounter) grantAt(n int, now int64, g *grant) bool {
-	return c.take(n, now, nil, g)
+func (c *SlidingWindowCounter) grantAt(n int, now int64) (bool, grant) {
+	var g grant
+	return c.take(n, now, nil, &g), g
 }
 
 // refund uncounts n events from the fixed window that counted them, if it is
