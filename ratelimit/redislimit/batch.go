@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +14,7 @@ type call struct {
 	n     int
 	reset bool // DEL the key rather than run the script
 	res   int64
+	all   []int64 // the result of gcraAll, for a Limiter of several limits
 	err   error
 	done  chan struct{} // closed once res and err are set
 
@@ -49,13 +51,6 @@ type batcher struct {
 	underway int     // round trips under way, at most max
 	max      int     // 0: no bound, and no queue
 	queue    []*call // waiting for a round trip, oldest first
-}
-
-// run runs the script for key and n, in a round trip of its own if one is
-// free, else in the next pipeline; ctx and the Timeout bound the wait. It
-// returns what the script returned.
-func (l *Limiter) run(ctx context.Context, key string, n int) (int64, error) {
-	return l.roundTrip(ctx, &call{key: key, n: n})
 }
 
 // roundTrip sends c to Redis and returns its result, or gives up when ctx
@@ -148,12 +143,44 @@ func (l *Limiter) queue(ctx context.Context, c *call) (int64, error) {
 	}
 }
 
-// send runs c by itself.
+// send runs c by itself. The result of gcraAll goes to c.all.
 func (l *Limiter) send(ctx context.Context, c *call) (int64, error) {
+	keys := l.keys(c.key)
 	if c.reset {
-		return l.client.Del(ctx, l.Key(c.key)).Result()
+		return l.client.Del(ctx, keys...).Result()
 	}
-	return gcra.Run(ctx, l.client, []string{l.Key(c.key)}, l.tolArg, l.increment(c.n)).Int64()
+	if l.more == nil {
+		return gcra.Run(ctx, l.client, keys, l.tolArg, l.increment(c.n)).Int64()
+	}
+	all, err := gcraAll.Run(ctx, l.client, keys, l.args(c.n)...).Int64Slice()
+	c.all = all
+	return 0, err
+}
+
+// keys returns the Redis keys of key: its Key, then one for each of
+// Config.Limits.
+func (l *Limiter) keys(key string) []string {
+	k := l.Key(key)
+	if l.more == nil {
+		return []string{k}
+	}
+	keys := make([]string, 1+len(l.more))
+	keys[0] = k
+	for i := range l.more {
+		keys[i+1] = k + ":" + strconv.Itoa(i+2)
+	}
+	return keys
+}
+
+// args returns the arguments of gcraAll for n events: each limit's
+// tolerance and increment, in turn.
+func (l *Limiter) args(n int) []any {
+	args := make([]any, 0, 2+2*len(l.more))
+	args = append(args, l.tolArg, l.increment(n))
+	for i := range l.more {
+		args = append(args, l.more[i].tolArg, l.more[i].increment(n))
+	}
+	return args
 }
 
 // roundTripEnded is called as a round trip ends, with the batch it carried
@@ -206,14 +233,21 @@ func (l *Limiter) runBatch(batch []*call) {
 		}
 	}()
 	cmds := make([]redis.Cmder, len(batch))
-	keys := make([]string, len(batch))
+	keys := make([][]string, len(batch))
+	script := gcra
+	if l.more != nil {
+		script = gcraAll
+	}
 	send := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) {
 		_, _ = l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range which {
-				if batch[i].reset {
-					cmds[i] = p.Del(ctx, keys[i])
-				} else {
-					cmds[i] = eval(ctx, p, keys[i:i+1], l.tolArg, l.increment(batch[i].n))
+				switch {
+				case batch[i].reset:
+					cmds[i] = p.Del(ctx, keys[i]...)
+				case l.more == nil:
+					cmds[i] = eval(ctx, p, keys[i], l.tolArg, l.increment(batch[i].n))
+				default:
+					cmds[i] = eval(ctx, p, keys[i], l.args(batch[i].n)...)
 				}
 			}
 			return nil
@@ -222,9 +256,9 @@ func (l *Limiter) runBatch(batch []*call) {
 	all := make([]int, len(batch))
 	for i, c := range batch {
 		all[i] = i
-		keys[i] = l.Key(c.key)
+		keys[i] = l.keys(c.key)
 	}
-	send(gcra.EvalSha, all)
+	send(script.EvalSha, all)
 	// Redis forgets scripts on a restart or a SCRIPT FLUSH: send it again
 	// with the calls it refused.
 	again := all[:0]
@@ -234,12 +268,16 @@ func (l *Limiter) runBatch(batch []*call) {
 		}
 	}
 	if len(again) > 0 {
-		send(gcra.Eval, again)
+		send(script.Eval, again)
 	}
 	for i, c := range batch {
 		switch cmd := cmds[i].(type) {
 		case *redis.Cmd:
-			c.res, c.err = cmd.Int64()
+			if l.more == nil {
+				c.res, c.err = cmd.Int64()
+			} else {
+				c.all, c.err = cmd.Int64Slice()
+			}
 		case *redis.IntCmd:
 			c.res, c.err = cmd.Result()
 		}

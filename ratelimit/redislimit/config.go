@@ -127,11 +127,31 @@ type Config struct {
 
 	// OnError, if not nil, is told of every Redis failure, with the key.
 	OnError func(key string, err error)
+
+	// Limits are more limits of every key, besides Rate and Burst: "350 per
+	// 10 s and 10,000 per hour" is Rate 35 and Burst 350, with Limits
+	// {{Rate: 10000.0 / 3600, Burst: 10000}}. Events are allowed only when
+	// every limit allows them, and then taken from all; refused, they are
+	// taken from none. One script checks and takes them all, in one round
+	// trip. Each limit keeps its state in a key of its own, the Limiter's
+	// Key followed by ":2", ":3" and so on, in the same hash slot. A call
+	// for more events than the least Burst fails as one for more than Burst
+	// does. With FailLocal, each limit has its in-process bucket, at
+	// LocalShare of its rate and burst, taken from all or none, as
+	// ratelimit.All does.
+	Limits []Limit
+}
+
+// A Limit is one more limit of every key of a Limiter: Rate events per
+// second, in bursts of at most Burst, as Config's own Rate and Burst.
+type Limit struct {
+	Rate  float64
+	Burst int
 }
 
 // New returns a Limiter. It returns an error for a bad Config: a nil Client, a
 // Rate not above 0, a Burst below 1, a Rate and Burst that take over four years
-// to refill, a negative Timeout, a LocalShare outside 0 to 1 (or, with
+// to refill (and the same of each of Limits), a negative Timeout, a LocalShare outside 0 to 1 (or, with
 // FailLocal, one whose local bucket would take over four years to refill), an
 // unknown Policy, or a MaxRoundTrips below -1.
 func New(cfg Config) (*Limiter, error) {
@@ -166,52 +186,79 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.MaxRoundTrips == 0 {
 		cfg.MaxRoundTrips = 4
 	}
-	// A token costs a whole number of microseconds, rounded up, and the
-	// burst that many times over: with a fraction, each event's increment
-	// (rounded up, for the script) would add up to more than the tolerance,
-	// and a full bucket would refuse the last event of its burst, or at a
-	// burst of 1, every event.
-	interval := math.Ceil(1e6 / cfg.Rate)
-	tolerance := interval * float64(cfg.Burst)
-	if tolerance > maxTolerance {
-		return bad("Rate %v and Burst %d: refilling from empty would take over four years", cfg.Rate, cfg.Burst)
+	first, err := newLimit(cfg.Rate, cfg.Burst)
+	if err != nil {
+		return bad("%v", err)
 	}
 	l := &Limiter{
-		client:    cfg.Client,
-		burst:     cfg.Burst,
-		rate:      cfg.Rate,
-		interval:  interval,
-		tolerance: tolerance,
-		tolArg:    strconv.FormatFloat(tolerance, 'f', -1, 64),
-		prefix:    cfg.Prefix,
-		timeout:   cfg.Timeout,
-		policy:    cfg.Policy,
-		onError:   cfg.OnError,
+		client:  cfg.Client,
+		limit:   first,
+		most:    cfg.Burst,
+		prefix:  cfg.Prefix,
+		timeout: cfg.Timeout,
+		policy:  cfg.Policy,
+		onError: cfg.OnError,
 
 		ctxTimeouts: honoursDeadlines(cfg.Client),
+	}
+	for i, lim := range cfg.Limits {
+		if !(lim.Rate > 0) || math.IsInf(lim.Rate, 1) {
+			return bad("Limits[%d].Rate is %v; it must be above 0 and finite", i, lim.Rate)
+		}
+		if lim.Burst < 1 {
+			return bad("Limits[%d].Burst is %d; it must be at least 1", i, lim.Burst)
+		}
+		more, err := newLimit(lim.Rate, lim.Burst)
+		if err != nil {
+			return bad("Limits[%d]: %v", i, err)
+		}
+		l.more = append(l.more, more)
+		l.most = min(l.most, lim.Burst)
 	}
 	if cfg.MaxRoundTrips > 0 {
 		l.batch.max = cfg.MaxRoundTrips
 	}
 	if cfg.Policy == FailLocal {
-		rate, burst := cfg.Rate*cfg.LocalShare, max(1, int(float64(cfg.Burst)*cfg.LocalShare))
-		// The in-process bucket is built at the first outage, where it must
-		// not fail: check now that it can be. Its burst is rounded up to 1,
-		// so its refill time may be far longer than Redis's; the same bound
-		// keeps its times far inside an int64. The rate may underflow to 0.
-		if !(float64(burst)*1e6/rate <= maxTolerance) {
-			return bad("LocalShare %v of Rate %v: the in-process bucket of FailLocal (%v events per second, burst %d) would take over four years to refill; raise LocalShare or choose another Policy",
-				cfg.LocalShare, cfg.Rate, rate, burst)
+		type share struct {
+			rate  float64
+			burst int
 		}
-		if err := canBuild(rate, burst); err != nil {
-			return bad("LocalShare %v of Rate %v: the in-process bucket of FailLocal cannot be built: %v", cfg.LocalShare, cfg.Rate, err)
+		var shares []share
+		ttl := 10 * time.Minute
+		for i, lim := range append([]Limit{{cfg.Rate, cfg.Burst}}, cfg.Limits...) {
+			rate, burst := lim.Rate*cfg.LocalShare, max(1, int(float64(lim.Burst)*cfg.LocalShare))
+			which := ""
+			if i > 0 {
+				which = fmt.Sprintf(" (Limits[%d])", i-1)
+			}
+			// The in-process bucket is built at the first outage, where it
+			// must not fail: check now that it can be. Its burst is rounded
+			// up to 1, so its refill time may be far longer than Redis's;
+			// the same bound keeps its times far inside an int64. The rate
+			// may underflow to 0.
+			if !(float64(burst)*1e6/rate <= maxTolerance) {
+				return bad("LocalShare %v of Rate %v%s: the in-process bucket of FailLocal (%v events per second, burst %d) would take over four years to refill; raise LocalShare or choose another Policy",
+					cfg.LocalShare, lim.Rate, which, rate, burst)
+			}
+			if err := canBuild(rate, burst); err != nil {
+				return bad("LocalShare %v of Rate %v%s: the in-process bucket of FailLocal cannot be built: %v", cfg.LocalShare, lim.Rate, which, err)
+			}
+			// A key forgotten is a bucket full again: keep an idle key as
+			// long as its slowest bucket takes to refill (at most four years
+			// and a half, far inside a Duration), and the default ten
+			// minutes at least.
+			ttl = max(ttl, time.Duration(math.Ceil(float64(burst)*1e9/rate))+time.Second)
+			shares = append(shares, share{rate, burst})
 		}
-		// A key forgotten is a bucket full again: keep an idle key as long
-		// as its bucket takes to refill (at most four years and a half, far
-		// inside a Duration), and the default ten minutes at least.
-		ttl := max(10*time.Minute, time.Duration(math.Ceil(float64(burst)*1e9/rate))+time.Second)
-		l.local = ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
-			return ratelimit.NewTokenBucket(rate, burst)
+		l.local = ratelimit.NewKeyed(func(string) ratelimit.Taker {
+			if len(shares) == 1 {
+				return ratelimit.NewTokenBucket(shares[0].rate, shares[0].burst)
+			}
+			buckets := make([]ratelimit.Limiter, len(shares))
+			for i, s := range shares {
+				buckets[i] = ratelimit.NewTokenBucket(s.rate, s.burst)
+			}
+			return ratelimit.All(buckets...)
 		}, ratelimit.KeyedConfig{TTL: ttl})
 	}
 	return l, nil

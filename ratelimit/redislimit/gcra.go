@@ -1,7 +1,9 @@
 package redislimit
 
 import (
+	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,16 +41,80 @@ redis.call("SET", KEYS[1], string.format("%.0f", new_tat), "PX", math.ceil((new_
 return new_tat - now
 `)
 
+// gcraAll is gcra for several limits of one key, all or nothing: KEYS are
+// the keys of the limits, and ARGV their tolerances and increments in turn.
+// It reads every limit first, and writes only if each has room: a limit with
+// room is never charged for events that another refused. It returns, for
+// each limit, what gcra would: on a grant, each limit's debt after it (at
+// least 1); on a refusal, minus one minus each limit's debt, for every limit
+// alike, so that the sign of any one says which.
+var gcraAll = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call("TIME")
+local now = t[1] * 1000000 + t[2]
+local tats, out, ok = {}, {}, true
+for i = 1, #KEYS do
+  local tol = tonumber(ARGV[2 * i - 1])
+  local tat = tonumber(redis.call("GET", KEYS[i]))
+  if not tat or tat ~= tat or tat < now then tat = now end
+  if tat > now + tol then tat = now + tol end
+  tats[i] = tat
+  if tat + ARGV[2 * i] - now > tol then ok = false end
+end
+for i = 1, #KEYS do
+  if ok then
+    local new_tat = tats[i] + ARGV[2 * i]
+    redis.call("SET", KEYS[i], string.format("%.0f", new_tat), "PX", math.ceil((new_tat - now) / 1000))
+    out[i] = new_tat - now
+  else
+    out[i] = now - tats[i] - 1
+  end
+end
+return out
+`)
+
 // maxTolerance bounds the time to refill, in microseconds, as TokenBucket's
 // does: every time the script computes stays a whole number far below 2^53,
 // exact in Lua's doubles.
 const maxTolerance = 1 << 47
 
+// A limit is the rate and burst of one limit of every key, as the script
+// sees them.
+type limit struct {
+	burst     int
+	rate      float64
+	interval  float64 // microseconds per token: a whole number
+	tolerance float64 // microseconds to refill from empty: interval × burst, a whole number
+	tolArg    string  // tolerance, for the script
+}
+
+// newLimit returns the limit of rate and burst, or an error if refilling it
+// would take too long for the script's numbers.
+func newLimit(rate float64, burst int) (limit, error) {
+	// A token costs a whole number of microseconds, rounded up, and the
+	// burst that many times over: with a fraction, each event's increment
+	// (rounded up, for the script) would add up to more than the tolerance,
+	// and a full bucket would refuse the last event of its burst, or at a
+	// burst of 1, every event.
+	interval := math.Ceil(1e6 / rate)
+	tolerance := interval * float64(burst)
+	if tolerance > maxTolerance {
+		return limit{}, fmt.Errorf("Rate %v and Burst %d: refilling from empty would take over four years", rate, burst)
+	}
+	return limit{
+		burst:     burst,
+		rate:      rate,
+		interval:  interval,
+		tolerance: tolerance,
+		tolArg:    strconv.FormatFloat(tolerance, 'f', -1, 64),
+	}, nil
+}
+
 // increment is what n events add to the time the script keeps.
-func (l *Limiter) increment(n int) int64 { return int64(l.interval) * int64(n) }
+func (l *limit) increment(n int) int64 { return int64(l.interval) * int64(n) }
 
 // decode makes a Decision of what the script returned for n events.
-func (l *Limiter) decode(v int64, n int) ratelimit.Decision {
+func (l *limit) decode(v int64, n int) ratelimit.Decision {
 	// The script keeps the debt within the tolerance; a reply beyond it
 	// (which no version of the script sends) must not overflow below.
 	tol := int64(l.tolerance)
@@ -63,11 +129,11 @@ func (l *Limiter) decode(v int64, n int) ratelimit.Decision {
 
 // remaining is the number of events the bucket holds with debt microseconds
 // owed.
-func (l *Limiter) remaining(debt int64) int64 {
+func (l *limit) remaining(debt int64) int64 {
 	return int64(math.Floor((l.tolerance - float64(debt)) / l.interval))
 }
 
-func (l *Limiter) decision(allowed bool, remaining, retryUs, resetUs int64) ratelimit.Decision {
+func (l *limit) decision(allowed bool, remaining, retryUs, resetUs int64) ratelimit.Decision {
 	d := ratelimit.Decision{
 		Allowed:    allowed,
 		Limit:      l.burst,
@@ -80,4 +146,49 @@ func (l *Limiter) decision(allowed bool, remaining, retryUs, resetUs int64) rate
 		d.RetryAfter = ratelimit.Never
 	}
 	return d
+}
+
+// decodeAll makes a Decision of what gcraAll returned for n events: Allowed
+// if every limit allowed; Remaining the least of the limits', with the Limit
+// and Window of that limit; RetryAfter and ResetAfter the greatest of the
+// limits' (Never if any says Never).
+func (l *Limiter) decodeAll(vs []int64, n int) (ratelimit.Decision, error) {
+	if len(vs) != 1+len(l.more) {
+		return ratelimit.Decision{}, fmt.Errorf("redislimit: the script returned %d values for %d limits", len(vs), 1+len(l.more))
+	}
+	var d ratelimit.Decision
+	for i, v := range vs {
+		lim := &l.limit
+		if i > 0 {
+			lim = &l.more[i-1]
+		}
+		// Every value has the sign of the first: all granted, or none.
+		if (v >= 0) != (vs[0] >= 0) {
+			return ratelimit.Decision{}, fmt.Errorf("redislimit: the script returned %v: granted by some limits and not others", vs)
+		}
+		ld := lim.decode(v, n)
+		if v < 0 {
+			// A limit with room says it could grant now; decode, made for
+			// a limit that refused, would say never.
+			debt := min(-v-1, int64(lim.tolerance))
+			retry := max(0, int64(float64(debt+lim.increment(n))-lim.tolerance))
+			ld = lim.decision(false, lim.remaining(debt), retry, debt)
+		}
+		if i == 0 || ld.Remaining < d.Remaining {
+			d.Limit, d.Window, d.Remaining = ld.Limit, ld.Window, ld.Remaining
+		}
+		switch {
+		case d.RetryAfter == ratelimit.Never:
+		case ld.RetryAfter == ratelimit.Never:
+			d.RetryAfter = ratelimit.Never
+		default:
+			d.RetryAfter = max(d.RetryAfter, ld.RetryAfter)
+		}
+		d.ResetAfter = max(d.ResetAfter, ld.ResetAfter)
+	}
+	d.Allowed = vs[0] >= 0
+	if d.Allowed {
+		d.RetryAfter = 0
+	}
+	return d, nil
 }

@@ -69,19 +69,17 @@ var ErrUnavailable = errors.New("redislimit: redis unavailable")
 // bubble as blocked for good, so its Timeout passes at once on the bubble's
 // clock.
 type Limiter struct {
-	client    redis.UniversalClient
-	burst     int
-	rate      float64
-	interval  float64 // microseconds per token: a whole number
-	tolerance float64 // microseconds to refill from empty: interval × burst, a whole number
-	tolArg    string  // tolerance, for the script
-	prefix    string
-	timeout   time.Duration
-	policy    Policy
-	local     *ratelimit.Keyed[string, *ratelimit.TokenBucket]
-	onError   func(string, error)
-	failures  atomic.Int64
-	batch     batcher
+	client   redis.UniversalClient
+	limit            // Config's Rate and Burst
+	more     []limit // Config.Limits
+	most     int     // the least burst of all the limits
+	prefix   string
+	timeout  time.Duration
+	policy   Policy
+	local    *ratelimit.Keyed[string, ratelimit.Taker]
+	onError  func(string, error)
+	failures atomic.Int64
+	batch    batcher
 
 	// ctxTimeouts reports that the client honours context deadlines
 	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
@@ -148,21 +146,29 @@ func (l *Limiter) take(ctx context.Context, key string, n int, fn string) (ratel
 	// More than the burst never fits, whatever Redis holds; ask anyway, for
 	// burst+1 events (which cannot overflow), so that the Decision still says
 	// what the bucket holds.
-	ask := min(n, l.burst+1)
-	v, err := l.run(ctx, key, ask)
+	ask := min(n, l.most+1)
+	var d ratelimit.Decision
+	c := &call{key: key, n: ask}
+	v, err := l.roundTrip(ctx, c)
+	if err == nil {
+		if l.more == nil {
+			d = l.decode(v, ask)
+		} else {
+			d, err = l.decodeAll(c.all, ask)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ratelimit.Decision{}, ctx.Err()
 		}
-		if n > l.burst {
+		if n > l.most {
 			// No Policy lets it through; FailLocal's limiter is not asked,
 			// which would keep a key for nothing.
 			return l.decision(false, 0, -1, 0), l.failed(key, err) // -1: RetryAfter Never
 		}
 		return l.fail(key, n, err)
 	}
-	d := l.decode(v, ask)
-	if n > l.burst {
+	if n > l.most {
 		d.RetryAfter = ratelimit.Never
 	}
 	return d, nil
@@ -244,7 +250,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	if n > l.burst {
+	if n > l.most {
 		return ratelimit.ErrExceedsBurst
 	}
 	var timer *time.Timer
@@ -302,7 +308,8 @@ func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
 	return 2 * b
 }
 
-// Reset forgets the state of key: its bucket is full again.
+// Reset forgets the state of key: its bucket is full again, and so are those
+// of Config.Limits.
 //
 // Reset waits for Redis as AllowN does (MaxRoundTrips and the Timeout
 // included). If Redis fails to answer within the Timeout, the error matches
