@@ -92,3 +92,31 @@ func ExampleConfig() {
 	fmt.Println(d.Allowed, l.Key("merchant-7"), l.Failures())
 	// Output: false payments:{merchant-7} 1
 }
+
+// An API that allows 350 calls per 10 seconds and 10,000 per hour: both
+// limits are checked and taken in one script, one round trip, and a call one
+// of them refuses takes nothing from the other.
+func ExampleConfig_limits() {
+	srv := miniredis.NewMiniRedis()
+	_ = srv.Start()
+	defer srv.Close()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	defer client.Close()
+
+	l, err := redislimit.New(redislimit.Config{
+		Client: client,
+		Rate:   35, Burst: 350, // 350 per 10 s
+		Limits: []redislimit.Limit{{Rate: 10000.0 / 3600, Burst: 10000}}, // and 10,000 per hour
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	d, _ := l.TakeContext(ctx, "api-key-42", 300)
+	fmt.Println(d.Allowed, d.Remaining, d.Limit)
+	d, _ = l.TakeContext(ctx, "api-key-42", 100) // more than the 10 s limit has left
+	fmt.Println(d.Allowed, d.Limit)
+	// Output:
+	// true 50 350
+	// false 350
+}
