@@ -290,3 +290,57 @@ func TestCombinedAcrossBubbles(t *testing.T) {
 	assert.False(t, inside.Allow())
 	assert.Equal(t, context.Canceled, inside.Wait(testutil.Cancelled()))
 }
+
+// TestCombinedGrantAsCtxEnds: the events come at the instant the waiter's
+// ctx ends. Either it is granted and took from every limiter, or it failed
+// and took from none; the waiter behind it is served either way. On one
+// processor the order of the two is left to the scheduler, so the test
+// repeats.
+func TestCombinedGrantAsCtxEnds(t *testing.T) {
+	testutil.OneProcessor(t)
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			tb := NewTokenBucket(1, 2)
+			sw := NewSlidingWindow(2, time.Second)
+			c := All(tb, sw)
+			require.True(t, c.AllowN(2))
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(2*time.Second, cancel) // when the bucket has 2 again
+			first := make(chan error)
+			go func() { first <- c.WaitN(ctx, 2) }()
+			synctest.Wait()
+			second := make(chan error)
+			go func() { second <- c.WaitN(t.Context(), 1) }()
+			synctest.Wait()
+			start := time.Now()
+			err := <-first
+			require.NoError(t, <-second)
+			if err == nil {
+				// Granted at 2 s; the second waited for a token more.
+				require.Equal(t, 3*time.Second, time.Since(start))
+				assert.Equal(t, 0.0, tb.Tokens())
+			} else {
+				require.Equal(t, context.Canceled, err)
+				require.Equal(t, 2*time.Second, time.Since(start))
+				assert.Equal(t, 1.0, tb.Tokens(), "the cancelled waiter took nothing")
+			}
+		})
+	}
+}
+
+// A member's SetRate while a Combined waits: the waiter is served at the new
+// rate, at the latest once the wait it computed before ends.
+func TestCombinedSetRateWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tb := NewTokenBucket(1, 1)
+		c := All(tb, NewSlidingWindowCounter(10, time.Hour))
+		require.True(t, c.Allow())
+		done := make(chan error)
+		start := time.Now()
+		go func() { done <- c.Wait(t.Context()) }()
+		synctest.Wait()
+		tb.SetRate(0.5) // slower: the waiter, woken at 1 s, sleeps on
+		require.NoError(t, <-done)
+		assert.Equal(t, 2*time.Second, time.Since(start))
+	})
+}

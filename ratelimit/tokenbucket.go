@@ -19,6 +19,9 @@ import (
 // with a single compare-and-swap after a single read of the monotonic clock.
 // The state only moves forward, so a goroutine that read the clock a moment
 // before another cannot give out tokens twice (x/time/rate can: golang/go#71360).
+// The one exception is All, which gives back tokens a refused call took: by
+// no more than it took, and never to before what the takes made since would
+// have left without them (see refund).
 //
 // Its clock counts nanoseconds, so a token costs a whole number of them,
 // rounded up: above a million events per second the rate kept may be below
