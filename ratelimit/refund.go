@@ -34,7 +34,10 @@ type member interface {
 	// own waiters, so that it stays a lower bound.
 	earliest(ahead, n int, now int64) int64
 	// waitFor returns how long from now until n events could be taken after
-	// the limiter's own waiters; math.MaxInt64 if never.
+	// the limiter's own waiters; math.MaxInt64 if never. It counts them
+	// exactly (aheadLocked), not by the bound w.queued keeps: a Combined's
+	// head checks its deadline against it, and must not fail for waiters
+	// whose ctx has ended.
 	waitFor(n int, now int64) int64
 	// most is the most events the limiter can ever allow at once.
 	most() int
@@ -118,7 +121,7 @@ func (b *TokenBucket) earliest(ahead, n int, now int64) int64 {
 func (b *TokenBucket) waitFor(n int, now int64) int64 {
 	b.w.q.Lock()
 	defer b.w.q.Unlock()
-	at := (*bucketWaitable)(b).earliestLocked(b.w.queued, n, now)
+	at := (*bucketWaitable)(b).earliestLocked(b.w.aheadLocked(), n, now)
 	if at == 1<<63-1 || clampNow(now) == tbMaxNow {
 		return 1<<63 - 1
 	}
@@ -186,7 +189,7 @@ func (s *SlidingWindow) earliest(ahead, n int, now int64) int64 {
 func (s *SlidingWindow) waitFor(n int, now int64) int64 {
 	s.w.q.Lock()
 	defer s.w.q.Unlock()
-	return s.waitLocked(s.w.queued, n, now)
+	return s.waitLocked(s.w.aheadLocked(), n, now)
 }
 
 func (s *SlidingWindow) most() int {
@@ -233,7 +236,7 @@ func (c *SlidingWindowCounter) waitFor(n int, now int64) int64 {
 	c.w.q.Lock()
 	defer c.w.q.Unlock()
 	c.advanceLocked(now)
-	k := queuedSum(c.w.queued, n)
+	k := queuedSum(c.w.aheadLocked(), n)
 	if k > c.limit {
 		return c.window // after the queue's events have aged out, at most
 	}
