@@ -138,7 +138,15 @@ func (c *Combined) grantAt(n int, now int64, head bool) bool {
 	var buf [4]grant
 	gs := buf[:0]
 	for i, m := range c.members {
-		ok, g := m.grantAt(n, now)
+		var ok bool
+		var g grant
+		if b, isBucket := m.(*TokenBucket); isBucket {
+			// The common case, called directly: the hot path of two
+			// buckets is then two compare-and-swaps and little else.
+			ok = b.take(n, now, false, nil, &g)
+		} else {
+			ok, g = m.grantAt(n, now)
+		}
 		if !ok {
 			// Given back last first: a TokenBucket gives back exactly when
 			// nothing was taken after, as here for the others of the call.
