@@ -162,15 +162,19 @@ func TestHammerCombined(t *testing.T) {
 	})
 }
 
-// FuzzCombined runs AllowN on All(bucket, window), on the bucket and on the
+// FuzzCombined runs AllowN on All(bucket, window) or All(window, bucket), on the bucket and on the
 // window, with time passing between, against a plain model of each limit: a
 // theoretical arrival time for the bucket, the list of grant times for the
 // window. Any refund that gave back more or less than was taken shows as a
 // decision the model does not make.
 func FuzzCombined(f *testing.F) {
-	f.Add(uint8(3), uint8(4), []byte{0, 2, 0, 0, 3, 0, 1, 1, 5, 2, 2, 9, 0, 1, 0})
-	f.Add(uint8(1), uint8(1), []byte{0, 1, 0, 0, 1, 0, 1, 1, 200, 2, 1, 255})
-	f.Fuzz(func(t *testing.T, burst, limit uint8, ops []byte) {
+	f.Add(uint8(3), uint8(4), false, []byte{0, 2, 0, 0, 3, 0, 1, 1, 5, 2, 2, 9, 0, 1, 0})
+	f.Add(uint8(1), uint8(1), false, []byte{0, 1, 0, 0, 1, 0, 1, 1, 200, 2, 1, 255})
+	f.Add(uint8(4), uint8(6), true, []byte{2, 1, 3, 0, 2, 0, 1, 3, 0, 0, 2, 1, 2, 0, 7, 0, 1, 0, 0, 3, 100, 0, 2, 0})
+	// The window grants, the bucket refuses: the window must give back
+	// exactly, or its last 4 do not fit.
+	f.Add(uint8(1), uint8(5), true, []byte{0, 0, 0, 0, 0, 0, 2, 3, 0})
+	f.Fuzz(func(t *testing.T, burst, limit uint8, windowFirst bool, ops []byte) {
 		if burst == 0 || limit == 0 || len(ops) > 3*200 {
 			return
 		}
@@ -179,7 +183,12 @@ func FuzzCombined(f *testing.F) {
 		synctest.Test(t, func(t *testing.T) {
 			tb := NewTokenBucket(100, int(burst))
 			sw := NewSlidingWindow(int(limit), time.Duration(window))
+			// The first limiter is the one that gives back when the second
+			// refuses: either order tries a refund of each.
 			c := All(tb, sw)
+			if windowFirst {
+				c = All(sw, tb)
+			}
 			// The models.
 			tat := int64(0)
 			var grants []int64

@@ -344,3 +344,31 @@ func TestCombinedSetRateWhileWaiting(t *testing.T) {
 		assert.Equal(t, 2*time.Second, time.Since(start))
 	})
 }
+
+// Each kind of limiter gives back exactly when it comes first and a later
+// one refuses.
+func TestCombinedRefundEachKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := NewSlidingWindowCounter(4, time.Minute)
+		sw := NewSlidingWindow(4, time.Minute)
+		empty := NewTokenBucket(1e-3, 1)
+		require.True(t, empty.Allow())
+		c := All(sc, sw, empty)
+		for range 3 {
+			require.False(t, c.AllowN(3))
+		}
+		assert.True(t, sc.AllowN(4), "the counter gave back each time")
+		assert.True(t, sw.AllowN(4), "the window gave back each time")
+		// A counter whose previous fixed window still weighs gives back too.
+		sc2 := NewSlidingWindowCounter(4, time.Second)
+		tb := NewTokenBucket(1, 1)
+		c2 := All(sc2, tb)
+		require.True(t, c2.Allow())
+		time.Sleep(1500 * time.Millisecond)
+		require.True(t, tb.Allow())
+		require.False(t, c2.Allow())
+		// Half of the previous window's one event counts: 3 more fit, not 4.
+		assert.True(t, sc2.AllowN(3))
+		assert.False(t, sc2.Allow())
+	})
+}
