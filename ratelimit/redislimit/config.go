@@ -186,9 +186,9 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.MaxRoundTrips == 0 {
 		cfg.MaxRoundTrips = 4
 	}
-	first, err := newLimit(cfg.Rate, cfg.Burst)
-	if err != nil {
-		return bad("%v", err)
+	first, why := newLimit(cfg.Rate, cfg.Burst)
+	if why != "" {
+		return bad("%s", why)
 	}
 	l := &Limiter{
 		client:  cfg.Client,
@@ -208,9 +208,9 @@ func New(cfg Config) (*Limiter, error) {
 		if lim.Burst < 1 {
 			return bad("Limits[%d].Burst is %d; it must be at least 1", i, lim.Burst)
 		}
-		more, err := newLimit(lim.Rate, lim.Burst)
-		if err != nil {
-			return bad("Limits[%d]: %v", i, err)
+		more, why := newLimit(lim.Rate, lim.Burst)
+		if why != "" {
+			return bad("Limits[%d]: %s", i, why)
 		}
 		l.more = append(l.more, more)
 		l.most = min(l.most, lim.Burst)

@@ -88,9 +88,10 @@ type limit struct {
 	tolArg    string  // tolerance, for the script
 }
 
-// newLimit returns the limit of rate and burst, or an error if refilling it
-// would take too long for the script's numbers.
-func newLimit(rate float64, burst int) (limit, error) {
+// newLimit returns the limit of rate and burst, or why not if refilling it
+// would take too long for the script's numbers: a phrase for Config's error,
+// which names the fields.
+func newLimit(rate float64, burst int) (limit, string) {
 	// A token costs a whole number of microseconds, rounded up, and the
 	// burst that many times over: with a fraction, each event's increment
 	// (rounded up, for the script) would add up to more than the tolerance,
@@ -99,7 +100,7 @@ func newLimit(rate float64, burst int) (limit, error) {
 	interval := math.Ceil(1e6 / rate)
 	tolerance := interval * float64(burst)
 	if tolerance > maxTolerance {
-		return limit{}, fmt.Errorf("Rate %v and Burst %d: refilling from empty would take over four years", rate, burst)
+		return limit{}, fmt.Sprintf("Rate %v and Burst %d: refilling from empty would take over four years", rate, burst)
 	}
 	return limit{
 		burst:     burst,
@@ -107,7 +108,7 @@ func newLimit(rate float64, burst int) (limit, error) {
 		interval:  interval,
 		tolerance: tolerance,
 		tolArg:    strconv.FormatFloat(tolerance, 'f', -1, 64),
-	}, nil
+	}, ""
 }
 
 // increment is what n events add to the time the script keeps.
