@@ -19,7 +19,11 @@ import (
 // returns. (Users of x/time/rate build this from reservations, which cannot
 // be given back exactly, golang/go#56924: a refused call leaks tokens of the
 // limits that had room.) While it runs, a limiter that has granted may look
-// fuller than it is to others, never emptier: the limits hold exactly.
+// emptier to others, for that moment, but never fuller: the limits hold
+// exactly. A TokenBucket's refund is exact when no time passes between the
+// take and the refund, as in a synctest bubble; otherwise it gives back no
+// more than the bucket would hold had the take never happened (see
+// TokenBucket).
 //
 // WaitN waits first in, first out, behind the other waiters of the Combined,
 // until every limiter can grant at once, then takes from all as AllowN does.
@@ -28,8 +32,10 @@ import (
 // gives back what it took and sleeps again. So no limiter's events are held
 // for longer than one try, and a waiter that gives up has nothing to give
 // back. Calls made to the limiters themselves are not queued behind the
-// Combined's waiters; the waiters of each limiter are served before the
-// Combined takes from it.
+// Combined's waiters, so a steady stream of them can keep a Combined's
+// waiter waiting; the waiters of each limiter are served before the
+// Combined takes from it. A limiter's SetRate or SetBurst is seen by the
+// Combined's first waiter when it next wakes, not at once.
 //
 // A Combined counts events, not calls: one WaitN(ctx, 3) takes 3 from each
 // limiter. Nest a Combined in All to build trees; it is flattened, and waits
