@@ -31,3 +31,19 @@ func ExampleAll() {
 	// ratelimit: wait would exceed the context deadline: context deadline exceeded
 	// ratelimit: n exceeds the limiter's burst
 }
+
+// Per client, 2 requests a second and 3 a minute: a Keyed of Combined limits.
+func ExampleAll_perKey() {
+	perClient := ratelimit.NewKeyed(func(string) *ratelimit.Combined {
+		return ratelimit.All(
+			ratelimit.NewTokenBucket(2, 2),
+			ratelimit.NewSlidingWindow(3, time.Minute),
+		)
+	}, ratelimit.KeyedConfig{})
+	fmt.Println(perClient.AllowN("alice", 2), perClient.Allow("alice"), perClient.Allow("bob"))
+	d := perClient.Take("alice", 1)
+	fmt.Println(d.Allowed, d.Remaining, d.RetryAfter <= 500*time.Millisecond) // the bucket's next token
+	// Output:
+	// true false true
+	// false 0 true
+}
