@@ -11,14 +11,19 @@ import (
 
 const (
 	// keyedShards is how many shards a KeyedLock spreads its keys over. Keys
-	// in different shards never share a lock; 64 makes two busy keys share
-	// one rarely, for 4 KiB per KeyedLock.
-	keyedShards = 64
+	// in different shards never share a lock.
+	keyedShards = 32
+
+	// keyedSlots is how many keys a shard holds in place before it needs a
+	// map. A Go map costs several cache lines and, under churn, an insert and
+	// a delete with a reseed per key; most shards hold a key or two at a time,
+	// and a slot is found by comparing hashes that sit in the shard's line.
+	keyedSlots = 4
 
 	// keyedFreeMax is how many unused entries a shard keeps for reuse, so
 	// that a key locked and unlocked in turn allocates nothing, and memory
 	// still follows the keys in use.
-	keyedFreeMax = 8
+	keyedFreeMax = 4
 
 	// keyedShrinkMin is the size a shard's map must have reached before it
 	// is rebuilt smaller: Go maps never give back the room of deleted keys,
@@ -59,31 +64,51 @@ type KeyedLock[K comparable] struct {
 	shards [keyedShards]keyedShard[K]
 }
 
-// A keyedShard holds the locks of the keys that hash to it.
+// A keyedShard holds the locks of the keys that hash to it: up to keyedSlots
+// in place, the rest in a map.
 type keyedShard[K comparable] struct {
-	mu    sync.Mutex
-	m     map[K]*keyedEntry // guarded by mu: the keys held or waited for
+	mu sync.Mutex
+
+	// own is the shard's resident entry, used by one key at a time when
+	// ownUsed is false, so that the lock of a shard's first key shares the
+	// cache lines of the shard's mutex: under churn across processors, an
+	// entry of the free list was last written by another processor, and
+	// fetching its line costs as much as the rest of the call.
+	own     keyedEntry
+	ownUsed bool // guarded by mu
+
+	// A slot i is in use when ents[i] is not nil; hashes[i] is then the hash
+	// of keys[i], compared before the key. All guarded by mu.
+	hashes [keyedSlots]uint64
+	ents   [keyedSlots]*keyedEntry
+	keys   [keyedSlots]K
+
+	m     map[K]*keyedEntry // guarded by mu: the keys beyond the slots
+	peak  int               // guarded by mu: the most keys m held since it was made
+	n     int               // guarded by mu: the keys held or waited for
 	free  *keyedEntry       // guarded by mu: unused entries, for reuse
 	nfree int               // guarded by mu
-	peak  int               // guarded by mu: the most keys m held since it was made
 
-	_ [64 - 40]byte // a cache line each, so that shards do not share one
+	// A cache line of padding keeps the fields above off the line of the
+	// next shard's mutex, which goroutines on other keys write.
+	_ [64]byte
 }
 
 // A keyedEntry is the lock of one key.
 type keyedEntry struct {
-	l Lock
-
 	// refs counts the goroutines that hold l, wait for it or are on their
-	// way to wait for it. The entry stays in its shard's map while refs is
-	// above zero, and is reused only once it is zero: nobody touches it then.
+	// way to wait for it. The entry stays in its shard while refs is above
+	// zero, and is reused only once it is zero: nobody touches it then. It
+	// comes first, to share a cache line with l's state word.
 	refs int         // guarded by the shard's mu
 	next *keyedEntry // guarded by the shard's mu: the next free entry
+	l    Lock
 }
 
-// shard returns the shard of key.
-func (k *KeyedLock[K]) shard(key K) *keyedShard[K] {
-	return &k.shards[maphash.Comparable(keyedSeed, key)%keyedShards]
+// shard returns the shard of key and the key's hash.
+func (k *KeyedLock[K]) shard(key K) (*keyedShard[K], uint64) {
+	h := maphash.Comparable(keyedSeed, key)
+	return &k.shards[h%keyedShards], h
 }
 
 // Lock locks key, waiting if needed until it is unlocked, after the goroutines
@@ -100,11 +125,11 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	if ctx == nil {
 		waitq.PanicNilCtx("ctxsync")
 	}
-	sh := k.shard(key)
+	sh, h := k.shard(key)
 	sh.mu.Lock()
-	e := sh.m[key]
+	e := sh.findLocked(key, h)
 	if e == nil {
-		if e = sh.addLocked(key); e == nil {
+		if e = sh.addLocked(key, h); e == nil {
 			sh.mu.Unlock()
 			panic(keyedNaN)
 		}
@@ -118,7 +143,7 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	// races the end of ctx is kept or passed on.
 	if err := e.l.Lock(ctx); err != nil {
 		sh.mu.Lock()
-		sh.releaseLocked(key, e)
+		sh.releaseLocked(key, h, e)
 		sh.mu.Unlock()
 		return err
 	}
@@ -128,11 +153,11 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 // TryLock locks key if it is free and nobody waits for it, and reports whether
 // it did. It never waits. It panics if key does not equal itself.
 func (k *KeyedLock[K]) TryLock(key K) bool {
-	sh := k.shard(key)
+	sh, h := k.shard(key)
 	sh.mu.Lock()
-	e := sh.m[key]
+	e := sh.findLocked(key, h)
 	if e == nil {
-		if e = sh.addLocked(key); e == nil {
+		if e = sh.addLocked(key, h); e == nil {
 			sh.mu.Unlock()
 			panic(keyedNaN)
 		}
@@ -151,9 +176,9 @@ func (k *KeyedLock[K]) TryLock(key K) bool {
 // Unlock panics if key is not locked. As with Lock, the goroutine that unlocks
 // a key need not be the one that locked it.
 func (k *KeyedLock[K]) Unlock(key K) {
-	sh := k.shard(key)
+	sh, h := k.shard(key)
 	sh.mu.Lock()
-	e := sh.m[key]
+	e := sh.findLocked(key, h)
 	if e == nil || !e.l.Locked() {
 		sh.mu.Unlock()
 		panic(keyedUnlocked)
@@ -162,7 +187,7 @@ func (k *KeyedLock[K]) Unlock(key K) {
 		// Nobody else holds a reference, so nobody waits: unlocking l
 		// takes its fast path, and the entry goes.
 		e.l.Unlock()
-		sh.releaseLocked(key, e)
+		sh.releaseLocked(key, h, e)
 		sh.mu.Unlock()
 		return
 	}
@@ -173,7 +198,7 @@ func (k *KeyedLock[K]) Unlock(key K) {
 	// drop an entry whose lock we still hold.
 	e.l.Unlock()
 	sh.mu.Lock()
-	sh.releaseLocked(key, e)
+	sh.releaseLocked(key, h, e)
 	sh.mu.Unlock()
 }
 
@@ -185,25 +210,50 @@ func (k *KeyedLock[K]) Len() int {
 	for i := range k.shards {
 		sh := &k.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n
 }
 
-// addLocked makes an entry for key, with no references, and returns it; or
-// nil, changing nothing, if key does not equal itself: a NaN is never found
-// again, so its lock could never be unlocked. sh.mu must be held.
-func (sh *keyedShard[K]) addLocked(key K) *keyedEntry {
+// findLocked returns the entry of key, whose hash is h, or nil. sh.mu must be
+// held.
+func (sh *keyedShard[K]) findLocked(key K, h uint64) *keyedEntry {
+	for i := range sh.ents {
+		if sh.hashes[i] == h && sh.ents[i] != nil && sh.keys[i] == key {
+			return sh.ents[i]
+		}
+	}
+	if sh.m == nil {
+		return nil
+	}
+	return sh.m[key]
+}
+
+// addLocked makes an entry for key, whose hash is h, with no references, and
+// returns it; or nil, changing nothing, if key does not equal itself: a NaN is
+// never found again, so its lock could never be unlocked. sh.mu must be held.
+func (sh *keyedShard[K]) addLocked(key K, h uint64) *keyedEntry {
 	if key != key {
 		return nil
 	}
-	e := sh.free
-	if e != nil {
+	var e *keyedEntry
+	switch {
+	case !sh.ownUsed:
+		e, sh.ownUsed = &sh.own, true
+	case sh.free != nil:
+		e = sh.free
 		sh.free, e.next = e.next, nil
 		sh.nfree--
-	} else {
+	default:
 		e = new(keyedEntry)
+	}
+	sh.n++
+	for i := range sh.ents {
+		if sh.ents[i] == nil {
+			sh.hashes[i], sh.ents[i], sh.keys[i] = h, e, key
+			return e
+		}
 	}
 	if sh.m == nil {
 		sh.m = make(map[K]*keyedEntry)
@@ -213,24 +263,34 @@ func (sh *keyedShard[K]) addLocked(key K) *keyedEntry {
 	return e
 }
 
-// releaseLocked drops one reference to e, the entry of key, and drops the
-// entry once nobody refers to it. sh.mu must be held.
-func (sh *keyedShard[K]) releaseLocked(key K, e *keyedEntry) {
+// releaseLocked drops one reference to e, the entry of key, whose hash is h,
+// and drops the entry once nobody refers to it. sh.mu must be held.
+func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 	if e.refs--; e.refs > 0 {
 		return
 	}
-	delete(sh.m, key)
-	if sh.nfree < keyedFreeMax {
+	sh.n--
+	if e == &sh.own {
+		sh.ownUsed = false
+	} else if sh.nfree < keyedFreeMax {
 		e.next, sh.free = sh.free, e
 		sh.nfree++
 	}
+	for i := range sh.ents {
+		if sh.ents[i] == e {
+			var zero K
+			sh.hashes[i], sh.ents[i], sh.keys[i] = 0, nil, zero // let the key go
+			return
+		}
+	}
+	delete(sh.m, key)
 	if n := len(sh.m); sh.peak >= keyedShrinkMin && n < sh.peak/4 {
 		sh.shrinkLocked()
 	}
 }
 
-// shrinkLocked moves the keys of sh into a map sized for them, and lets the
-// old one go. Rebuilding when the map holds a quarter of its peak costs at
+// shrinkLocked moves the keys of sh's map into a map sized for them, and lets
+// the old one go. Rebuilding when the map holds a quarter of its peak costs at
 // most a copy of each key per three deleted: constant time per Unlock,
 // amortized.
 func (sh *keyedShard[K]) shrinkLocked() {
