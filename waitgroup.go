@@ -192,10 +192,18 @@ func (wg *WaitGroup) Go(f func()) {
 //
 // Wait panics if ctx is nil.
 func (wg *WaitGroup) Wait(ctx context.Context) error {
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+	if ctx == nil {
+		waitq.PanicNilCtx("ctxsync")
+	}
+	// Load the counter before looking at ctx: a zero seen then came while
+	// ctx was alive, and counts. Looked at the other way round, a zero that
+	// came after ctx ended (a Done racing a cancel) would make Wait succeed
+	// for a caller that had already given up.
+	s := wg.state.Load()
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if int32(wg.state.Load()>>wgCountBits) <= 0 {
+	if int32(s>>wgCountBits) <= 0 {
 		return nil
 	}
 	return wg.waitSlow(ctx)
@@ -207,8 +215,11 @@ func (wg *WaitGroup) waitSlow(ctx context.Context) error {
 	for {
 		s := wg.state.Load()
 		if int32(s>>wgCountBits) <= 0 {
+			// Zero since Wait looked, perhaps after ctx ended: it counts
+			// only if ctx is alive now (see Wait). Failing then consumes
+			// nothing that others could have had.
 			wg.q.Unlock()
-			return nil // zero since Wait looked
+			return ctx.Err()
 		}
 		// Set the flag with the counter above zero, so that the Add that
 		// zeroes it takes the slow path and wakes us.
