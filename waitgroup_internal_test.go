@@ -59,7 +59,7 @@ func TestWaitGroupStaleZeroWakesNoLaterWaiter(t *testing.T) {
 		go func() { first <- wg.Wait(ctx) }()
 		synctest.Wait()
 
-		stale := wg.state.Add(uint64(1<<64-1<<wgCountBits)) // a Done, up to its look at the flag
+		stale := wg.state.Add(uint64(1<<64 - 1<<wgCountBits)) // a Done, up to its look at the flag
 		require.Equal(t, int32(0), int32(stale>>wgCountBits))
 		cancel()
 		require.Equal(t, context.Canceled, <-first)
