@@ -3,6 +3,7 @@ package ctxsync
 import (
 	"context"
 	"math"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/nocopy"
@@ -23,6 +24,8 @@ const (
 	wgNegative = "ctxsync: negative WaitGroup counter"
 	wgOverflow = "ctxsync: WaitGroup counter overflow"
 	wgNilFunc  = "ctxsync: WaitGroup.Go of a nil func"
+
+	wgWaitYields = 2 // how many times Wait yields before it queues
 )
 
 // A WaitGroup waits for a collection of goroutines or tasks to finish, as
@@ -210,6 +213,17 @@ func (wg *WaitGroup) Wait(ctx context.Context) error {
 }
 
 func (wg *WaitGroup) waitSlow(ctx context.Context) error {
+	// Yield before queueing: the goroutines a Wait waits for have often
+	// just been started by Go and are runnable, and a yield puts the waiter
+	// behind them, so that it finds them done without the cost of a place
+	// in the queue and a wake-up. When they take longer it costs a few
+	// yields per Wait, which waitq's alone waiter pays too.
+	for range wgWaitYields {
+		runtime.Gosched()
+		if int32(wg.state.Load()>>wgCountBits) <= 0 {
+			return ctx.Err() // the zero counts only if ctx is alive now (see Wait)
+		}
+	}
 	wg.q.Lock()
 	var epoch uint64
 	for {
