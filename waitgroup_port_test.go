@@ -102,7 +102,7 @@ func TestPortWaitGroupRace(t *testing.T) {
 // 64-bit atomic word must be aligned on 32-bit platforms too).
 func TestPortWaitGroupAlign(t *testing.T) {
 	type X struct {
-		x  byte
+		_  byte // a byte first: wg must still get the alignment its atomic word needs
 		wg ctxsync.WaitGroup
 	}
 	var x X
