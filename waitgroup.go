@@ -40,7 +40,7 @@ const (
 // Unlike sync.WaitGroup, Add with a positive delta may be called at any time,
 // also while goroutines wait and when the counter is zero: a Wait that began
 // before returns once the counter is zero again, or has been since it began.
-// A WaitGroup may so be reused without waiting for every Wait to return.
+// So a WaitGroup may be reused without waiting for every Wait to return.
 //
 // In the terminology of the Go memory model, a call to Done (or an Add that
 // brings the counter to zero) is synchronized before the return of any Wait
@@ -62,7 +62,9 @@ type WaitGroup struct {
 	// A waiter that queued after the zero (the counter having risen again)
 	// carries the new epoch and waits for the next zero: that is why the
 	// epoch exists. Without it, a zero that came before a Wait began could
-	// wake it, if the counter rose again before the Wait queued.
+	// wake it, if the counter rose again before the Wait queued. The last
+	// waiter to give up clears the flag and moves the epoch on too, for the
+	// same reason (see waitSlow).
 	state atomic.Uint64
 
 	q waitq.Queue[uint64] // the waiters, each with its epoch
