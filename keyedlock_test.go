@@ -93,7 +93,7 @@ func TestKeyedLockMemoryFollowsKeys(t *testing.T) {
 	var k ctxsync.KeyedLock[string]
 	require.True(t, k.TryLock("warm-up"))
 	k.Unlock("warm-up")
-	before := heapInUse()
+	before := heapBytesAfterGC()
 	for i := range n {
 		key := "user-" + strconv.Itoa(i)
 		if err := k.Lock(context.Background(), key); err != nil {
@@ -102,23 +102,23 @@ func TestKeyedLockMemoryFollowsKeys(t *testing.T) {
 		k.Unlock(key)
 	}
 	require.Equal(t, 0, k.Len())
-	require.InDelta(t, before, heapInUse(), 256<<10, "heap in use, in bytes, before and after %d keys in turn", n)
+	require.InDelta(t, before, heapBytesAfterGC(), 256<<10, "heap in use, in bytes, before and after %d keys in turn", n)
 	require.Equal(t, 0, k.Len())
 
 	keys := make([]string, 100_000)
 	for i := range keys {
 		keys[i] = "burst-" + strconv.Itoa(i)
 	}
-	before = heapInUse()
+	before = heapBytesAfterGC()
 	for _, key := range keys {
 		require.True(t, k.TryLock(key))
 	}
-	held := heapInUse()
+	held := heapBytesAfterGC()
 	for _, key := range keys {
 		k.Unlock(key)
 	}
 	require.Equal(t, 0, k.Len())
-	after := heapInUse()
+	after := heapBytesAfterGC()
 	t.Logf("heap: %.0f KiB before, %.0f KiB with %d keys held, %.0f KiB after", before/1024, held/1024, len(keys), after/1024)
 	require.InDelta(t, before, after, 256<<10, "heap in use, in bytes, before and after a burst of %d keys", len(keys))
 	runtime.KeepAlive(keys)

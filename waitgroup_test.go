@@ -272,7 +272,7 @@ func TestWaitGroupWaitLeavesNothing(t *testing.T) {
 	var wg ctxsync.WaitGroup
 	wg.Add(1)
 	goroutines := runtime.NumGoroutine()
-	heap := heapInUse()
+	heap := heapBytesAfterGC()
 	for range 20000 {
 		ctx, cancel := context.WithCancel(context.Background())
 		go cancel()
@@ -286,13 +286,13 @@ func TestWaitGroupWaitLeavesNothing(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	require.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "goroutines left behind")
-	require.InDelta(t, heap, heapInUse(), 64<<10, "heap in use, in bytes, before and after")
+	require.InDelta(t, heap, heapBytesAfterGC(), 64<<10, "heap in use, in bytes, before and after")
 	wg.Done()
 	require.NoError(t, wg.Wait(context.Background()))
 }
 
-// heapInUse returns the bytes of live heap objects after a full collection.
-func heapInUse() float64 {
+// heapBytesAfterGC returns the bytes of live heap objects after a full collection.
+func heapBytesAfterGC() float64 {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.GC()
