@@ -43,7 +43,8 @@ var keyedSeed = maphash.MakeSeed()
 // holds it or waits for it, so memory follows the keys in use, not every key
 // ever seen. Each key's lock is a Lock, with all its rules: waiters on a key
 // are served first in, first out, a TryLock never overtakes them, and a
-// waiter can give up when its ctx ends.
+// waiter can give up when its ctx ends. Like Lock it is not reentrant: a
+// goroutine that holds a key and locks it again waits for itself.
 //
 // The zero KeyedLock has no key locked and is ready to use. A KeyedLock must
 // not be copied after first use. A KeyedLock is safe for concurrent use by
