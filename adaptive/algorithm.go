@@ -1,0 +1,186 @@
+package adaptive
+
+import "math"
+
+// The window over which the algorithms judge the service: long enough that
+// its mean latency is not noise (a lognormal service time of spread 0.6 has a
+// standard deviation of two thirds of its mean: 20 samples leave 15% of
+// noise, 800 leave 2%), short enough to follow a change in a second.
+const (
+	windowMin     = int64(100e6) // ns
+	windowSamples = 20
+	windowMax     = int64(1e9) // a window closes after this with any sample at all
+
+	// The baseline is the lowest window mean of the last baselineBuckets
+	// seconds: a minimum, so that it is the latency of the service when
+	// nothing queues, and over seconds, so that it rises when the service
+	// itself becomes slower, once that has lasted baselineBuckets seconds.
+	bucketNs        = int64(1e9)
+	baselineBuckets = 10
+)
+
+// estimator is the state of the algorithms: the window being filled, the
+// baseline, and the limit. It is guarded by the Limiter's lock, and never
+// calls out.
+type estimator struct {
+	alg    Algorithm
+	lo, hi float64
+	limit  float64
+
+	wStart       int64 // ns of the window's first sample
+	wN, wDrops   int   // successes and overload failures in the window
+	wSum, wSumSq float64
+	wMaxInflight int
+
+	recent   float64 // mean latency of the last window with successes, ns; 0 before
+	baseline float64 // ns; 0 before a first window
+
+	ring    [baselineBuckets]float64 // lowest window mean in each second, 0 for none
+	ringSec int64                    // the second of the newest bucket
+	ringSet bool
+}
+
+func (e *estimator) init(alg Algorithm, lo, hi, init int) {
+	if alg == Default {
+		alg = Gradient2
+	}
+	*e = estimator{alg: alg, lo: float64(lo), hi: float64(hi), limit: float64(init)}
+}
+
+// seen notes a call handed a slot, inflight being the calls in flight with
+// it: whether the service was kept busy in the window decides whether a
+// latency that stays low says the limit could be higher (it does not when the
+// callers never came near it).
+func (e *estimator) seen(inflight int) {
+	if inflight > e.wMaxInflight {
+		e.wMaxInflight = inflight
+	}
+}
+
+// sample records a call that ended at now (ns) after rtt ns, dropped if it
+// failed from overload, and reports whether the limit may have changed.
+func (e *estimator) sample(now, rtt int64, dropped bool) bool {
+	if e.wN+e.wDrops == 0 || now < e.wStart {
+		// A first sample, or a clock that went back (a Limiter used in a
+		// testing/synctest bubble after outside it, whose clock is years
+		// earlier): start the window afresh.
+		if now < e.wStart {
+			e.ringSet = false
+			e.ring = [baselineBuckets]float64{}
+		}
+		e.wStart = now
+		e.wN, e.wDrops, e.wSum, e.wSumSq = 0, 0, 0, 0
+	}
+	if dropped {
+		e.wDrops++
+	} else {
+		x := float64(max(rtt, 1)) // a latency of 0 would make the gradient infinite
+		e.wN++
+		e.wSum += x
+		e.wSumSq += x * x
+	}
+	n, age := e.wN+e.wDrops, now-e.wStart
+	if !(n >= windowSamples && age >= windowMin || age >= windowMax) {
+		return false
+	}
+	e.close(now)
+	return true
+}
+
+// close ends the window at now and moves the limit.
+func (e *estimator) close(now int64) {
+	n, drops := e.wN+e.wDrops, e.wDrops
+	// A limit that the callers did not come near is not shown to be too low
+	// by a low latency: it grows only while they fill three quarters of it.
+	busy := 4*float64(e.wMaxInflight) >= 3*e.limit
+	mean, seRel := 0.0, 0.0
+	if e.wN > 0 {
+		mean = e.wSum / float64(e.wN)
+		if variance := e.wSumSq/float64(e.wN) - mean*mean; variance > 0 {
+			seRel = math.Sqrt(variance/float64(e.wN)) / mean
+		}
+		e.recent = mean
+		if e.wN >= windowSamples || e.baseline == 0 {
+			e.noteBaseline(now, mean)
+		}
+	}
+	e.wN, e.wDrops, e.wSum, e.wSumSq, e.wMaxInflight = 0, 0, 0, 0, 0
+
+	// More than 1% of calls failing from overload is overload, whatever
+	// the latency says: a service that fails fast looks fast.
+	overloaded := drops > 0 && 100*drops >= n
+	base, l := e.baseline, e.limit
+	if mean == 0 { // only failures: no latency to judge by
+		mean = base
+	}
+	switch e.alg {
+	case AIMD:
+		if overloaded || mean > 1.5*base {
+			l *= 0.9
+		} else if busy {
+			// About one more per round trip: the window saw wN/l of them.
+			l += math.Min(l, math.Max(1, float64(e.wN)/l))
+		}
+	case Vegas:
+		queue := l * (1 - base/mean)
+		lg := math.Log10(math.Max(l, 1))
+		alpha, beta := math.Max(3, 3*lg), math.Max(6, 6*lg)
+		switch {
+		case overloaded:
+			l *= 0.9
+		case queue > beta:
+			l -= math.Max(1, (queue-beta)/2)
+		case queue < alpha && busy:
+			l += math.Max(1, alpha-queue)
+		}
+	default: // Gradient2
+		// A window mean is noisy: allow three standard errors above
+		// the baseline, and 10% more, before calling it queueing.
+		tol := 0.1 + 3*seRel
+		switch {
+		case overloaded:
+			l *= math.Max(0.5, math.Min(0.9, base/mean))
+		case mean > base*(1+tol):
+			// With more calls let in than the service holds, the
+			// latency grows as limit/capacity: scaling by the inverse
+			// sets the limit to the capacity. At most halve it in one
+			// window, as a single window may be an outlier.
+			l *= math.Max(0.5, base/mean)
+		case busy:
+			l += math.Sqrt(l)
+		}
+	}
+	e.limit = math.Min(e.hi, math.Max(e.lo, l))
+}
+
+// noteBaseline folds a window mean into the ring of per-second minima and
+// recomputes the baseline.
+func (e *estimator) noteBaseline(now int64, mean float64) {
+	sec := now / bucketNs
+	if now < 0 && now%bucketNs != 0 {
+		sec-- // floor: the clock reads below zero in a synctest bubble
+	}
+	switch {
+	case !e.ringSet || sec < e.ringSec:
+		e.ring = [baselineBuckets]float64{}
+		e.ringSec, e.ringSet = sec, true
+	case sec > e.ringSec:
+		for k := int64(0); k < min(sec-e.ringSec, baselineBuckets); k++ {
+			e.ring[bucket(e.ringSec+1+k)] = 0
+		}
+		e.ringSec = sec
+	}
+	if i := bucket(sec); e.ring[i] == 0 || mean < e.ring[i] {
+		e.ring[i] = mean
+	}
+	b := 0.0
+	for _, v := range e.ring {
+		if v != 0 && (b == 0 || v < b) {
+			b = v
+		}
+	}
+	e.baseline = b
+}
+
+// bucket returns the ring index of second sec, which may be negative.
+func bucket(sec int64) int { return int((sec%baselineBuckets + baselineBuckets) % baselineBuckets) }
