@@ -32,6 +32,13 @@ type estimator struct {
 	wSum, wSumSq float64
 	wMaxInflight int
 
+	// epoch counts the changes of the limit. A call started in an earlier
+	// epoch ran under another limit: its latency says nothing of this one,
+	// and taking it would blur the windows after each change, which then
+	// drag the baseline up (each window after a decrease would still hold
+	// the queueing of the higher limit).
+	epoch uint32
+
 	recent   float64 // mean latency of the last window with successes, ns; 0 before
 	baseline float64 // ns; 0 before a first window
 
@@ -59,7 +66,10 @@ func (e *estimator) seen(inflight int) {
 
 // sample records a call that ended at now (ns) after rtt ns, dropped if it
 // failed from overload, and reports whether the limit may have changed.
-func (e *estimator) sample(now, rtt int64, dropped bool) bool {
+func (e *estimator) sample(now, rtt int64, dropped bool, epoch uint32) bool {
+	if !dropped && epoch != e.epoch {
+		return false
+	}
 	if e.wN+e.wDrops == 0 || now < e.wStart {
 		// A first sample, or a clock that went back (a Limiter used in a
 		// testing/synctest bubble after outside it, whose clock is years
@@ -92,7 +102,7 @@ func (e *estimator) close(now int64) {
 	n, drops := e.wN+e.wDrops, e.wDrops
 	// A limit that the callers did not come near is not shown to be too low
 	// by a low latency: it grows only while they fill three quarters of it.
-	busy := 4*float64(e.wMaxInflight) >= 3*e.limit
+	busy := 4*float64(e.wMaxInflight) >= 3*math.Floor(e.limit) // the limit enforced
 	mean, seRel := 0.0, 0.0
 	if e.wN > 0 {
 		mean = e.wSum / float64(e.wN)
@@ -129,8 +139,14 @@ func (e *estimator) close(now int64) {
 		case overloaded:
 			l *= 0.9
 		case queue > beta:
-			l -= math.Max(1, (queue-beta)/2)
-		case queue < alpha && busy:
+			// Down by the whole queue, to the capacity, rather than
+			// by a step: a limit left above the capacity keeps a
+			// queue in every window, and the baseline, which needs a
+			// window without one, would drift up (see Gradient2).
+			l -= math.Max(1, queue)
+		case busy:
+			// Up by the room under alpha, and by one between alpha
+			// and beta, so as never to hold a queue for good.
 			l += math.Max(1, alpha-queue)
 		}
 	default: // Gradient2
@@ -146,11 +162,25 @@ func (e *estimator) close(now int64) {
 			// sets the limit to the capacity. At most halve it in one
 			// window, as a single window may be an outlier.
 			l *= math.Max(0.5, base/mean)
-		case busy:
+		case busy && mean <= base*(1+tol/2):
 			l += math.Sqrt(l)
+		case busy:
+			// Near the knee it creeps up by one. It must not hold
+			// still there: the windows would all show the small queue
+			// it keeps, and once the last clean one left the ten
+			// seconds of the baseline, the baseline would rise to the
+			// queued latency and the limit with it (the drift of
+			// failsafe-go#127). Creeping, it soon crosses the
+			// tolerance, and the decrease above sets it to the
+			// capacity, whose windows show the clean latency again.
+			l++
 		}
 	}
-	e.limit = math.Min(e.hi, math.Max(e.lo, l))
+	l = math.Min(e.hi, math.Max(e.lo, l))
+	if math.Floor(l) != math.Floor(e.limit) {
+		e.epoch++
+	}
+	e.limit = l
 }
 
 // noteBaseline folds a window mean into the ring of per-second minima and

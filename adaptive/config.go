@@ -23,8 +23,10 @@ const (
 
 	// AIMD adds to the limit about one call per round trip while calls
 	// succeed and are not slow, and takes a tenth off when calls fail from
-	// overload or take more than twice the baseline. It needs no accurate
-	// baseline, and suits a service that says when it is overloaded.
+	// overload or take more than 1.5 times the baseline. It needs no
+	// accurate baseline (its limit settles up to 1.5 times the capacity, and
+	// its baseline follows the latency of that small queue), and suits a
+	// service that says when it is overloaded.
 	AIMD
 
 	// Vegas estimates how many calls queue in the service, limit × (1 -

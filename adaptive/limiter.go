@@ -112,8 +112,9 @@ func (l *Limiter) Acquire(ctx context.Context) (*Ticket, error) {
 	l.q.Lock()
 	if l.q.Len() == 0 && l.inflight < l.limit {
 		l.admitLocked()
+		epoch := l.est.epoch
 		l.q.Unlock()
-		return &Ticket{l: l, start: start}, nil
+		return &Ticket{l: l, start: start, epoch: epoch}, nil
 	}
 	return l.acquireSlow(ctx)
 }
@@ -188,7 +189,12 @@ func (l *Limiter) acquireSlow(ctx context.Context) (*Ticket, error) {
 	}
 	t := &Ticket{l: l}
 	// The time spent queued is not the service's: the latency starts now.
+	// The epoch is read after the start, so that a limit that changed in
+	// between is seen as changed.
 	t.start = t.userNow()
+	l.q.Lock()
+	t.epoch = l.est.epoch
+	l.q.Unlock()
 	return t, nil
 }
 
@@ -256,8 +262,9 @@ func (l *Limiter) Latency() time.Duration { l.check(); return time.Duration(l.gB
 // A Ticket may be finished by any goroutine, but only once.
 type Ticket struct {
 	l     *Limiter
-	start int64 // ns, by the Limiter's clock
-	done  bool  // guarded by l.q
+	start int64  // ns, by the Limiter's clock
+	epoch uint32 // the estimator's epoch at the start
+	done  bool   // guarded by l.q
 }
 
 // Done finishes the call: with err nil, a success whose latency the Limiter
@@ -319,7 +326,7 @@ func (t *Ticket) finish(now int64, dropped, measure bool) {
 	// went back), not a measurement.
 	rtt := now - t.start
 	measure = measure && rtt >= 0 && rtt <= clock.Jump
-	if measure && l.est.sample(now, rtt, dropped) {
+	if measure && l.est.sample(now, rtt, dropped, t.epoch) {
 		l.limit = int(l.est.limit)
 		l.gLimit.Store(int64(l.limit))
 		l.gBaseline.Store(int64(math.Min(l.est.baseline, math.MaxInt64/2)))
