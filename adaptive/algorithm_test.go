@@ -123,7 +123,7 @@ func TestSlowerServiceKeepsLimit(t *testing.T) {
 			}
 			// AIMD's limit sits up to 1.5 times the capacity, whose
 			// windows all queue: its baseline is not an empty queue's.
-			if b := l.Latency(); alg != adaptive.AIMD && b < 25*time.Millisecond || b > 35*time.Millisecond {
+			if b := l.Latency(); alg != adaptive.AIMD && (b < 25*time.Millisecond || b > 35*time.Millisecond) {
 				t.Fatalf("Latency() = %v, want about 30ms", b)
 			}
 		})
