@@ -120,8 +120,17 @@ func (e *estimator) close(now int64) {
 	// the latency says: a service that fails fast looks fast.
 	overloaded := drops > 0 && 100*drops >= n
 	base, l := e.baseline, e.limit
-	if mean == 0 { // only failures: no latency to judge by
+	// Only failures, or no baseline yet: no latency to judge by, and the
+	// ratios below must not be 0/0 (a NaN limit converts to the smallest
+	// int: FuzzAlgorithms found it).
+	if mean == 0 {
 		mean = base
+	}
+	if base == 0 {
+		base = mean
+	}
+	if mean == 0 {
+		mean, base = 1, 1
 	}
 	switch e.alg {
 	case AIMD:
