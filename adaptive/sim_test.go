@@ -33,6 +33,38 @@ func runSim(t *testing.T, cfg adaptive.Config, c int, scale float64) []adaptives
 	return res
 }
 
+// TestSimulation is the proof of issue 42, in virtual time: the default
+// Limiter in front of the simulated service (capacity 100, then 50, then
+// 100, under three times its capacity) meets the targets in every phase of
+// overload: goodput at least 90% of capacity, the 99th percentile of admitted
+// calls at most twice the service's own (40 ms), the limit within 25% of the
+// capacity 5 s into the phase, and shed calls refused within 1 ms. The phases
+// are 0.3 times the issue's (3 s, then 6 s each) to keep the suite short;
+// bench/cmd/adaptivesim runs them whole.
+func TestSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the simulation runs 400,000 calls")
+	}
+	res := runSim(t, adaptive.Config{}, 100, 0.3)
+	for _, r := range res[1:] {
+		capRate := float64(r.Capacity) / adaptivesim.Mean.Seconds()
+		t.Logf("%-14s goodput %5.0f/s (%3.0f%%) p99 %v limit@5s %d follow %v shed %d (p99 %v, max %v)",
+			r.Phase, r.Goodput, 100*r.Goodput/capRate, r.P99, r.LimitAt5s, r.Follow, r.Shed, r.ShedP99, r.ShedMax)
+		if r.Goodput < 0.9*capRate {
+			t.Errorf("%s: goodput %.0f/s, want at least 90%% of %.0f/s", r.Phase, r.Goodput, capRate)
+		}
+		if r.P99 > 80*time.Millisecond {
+			t.Errorf("%s: p99 of admitted calls %v, want at most 80ms", r.Phase, r.P99)
+		}
+		if 4*r.LimitAt5s < 3*r.Capacity || 4*r.LimitAt5s > 5*r.Capacity {
+			t.Errorf("%s: limit after 5 s %d, want within 25%% of %d", r.Phase, r.LimitAt5s, r.Capacity)
+		}
+		if r.ShedP99 > time.Millisecond {
+			t.Errorf("%s: 99th percentile of shed calls %v, want at most 1ms", r.Phase, r.ShedP99)
+		}
+	}
+}
+
 func TestSimExplore(t *testing.T) {
 	if os.Getenv("ADAPTIVE_SIM") == "" {
 		t.Skip("ADAPTIVE_SIM not set")
