@@ -109,9 +109,12 @@ type Config struct {
 
 	// Clock, if set, returns the time, as a duration from any fixed instant,
 	// at which a Ticket starts and ends: the latencies the limit follows.
-	// It lets a test drive the algorithms without waiting. It is read once
-	// when a Ticket is handed out and once when it is finished, outside the
-	// Limiter's lock; it must never go back. The default reads the monotonic
+	// It lets a test drive the algorithms without waiting. It is read when
+	// a timed Ticket is handed out and when it is finished, outside the
+	// Limiter's lock, and should never go back. (Not every Ticket is timed:
+	// while calls are many, one in 2, 4, up to 64 is, enough to fill each
+	// window, since a clock read costs more than the rest of a call's
+	// Acquire and Done.) The default reads the monotonic
 	// clock, which inside a testing/synctest bubble is the bubble's. The
 	// MaxWait timers run on the real (or the bubble's) clock either way.
 	Clock func() time.Duration

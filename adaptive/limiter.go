@@ -106,15 +106,15 @@ func (l *Limiter) Acquire(ctx context.Context) (*Ticket, error) {
 	if err := waitq.CtxErr(ctx, "adaptive"); err != nil {
 		return nil, err
 	}
-	// The start is read before the slot is taken: Clock may panic, and it
-	// must not do so holding a slot. It precedes the hand-over by a lock.
-	start := l.now()
 	l.q.Lock()
 	if l.q.Len() == 0 && l.inflight < l.limit {
 		l.admitLocked()
-		epoch := l.est.epoch
+		t := &Ticket{l: l, timed: l.est.timed(), epoch: l.est.epoch}
 		l.q.Unlock()
-		return &Ticket{l: l, start: start, epoch: epoch}, nil
+		if t.timed {
+			t.start = t.userNow()
+		}
+		return t, nil
 	}
 	return l.acquireSlow(ctx)
 }
@@ -187,14 +187,14 @@ func (l *Limiter) acquireSlow(ctx context.Context) (*Ticket, error) {
 		l.shed.Add(1)
 		return nil, ErrShed
 	}
-	t := &Ticket{l: l}
-	// The time spent queued is not the service's: the latency starts now.
-	// The epoch is read after the start, so that a limit that changed in
-	// between is seen as changed.
-	t.start = t.userNow()
 	l.q.Lock()
-	t.epoch = l.est.epoch
+	t := &Ticket{l: l, timed: l.est.timed(), epoch: l.est.epoch}
 	l.q.Unlock()
+	if t.timed {
+		// The time spent queued is not the service's: the latency
+		// starts now.
+		t.start = t.userNow()
+	}
 	return t, nil
 }
 
@@ -262,8 +262,9 @@ func (l *Limiter) Latency() time.Duration { l.check(); return time.Duration(l.gB
 // A Ticket may be finished by any goroutine, but only once.
 type Ticket struct {
 	l     *Limiter
-	start int64  // ns, by the Limiter's clock
+	start int64  // ns, by the Limiter's clock, if timed
 	epoch uint32 // the estimator's epoch at the start
+	timed bool   // the latency is measured (see estimator.timed)
 	done  bool   // guarded by l.q
 }
 
@@ -279,8 +280,11 @@ func (t *Ticket) Done(err error) {
 	if t == nil {
 		panic("adaptive: Done of nil Ticket")
 	}
-	now := t.userNow()
-	t.finish(now, err != nil, true)
+	if !t.timed {
+		t.finish(0, err != nil, false)
+		return
+	}
+	t.finish(t.userNow(), err != nil, true)
 }
 
 // Ignore finishes the call without telling the Limiter anything of it: its
@@ -326,6 +330,9 @@ func (t *Ticket) finish(now int64, dropped, measure bool) {
 	// went back), not a measurement.
 	rtt := now - t.start
 	measure = measure && rtt >= 0 && rtt <= clock.Jump
+	if !t.timed && dropped {
+		l.est.untimedDrop()
+	}
 	if measure && l.est.sample(now, rtt, dropped, t.epoch) {
 		l.limit = int(l.est.limit)
 		l.gLimit.Store(int64(l.limit))
