@@ -19,7 +19,7 @@ type fakeClock struct {
 	t  time.Duration
 }
 
-func (c *fakeClock) now() time.Duration { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) now() time.Duration  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fakeClock) add(d time.Duration) { c.mu.Lock(); c.t += d; c.mu.Unlock() }
 
 func mustPanic(t *testing.T, prefix string, f func()) {
