@@ -64,9 +64,9 @@ func TestLimitLeavesOne(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			l, clk := newDriven(alg, 1, 1)
-			limits := drive(t, l, clk, 3000, queueing(100, 10*time.Millisecond), nil)
+			limits := drive(t, l, clk, 1500, queueing(100, 10*time.Millisecond), nil)
 			if got := limits[len(limits)-1]; got < 50 {
-				t.Fatalf("limit after 30 s of a fast service = %d, want it well above 1 (history %v...)", got, limits[:40])
+				t.Fatalf("limit after 15 s of a fast service = %d, want it well above 1 (history %v...)", got, limits[:40])
 			}
 		})
 	}
@@ -78,7 +78,7 @@ func TestDropsLowerLimit(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			l, clk := newDriven(alg, 100, 1)
-			drive(t, l, clk, 300, queueing(1000, 10*time.Millisecond), nil) // a baseline first
+			drive(t, l, clk, 300, queueing(200, 10*time.Millisecond), nil) // a baseline first
 			before := l.Limit()
 			limits := drive(t, l, clk, 300, func(int) time.Duration { return 10 * time.Millisecond }, func(int) bool { return true })
 			if got := limits[len(limits)-1]; got >= before/2 {
@@ -96,7 +96,7 @@ func TestFollowsCapacity(t *testing.T) {
 	for _, alg := range []adaptive.Algorithm{adaptive.Default, adaptive.Vegas} {
 		t.Run(alg.String(), func(t *testing.T) {
 			l, clk := newDriven(alg, 20, 1)
-			for _, phase := range []struct{ c, rounds int }{{100, 6000}, {50, 6000}, {100, 6000}} {
+			for _, phase := range []struct{ c, rounds int }{{100, 1500}, {50, 1500}, {100, 1500}} {
 				limits := drive(t, l, clk, phase.rounds, queueing(phase.c, 10*time.Millisecond), nil)
 				// 5 s in (each round at least 10 ms), and to the end.
 				for i, lim := range limits[500:] {
@@ -116,10 +116,10 @@ func TestSlowerServiceKeepsLimit(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			l, clk := newDriven(alg, 20, 1)
-			drive(t, l, clk, 2000, queueing(100, 10*time.Millisecond), nil)
-			limits := drive(t, l, clk, 2000, queueing(100, 30*time.Millisecond), nil)
+			drive(t, l, clk, 1000, queueing(100, 10*time.Millisecond), nil)
+			limits := drive(t, l, clk, 1500, queueing(100, 30*time.Millisecond), nil)
 			if got := limits[len(limits)-1]; got < 50 {
-				t.Fatalf("limit 60 s after the service became 3x slower = %d, want back near 100", got)
+				t.Fatalf("limit 45 s after the service became 3x slower = %d, want back near 100", got)
 			}
 			// AIMD's limit sits up to 1.5 times the capacity, whose
 			// windows all queue: its baseline is not an empty queue's.
