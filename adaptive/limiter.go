@@ -79,15 +79,6 @@ func (l *Limiter) check() {
 	}
 }
 
-// now reads the Limiter's clock, in ns. Config.Clock is user code: callers
-// call it outside the lock.
-func (l *Limiter) now() int64 {
-	if l.clock != nil {
-		return int64(l.clock())
-	}
-	return clock.Now()
-}
-
 // Acquire returns a Ticket for one call, waiting if the limit is reached,
 // after the callers already waiting, until a call ends, ctx is done, or the
 // wait reaches MaxWait. The caller makes its call and then finishes the
@@ -261,6 +252,7 @@ func (l *Limiter) Latency() time.Duration { l.check(); return time.Duration(l.gB
 //
 // A Ticket may be finished by any goroutine, but only once.
 type Ticket struct {
+	_     nocopy.NoCopy // a copy would be finished twice unseen
 	l     *Limiter
 	start int64  // ns, by the Limiter's clock, if timed
 	epoch uint32 // the estimator's epoch at the start
