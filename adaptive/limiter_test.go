@@ -384,3 +384,31 @@ func TestBubbles(t *testing.T) {
 	a.Done(nil)
 	<-done
 }
+
+// TestHugeMaxWait: MaxWait near math.MaxInt64 waits as long as the ctx
+// allows, with no timer whose deadline would wrap.
+func TestHugeMaxWait(t *testing.T) {
+	for _, wait := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 100*365*24*time.Hour - 1} {
+		synctest.Test(t, func(t *testing.T) {
+			l := adaptive.New(fixed(1, wait))
+			tk, _ := l.Acquire(context.Background())
+			got := make(chan error, 1)
+			go func() {
+				w, err := l.Acquire(context.Background())
+				if err == nil {
+					w.Ignore()
+				}
+				got <- err
+			}()
+			time.Sleep(1000 * time.Hour)
+			synctest.Wait()
+			if l.Waiting() != 1 {
+				t.Fatalf("MaxWait %v: Waiting() = %d after 1000h, want 1", wait, l.Waiting())
+			}
+			tk.Ignore()
+			if err := <-got; err != nil {
+				t.Fatalf("MaxWait %v: Acquire = %v", wait, err)
+			}
+		})
+	}
+}
