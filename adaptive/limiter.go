@@ -250,7 +250,9 @@ func (l *Limiter) Latency() time.Duration { l.check(); return time.Duration(l.gB
 // when garbage collected: that would hide the leak, and cost every Acquire a
 // finalizer.)
 //
-// A Ticket may be finished by any goroutine, but only once.
+// A Ticket may be finished by any goroutine, but only once. The zero Ticket
+// is not usable: Done and Ignore panic with "adaptive: ... of a Ticket not
+// from Limiter.Acquire". A Ticket must not be copied.
 type Ticket struct {
 	_     nocopy.NoCopy // a copy would be finished twice unseen
 	l     *Limiter
@@ -266,12 +268,14 @@ type Ticket struct {
 // service's load (a bad request, the caller giving up) should be finished
 // with Ignore instead.
 //
-// Done panics if t is nil or was already finished, or if Config.Clock panics
+// Done panics if t is nil, was not handed out by Acquire (the zero Ticket) or
+// was already finished, or if Config.Clock panics
 // (the Ticket is then finished as by Ignore).
 func (t *Ticket) Done(err error) {
 	if t == nil {
 		panic("adaptive: Done of nil Ticket")
 	}
+	t.check("Done")
 	if !t.timed {
 		t.finish(0, err != nil, false)
 		return
@@ -282,12 +286,21 @@ func (t *Ticket) Done(err error) {
 // Ignore finishes the call without telling the Limiter anything of it: its
 // slot is freed and the limit is left as it was.
 //
-// Ignore panics if t is nil or was already finished.
+// Ignore panics if t is nil, was not handed out by Acquire (the zero Ticket)
+// or was already finished.
 func (t *Ticket) Ignore() {
 	if t == nil {
 		panic("adaptive: Ignore of nil Ticket")
 	}
+	t.check("Ignore")
 	t.finish(0, false, false)
+}
+
+// check panics for the zero Ticket, which no Acquire handed out.
+func (t *Ticket) check(method string) {
+	if t.l == nil {
+		panic("adaptive: " + method + " of a Ticket not from Limiter.Acquire")
+	}
 }
 
 // userNow reads the Limiter's clock for t, finishing t as by Ignore if the

@@ -116,6 +116,9 @@ func TestAcquireMisuse(t *testing.T) {
 	var nilT *adaptive.Ticket
 	mustPanic(t, "adaptive: Done of nil Ticket", func() { nilT.Done(nil) })
 	mustPanic(t, "adaptive: Ignore of nil Ticket", func() { nilT.Ignore() })
+	var zero adaptive.Ticket
+	mustPanic(t, "adaptive: Done of a Ticket not from Limiter.Acquire", func() { zero.Done(nil) })
+	mustPanic(t, "adaptive: Ignore of a Ticket not from Limiter.Acquire", func() { zero.Ignore() })
 	if n := l.InFlight(); n != 0 {
 		t.Fatalf("InFlight() = %d after misuse, want 0", n)
 	}
