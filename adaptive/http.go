@@ -1,0 +1,183 @@
+package adaptive
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ctxsync/ctxsync/internal/httpx"
+)
+
+// StatusError is the error a Ticket is finished with, by Transport or
+// Middleware, for a response of status 429, 503 or 504: the service saying it
+// is overloaded. It is the same type as retry.StatusError and
+// breaker.StatusError.
+type StatusError = httpx.StatusError
+
+// overloadStatus reports whether an HTTP status says the service is
+// overloaded: too many requests, unavailable, or a gateway that timed out.
+func overloadStatus(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable ||
+		code == http.StatusGatewayTimeout
+}
+
+func checkLimiter(l *Limiter, what string) {
+	if l == nil {
+		panic("adaptive: " + what + " with nil Limiter")
+	}
+	if !l.made {
+		panic("adaptive: " + what + " with a Limiter not made by New")
+	}
+}
+
+// Middleware returns HTTP server middleware that lets a request through only
+// with a Ticket of l. A request that l sheds is answered 503 Service
+// Unavailable with a Retry-After of twice l's latency, rounded up to whole
+// seconds (at least 1), and a short text body; one whose client went away
+// while it waited gets no answer. The Ticket of a request that went through
+// is finished when the handler returns: as an overload failure if the
+// handler answered 429, 503 or 504, as by Ignore if it panicked (the panic
+// goes on) or if its client went away, and as a success otherwise, so that
+// the handler's latency moves the limit.
+//
+// Middleware panics if l is nil or was not made by New.
+func Middleware(l *Limiter) func(http.Handler) http.Handler {
+	checkLimiter(l, "Middleware")
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t, err := l.Acquire(r.Context())
+			if err != nil {
+				if errors.Is(err, ErrShed) {
+					w.Header().Set("Retry-After", strconv.FormatInt(retryAfter(l.Latency()), 10))
+					http.Error(w, "adaptive: service overloaded", http.StatusServiceUnavailable)
+				}
+				return
+			}
+			sw := &statusWriter{ResponseWriter: w}
+			finished := false
+			defer func() {
+				if !finished {
+					t.Ignore() // the handler panicked: its latency says nothing
+				}
+			}()
+			next.ServeHTTP(sw, r)
+			finished = true
+			switch {
+			case overloadStatus(sw.code):
+				t.Done(&StatusError{StatusCode: sw.code, Status: strconv.Itoa(sw.code) + " " + http.StatusText(sw.code)})
+			case r.Context().Err() != nil:
+				t.Ignore()
+			default:
+				t.Done(nil)
+			}
+		})
+	}
+}
+
+// retryAfter returns the seconds a shed client is told to wait: twice the
+// latency of a call, at least 1, as Retry-After counts in whole seconds.
+func retryAfter(latency time.Duration) int64 {
+	s := math.Ceil(2 * latency.Seconds())
+	if !(s >= 1) {
+		return 1
+	}
+	return int64(math.Min(s, 3600))
+}
+
+// statusWriter notes the status a handler answers with. Unwrap lets
+// http.ResponseController reach the writer's Flush and deadlines.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 && code >= 200 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Transport is an http.RoundTripper that sends each request through Base with
+// a Ticket of Limiter, so that a client holds no more requests in flight to a
+// service than the service can answer in time, and refuses the rest at once
+// with ErrShed instead of piling them onto it.
+//
+//	lim := adaptive.New(adaptive.Config{})
+//	client := &http.Client{Transport: &adaptive.Transport{Limiter: lim}}
+//
+// A request's Ticket is finished when Base returns, before the caller reads
+// the body: as an overload failure if Base failed (a timeout, a refused
+// connection) or answered 429, 503 or 504 (the response still goes to the
+// caller, with no error); as by Ignore if the request's ctx was cancelled
+// (the caller gave up) or Base panicked (the panic goes on); as a success
+// otherwise. A request that net/http refuses to send (a header field it
+// cannot write, no host) goes to Base without a Ticket: it is a bug of the
+// caller, and says nothing of the service. A request that is shed, or whose
+// ctx ends while it waits, gets no response, and its body is closed, as
+// http.RoundTripper requires.
+//
+// The zero Transport has no Limiter: RoundTrip panics. Its fields must not
+// change after first use. It is safe for concurrent use by multiple
+// goroutines.
+type Transport struct {
+	// Base sends the requests; nil means http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Limiter holds the requests in flight. It must be set, and made by
+	// New.
+	Limiter *Limiter
+}
+
+// Check returns the mistake RoundTrip would panic with, as an error whose
+// message begins with "adaptive:", or nil: call it where the Transport is
+// built, so that the mistake shows there rather than at the first request.
+func (t *Transport) Check() error {
+	return httpx.Misuse(func() { checkLimiter(t.Limiter, "Transport") })
+}
+
+// RoundTrip sends req through Base when the Limiter gives it a Ticket. See
+// Transport for how it finishes the Ticket.
+//
+// RoundTrip panics if the Transport's Limiter is nil or was not made by New.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	checkLimiter(t.Limiter, "Transport")
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if !httpx.WellFormed(req) {
+		return base.RoundTrip(req)
+	}
+	ticket, err := t.Limiter.Acquire(req.Context())
+	if err != nil {
+		httpx.CloseBody(req)
+		return nil, err
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			ticket.Ignore() // Base panicked
+		}
+	}()
+	resp, err := base.RoundTrip(req)
+	finished = true
+	switch {
+	case err != nil && errors.Is(err, context.Canceled) && req.Context().Err() != nil:
+		ticket.Ignore()
+	case err != nil:
+		ticket.Done(err)
+	case resp == nil:
+		ticket.Ignore() // Base broke the RoundTripper contract; net/http reports it
+	case overloadStatus(resp.StatusCode):
+		ticket.Done(&StatusError{StatusCode: resp.StatusCode, Status: resp.Status})
+	default:
+		ticket.Done(nil)
+	}
+	return resp, err
+}
