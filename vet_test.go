@@ -19,6 +19,7 @@ func TestVetReportsCopies(t *testing.T) {
 		mod + "/pool":      "pool",
 		mod + "/group":     "group",
 		mod + "/retry":     "retry",
+		mod + "/adaptive":  "adaptive",
 	}, map[string]bool{
 		mod + "/ratelimit.Decision":         true,
 		mod + "/ratelimit.KeyedConfig":      true,
@@ -44,5 +45,9 @@ func TestVetReportsCopies(t *testing.T) {
 		mod + "/pool.AcquireEvent":          true,
 		mod + "/pool.CreateEvent":           true,
 		mod + "/ratelimit.TallyCounts":      true,
+		mod + "/adaptive.Config":            true,
+		mod + "/adaptive.Transport":         true, // its fields; no state of its own
+		mod + "/adaptive.StatusError":       true,
+		mod + "/adaptive.Algorithm":         true,
 	})
 }
