@@ -22,11 +22,14 @@
 //	                  and Join
 //	PriorityQueue     a queue that hands out the lowest priority value first,
 //	                  with the same shutdown and task accounting
+//	WaitGroup         sync.WaitGroup whose Wait takes a ctx; Add at any time
+//	KeyedLock         a Lock per key; memory follows the keys in use
 //
 // The subpackages build on them: ratelimit (rate limiters), breaker (a
 // circuit breaker), pool (a resource pool), retry (retries with backoff, a
-// retry budget and an HTTP transport) and group (run tasks together and wait
-// for them: Map, MapAll, ForEach).
+// retry budget and an HTTP transport), group (run tasks together and wait
+// for them: Map, MapAll, ForEach) and adaptive (a concurrency limit that
+// follows the service's latency and sheds what it cannot serve in time).
 //
 // # Rules every blocking call follows
 //

@@ -4,6 +4,8 @@
 //	TokenBucket           a steady rate with bursts; lock-free, one clock read
 //	SlidingWindow         at most limit events in any window, exactly
 //	SlidingWindowCounter  about limit events per window, in constant memory
+//	All                   several limits at once ("350 per 10 s and 10,000 per
+//	                      hour"), taken all or nothing
 //	Keyed                 one limiter per key (user, API key, client address)
 //	Middleware            net/http middleware with the standard headers
 //	Transport             an http.RoundTripper that waits for a limiter, global
