@@ -107,6 +107,14 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 	c := f.calls[key]
 	start := c == nil
 	if start {
+		// Look at ctx again before starting a call: it may have ended
+		// while we waited for the lock, and a call started for a caller
+		// that has gone would run fn for nobody. (Joining needs no second
+		// look: finish skips a waiter whose ctx has ended.)
+		if err := ctx.Err(); err != nil {
+			f.mu.Unlock()
+			return v, err, false
+		}
 		c = f.startLocked(ctx, key)
 	}
 	w := c.waiters.PushCtx(ctx, flightLink{})
