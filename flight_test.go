@@ -3,13 +3,16 @@ package ctxsync_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
@@ -453,4 +456,97 @@ func TestFlightAcrossBubbles(t *testing.T) {
 		use(t, inside)
 	})
 	use(t, inside)
+}
+
+// TestHammerFlight runs callers on a few keys with random cancellation, and
+// fns that return, fail, panic, call runtime.Goexit, or wait for their ctx.
+// It checks that every result went to a caller of its key, that shared is
+// true exactly for results that went to more than one caller, that no caller
+// whose ctx lives was failed with a ctx error, and at the end that no call is
+// left, every fn has returned, and every fn's ctx has ended.
+func TestHammerFlight(t *testing.T) {
+	for round := range testutil.HammerRounds(4) {
+		var f ctxsync.Flight[int, int]
+		var (
+			nextID         atomic.Int64
+			started, ended atomic.Int64
+			mu             sync.Mutex
+			got            = map[int]int{}  // call id: callers that got its result
+			sharedSeen     = map[int]bool{} // call id: one of them saw shared true
+			unshared       = map[int]bool{} // call id: one of them saw shared false
+			fnCtxs         []context.Context
+		)
+		record := func(id int, shared bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[id]++
+			if shared {
+				sharedSeen[id] = true
+			} else {
+				unshared[id] = true
+			}
+		}
+		cxRun(8, func(_ int, r *rand.Rand) {
+			for range 100 {
+				key, mode, pause := r.IntN(3), r.IntN(8), time.Duration(r.IntN(100))*time.Microsecond
+				fn := func(ctx context.Context) (int, error) {
+					started.Add(1)
+					defer ended.Add(1)
+					id := int(nextID.Add(1))
+					mu.Lock()
+					fnCtxs = append(fnCtxs, ctx)
+					mu.Unlock()
+					v := id*4 + key
+					switch mode {
+					case 0:
+						panic(v)
+					case 1:
+						runtime.Goexit()
+					case 2:
+						select { // until every caller left, or a while
+						case <-ctx.Done():
+							return v, ctx.Err()
+						case <-time.After(pause):
+						}
+					case 3:
+						return v, errors.New("failed")
+					default:
+						time.Sleep(pause)
+					}
+					return v, nil
+				}
+				ctx, cancel := cxCtx(r)
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							v := p.(*ctxsync.PanicError).Value.(int)
+							assert.Equal(t, key, v%4, "a panic of another key's call")
+						}
+					}()
+					v, err, shared := f.Do(ctx, key, fn)
+					switch {
+					case err == ctxsync.ErrGoexit:
+					case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+						assert.Error(t, ctx.Err(), "failed with a ctx error while its ctx lives")
+						assert.False(t, shared)
+					default:
+						assert.Equal(t, key, v%4, "the result of another key's call")
+						record(v/4, shared)
+					}
+				}()
+				cancel()
+			}
+		})
+		require.Equal(t, 0, f.Len(), "round %d: a call left in the map", round)
+		for started.Load() != ended.Load() {
+			time.Sleep(time.Millisecond) // fns that every caller left, still running
+		}
+		for _, ctx := range fnCtxs {
+			require.Error(t, ctx.Err(), "round %d: a fn's ctx still lives", round)
+		}
+		for id, n := range got {
+			require.Equal(t, n > 1, sharedSeen[id], "round %d: call %d went to %d callers", round, id, n)
+			require.Equal(t, n == 1, unshared[id], "round %d: call %d went to %d callers", round, id, n)
+		}
+	}
 }

@@ -3,12 +3,14 @@ package ctxsync_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
@@ -275,5 +277,73 @@ func TestLazyAcrossBubbles(t *testing.T) {
 	for _, l := range []*ctxsync.Lazy[int]{outside, inside} {
 		v, err := l.Get(context.Background())
 		require.Equal(t, lazyResult{4, nil}, lazyResult{v, err})
+	}
+}
+
+// TestHammerLazy runs Gets with random cancellation on Lazies whose init
+// fails, panics, calls runtime.Goexit or succeeds at random. It checks that
+// every Get that succeeded got the one value kept, that Peek agrees once a
+// Get has succeeded, that no Get whose ctx lives failed with a ctx error, and
+// at the end that every run of init has returned.
+func TestHammerLazy(t *testing.T) {
+	for round := range testutil.HammerRounds(4) {
+		var started, ended, made atomic.Int64
+		l := ctxsync.NewLazy(func(ctx context.Context) (int64, error) {
+			started.Add(1)
+			defer ended.Add(1)
+			id := started.Load()
+			r := rand.New(rand.NewPCG(uint64(id), uint64(round)))
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Duration(r.IntN(50)) * time.Microsecond):
+			}
+			switch r.IntN(6) {
+			case 0:
+				panic(id)
+			case 1:
+				runtime.Goexit()
+			case 2, 3:
+				return 0, errors.New("failed")
+			}
+			made.Add(1)
+			return id, nil
+		})
+		var kept atomic.Int64
+		cxRun(8, func(_ int, r *rand.Rand) {
+			for range 100 {
+				ctx, cancel := cxCtx(r)
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							_, ok := p.(*ctxsync.PanicError)
+							assert.True(t, ok, "Get panicked with %v", p)
+						}
+					}()
+					v, err := l.Get(ctx)
+					switch {
+					case err == nil:
+						if !kept.CompareAndSwap(0, v) {
+							assert.Equal(t, kept.Load(), v, "round %d: two values", round)
+						}
+						pv, ok := l.Peek()
+						assert.True(t, ok)
+						assert.Equal(t, v, pv)
+					case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+						assert.Error(t, ctx.Err(), "failed with a ctx error while its ctx lives")
+					}
+				}()
+				cancel()
+			}
+		})
+		for started.Load() != ended.Load() {
+			time.Sleep(time.Millisecond) // runs that every Get left
+		}
+		if v, ok := l.Peek(); ok {
+			require.Equal(t, kept.Load() == 0 || kept.Load() == v, true, "round %d", round)
+			require.NotZero(t, made.Load())
+		} else {
+			require.Zero(t, kept.Load(), "round %d: a Get got a value that Peek does not see", round)
+		}
 	}
 }
