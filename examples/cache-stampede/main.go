@@ -4,15 +4,17 @@
 //
 //   - 100 requests for one product at the same moment make one backend call,
 //     and all 100 get its answer.
+//
 //   - A request that gives up (its client hung up, its deadline passed)
 //     leaves at once without failing the others: the backend call goes on
 //     for them. When every request has given up, the call's ctx is cancelled,
 //     so the backend stops working for nobody.
+//
 //   - The service's settings are loaded once, with a Lazy: a failed load is
 //     not kept, the next request tries again, and once loaded the settings
 //     cost an atomic load per request.
 //
-//	go run ./examples/cache-stampede
+//     go run ./examples/cache-stampede
 package main
 
 import (
