@@ -67,6 +67,16 @@ func NewLazy[T any](init func(ctx context.Context) (T, error)) *Lazy[T] {
 //
 // Get panics on a Lazy not made by NewLazy.
 func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
+	// The path of a made value, small enough to be inlined into the
+	// caller: an atomic load and a look at ctx. Everything else, misuse
+	// included, takes get.
+	if l.made.Load() && ctx != nil && ctx.Err() == nil {
+		return l.val, nil
+	}
+	return l.get(ctx)
+}
+
+func (l *Lazy[T]) get(ctx context.Context) (T, error) {
 	if l.init == nil {
 		panic("ctxsync: Lazy.Get on a zero Lazy; use NewLazy")
 	}
