@@ -67,9 +67,8 @@ func NewLazy[T any](init func(ctx context.Context) (T, error)) *Lazy[T] {
 //
 // Get panics on a Lazy not made by NewLazy.
 func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
-	// The path of a made value, small enough to be inlined into the
-	// caller: an atomic load and a look at ctx. Everything else, misuse
-	// included, takes get.
+	// The path of a made value: an atomic load, then a look at ctx, in
+	// that order (see get). Everything else, misuse included, takes get.
 	if l.made.Load() && ctx != nil && ctx.Err() == nil {
 		return l.val, nil
 	}
@@ -80,11 +79,15 @@ func (l *Lazy[T]) get(ctx context.Context) (T, error) {
 	if l.init == nil {
 		panic("ctxsync: Lazy.Get on a zero Lazy; use NewLazy")
 	}
+	// made is loaded before ctx is looked at, as in Get: a value seen made
+	// before a look that finds ctx alive was made before ctx ended. The
+	// other order would hand a Get whose ctx had ended a value made after.
+	made := l.made.Load()
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		var zero T
 		return zero, err
 	}
-	if l.made.Load() {
+	if made {
 		return l.val, nil
 	}
 	v, err, _ := l.flight.Do(ctx, struct{}{}, l.run)

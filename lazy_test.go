@@ -347,3 +347,26 @@ func TestHammerLazy(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyCancelledGetNotGranted: a Get whose ctx ended before the run of
+// init returned never gets the value, though the value is kept for the next.
+func TestLazyCancelledGetNotGranted(t *testing.T) {
+	var l *ctxsync.Lazy[int]
+	var g *gate
+	var first <-chan lazyResult
+	cancelThenFree(t, 2000, func() (func(context.Context) error, func(), func()) {
+		g = newGate(1)
+		l = ctxsync.NewLazy(g.fn)
+		first = goGet(context.Background(), l)
+		for g.runs.Load() == 0 {
+			runtime.Gosched()
+		}
+		get := func(ctx context.Context) error { _, err := l.Get(ctx); return err }
+		return get, func() { close(g.release) }, func() {
+			require.Equal(t, lazyResult{1, nil}, <-first)
+			v, ok := l.Peek()
+			require.True(t, ok)
+			require.Equal(t, 1, v)
+		}
+	})
+}
