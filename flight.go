@@ -94,8 +94,6 @@ type flightLink struct {
 // If fn panicked, Do panics with a *PanicError (see Flight).
 //
 // Do panics if fn is nil.
-//
-//lint:ignore ST1008 the order of singleflight's Do, which callers know
 func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context) (V, error)) (v V, err error, shared bool) {
 	if fn == nil {
 		panic("ctxsync: Flight.Do with nil fn")
@@ -228,8 +226,6 @@ func (f *Flight[K, V]) finish(key K, c *flightCall[V]) {
 
 // result returns c's result to a caller that was granted it, or raises fn's
 // panic again in the caller's goroutine.
-//
-//lint:ignore ST1008 Do's order
 func (c *flightCall[V]) result(shared bool) (V, error, bool) {
 	if c.panicked {
 		panic(c.err)
