@@ -40,6 +40,13 @@ import (
 // A finished call leaves nothing behind for its key: its result goes to the
 // callers that waited for it, and the next Do runs fn again (a Flight is not
 // a cache; see Lazy for a value kept).
+//
+// In a testing/synctest bubble, fn's goroutine belongs to the bubble of the
+// caller that started the call, and the call's waiters are durably blocked.
+// A Flight made outside a bubble works inside one and after it; callers of
+// one call must not be split across a bubble's edge, the hand-over the
+// runtime refuses (see "Testing with synctest" in the package
+// documentation).
 type Flight[K comparable, V any] struct {
 	_ nocopy.NoCopy
 
