@@ -22,7 +22,7 @@ type flightModelCall struct {
 	waiters   waitQueue
 	abandoned bool // every caller left before fn returned
 
-	release chan struct{}                    // closing it makes fn return id
+	release chan struct{}                   // closing it makes fn return id
 	ctx     atomic.Pointer[context.Context] // fn's ctx, once fn runs
 }
 
