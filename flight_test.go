@@ -36,18 +36,18 @@ func goDo(ctx context.Context, f *ctxsync.Flight[string, int], key string, fn fu
 	return res
 }
 
-// gate is an fn that blocks until released (or its ctx ends), counting its
+// flightGate is an fn that blocks until released (or its ctx ends), counting its
 // runs and keeping the ctx of the last.
-type gate struct {
+type flightGate struct {
 	release chan struct{}
 	runs    atomic.Int32
 	ctx     atomic.Pointer[context.Context]
 	v       int
 }
 
-func newGate(v int) *gate { return &gate{release: make(chan struct{}), v: v} }
+func newFlightGate(v int) *flightGate { return &flightGate{release: make(chan struct{}), v: v} }
 
-func (g *gate) fn(ctx context.Context) (int, error) {
+func (g *flightGate) fn(ctx context.Context) (int, error) {
 	g.runs.Add(1)
 	g.ctx.Store(&ctx)
 	select {
@@ -58,7 +58,7 @@ func (g *gate) fn(ctx context.Context) (int, error) {
 	}
 }
 
-func (g *gate) lastCtx() context.Context { return *g.ctx.Load() }
+func (g *flightGate) lastCtx() context.Context { return *g.ctx.Load() }
 
 func TestFlightDo(t *testing.T) {
 	var f ctxsync.Flight[string, int] // the zero value is ready
@@ -75,7 +75,7 @@ func TestFlightDo(t *testing.T) {
 func TestFlightShared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var f ctxsync.Flight[string, int]
-		g := newGate(42)
+		g := newFlightGate(42)
 		var results []<-chan flightResult
 		for range 5 {
 			results = append(results, goDo(t.Context(), &f, "k", g.fn))
@@ -99,7 +99,7 @@ func TestFlightShared(t *testing.T) {
 func TestFlightCallerLeaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var f ctxsync.Flight[string, int]
-		g := newGate(1)
+		g := newFlightGate(1)
 		first := goDo(t.Context(), &f, "k", g.fn)
 		synctest.Wait()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -117,7 +117,7 @@ func TestFlightCallerLeaves(t *testing.T) {
 func TestFlightFirstCallerLeaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var f ctxsync.Flight[string, int]
-		g := newGate(1)
+		g := newFlightGate(1)
 		ctx, cancel := context.WithCancel(t.Context())
 		first := goDo(ctx, &f, "k", g.fn)
 		synctest.Wait()
@@ -138,7 +138,7 @@ func TestFlightFirstCallerLeaves(t *testing.T) {
 func TestFlightLastLeaverCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var f ctxsync.Flight[string, int]
-		g := newGate(1)
+		g := newFlightGate(1)
 		ctxA, cancelA := context.WithCancel(t.Context())
 		ctxB, cancelB := context.WithCancel(t.Context())
 		a := goDo(ctxA, &f, "k", g.fn)
@@ -156,7 +156,7 @@ func TestFlightLastLeaverCancels(t *testing.T) {
 		require.Equal(t, 0, f.Len(), "the key is free as soon as the last caller has left")
 		synctest.Wait() // the abandoned fn returns
 
-		g2 := newGate(2)
+		g2 := newFlightGate(2)
 		c := goDo(t.Context(), &f, "k", g2.fn)
 		synctest.Wait()
 		require.NoError(t, g2.lastCtx().Err(), "a new call, under a live ctx")
@@ -165,17 +165,17 @@ func TestFlightLastLeaverCancels(t *testing.T) {
 	})
 }
 
-type ctxKey struct{}
+type flightCtxKey struct{}
 
 // TestFlightCtxValues: fn's ctx carries the first caller's values, not its
 // deadline.
 func TestFlightCtxValues(t *testing.T) {
 	var f ctxsync.Flight[string, int]
-	ctx := context.WithValue(context.Background(), ctxKey{}, "first")
+	ctx := context.WithValue(context.Background(), flightCtxKey{}, "first")
 	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	defer cancel()
 	_, _, _ = f.Do(ctx, "k", func(ctx context.Context) (int, error) {
-		require.Equal(t, "first", ctx.Value(ctxKey{}))
+		require.Equal(t, "first", ctx.Value(flightCtxKey{}))
 		_, has := ctx.Deadline()
 		require.False(t, has, "the first caller's deadline is its own")
 		return 0, nil
@@ -276,7 +276,7 @@ func TestFlightGoexit(t *testing.T) {
 func TestFlightForget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var f ctxsync.Flight[string, int]
-		g1, g2 := newGate(1), newGate(2)
+		g1, g2 := newFlightGate(1), newFlightGate(2)
 		a := goDo(t.Context(), &f, "k", g1.fn)
 		synctest.Wait()
 		f.Forget("k")
@@ -340,7 +340,7 @@ func TestFlightDoneCtx(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var f ctxsync.Flight[string, int]
-				g := newGate(1)
+				g := newFlightGate(1)
 				v, err, shared := f.Do(c.ctx, "k", g.fn)
 				require.Equal(t, flightResult{0, c.want, false}, flightResult{v, err, shared})
 				require.Zero(t, g.runs.Load(), "nothing started")
@@ -386,10 +386,10 @@ func TestFlightZeroKey(t *testing.T) {
 // result came never gets it, and does not count in shared.
 func TestFlightCancelledCallerNotGranted(t *testing.T) {
 	var f *ctxsync.Flight[string, int]
-	var g *gate
+	var g *flightGate
 	var first <-chan flightResult
 	cancelThenFree(t, 2000, func() (func(context.Context) error, func(), func()) {
-		f, g = new(ctxsync.Flight[string, int]), newGate(1)
+		f, g = new(ctxsync.Flight[string, int]), newFlightGate(1)
 		first = goDo(context.Background(), f, "k", g.fn)
 		for f.Len() == 0 || g.runs.Load() == 0 {
 			runtime.Gosched()
@@ -408,7 +408,7 @@ func TestFlightGrantRace(t *testing.T) {
 	var f ctxsync.Flight[string, int]
 	var shared atomic.Bool
 	errA, errB := runGrantRace(t, func(t *testing.T) grantRace {
-		g := newGate(1)
+		g := newFlightGate(1)
 		do := func(ctx context.Context) error {
 			_, err, sh := f.Do(ctx, "k", g.fn)
 			if err == nil {
@@ -433,7 +433,7 @@ func TestFlightGrantRace(t *testing.T) {
 // then outside, then in another; and one made in a bubble is used after it.
 func TestFlightAcrossBubbles(t *testing.T) {
 	use := func(t *testing.T, f *ctxsync.Flight[string, int]) {
-		g := newGate(3)
+		g := newFlightGate(3)
 		r := goDo(context.Background(), f, "k", g.fn)
 		for f.Len() == 0 {
 			time.Sleep(time.Millisecond) // virtual inside a bubble

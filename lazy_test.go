@@ -35,7 +35,7 @@ func goGet(ctx context.Context, l *ctxsync.Lazy[int]) <-chan lazyResult {
 // and later Gets and Peek return it without running init.
 func TestLazyMadeOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGate(5)
+		g := newFlightGate(5)
 		l := ctxsync.NewLazy(g.fn)
 		_, ok := l.Peek()
 		require.False(t, ok, "nothing made before the first Get")
@@ -130,7 +130,7 @@ func TestLazyGoexitNotKept(t *testing.T) {
 // last one has left, and the next Get runs init again under a live ctx.
 func TestLazyGetsLeave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGate(1)
+		g := newFlightGate(1)
 		l := ctxsync.NewLazy(g.fn)
 		ctxA, cancelA := context.WithCancel(t.Context())
 		a := goGet(ctxA, l)
@@ -236,10 +236,10 @@ func TestLazyCtxValues(t *testing.T) {
 		if _, has := ctx.Deadline(); has {
 			return "", errors.New("init got the caller's deadline")
 		}
-		s, _ := ctx.Value(ctxKey{}).(string)
+		s, _ := ctx.Value(flightCtxKey{}).(string)
 		return s, nil
 	})
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "request-1"), time.Hour)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), flightCtxKey{}, "request-1"), time.Hour)
 	defer cancel()
 	v, err := l.Get(ctx)
 	require.NoError(t, err)
@@ -352,10 +352,10 @@ func TestHammerLazy(t *testing.T) {
 // init returned never gets the value, though the value is kept for the next.
 func TestLazyCancelledGetNotGranted(t *testing.T) {
 	var l *ctxsync.Lazy[int]
-	var g *gate
+	var g *flightGate
 	var first <-chan lazyResult
 	cancelThenFree(t, 2000, func() (func(context.Context) error, func(), func()) {
-		g = newGate(1)
+		g = newFlightGate(1)
 		l = ctxsync.NewLazy(g.fn)
 		first = goGet(context.Background(), l)
 		for g.runs.Load() == 0 {
