@@ -156,7 +156,7 @@ func TestPanicErrorNilAndZero(t *testing.T) {
 		t.Errorf("nil *PanicError: Error() = %q, Unwrap() = %v", p.Error(), p.Unwrap())
 	}
 	var z group.PanicError
-	if !strings.HasPrefix(z.Error(), "group: ") || z.Unwrap() != nil {
+	if !strings.HasPrefix(z.Error(), "ctxsync: ") || z.Unwrap() != nil {
 		t.Errorf("zero PanicError: Error() = %q, Unwrap() = %v", z.Error(), z.Unwrap())
 	}
 }

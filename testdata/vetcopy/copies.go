@@ -17,6 +17,8 @@ func copies(
 	bounded *ctxsync.BoundedSemaphore,
 	cond *ctxsync.Condition,
 	event *ctxsync.Event,
+	flight *ctxsync.Flight[string, int],
+	lazy *ctxsync.Lazy[int],
 	lock *ctxsync.Lock,
 	pqueue *ctxsync.PriorityQueue[int],
 	queue *ctxsync.Queue[int],
@@ -36,7 +38,7 @@ func copies(
 	budget *retry.Budget,
 ) []any {
 	return []any{
-		*barrier, *bounded, *cond, *event, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
+		*barrier, *bounded, *cond, *event, *flight, *lazy, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
 		*keyed, *window, *counter, *bucket, *tally,
 		*b, *bt,
 		*p, *r,

@@ -1,0 +1,125 @@
+package ctxsync
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxsync/ctxsync/internal/nocopy"
+	"github.com/ctxsync/ctxsync/internal/waitq"
+)
+
+// A Lazy is a value made once, on first use, by a function that may fail or
+// be cancelled: sync.OnceValues for an init that takes a ctx, and that is
+// tried again after a failure instead of keeping its error for good.
+//
+// Use NewLazy; a zero Lazy has no init, and its Get panics. A Lazy must not
+// be copied after first use. A Lazy is safe for concurrent use by multiple
+// goroutines.
+//
+// In the terminology of the Go memory model, the return of a successful init
+// is synchronized before the return of every Get that returns its value, and
+// of every Peek that reports it.
+//
+// Concurrent Gets share one run of init, as the callers of a Flight share a
+// call, under the same rules: init runs in a goroutine of its own, under a ctx
+// that carries the values of the ctx of the Get that started it (not its
+// deadline or cancellation); each Get can leave when its ctx ends; and init's
+// ctx is cancelled when every Get waiting for it has left. A success is kept
+// for good, even one that every Get had left: later Gets return it at the
+// cost of an atomic load. An error, a panic or a runtime.Goexit in init is
+// not kept: the Gets waiting for that run get it (a panic raised again in each
+// as a *PanicError, Goexit as ErrGoexit), and the next Get runs init again.
+type Lazy[T any] struct {
+	_ nocopy.NoCopy
+
+	made atomic.Bool // val is made, and never written again
+	val  T
+
+	// keep serializes the writers of val. Flight runs one init at a time
+	// while Gets wait for it; but a run that every Get left may go on while
+	// a later Get starts another, and both may succeed: the first success
+	// is kept, and the other run's Gets get it too.
+	keep sync.Mutex
+
+	init   func(ctx context.Context) (T, error)
+	flight Flight[struct{}, T]
+}
+
+// NewLazy returns a Lazy whose value init makes, on the first Get.
+//
+// NewLazy panics if init is nil.
+func NewLazy[T any](init func(ctx context.Context) (T, error)) *Lazy[T] {
+	if init == nil {
+		panic("ctxsync: NewLazy with nil init")
+	}
+	return &Lazy[T]{init: init}
+}
+
+// Get returns the value, running init to make it if it is not made yet, or
+// waiting for the run of init in flight.
+//
+// On failure Get returns ctx.Err(), or the error of the run of init it waited
+// for; a ctx that is already done fails even when the value is made. A Get
+// that leaves changes nothing: the run goes on for the other Gets, and is
+// cancelled when the last of them leaves. If init panicked, Get panics with a
+// *PanicError.
+//
+// Get panics on a Lazy not made by NewLazy.
+func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
+	// The path of a made value: an atomic load, then a look at ctx, in
+	// that order (see get). Everything else, misuse included, takes get.
+	if l.made.Load() && ctx != nil && ctx.Err() == nil {
+		return l.val, nil
+	}
+	return l.get(ctx)
+}
+
+func (l *Lazy[T]) get(ctx context.Context) (T, error) {
+	if l.init == nil {
+		panic("ctxsync: Lazy.Get on a zero Lazy; use NewLazy")
+	}
+	// made is loaded before ctx is looked at, as in Get: a value seen made
+	// before a look that finds ctx alive was made before ctx ended. The
+	// other order would hand a Get whose ctx had ended a value made after.
+	made := l.made.Load()
+	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+		var zero T
+		return zero, err
+	}
+	if made {
+		return l.val, nil
+	}
+	v, err, _ := l.flight.Do(ctx, struct{}{}, l.run)
+	return v, err
+}
+
+// run is the Flight's fn: one run of init.
+func (l *Lazy[T]) run(ctx context.Context) (T, error) {
+	if l.made.Load() {
+		// Made by a run that ended after the Get that started this one
+		// looked.
+		return l.val, nil
+	}
+	v, err := l.init(ctx)
+	if err != nil {
+		return v, err
+	}
+	l.keep.Lock()
+	defer l.keep.Unlock()
+	if !l.made.Load() {
+		l.val = v
+		l.made.Store(true)
+	}
+	return l.val, nil
+}
+
+// Peek returns the value and true if it is made, and the zero value and false
+// otherwise. It never waits and never runs init; it works on a zero Lazy.
+func (l *Lazy[T]) Peek() (T, bool) {
+	if l.made.Load() {
+		return l.val, true
+	}
+	var zero T
+	return zero, false
+}
