@@ -42,6 +42,8 @@ type Budget struct {
 
 	pending atomic.Int64 // first attempts not yet in a bucket
 
+	latency hedgeLatency // the delay of the Hedges with Delay 0 that share it
+
 	mu      sync.Mutex
 	cur     int64                       // the second of the newest bucket; guarded by mu
 	buckets [budgetBuckets]budgetBucket // by second modulo budgetBuckets; guarded by mu
