@@ -131,40 +131,43 @@ type hedgeCall[T any] struct {
 	fn    func(context.Context) (T, error)
 	drop  func(T) // frees a value no one will see; may be nil
 	delay time.Duration
-	timer *time.Timer // set before the first attempt starts, then read only
+	wake  chan struct{} // a copy has ended; capacity 1
 
 	mu       sync.Mutex
-	over     bool                 // the call has decided; guarded by mu
-	fired    bool                 // the timer fired at least once; guarded by mu
+	over     bool                 // the call is decided; guarded by mu
+	fired    bool                 // the timer has fired; guarded by mu
+	timer    *time.Timer          // nil with no delay; guarded by mu
 	inflight int                  // copies running; guarded by mu
 	cancels  []context.CancelFunc // of every attempt's ctx, by id; guarded by mu
-	winner   *hedgeResult[T]      // a copy that succeeded while the first ran; guarded by mu
-	failed   *hedgeResult[T]      // the copy that failed last, not yet freed; guarded by mu
-	panic    *hedgeResult[T]      // a copy that panicked; guarded by mu
-	wake     chan struct{}        // a copy has ended: capacity 1
+	final    *hedgeResult[T]      // a copy's success or Permanent failure, which decides; guarded by mu
+	failed   *hedgeResult[T]      // the copy that failed last, not yet seen by settle; guarded by mu
 }
 
 // hedged runs the hedged call: DoHedged without the checks and the deposit,
 // for Transport too. It returns the outcome and the function that releases
-// the winner's ctx, which Transport keeps alive until the response's body is
-// closed. drop, if not nil, is given every value that is not returned
-// (successes that lost, failures that were not the last) so that Transport
-// frees their connections.
+// the ctx of the attempt that gave it, which Transport keeps alive until the
+// response's body is closed. drop, if not nil, is given every value that is
+// not returned (successes that lost, failures that were not the last), so
+// that Transport frees their connections.
 func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), drop func(T)) (T, error, context.CancelFunc) {
 	c := &hedgeCall[T]{ctx: ctx, h: h, fn: fn, drop: drop, delay: h.Delay, wake: make(chan struct{}, 1)}
 	est := &h.Budget.latency
 	var start int64
+	seeding := false
 	if c.delay == 0 {
 		if c.delay = est.delay(); c.delay == 0 {
 			// No estimate yet: this attempt makes the first, from the
 			// clock, and is not hedged. Other calls read no clock.
-			start = nowNanos()
+			start, seeding = nowNanos(), true
 		}
 	}
 	actx, cancel := context.WithCancel(ctx)
 	c.cancels = append(c.cancels, cancel)
 	if c.delay > 0 {
+		// Under mu: the callback may run before AfterFunc returns.
+		c.mu.Lock()
 		c.timer = time.AfterFunc(c.delay, c.fire)
+		c.mu.Unlock()
 	}
 	first := c.runFirst(actx)
 
@@ -173,7 +176,7 @@ func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, e
 	c.mu.Unlock()
 	if h.Delay == 0 {
 		switch {
-		case start != 0:
+		case seeding:
 			est.seed(time.Duration(nowNanos() - start))
 		case fired || ctx.Err() == nil:
 			// The first attempt outlasted the delay if the timer fired
@@ -192,7 +195,10 @@ func (c *hedgeCall[T]) runFirst(actx context.Context) (r hedgeResult[T]) {
 	r.panicked = true
 	defer func() {
 		if r.panicked {
-			for _, f := range c.end() {
+			c.mu.Lock()
+			cancels := c.endLocked()
+			c.mu.Unlock()
+			for _, f := range cancels {
 				f()
 			}
 		}
@@ -202,17 +208,13 @@ func (c *hedgeCall[T]) runFirst(actx context.Context) (r hedgeResult[T]) {
 	return r
 }
 
-// maxCopies returns the most copies a call may send, or -1 for no limit.
-func (c *hedgeCall[T]) maxCopies() int {
-	if c.h.MaxHedges < 0 {
-		return -1
-	}
-	return max(c.h.MaxHedges, 1)
-}
-
-// due reports whether another copy may be sent. Called with mu held.
+// dueLocked reports whether another copy may be sent. Called with mu held.
 func (c *hedgeCall[T]) dueLocked() bool {
-	return !c.over && (c.maxCopies() < 0 || len(c.cancels)-1 < c.maxCopies())
+	if c.over || c.final != nil {
+		return false
+	}
+	copies := len(c.cancels) - 1
+	return c.h.MaxHedges < 0 || copies < max(c.h.MaxHedges, 1)
 }
 
 // fire is the timer's callback: it sends a copy if one is due and the
@@ -224,14 +226,15 @@ func (c *hedgeCall[T]) fire() {
 	c.mu.Unlock()
 	// The Budget outside mu: it takes its own lock and reads the clock. A
 	// refusal sends nothing and sets no timer: the attempts in flight go
-	// on, and the call is as slow as it would have been unhedged.
+	// on, and the call is as slow as it would have been unhedged, never
+	// failed by the refusal.
 	if !due || !c.h.Budget.withdraw() {
 		return
 	}
 	c.mu.Lock()
-	if c.over {
-		// The call decided meanwhile: the withdrawal is spent on nothing,
-		// which errs on the side of less load.
+	if !c.dueLocked() {
+		// Decided meanwhile: the withdrawal is spent on nothing, which
+		// errs on the side of less load.
 		c.mu.Unlock()
 		return
 	}
@@ -253,39 +256,31 @@ func (c *hedgeCall[T]) runCopy(actx context.Context, id int) {
 		if r.panicked {
 			r.pv = recover()
 		}
-		var free []context.CancelFunc
+		var cancels []context.CancelFunc
 		var drop *hedgeResult[T]
 		c.mu.Lock()
 		c.inflight--
 		switch {
-		case c.over:
-			// The call has decided without this copy: it lost.
+		case c.over || c.final != nil:
+			// Decided without this copy: it lost.
 			drop = r
-			free = append(free, c.cancels[id])
-		case r.panicked:
-			c.panic = r
-			free = c.endLocked()
-		case r.err == nil && c.winner == nil:
-			// The first success wins: cancel the others now, the first
-			// attempt included, so that the caller's goroutine, waiting
-			// in fn, returns at once.
-			c.winner = r
+			cancels = append(cancels, c.cancels[id])
+		case r.panicked || r.err == nil || isPermanent(r.err):
+			// It decides: the first success wins, and a panic or a
+			// Permanent failure ends the call. Every other attempt is
+			// cancelled now, the first included, so that the caller's
+			// goroutine, waiting in fn, returns at once.
+			c.final = r
 			for i, f := range c.cancels {
 				if i != id {
-					free = append(free, f)
+					cancels = append(cancels, f)
 				}
 			}
-		case r.err == nil: // a second success
-			drop = r
-			free = append(free, c.cancels[id])
 		default:
-			drop, c.failed = c.failed, r
-			if drop != nil {
-				free = append(free, c.cancels[drop.id])
-			}
+			drop, c.failed = c.failed, r // the older failure is freed
 		}
 		c.mu.Unlock()
-		for _, f := range free {
+		for _, f := range cancels {
 			f()
 		}
 		c.free(drop)
@@ -304,76 +299,71 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, error, context.CancelFun
 	if first.panicked {
 		panic(first.pv) // runFirst has ended the call
 	}
+	var last *hedgeResult[T] // the failure to return if none is better
 	for {
 		c.mu.Lock()
+		var older *hedgeResult[T]
+		if last == nil && first.err != nil && c.final == nil {
+			// The first attempt failed after every copy that failed so
+			// far: it is the last failure.
+			older, c.failed, last = c.failed, nil, &first
+		} else if c.failed != nil {
+			older, last, c.failed = last, c.failed, nil
+		}
+		var out *hedgeResult[T]
 		switch {
-		case c.panic != nil:
-			p, f := c.panic, c.failed
-			c.over, c.failed = true, nil
+		case c.final != nil:
+			out = c.final
+		case first.err == nil || isPermanent(first.err):
+			out = &first
+		case c.inflight == 0 || c.ctx.Err() != nil || isPermanent(last.err):
+			// A failure decides the call when no copy is in flight: a
+			// copy due later would be sent only to learn the same. A
+			// copy's Permanent failure came through final.
+			out = last
+		}
+		if out == nil {
 			c.mu.Unlock()
-			c.free(&first)
-			c.free(f)
-			panic(p.pv)
-		case c.winner != nil || first.err == nil:
-			w := &first
-			if c.winner != nil {
-				w = c.winner
+			c.free(older)
+			select {
+			case <-c.wake:
+			case <-c.ctx.Done():
 			}
-			free := c.endLocked()
-			f := c.failed
-			c.failed = nil
-			c.mu.Unlock()
-			// Everyone's ctx is cancelled but the winner's, which the
-			// caller releases when done with the value.
-			for i, cancel := range free {
-				if i != w.id {
-					cancel()
-				}
+			continue
+		}
+		cancels := c.endLocked()
+		c.mu.Unlock()
+		// Every attempt's ctx is cancelled but the one that gave out,
+		// which the caller releases when it is done with the value.
+		for i, f := range cancels {
+			if i != out.id {
+				f()
 			}
-			if w != &first {
-				c.free(&first)
-			}
-			c.free(f)
-			return w.v, nil, c.cancelOf(w.id)
-		case isPermanent(first.err) || c.inflight == 0 || c.ctx.Err() != nil:
-			// A failure decides the call when it is permanent, or when no
-			// copy is in flight: a copy due later would be sent only to
-			// learn the same thing. The last failure is returned.
-			last, other := &first, c.failed
-			if other != nil && !isPermanent(first.err) {
-				last, other = other, last
-			}
-			free := c.endLocked()
-			c.failed = nil
-			c.mu.Unlock()
-			for i, cancel := range free {
-				if i != last.id {
-					cancel()
-				}
-			}
-			c.free(other)
-			if err := c.ctx.Err(); err != nil && !isPermanent(last.err) {
+		}
+		c.free(older)
+		// Values no one will see: the first attempt's and the last
+		// failure's, unless returned.
+		if out != &first {
+			c.freeValue(&first)
+		}
+		if last != nil && last != out && last != &first {
+			c.freeValue(last)
+		}
+		if out.panicked {
+			panic(out.pv)
+		}
+		if out.err != nil && !isPermanent(out.err) {
+			if err := c.ctx.Err(); err != nil {
 				// The caller's ctx ended the wait: its error, as every
 				// blocking call of the library returns it.
-				c.free(last)
+				c.freeValue(out)
+				cancels[out.id]()
 				var zero T
 				return zero, err, func() {}
 			}
-			return last.v, last.err, c.cancelOf(last.id)
 		}
-		c.mu.Unlock()
-		select {
-		case <-c.wake:
-		case <-c.ctx.Done():
-		}
+		return out.v, out.err, cancels[out.id]
 	}
-}
-
-// cancelOf returns the cancel function of attempt id's ctx.
-func (c *hedgeCall[T]) cancelOf(id int) context.CancelFunc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cancels[id]
 }
 
 // endLocked marks the call over, stops its timer and returns the cancel
@@ -386,13 +376,6 @@ func (c *hedgeCall[T]) endLocked() []context.CancelFunc {
 	return c.cancels
 }
 
-// end is endLocked for a caller that does not hold mu.
-func (c *hedgeCall[T]) end() []context.CancelFunc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.endLocked()
-}
-
 // free releases a result that will not be returned: its ctx, and its value.
 func (c *hedgeCall[T]) free(r *hedgeResult[T]) {
 	if r == nil {
@@ -402,6 +385,11 @@ func (c *hedgeCall[T]) free(r *hedgeResult[T]) {
 	cancel := c.cancels[r.id]
 	c.mu.Unlock()
 	cancel()
+	c.freeValue(r)
+}
+
+// freeValue gives drop the value of a result that will not be returned.
+func (c *hedgeCall[T]) freeValue(r *hedgeResult[T]) {
 	if c.drop != nil && !r.panicked {
 		c.drop(r.v)
 	}
