@@ -131,7 +131,9 @@ type hedgeCall[T any] struct {
 	fn    func(context.Context) (T, error)
 	drop  func(T) // frees a value no one will see; may be nil
 	delay time.Duration
-	wake  chan struct{} // a copy has ended; capacity 1
+	// cancelsBuf holds the cancels of a call with one copy, the usual
+	// most, without an allocation of its own.
+	cancelsBuf [2]context.CancelFunc
 
 	mu       sync.Mutex
 	over     bool                 // the call is decided; guarded by mu
@@ -139,6 +141,7 @@ type hedgeCall[T any] struct {
 	timer    *time.Timer          // nil with no delay; guarded by mu
 	inflight int                  // copies running; guarded by mu
 	cancels  []context.CancelFunc // of every attempt's ctx, by id; guarded by mu
+	wake     chan struct{}        // a copy has ended, capacity 1; made with the first copy; guarded by mu
 	final    *hedgeResult[T]      // a copy's success or Permanent failure, which decides; guarded by mu
 	failed   *hedgeResult[T]      // the copy that failed last, not yet seen by settle; guarded by mu
 }
@@ -150,7 +153,8 @@ type hedgeCall[T any] struct {
 // not returned (successes that lost, failures that were not the last), so
 // that Transport frees their connections.
 func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), drop func(T)) (T, error, context.CancelFunc) {
-	c := &hedgeCall[T]{ctx: ctx, h: h, fn: fn, drop: drop, delay: h.Delay, wake: make(chan struct{}, 1)}
+	c := &hedgeCall[T]{ctx: ctx, h: h, fn: fn, drop: drop, delay: h.Delay}
+	c.cancels = c.cancelsBuf[:0]
 	est := &h.Budget.latency
 	var start int64
 	seeding := false
@@ -239,6 +243,9 @@ func (c *hedgeCall[T]) fire() {
 		return
 	}
 	id := len(c.cancels)
+	if c.wake == nil {
+		c.wake = make(chan struct{}, 1)
+	}
 	actx, cancel := context.WithCancel(c.ctx)
 	c.cancels = append(c.cancels, cancel)
 	c.inflight++
@@ -279,13 +286,14 @@ func (c *hedgeCall[T]) runCopy(actx context.Context, id int) {
 		default:
 			drop, c.failed = c.failed, r // the older failure is freed
 		}
+		wake := c.wake
 		c.mu.Unlock()
 		for _, f := range cancels {
 			f()
 		}
 		c.free(drop)
 		select {
-		case c.wake <- struct{}{}:
+		case wake <- struct{}{}:
 		default: // a wake-up is pending already
 		}
 	}()
@@ -323,10 +331,11 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, error, context.CancelFun
 			out = last
 		}
 		if out == nil {
+			wake := c.wake // made: a copy is in flight
 			c.mu.Unlock()
 			c.free(older)
 			select {
-			case <-c.wake:
+			case <-wake:
 			case <-c.ctx.Done():
 			}
 			continue
