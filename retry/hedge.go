@@ -297,6 +297,12 @@ func (c *hedgeCall[T]) runCopy(actx context.Context, id int) {
 		default: // a wake-up is pending already
 		}
 	}()
+	if err := actx.Err(); err != nil {
+		// Decided, or the caller's ctx ended, between fire and now:
+		// calling fn would only make it fail.
+		r.err, r.panicked = err, false
+		return
+	}
 	r.v, r.err = c.fn(actx)
 	r.panicked = false
 }
