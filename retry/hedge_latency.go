@@ -35,6 +35,12 @@ const (
 	hedgeDown = 512
 )
 
+// hedgeMinDelay is the least delay the estimate gives: a copy of a call
+// that answers faster costs more (a goroutine, a ctx, a timer that fires)
+// than it could save, and an estimate of a few nanoseconds would set a
+// timer firing at once on every call.
+const hedgeMinDelay = 100 * time.Microsecond
+
 // hedgeLatency estimates, without reading the clock, about the 95th
 // percentile of the latency of the first attempts of hedged calls that
 // share a Budget (a stochastic approximation of the quantile in log scale).
@@ -51,9 +57,10 @@ type hedgeLatency struct {
 // delay returns the estimate, or 0 if there is none yet.
 func (l *hedgeLatency) delay() time.Duration { return time.Duration(l.d.Load()) }
 
-// seed sets the first estimate to d, unless another call did first.
+// seed sets the first estimate to d (at least hedgeMinDelay), unless
+// another call did first.
 func (l *hedgeLatency) seed(d time.Duration) {
-	l.d.CompareAndSwap(0, int64(max(d, 1)))
+	l.d.CompareAndSwap(0, int64(max(d, hedgeMinDelay)))
 }
 
 // observe moves the estimate after a first attempt that outlasted it (above)
@@ -67,13 +74,12 @@ func (l *hedgeLatency) observe(above bool) {
 		}
 		var d int64
 		if above {
-			step := max(old/hedgeUp, 1)
-			d = old + step
-			if d < old { // wrapped: saturate
+			d = old + old/hedgeUp // old >= hedgeMinDelay: the step is not 0
+			if d < old {          // wrapped: saturate
 				d = math.MaxInt64
 			}
 		} else {
-			d = max(old-old/hedgeDown, 1)
+			d = max(old-old/hedgeDown, int64(hedgeMinDelay))
 		}
 		if l.d.CompareAndSwap(old, d) {
 			return
