@@ -74,9 +74,20 @@ func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *
 
 // retried reports whether Transport retries resp: as RetryResponse says,
 // or, if it is nil, for the statuses 429, 502, 503 and 504.
+//
+// A panic in RetryResponse closes resp's body on its way to the caller: no
+// one else holds the response yet.
 func (t *Transport) retried(resp *http.Response) bool {
-	if t.RetryResponse != nil {
-		return t.RetryResponse(resp)
+	if t.RetryResponse == nil {
+		return retriedStatus(resp.StatusCode)
 	}
-	return retriedStatus(resp.StatusCode)
+	done := false
+	defer func() {
+		if !done && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	again := t.RetryResponse(resp)
+	done = true
+	return again
 }
