@@ -86,9 +86,11 @@ func (h Hedge) Validate() error {
 // Do.
 //
 // If ctx is done before the first attempt, DoHedged calls nothing and
-// returns ctx.Err(). If ctx ends while copies are in flight after the first
-// attempt failed, it returns ctx.Err(), unless a copy has succeeded.
-// On failure, nothing is kept: no copy is left running but cancelled ones.
+// returns ctx.Err(). If ctx has ended when the call fails, or ends while it
+// waits for copies after the first attempt failed, DoHedged returns
+// ctx.Err() unwrapped (a Permanent failure excepted), unless an attempt has
+// succeeded. Whatever the outcome, no attempt is left with a live ctx: the
+// copies still running are cancelled, and drop their results.
 //
 // The hedges count as retries in h.Budget, and each call as a first
 // attempt.
@@ -98,6 +100,9 @@ func (h Hedge) Validate() error {
 // of their own. So a copy shortens the call only if fn heeds ctx: DoHedged
 // returns when the first attempt has returned, which a cancelled ctx should
 // make prompt. Copies that lose are not waited for; their ctx is cancelled.
+//
+// The return of the attempt whose result DoHedged returns is synchronized
+// before DoHedged returns.
 //
 // A panic in the first attempt, or in a copy before DoHedged has returned,
 // reaches the caller after the other attempts' ctxs are cancelled; a copy
