@@ -124,7 +124,7 @@ func DoHedged[T any](ctx context.Context, h Hedge, fn func(ctx context.Context) 
 		return zero, err
 	}
 	h.Budget.deposit()
-	v, err, release := hedged(ctx, &h, fn, nil)
+	v, release, err := hedged(ctx, &h, fn, nil)
 	release()
 	return v, err
 }
@@ -168,7 +168,7 @@ type hedgeCall[T any] struct {
 // response's body is closed. drop, if not nil, is given every value that is
 // not returned (successes that lost, failures that were not the last), so
 // that Transport frees their connections.
-func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), drop func(T)) (T, error, context.CancelFunc) {
+func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), drop func(T)) (T, context.CancelFunc, error) {
 	c := &hedgeCall[T]{ctx: ctx, h: h, fn: fn, drop: drop, delay: h.Delay}
 	c.cancels = c.cancelsBuf[:0]
 	est := &h.Budget.latency
@@ -329,7 +329,7 @@ func (c *hedgeCall[T]) runCopy(actx context.Context, id int) {
 
 // settle decides the call once the first attempt has returned, waiting for
 // the copies in flight if it failed.
-func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, error, context.CancelFunc) {
+func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, error) {
 	if first.panicked {
 		panic(first.pv) // runFirst has ended the call
 	}
@@ -394,10 +394,10 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, error, context.CancelFun
 				c.freeValue(out)
 				cancels[out.id]()
 				var zero T
-				return zero, err, func() {}
+				return zero, func() {}, err
 			}
 		}
-		return out.v, out.err, cancels[out.id]
+		return out.v, cancels[out.id], out.err
 	}
 }
 

@@ -273,7 +273,8 @@ func TestHedgeValidate(t *testing.T) {
 		require.Error(t, tr.Check(), name)
 	}
 	requirePanics(t, func() {
-		_, _ = retry.DoHedged(nil, retry.Hedge{Budget: plenty()}, ok) //nolint:staticcheck // the nil ctx is the point
+		//lint:ignore SA1012 a nil Context is the misuse under test
+		_, _ = retry.DoHedged(nil, retry.Hedge{Budget: plenty()}, ok)
 	})
 	requirePanics(t, func() {
 		_, _ = retry.DoHedged[int](context.Background(), retry.Hedge{Budget: plenty()}, nil)

@@ -30,7 +30,7 @@ func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *
 	}
 	var n atomic.Int32
 	var release context.CancelFunc
-	resp, err, release = hedged(ctx, h, func(actx context.Context) (*http.Response, error) {
+	resp, release, err = hedged(ctx, h, func(actx context.Context) (*http.Response, error) {
 		rr := r
 		if n.Add(1) > 1 && r.Body != nil && r.Body != http.NoBody {
 			// A copy sends a body of its own: the first may still be
