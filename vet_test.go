@@ -37,6 +37,7 @@ func TestVetReportsCopies(t *testing.T) {
 		mod + "/retry.Error":                true,
 		mod + "/retry.StatusError":          true,
 		mod + "/retry.Transport":            true, // its Policy and Base; no state of its own
+		mod + "/retry.Hedge":                true, // a plain value; its Budget is shared
 		mod + "/ratelimit.Transport":        true, // its fields; no state of its own
 		mod + "/ratelimit.DeadlineError":    true,
 		mod + "/breaker.StatusError":        true,

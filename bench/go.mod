@@ -15,6 +15,7 @@ require github.com/ctxsync/ctxsync v0.1.0
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/cristalhq/hedgedhttp v0.9.2
 	github.com/ctxsync/ctxsync/extra/ctxsyncotel v0.0.0-00010101000000-000000000000
 	github.com/ctxsync/ctxsync/extra/ctxsyncprom v0.0.0-00010101000000-000000000000
 	github.com/ctxsync/ctxsync/ratelimit/redislimit v0.0.0-00010101000000-000000000000

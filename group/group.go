@@ -23,6 +23,18 @@ type Options struct {
 	// task's error. When false, the first error cancels the group's context
 	// and is Wait's result. A panic cancels the group either way.
 	CollectAll bool
+
+	// CancelOnError, with CollectAll, makes the first error cancel the
+	// group's context, with that error as its cause, while Wait still
+	// returns errors.Join of every task's error, the first first: the
+	// other tasks stop early, and no error is lost (conc's
+	// WithCancelOnError with its error pool). The errors of tasks that
+	// stopped because of the cancellation are among them, as they
+	// returned them (often context.Canceled). Go called after the first
+	// error returns the context's error and does not run f, as when
+	// failing fast. Without CollectAll it changes nothing: failing fast
+	// cancels on the first error anyway.
+	CancelOnError bool
 }
 
 // A Group runs tasks in goroutines and waits for them all.
@@ -59,12 +71,13 @@ type Options struct {
 type Group struct {
 	_ nocopy.NoCopy
 
-	ctx        context.Context
-	cancel     context.CancelCauseFunc
-	sem        *ctxsync.Semaphore // the slots; nil without a limit
-	collectAll bool
-	tasks      atomic.Int64 // tasks started (or Go calls on their way) not ended
-	waited     atomic.Bool  // Wait has returned once
+	ctx           context.Context
+	cancel        context.CancelCauseFunc
+	sem           *ctxsync.Semaphore // the slots; nil without a limit
+	collectAll    bool
+	cancelOnError bool
+	tasks         atomic.Int64 // tasks started (or Go calls on their way) not ended
+	waited        atomic.Bool  // Wait has returned once
 
 	// The tasks started and waiting for a goroutine of the group (see
 	// worker.go).
@@ -95,7 +108,8 @@ func (opts Options) Validate() error {
 }
 
 // New returns a Group and a context derived from ctx that the tasks receive.
-// The context is cancelled when a task fails (unless opts.CollectAll), when a
+// The context is cancelled when a task fails (unless opts.CollectAll without
+// opts.CancelOnError), when a
 // task panics, when Wait returns, or when ctx ends, whichever comes first;
 // context.Cause tells which: the failing task's error, the *PanicError, or
 // context.Canceled for Wait.
@@ -106,7 +120,7 @@ func New(ctx context.Context, opts Options) (*Group, context.Context) {
 	if err := opts.Validate(); err != nil {
 		panic(err.Error())
 	}
-	g := &Group{collectAll: opts.CollectAll}
+	g := &Group{collectAll: opts.CollectAll, cancelOnError: opts.CancelOnError}
 	g.idle.L = &g.mu
 	g.queue = g.qbuf[:0]
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
@@ -295,7 +309,11 @@ func (g *Group) fail(err error) {
 	g.mu.Lock()
 	if g.collectAll {
 		g.errs = append(g.errs, err)
+		first := len(g.errs) == 1
 		g.mu.Unlock()
+		if first && g.cancelOnError {
+			g.cancel(err)
+		}
 		return
 	}
 	first := g.err == nil

@@ -24,7 +24,8 @@ import (
 //   - Wait panics exactly when a task panicked, with one of the values;
 //   - otherwise Wait returns one of the errors (fail-fast) or all of them
 //     (CollectAll), nil exactly when no task failed;
-//   - with Limit 1 and fail-fast, no task starts after one has failed;
+//   - with Limit 1 and fail-fast or CancelOnError, no task starts after
+//     one has failed;
 //   - the group's ctx has ended when Wait returns.
 func TestHammerGroup(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -61,7 +62,7 @@ func hammerRound(t *testing.T, round int, r *rand.Rand) {
 		cancel()
 	}
 	h := &hammerState{
-		opts:   group.Options{Limit: r.IntN(5), CollectAll: r.IntN(2) == 0},
+		opts:   group.Options{Limit: r.IntN(5), CollectAll: r.IntN(2) == 0, CancelOnError: r.IntN(2) == 0},
 		errs:   make(map[error]bool),
 		panics: make(map[any]bool),
 	}
@@ -98,7 +99,7 @@ func hammerRound(t *testing.T, round int, r *rand.Rand) {
 	if gctx.Err() == nil {
 		t.Errorf("%v: the group's ctx is live after Wait", h.opts)
 	}
-	if h.opts.Limit == 1 && !h.opts.CollectAll && h.startedAfterFailure.Load() > 0 {
+	if h.opts.Limit == 1 && (!h.opts.CollectAll || h.opts.CancelOnError) && h.startedAfterFailure.Load() > 0 {
 		t.Errorf("%v: %d tasks started after a failure", h.opts, h.startedAfterFailure.Load())
 	}
 	if len(h.panics) > 0 {

@@ -32,6 +32,10 @@ const depositBatch = 64
 // counted in batches, each at the moment its count is taken, so the window
 // may see up to 63 first attempts a little late or a little early.
 //
+// A Budget that Hedges with Delay 0 share also keeps their estimate of the
+// service's latency (see Hedge.Delay): a duration, not a time, which it
+// keeps across bubbles.
+//
 // The window runs on the clock of the goroutine that uses it: a Budget used
 // both inside and outside a testing/synctest bubble, whose clocks differ,
 // forgets its window when it crosses over, and starts anew.
@@ -41,6 +45,8 @@ type Budget struct {
 	made    bool    // made by NewBudget
 
 	pending atomic.Int64 // first attempts not yet in a bucket
+
+	latency hedgeLatency // the delay of the Hedges with Delay 0 that share it
 
 	mu      sync.Mutex
 	cur     int64                       // the second of the newest bucket; guarded by mu

@@ -132,6 +132,11 @@ type Error struct {
 	Reason   Reason // why it stopped
 	// Context is ctx.Err() when Reason is ContextDone, else nil.
 	Context error
+	// Cause is context.Cause(ctx) when Reason is ContextDone and the ctx
+	// was cancelled with a cause of its own (context.WithCancelCause,
+	// WithTimeoutCause), else nil: why the caller gave up, which
+	// Context, only Canceled or DeadlineExceeded, cannot say.
+	Cause error
 }
 
 // Error describes the last error, how many attempts were made and why no
@@ -149,12 +154,24 @@ func (e *Error) Error() string {
 	if e.Context != nil {
 		s += ": " + e.Context.Error()
 	}
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
 	return s + "): " + last
 }
 
-// Unwrap returns the last attempt's error, and the ctx's error when the ctx
-// stopped the retries.
+// Unwrap returns the last attempt's error, and the ctx's error and its
+// cause when the ctx stopped the retries.
 func (e *Error) Unwrap() []error {
+	if e.Cause != nil {
+		errs := make([]error, 0, 3)
+		for _, err := range []error{e.Last, e.Context, e.Cause} {
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errs
+	}
 	switch {
 	case e.Last == nil && e.Context == nil:
 		return nil

@@ -90,6 +90,17 @@ type Policy struct {
 	// retry, the failed attempt is the last.
 	Budget *Budget
 
+	// DelayFunc, if not nil, gives the waits, for schedules that the
+	// backoff cannot express (a fixed list, a wait read from the error):
+	// it is called before each wait with the number of the attempt that
+	// just failed (1 for the first) and its error, and returns the wait.
+	// InitialDelay, MaxDelay, Multiplier, Jitter and NoDelay are then
+	// unused. A RetryAfter() floor still applies, as do MaxRetryAfter, the
+	// deadline and MaxElapsed; a negative wait is taken as 0. It runs in
+	// the caller's goroutine, outside any lock; a panic in it reaches the
+	// caller, and no more attempt is made.
+	DelayFunc func(attempt int, err error) time.Duration
+
 	// OnRetry, if not nil, is called before each wait: attempt is the number
 	// of the attempt that just failed (1 for the first), err its error and
 	// delay the wait to come. It runs in the caller's goroutine, outside any
@@ -271,7 +282,7 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 		// The caller's ctx first: once it has ended, its errors are the
 		// caller's own and nothing is retried, whatever Retryable says.
 		if cerr := ctx.Err(); cerr != nil {
-			return &Error{Attempts: n, Last: err, Reason: ContextDone, Context: cerr}
+			return ctxDone(ctx, n, err, cerr)
 		}
 		if isPermanent(err) || (p.Retryable != nil && !p.Retryable(err)) {
 			return stop(NotRetryable)
@@ -279,7 +290,7 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 		if maxAttempts > 0 && n >= maxAttempts {
 			return stop(MaxAttemptsReached)
 		}
-		d := b.next()
+		d := p.delay(&b, n, err)
 		floor, _ := retryAfter(err)
 		if floor > d {
 			// The server's word wins over MaxDelay; a floor of 0 (a
@@ -307,7 +318,7 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 			p.OnRetry(n, err, d)
 		}
 		if cerr := w.wait(ctx, d); cerr != nil {
-			return &Error{Attempts: n, Last: err, Reason: ContextDone, Context: cerr}
+			return ctxDone(ctx, n, err, cerr)
 		}
 		if err = p.attempt(ctx, fn); err == nil {
 			return nil

@@ -66,6 +66,35 @@ import (
 type Transport struct {
 	Base   http.RoundTripper // nil means http.DefaultTransport
 	Policy Policy
+
+	// Hedge, if not nil, hedges each attempt of the requests that are
+	// safe to send twice (those Transport retries): a copy is sent when
+	// the attempt has not answered after Hedge.Delay, and the first
+	// response that Transport would not retry wins (see Hedge). The
+	// losers' ctxs are cancelled and their bodies drained and closed, in
+	// their own goroutines. A response that Transport would retry is a
+	// failure: the copies in flight are waited for, and if none wins, the
+	// last failure goes to the Policy, as an unhedged attempt's would. A
+	// request is counted once in Hedge.Budget, however often retried.
+	Hedge *Hedge
+
+	// RetryResponse, if not nil, decides which responses are retried, in
+	// place of the rule of the statuses 429, 502, 503 and 504: a 500 from
+	// a service known to be idempotent may be retried, or a 503 whose
+	// header says the service is down for maintenance not. It may read
+	// the status and the headers; a response it retries is discarded
+	// (its body drained and closed), one it does not is returned, unread.
+	// The Retry-After of a 429 or a 503 that it retries is honoured, and
+	// Policy.Retryable still sees a *StatusError and may refuse. It runs
+	// in the goroutine of the attempt (a copy's own with Hedge), outside
+	// any lock; a panic in it reaches the caller of RoundTrip.
+	RetryResponse func(resp *http.Response) bool
+
+	// DelayFunc, if not nil, is Policy.DelayFunc with the response too:
+	// resp is the response of the attempt that failed, nil after a
+	// transport error. Its body is not to be read: it is drained and
+	// closed before the wait. It replaces Policy.DelayFunc.
+	DelayFunc func(attempt int, resp *http.Response, err error) time.Duration
 }
 
 // StatusError is the error of an attempt of Transport whose response had a
@@ -90,7 +119,16 @@ const drainLimit = 64 << 10
 // an error whose message begins with "retry:", or nil: call it where the
 // Transport is built, so that a mistake shows there rather than at the first
 // request.
-func (t *Transport) Check() error { return httpx.Misuse(t.Policy.check) }
+func (t *Transport) Check() error {
+	return httpx.Misuse(func() {
+		t.Policy.check()
+		if t.Hedge != nil {
+			if err := t.Hedge.Validate(); err != nil {
+				panic(err.Error())
+			}
+		}
+	})
+}
 
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
@@ -127,6 +165,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_ = kept.Body.Close()
 		}
 	}()
+	if t.DelayFunc != nil {
+		p.DelayFunc = func(n int, err error) time.Duration {
+			return t.DelayFunc(n, kept, err) // kept is the failed attempt's response, or nil
+		}
+	}
 	onRetry := p.OnRetry
 	p.OnRetry = func(n int, err error, d time.Duration) {
 		discard(kept) // free its connection before the wait
@@ -147,7 +190,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			*r = *req // RoundTrip must not change req, only what it sends
 			r.Body = body
 		}
-		resp, err := send(ctx, base, r, timeout)
+		resp, again, err := t.sendAttempt(ctx, base, r, timeout, attempts == 1)
 		switch {
 		case err != nil && cannotSucceed(r, err):
 			return Permanent(err)
@@ -156,7 +199,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case resp == nil:
 			return Permanent(errNoResponse)
 		}
-		if !retriedStatus(resp.StatusCode) {
+		if !again {
 			ok = resp
 			return nil
 		}

@@ -1,0 +1,93 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// errRetriedStatus marks, inside a hedged send, an attempt whose response
+// has a status that Transport retries: a failure to the hedging, which
+// waits for the copies in flight, and a response to Transport.
+var errRetriedStatus = errors.New("retry: retried status")
+
+// sendAttempt makes one attempt of Transport's: one send, or, with a Hedge,
+// a hedged group of sends. first is whether it is the request's first
+// attempt, which counts a call in the Hedge's Budget (unless the Policy's
+// Budget, the same, has counted it already).
+//
+// retry reports whether resp is one that Transport retries (see retried).
+func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *http.Request, timeout time.Duration, first bool) (resp *http.Response, retry bool, err error) {
+	h := t.Hedge
+	if h == nil {
+		resp, err = send(ctx, base, r, timeout)
+		return resp, err == nil && resp != nil && t.retried(resp), err
+	}
+	if first && h.Budget != t.Policy.Budget {
+		h.Budget.deposit()
+	}
+	var n atomic.Int32
+	var release context.CancelFunc
+	resp, release, err = hedged(ctx, h, func(actx context.Context) (*http.Response, error) {
+		rr := r
+		if n.Add(1) > 1 && r.Body != nil && r.Body != http.NoBody {
+			// A copy sends a body of its own: the first may still be
+			// reading r's. replayable let only requests with GetBody here.
+			body, err := r.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			rr = new(http.Request)
+			*rr = *r
+			rr.Body = body
+		}
+		resp, err := send(actx, base, rr.WithContext(actx), timeout)
+		switch {
+		case err != nil && cannotSucceed(rr, err):
+			return nil, Permanent(err)
+		case err != nil:
+			return nil, err
+		case resp == nil:
+			return nil, Permanent(errNoResponse)
+		case t.retried(resp):
+			return resp, errRetriedStatus
+		}
+		return resp, nil
+	}, discard)
+	if err == errRetriedStatus {
+		err, retry = nil, true
+	}
+	var p *permanentError
+	if errors.As(err, &p) {
+		err = p.err // RoundTrip decides again, as for a send unhedged
+	}
+	if resp != nil && resp.Body != nil {
+		// The attempt's ctx lives as long as the body is read.
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: release}
+	} else {
+		release()
+	}
+	return resp, retry, err
+}
+
+// retried reports whether Transport retries resp: as RetryResponse says,
+// or, if it is nil, for the statuses 429, 502, 503 and 504.
+//
+// A panic in RetryResponse closes resp's body on its way to the caller: no
+// one else holds the response yet.
+func (t *Transport) retried(resp *http.Response) bool {
+	if t.RetryResponse == nil {
+		return retriedStatus(resp.StatusCode)
+	}
+	done := false
+	defer func() {
+		if !done && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	again := t.RetryResponse(resp)
+	done = true
+	return again
+}
