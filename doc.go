@@ -22,6 +22,9 @@
 //	                  and Join
 //	PriorityQueue     a queue that hands out the lowest priority value first,
 //	                  with the same shutdown and task accounting
+//	Flight            singleflight whose callers can leave
+//	Lazy              a value made once by an init that may fail: kept after a
+//	                  success, tried again after a failure
 //	WaitGroup         sync.WaitGroup whose Wait takes a ctx; Add at any time
 //	KeyedLock         a Lock per key; memory follows the keys in use
 //

@@ -41,6 +41,19 @@
 // Retry-After of a 429 or a 503 is honoured; that of a 502 or a 504 is not,
 // since RFC 9110 and RFC 6585 give it a meaning on the first two only.
 //
+// Retries may look at what succeeded, too: DoIf retries a result its
+// predicate rejects, Transport.RetryResponse a response, and DelayFunc on a
+// Policy or a Transport chooses the waits.
+//
+// A call that is slow, rather than failed, is better answered by a copy sent a
+// little later (a hedge) than by waiting: DoHedged, and Transport.Hedge for
+// requests that are safe to send twice. The first success wins and the others'
+// ctxs are cancelled; a shared Budget caps the copies to a share of the calls,
+// so that hedging never multiplies the load on a service that is slow for
+// everyone, and a hedge it refuses leaves the attempts in flight alone. With
+// Hedge.Delay 0, the delay follows the latency of recent calls (about their
+// 94th percentile) without reading the clock on the way of a call.
+//
 // Nothing runs in the background: a call that succeeds at once allocates
 // nothing and reads no clock (unless MaxElapsed is set; with a Budget, one
 // call in 64 does), a failed attempt allocates nothing either, and the waits
