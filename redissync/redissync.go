@@ -80,8 +80,8 @@ type Semaphore struct {
 	roundTrip time.Duration
 
 	mu      sync.Mutex
-	waiters map[string]chan grant // the local waiters by id, to wake
-	stopSub func()                // ends the subscription; nil when none
+	waiters map[string]chan grant // the local waiters by id, to wake; guarded by mu
+	hub     *hub                  // the subscription joined; nil when none; guarded by mu
 
 	// noRenew stops the renewals, as a crash would: for tests.
 	noRenew atomic.Bool
