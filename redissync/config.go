@@ -72,8 +72,18 @@ const (
 // milliseconds to a year, a Timeout negative or not below a third of the
 // Lease, or a Poll other than 0 outside 10 milliseconds to an hour.
 func New(cfg Config) (*Semaphore, error) {
-	bad := func(format string, args ...any) (*Semaphore, error) {
-		return nil, fmt.Errorf("redissync: bad Config: "+format, args...)
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return newSemaphore(cfg, cfg.Name, randomHex(), false), nil
+}
+
+// normalize checks cfg, as New documents, and returns it with its defaults
+// filled in.
+func (cfg Config) normalize() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("redissync: bad Config: "+format, args...)
 	}
 	switch {
 	case cfg.Client == nil || nilClient(cfg.Client):
@@ -106,9 +116,15 @@ func New(cfg Config) (*Semaphore, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "redissync:"
 	}
-	base := cfg.Prefix + "{" + cfg.Name + "}:"
+	return cfg, nil
+}
+
+// newSemaphore makes the Semaphore of name for a normalized cfg, whose ids
+// carry tag (hex digits, unique across processes). A keyed one (see Keyed)
+// counts its fencing tokens with the keyed scripts.
+func newSemaphore(cfg Config, name, tag string, keyed bool) *Semaphore {
+	base := cfg.Prefix + "{" + name + "}:"
 	entry := 3*cfg.Poll + 2*cfg.Timeout
-	tag := randomHex()
 	leaseArg := strconv.FormatInt(cfg.Lease.Milliseconds(), 10)
 	s := &Semaphore{
 		client:      cfg.Client,
@@ -128,25 +144,30 @@ func New(cfg Config) (*Semaphore, error) {
 		ctxTimeouts: honoursDeadlines(cfg.Client),
 		roundTrip:   max(readTimeout(cfg.Client), cfg.Timeout),
 	}
-	sc := setScripts
-	if s.lock {
+	sc, take := setScripts, lockTake
+	switch {
+	case s.lock && keyed:
+		sc, take = keyedLockScripts, keyedLockTake
+	case s.lock:
 		sc = lockScripts
+	case keyed:
+		sc = keyedSetScripts
 	}
 	s.acquireCall = newCall(sc.acquire, s.keys)
 	s.releaseCall = newCall(sc.release, s.keys)
 	s.renewCall = newCall(sc.renew, s.keys[:1])
 	if s.lock {
-		s.takeCall = newCall(lockTake, []string{s.keys[0], s.keys[3]})
+		s.takeCall = newCall(take, []string{s.keys[0], s.keys[3]})
 		s.giveCall = newCall(lockGive, s.keys[:1])
 	}
 	s.waiters = make(map[string]chan grant)
-	return s, nil
+	return s
 }
 
 // NewLock returns a Semaphore of one permit: a lock. cfg.N must be 0 or 1.
 func NewLock(cfg Config) (*Semaphore, error) {
 	if cfg.N != 0 && cfg.N != 1 {
-		return nil, fmt.Errorf("redissync: bad Config: NewLock with N = %d; a lock has 1 permit", cfg.N)
+		return nil, errNotALock(cfg.N)
 	}
 	cfg.N = 1
 	return New(cfg)
@@ -193,4 +214,8 @@ func nilClient(c redis.UniversalClient) bool {
 		return c == nil
 	}
 	return false
+}
+
+func errNotALock(n int) error {
+	return fmt.Errorf("redissync: bad Config: N = %d for a lock; a lock has 1 permit", n)
 }

@@ -83,6 +83,11 @@ type Semaphore struct {
 	waiters map[string]chan grant // the local waiters by id, to wake; guarded by mu
 	hub     *hub                  // the subscription joined; nil when none; guarded by mu
 
+	// The Keyed that made it, and its key; nil for New's.
+	keyed *Keyed
+	key   string
+	ks    *keyedSem
+
 	// noRenew stops the renewals, as a crash would: for tests.
 	noRenew atomic.Bool
 }
