@@ -383,3 +383,80 @@ func TestHammerKeyed(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedSubscriptionChannels: the Semaphores of one client share one
+// pub/sub connection; each one's channel is subscribed while it has
+// waiters and unsubscribed when its last leaves; the connection is closed
+// with the last waiter of the client.
+func TestSharedSubscriptionChannels(t *testing.T) {
+	b := ownRedis(t)
+	ctx := context.Background()
+	admin := b.client(t)
+	hc, wc := b.client(t), b.client(t)
+	var holders [3]*Permit
+	var ws [3]*Semaphore
+	for i := range ws {
+		cfg := Config{Client: hc, Name: fmt.Sprintf("shared%d", i), N: 1 + i%2, Lease: time.Minute, Poll: time.Hour}
+		h := mustNew(t, cfg)
+		held := acquireN(t, h, cfg.N)
+		holders[i] = held[0]
+		for _, p := range held[1:] {
+			defer p.Release(ctx)
+		}
+		cfg.Client = wc
+		ws[i] = mustNew(t, cfg)
+	}
+	numsub := func(s *Semaphore) int64 {
+		n, err := admin.PubSubNumSub(ctx, s.channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n[s.channel]
+	}
+	got := make(chan *Permit, len(ws))
+	for _, w := range ws {
+		go func() {
+			p, err := w.Acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- p
+		}()
+	}
+	for _, w := range ws {
+		waitSubscribed(t, w)
+	}
+	if n := pubsubConns(t, admin); n != 1 {
+		t.Fatalf("%d pub/sub connections for 3 Semaphores of one client", n)
+	}
+	for i, w := range ws {
+		if err := holders[i].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p := <-got
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for numsub(w) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("Semaphore %d: its channel still subscribed with no waiter", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		for _, other := range ws[i+1:] {
+			if numsub(other) != 1 {
+				t.Errorf("a channel with a waiter unsubscribed")
+			}
+		}
+	}
+	noHubs(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for pubsubConns(t, admin) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pub/sub connection outlives the waiters")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	leftNothing(t, ws[:]...)
+}
