@@ -76,7 +76,7 @@ func New(cfg Config) (*Semaphore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newSemaphore(cfg, cfg.Name, randomHex(), false), nil
+	return newSemaphore(cfg, cfg.Name, randomHex(), nil), nil
 }
 
 // normalize checks cfg, as New documents, and returns it with its defaults
@@ -120,9 +120,12 @@ func (cfg Config) normalize() (Config, error) {
 }
 
 // newSemaphore makes the Semaphore of name for a normalized cfg, whose ids
-// carry tag (hex digits, unique across processes). A keyed one (see Keyed)
-// counts its fencing tokens with the keyed scripts.
-func newSemaphore(cfg Config, name, tag string, keyed bool) *Semaphore {
+// carry tag (hex digits, unique across processes). A Semaphore of a Keyed
+// (k) takes its ids from k's count, and is told of hand-overs on k's
+// channel, which every key of k shares: so k's channel stays subscribed
+// while any of its keys has a waiter, and a key's first waiter sends no
+// SUBSCRIBE. Its tokens are counted by the keyed scripts.
+func newSemaphore(cfg Config, name, tag string, k *Keyed) *Semaphore {
 	base := cfg.Prefix + "{" + name + "}:"
 	entry := 3*cfg.Poll + 2*cfg.Timeout
 	leaseArg := strconv.FormatInt(cfg.Lease.Milliseconds(), 10)
@@ -143,6 +146,19 @@ func newSemaphore(cfg Config, name, tag string, keyed bool) *Semaphore {
 		keyTTLArg:   strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
 		ctxTimeouts: honoursDeadlines(cfg.Client),
 		roundTrip:   max(readTimeout(cfg.Client), cfg.Timeout),
+	}
+	s.ids = &s.ownIDs
+	keyed := k != nil
+	if keyed {
+		s.keyed = k
+		s.wakeArg = k.wakeArg
+		s.channel = k.channel
+		s.ids = &k.ids
+		// A key's Semaphore is made when this process comes to it: often
+		// while another holds it. Its first attempt is then the full
+		// acquire script, which takes a free lock as the fast way does,
+		// rather than the fast way, which would fail first.
+		s.contended.Store(true)
 	}
 	sc, take := setScripts, lockTake
 	switch {

@@ -2,9 +2,12 @@ package redissync
 
 import (
 	"context"
-	"strconv"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const errZeroKeyed = "redissync: use NewKeyed or NewKeyedLock; the zero Keyed is not usable"
@@ -37,12 +40,17 @@ const errZeroKeyed = "redissync: use NewKeyed or NewKeyedLock; the zero Keyed is
 // every earlier one of the key as long as the server's clock does not step
 // back. They stay below 2^53 until the year 2248.
 type Keyed struct {
-	cfg Config // normalized
-	tag string // the start of every key's Semaphore's tag
+	cfg     Config // normalized
+	tag     string // every key's Semaphore's
+	wakeArg any    // the prefix of the channel, for the scripts
+	channel string // where the waiters of every key are told
+	ids     atomic.Uint64
 
 	mu   sync.Mutex
 	keys map[string]*keyedSem // the keys held or waited for; guarded by mu
-	made atomic.Uint64        // Semaphores made: the end of their tags
+
+	wmu     sync.Mutex
+	waiting map[string]*Semaphore // each waiter's key's, by id; guarded by wmu
 }
 
 // A keyedSem is the Semaphore of one key, and how many Acquires,
@@ -60,7 +68,9 @@ func NewKeyed(cfg Config) (*Keyed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Keyed{cfg: cfg, tag: randomHex(), keys: make(map[string]*keyedSem)}, nil
+	tag := randomHex()
+	return &Keyed{cfg: cfg, tag: tag, wakeArg: cfg.Prefix + "wake:", channel: cfg.Prefix + "wake:" + tag,
+		keys: make(map[string]*keyedSem), waiting: make(map[string]*Semaphore)}, nil
 }
 
 // NewKeyedLock returns a Keyed of one permit per key: a lock per key.
@@ -137,13 +147,42 @@ func (k *Keyed) ref(key string) *keyedSem {
 	defer k.mu.Unlock()
 	e := k.keys[key]
 	if e == nil {
-		tag := k.tag + strconv.FormatUint(k.made.Add(1), 16)
-		e = &keyedSem{s: newSemaphore(k.cfg, k.cfg.Name+":"+key, tag, true)}
-		e.s.keyed, e.s.key, e.s.ks = k, key, e
+		e = &keyedSem{s: newSemaphore(k.cfg, k.cfg.Name+":"+key, k.tag, k)}
+		e.s.key, e.s.ks = key, e
 		k.keys[key] = e
 	}
 	e.refs++
 	return e
+}
+
+// dispatch passes a pub/sub event on k's channel to the Semaphores it
+// concerns: at a subscription, every one with waiters; at a message, those
+// of the waiters it names.
+func (k *Keyed) dispatch(msg any) {
+	var to []*Semaphore
+	k.wmu.Lock()
+	switch m := msg.(type) {
+	case *redis.Subscription:
+		seen := make(map[*Semaphore]bool)
+		for _, s := range k.waiting {
+			if !seen[s] {
+				seen[s] = true
+				to = append(to, s)
+			}
+		}
+	case *redis.Message:
+		f := strings.Fields(m.Payload) // "now lease id:token ..."
+		for _, e := range f[min(2, len(f)):] {
+			id, _, _ := strings.Cut(e, ":")
+			if s := k.waiting[id]; s != nil && !slices.Contains(to, s) {
+				to = append(to, s)
+			}
+		}
+	}
+	k.wmu.Unlock()
+	for _, s := range to {
+		s.dispatch(msg)
+	}
 }
 
 // unref ends a use of e, and forgets key with its last use: a key used

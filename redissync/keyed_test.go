@@ -209,8 +209,9 @@ func TestKeyedMisuse(t *testing.T) {
 func TestKeyedLostUnkeys(t *testing.T) {
 	b := backends(t)[0]
 	ctx := context.Background()
-	cfg := b.config(b.client(t), "lost", 1, 60*time.Millisecond)
-	cfg.Poll = 10 * time.Millisecond
+	// The loss comes at the lease's end (a renewal would fail sooner, but
+	// its Timeout would have to be short, which a loaded machine misses).
+	cfg := b.config(b.client(t), "lost", 1, time.Second)
 	k := mustKeyed(t, cfg)
 	p, err := k.Acquire(ctx, "a")
 	if err != nil {

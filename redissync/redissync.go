@@ -63,10 +63,11 @@ type Semaphore struct {
 	// acquire script finds it free.
 	takeCall, giveCall *call
 	contended          atomic.Bool
-	wakeArg            any    // the prefix of every Semaphore's wake channel
-	channel            string // this one's: its waiters are told there
-	idPrefix           string // "tag/lease/" of this Semaphore's ids
-	ids                atomic.Uint64
+	wakeArg            any            // the prefix of every Semaphore's wake channel
+	channel            string         // this one's: its waiters are told there
+	idPrefix           string         // "tag/lease/" of this Semaphore's ids
+	ids                *atomic.Uint64 // the count of ids: its own, or its Keyed's
+	ownIDs             atomic.Uint64
 	// The scripts' arguments, made interfaces once: a string passed as an
 	// interface allocates at each call.
 	nArg      any
@@ -149,6 +150,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	wake := make(chan grant, 1)
 	s.mu.Lock()
 	s.waiters[id] = wake
+	if k := s.keyed; k != nil {
+		k.wmu.Lock()
+		k.waiting[id] = s
+		k.wmu.Unlock()
+	}
 	s.mu.Unlock()
 	defer s.leave(id)
 

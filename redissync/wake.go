@@ -44,12 +44,28 @@ type hub struct {
 	poll   time.Duration // the longest pause between reconnections
 
 	// guarded by hubsMu
-	chans   map[string]*Semaphore // the channels wanted, each Semaphore's
-	have    map[string]bool       // the channels asked of Redis
-	pending map[string]struct{}   // the channels whose want may differ from have
-	syncing bool                  // a goroutine of sync runs
+	chans   map[string]*hubChan // the channels wanted
+	have    map[string]bool     // the channels asked of Redis
+	pending map[string]struct{} // the channels whose want may differ from have
+	syncing bool                // a goroutine of sync runs
 	stopped bool
+	idle    *time.Timer // sweeps the channels left (see linger); nil if none is due
 }
+
+// A hubChan is a channel wanted: whom its events go to (a Semaphore, or a
+// Keyed for every key's), and how many Semaphores with waiters want it.
+type hubChan struct {
+	to   interface{ dispatch(msg any) }
+	refs int
+}
+
+// linger is how long a channel stays subscribed after its last waiter left,
+// and a hub open after its last channel: a client whose waiters come and
+// go (a few goroutines contending for keys) would otherwise open and close
+// a connection, or send a SUBSCRIBE, for most waiters, each waking its
+// waiters to ask again once confirmed. A channel is swept at the first
+// sweep after it was left: up to a linger later (sooner if one was due).
+const linger = 250 * time.Millisecond
 
 // hubKey returns what identifies s's client among the hubs: the client,
 // when it is a pointer (every go-redis client is); otherwise s itself, which
@@ -75,13 +91,22 @@ func (s *Semaphore) joinLocked() {
 		ctx, cancel := context.WithCancel(context.Background())
 		h = &hub{key: key, ctx: ctx, cancel: cancel, poll: s.poll,
 			ps:    s.client.Subscribe(ctx), // no channel yet: no round trip here
-			chans: map[string]*Semaphore{}, have: map[string]bool{}, pending: map[string]struct{}{}}
+			chans: map[string]*hubChan{}, have: map[string]bool{}, pending: map[string]struct{}{}}
 		hubs[key] = h
 		go h.listen()
 	}
-	h.chans[s.channel] = s
+	c := h.chans[s.channel]
+	if c == nil {
+		var to interface{ dispatch(msg any) } = s
+		if s.keyed != nil {
+			to = s.keyed
+		}
+		c = &hubChan{to: to}
+		h.chans[s.channel] = c
+		h.changedLocked(s.channel)
+	}
+	c.refs++
 	s.hub = h
-	h.changedLocked(s.channel)
 }
 
 // dropLocked unsubscribes s's channel, and ends the hub with its last
@@ -91,12 +116,33 @@ func (s *Semaphore) dropLocked() {
 	defer hubsMu.Unlock()
 	h := s.hub
 	s.hub = nil
-	if h == nil || h.chans[s.channel] != s {
+	c := h.chans[s.channel]
+	if c == nil {
+		panic("redissync: bug: a Semaphore left a channel it had not joined")
+	}
+	// A channel left is unsubscribed, and a hub left with none ended, a
+	// linger later: see linger.
+	if c.refs--; c.refs == 0 && h.idle == nil {
+		h.idle = time.AfterFunc(linger, h.sweep)
+	}
+}
+
+// sweep unsubscribes the channels that no Semaphore wants, and ends the hub
+// if none is left.
+func (h *hub) sweep() {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	h.idle = nil
+	if h.stopped {
 		return
 	}
-	delete(h.chans, s.channel)
+	for ch, c := range h.chans {
+		if c.refs == 0 {
+			delete(h.chans, ch)
+			h.changedLocked(ch)
+		}
+	}
 	if len(h.chans) > 0 {
-		h.changedLocked(s.channel)
 		return
 	}
 	delete(hubs, h.key)
@@ -104,7 +150,7 @@ func (s *Semaphore) dropLocked() {
 	h.cancel()
 	// In the background: Close waits for a subscription being made (its
 	// lock held through the handshake), which a stalled Redis draws out to
-	// the client's ReadTimeout; the waiter leaving must not wait for it.
+	// the client's ReadTimeout; sweep runs on a timer, which must not wait.
 	go func() { _ = h.ps.Close() }()
 }
 
@@ -197,10 +243,10 @@ func (h *hub) dispatch(msg any) {
 		return
 	}
 	hubsMu.Lock()
-	s := h.chans[ch]
+	c := h.chans[ch]
 	hubsMu.Unlock()
-	if s != nil {
-		s.dispatch(msg)
+	if c != nil {
+		c.to.dispatch(msg)
 	}
 }
 
@@ -263,6 +309,11 @@ func (s *Semaphore) leave(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.waiters, id)
+	if k := s.keyed; k != nil {
+		k.wmu.Lock()
+		delete(k.waiting, id)
+		k.wmu.Unlock()
+	}
 	if len(s.waiters) == 0 && s.hub != nil {
 		s.dropLocked()
 	}
