@@ -76,14 +76,18 @@
 // (redis.Options.PoolSize, ten per CPU by default): a process holds no more
 // than its client allows, whatever the number of Names. Waiters are woken
 // by pub/sub, on one more connection per client: every Semaphore and Keyed
-// made on the client shares it, subscribing each Semaphore's channel (and
-// each key's) while it has waiters. So 10,000 Names with a waiter each in
-// one process take one pub/sub connection, not 10,000, and a Name's first
-// waiter sends a SUBSCRIBE on it, not a connection's handshake. The
-// connection is opened with the client's first waiter and closed with its
-// last; after it is lost, it is made again with every channel subscribed,
-// and every waiter of the client asks Redis once more, as a hand-over may
-// have been published meanwhile. Keep to one client per Redis in a
+// made on the client shares it, subscribing each Semaphore's channel while
+// it has waiters, and one channel for all the keys of a Keyed while any has
+// one. So 10,000 Names with a waiter each in one process take one pub/sub
+// connection, not 10,000; a Semaphore's first waiter sends a SUBSCRIBE on
+// it, not a connection's handshake, and a key's first waiter sends nothing
+// while other keys of its Keyed have waiters. The connection is opened with
+// the client's first waiter and closed a quarter of a second after its
+// last (a channel is unsubscribed as long after its last waiter), so that
+// waiters coming and going do not open and close it each time. After it is
+// lost, it is made again with every channel subscribed, and every waiter of
+// the client asks Redis once more, as a hand-over may have been published
+// meanwhile. Keep to one client per Redis in a
 // process: each client has a pool and a pub/sub connection of its own.
 //
 // The program in examples/fleet shows a fleet's uses: a job one instance
