@@ -181,8 +181,8 @@ func (p *Permit) loseLocked() {
 	p.stopped = true
 	p.lostAt = time.Now()
 	p.endLocked(ErrLost)
+	p.unkey() // first: a holder told of the loss finds the key gone
 	p.lost.Set()
-	p.unkey()
 }
 
 // unkey ends the permit's use of its key in its Keyed, once: after a
