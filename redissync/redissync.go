@@ -336,6 +336,7 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 		return false, unexpected(v)
 	}
 	if len(a) > 2 {
+		var others []string // ids of waiters of another Semaphore of s's Keyed
 		s.mu.Lock()
 		for i := 2; i < len(a); i += 3 {
 			id, _ := a[i].(string)
@@ -343,7 +344,10 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 			token, ok2 := a[i+2].(int64)
 			w, mine := s.waiters[id]
 			if !mine {
-				continue // gone: its own release takes the permit back
+				if s.keyed != nil {
+					others = append(others, id)
+				}
+				continue // else gone: its own release takes the permit back
 			}
 			if !ok1 || !ok2 || token < 1 || lease < 0 || lease > int64(maxLease/time.Millisecond) {
 				signal(w, grant{})
@@ -352,6 +356,23 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 			signal(w, grant{token: token, now: now, lease: time.Duration(lease) * time.Millisecond})
 		}
 		s.mu.Unlock()
+		// A Permit whose lease was lost keeps the Semaphore its key had
+		// then, which its Keyed has since forgotten: a waiter of the key
+		// now waits on another Semaphore of the Keyed, with the same tag.
+		// Wake it to ask (it holds the permit handed to it), outside s.mu:
+		// holding two Semaphores' locks at once could deadlock.
+		for _, id := range others {
+			s.keyed.wmu.Lock()
+			o := s.keyed.waiting[id]
+			s.keyed.wmu.Unlock()
+			if o != nil {
+				o.mu.Lock()
+				if w, ok := o.waiters[id]; ok {
+					signal(w, grant{})
+				}
+				o.mu.Unlock()
+			}
+		}
 	}
 	return held == 1, nil
 }
