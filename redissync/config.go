@@ -72,8 +72,18 @@ const (
 // milliseconds to a year, a Timeout negative or not below a third of the
 // Lease, or a Poll other than 0 outside 10 milliseconds to an hour.
 func New(cfg Config) (*Semaphore, error) {
-	bad := func(format string, args ...any) (*Semaphore, error) {
-		return nil, fmt.Errorf("redissync: bad Config: "+format, args...)
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return newSemaphore(cfg, cfg.Name, randomHex(), nil), nil
+}
+
+// normalize checks cfg, as New documents, and returns it with its defaults
+// filled in.
+func (cfg Config) normalize() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("redissync: bad Config: "+format, args...)
 	}
 	switch {
 	case cfg.Client == nil || nilClient(cfg.Client):
@@ -106,9 +116,18 @@ func New(cfg Config) (*Semaphore, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "redissync:"
 	}
-	base := cfg.Prefix + "{" + cfg.Name + "}:"
+	return cfg, nil
+}
+
+// newSemaphore makes the Semaphore of name for a normalized cfg, whose ids
+// carry tag (hex digits, unique across processes). A Semaphore of a Keyed
+// (k) takes its ids from k's count, and is told of hand-overs on k's
+// channel, which every key of k shares: so k's channel stays subscribed
+// while any of its keys has a waiter, and a key's first waiter sends no
+// SUBSCRIBE. Its tokens are counted by the keyed scripts.
+func newSemaphore(cfg Config, name, tag string, k *Keyed) *Semaphore {
+	base := cfg.Prefix + "{" + name + "}:"
 	entry := 3*cfg.Poll + 2*cfg.Timeout
-	tag := randomHex()
 	leaseArg := strconv.FormatInt(cfg.Lease.Milliseconds(), 10)
 	s := &Semaphore{
 		client:      cfg.Client,
@@ -128,25 +147,43 @@ func New(cfg Config) (*Semaphore, error) {
 		ctxTimeouts: honoursDeadlines(cfg.Client),
 		roundTrip:   max(readTimeout(cfg.Client), cfg.Timeout),
 	}
-	sc := setScripts
-	if s.lock {
+	s.ids = &s.ownIDs
+	keyed := k != nil
+	if keyed {
+		s.keyed = k
+		s.wakeArg = k.wakeArg
+		s.channel = k.channel
+		s.ids = &k.ids
+		// A key's Semaphore is made when this process comes to it: often
+		// while another holds it. Its first attempt is then the full
+		// acquire script, which takes a free lock as the fast way does,
+		// rather than the fast way, which would fail first.
+		s.contended.Store(true)
+	}
+	sc, take := setScripts, lockTake
+	switch {
+	case s.lock && keyed:
+		sc, take = keyedLockScripts, keyedLockTake
+	case s.lock:
 		sc = lockScripts
+	case keyed:
+		sc = keyedSetScripts
 	}
 	s.acquireCall = newCall(sc.acquire, s.keys)
 	s.releaseCall = newCall(sc.release, s.keys)
 	s.renewCall = newCall(sc.renew, s.keys[:1])
 	if s.lock {
-		s.takeCall = newCall(lockTake, []string{s.keys[0], s.keys[3]})
+		s.takeCall = newCall(take, []string{s.keys[0], s.keys[3]})
 		s.giveCall = newCall(lockGive, s.keys[:1])
 	}
 	s.waiters = make(map[string]chan grant)
-	return s, nil
+	return s
 }
 
 // NewLock returns a Semaphore of one permit: a lock. cfg.N must be 0 or 1.
 func NewLock(cfg Config) (*Semaphore, error) {
 	if cfg.N != 0 && cfg.N != 1 {
-		return nil, fmt.Errorf("redissync: bad Config: NewLock with N = %d; a lock has 1 permit", cfg.N)
+		return nil, errNotALock(cfg.N)
 	}
 	cfg.N = 1
 	return New(cfg)
@@ -193,4 +230,8 @@ func nilClient(c redis.UniversalClient) bool {
 		return c == nil
 	}
 	return false
+}
+
+func errNotALock(n int) error {
+	return fmt.Errorf("redissync: bad Config: N = %d for a lock; a lock has 1 permit", n)
 }

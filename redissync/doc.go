@@ -44,6 +44,52 @@
 // other N finds the Name held, or gets an error matching ErrUnavailable:
 // they never hold at once.
 //
+// # Locks per resource
+//
+// To lock per account, per job id, per file, named at run time, use a
+// Keyed (NewKeyedLock, or NewKeyed for N permits per key):
+// Acquire(ctx, key) waits for that key's permit alone, and the Permit's
+// Release gives it back. Each key is a Name of its own in Redis (Name + ":"
+// + key), with its own line and its own fencing tokens; every key shares
+// the Keyed's Config. Making a Semaphore per resource with New works too,
+// but keeps it for as long as the program holds it; a Keyed keeps a key
+// only while a permit of it is held or waited for in the process.
+//
+// # What a Name costs
+//
+// In Redis, a Name nobody holds or waits for costs nothing once its keys
+// expire, but for the last fencing token of a Semaphore made by New (a few
+// tens of bytes), which must outlive the rest for tokens to keep growing.
+// A Keyed's token counters expire too: a key used again counts on from the
+// Redis server's clock (see Keyed). A Name held costs a key for its holders;
+// one with waiters, two more for its line (a few tens of bytes a waiter).
+//
+// In the process, a Semaphore costs about 2 kilobytes, and nothing while
+// idle: no goroutine, no timer, no connection. A Permit held costs a timer
+// for its renewals (a goroutine only while a renewal is under way). A
+// waiter costs its own goroutine, blocked, and a channel. A key of a Keyed
+// costs a Semaphore while held or waited for, and nothing after.
+//
+// # Connections
+//
+// Every call is a round trip on the client's pool of connections
+// (redis.Options.PoolSize, ten per CPU by default): a process holds no more
+// than its client allows, whatever the number of Names. Waiters are woken
+// by pub/sub, on one more connection per client: every Semaphore and Keyed
+// made on the client shares it, subscribing each Semaphore's channel while
+// it has waiters, and one channel for all the keys of a Keyed while any has
+// one. So 10,000 Names with a waiter each in one process take one pub/sub
+// connection, not 10,000; a Semaphore's first waiter sends a SUBSCRIBE on
+// it, not a connection's handshake, and a key's first waiter sends nothing
+// while other keys of its Keyed have waiters. The connection is opened with
+// the client's first waiter and closed a quarter of a second after its
+// last (a channel is unsubscribed as long after its last waiter), so that
+// waiters coming and going do not open and close it each time. After it is
+// lost, it is made again with every channel subscribed, and every waiter of
+// the client asks Redis once more, as a hand-over may have been published
+// meanwhile. Keep to one client per Redis in a
+// process: each client has a pool and a pub/sub connection of its own.
+//
 // The program in examples/fleet shows a fleet's uses: a job one instance
 // runs, a bound on calls across instances, and a store that checks fencing
 // tokens. It runs against the Redis at REDIS_ADDR, or an embedded one.
@@ -133,7 +179,8 @@
 //
 // Waiting is quiet: a script that frees a permit hands it at once to the
 // waiter at the head of the line, for the waiter's own Lease, and tells that
-// waiter by pub/sub, on a channel its Semaphore alone listens to (or, when
+// waiter by pub/sub, on a channel of its Semaphore alone (which its client's
+// one subscription listens to while the Semaphore has waiters) (or, when
 // the waiter shares the releaser's Semaphore, by the releaser's own reply);
 // it holds the permit with no further round trip. A slow poll (Config.Poll) makes up
 // for a lost message and for a lease that ends with no Release. A waiter that

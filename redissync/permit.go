@@ -26,6 +26,11 @@ type Permit struct {
 	lost   ctxsync.Event
 	parent context.Context // Acquire's: its values
 	done   atomic.Bool     // Release was called
+	// The key's use in its Keyed, ended at Release or at the loss of the
+	// lease, whichever comes first (unkeyed says it did); nil for a
+	// Semaphore's.
+	keyed   *keyedSem
+	unkeyed atomic.Bool
 
 	// The renewals run on a timer's function, not a goroutine of their own:
 	// a permit held for less than a third of its lease (the common case)
@@ -49,7 +54,7 @@ type Permit struct {
 // newPermit starts the renewals of a permit whose lease is proven until
 // until.
 func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, until time.Time) *Permit {
-	p := &Permit{s: s, id: id, token: token, until: until, parent: ctx}
+	p := &Permit{s: s, id: id, token: token, until: until, parent: ctx, keyed: s.ks}
 	// The first renewal comes at a third of the lease, or sooner when less
 	// than that is left: a permit handed over late (its waiter's message held
 	// up) must be renewed before it ends.
@@ -160,6 +165,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	p.mu.Unlock()
 	s := p.s
 	held, err := s.releaseProven(ctx, p.id, proven)
+	p.unkey()
 	if err != nil {
 		return err
 	}
@@ -175,7 +181,19 @@ func (p *Permit) loseLocked() {
 	p.stopped = true
 	p.lostAt = time.Now()
 	p.endLocked(ErrLost)
+	p.unkey() // first: a holder told of the loss finds the key gone
 	p.lost.Set()
+}
+
+// unkey ends the permit's use of its key in its Keyed, once: after a
+// Release, or the loss of its lease, the key need not be kept for it. (A
+// Keyed whose holders never called Release would keep their keys forever
+// otherwise; a Release after the loss still works, on the Semaphore the
+// Permit keeps.)
+func (p *Permit) unkey() {
+	if p.keyed != nil && !p.unkeyed.Swap(true) {
+		p.s.keyed.unref(p.s.key, p.keyed)
+	}
 }
 
 // tick renews the lease every third of it until Release, and signals its

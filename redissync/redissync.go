@@ -63,10 +63,11 @@ type Semaphore struct {
 	// acquire script finds it free.
 	takeCall, giveCall *call
 	contended          atomic.Bool
-	wakeArg            any    // the prefix of every Semaphore's wake channel
-	channel            string // this one's: its waiters are told there
-	idPrefix           string // "tag/lease/" of this Semaphore's ids
-	ids                atomic.Uint64
+	wakeArg            any            // the prefix of every Semaphore's wake channel
+	channel            string         // this one's: its waiters are told there
+	idPrefix           string         // "tag/lease/" of this Semaphore's ids
+	ids                *atomic.Uint64 // the count of ids: its own, or its Keyed's
+	ownIDs             atomic.Uint64
 	// The scripts' arguments, made interfaces once: a string passed as an
 	// interface allocates at each call.
 	nArg      any
@@ -80,8 +81,13 @@ type Semaphore struct {
 	roundTrip time.Duration
 
 	mu      sync.Mutex
-	waiters map[string]chan grant // the local waiters by id, to wake
-	stopSub func()                // ends the subscription; nil when none
+	waiters map[string]chan grant // the local waiters by id, to wake; guarded by mu
+	hub     *hub                  // the subscription joined; nil when none; guarded by mu
+
+	// The Keyed that made it, and its key; nil for New's.
+	keyed *Keyed
+	key   string
+	ks    *keyedSem
 
 	// noRenew stops the renewals, as a crash would: for tests.
 	noRenew atomic.Bool
@@ -144,6 +150,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	wake := make(chan grant, 1)
 	s.mu.Lock()
 	s.waiters[id] = wake
+	if k := s.keyed; k != nil {
+		k.wmu.Lock()
+		k.waiting[id] = s
+		k.wmu.Unlock()
+	}
 	s.mu.Unlock()
 	defer s.leave(id)
 
@@ -325,6 +336,7 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 		return false, unexpected(v)
 	}
 	if len(a) > 2 {
+		var others []string // ids of waiters of another Semaphore of s's Keyed
 		s.mu.Lock()
 		for i := 2; i < len(a); i += 3 {
 			id, _ := a[i].(string)
@@ -332,7 +344,10 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 			token, ok2 := a[i+2].(int64)
 			w, mine := s.waiters[id]
 			if !mine {
-				continue // gone: its own release takes the permit back
+				if s.keyed != nil {
+					others = append(others, id)
+				}
+				continue // else gone: its own release takes the permit back
 			}
 			if !ok1 || !ok2 || token < 1 || lease < 0 || lease > int64(maxLease/time.Millisecond) {
 				signal(w, grant{})
@@ -341,6 +356,23 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 			signal(w, grant{token: token, now: now, lease: time.Duration(lease) * time.Millisecond})
 		}
 		s.mu.Unlock()
+		// A Permit whose lease was lost keeps the Semaphore its key had
+		// then, which its Keyed has since forgotten: a waiter of the key
+		// now waits on another Semaphore of the Keyed, with the same tag.
+		// Wake it to ask (it holds the permit handed to it), outside s.mu:
+		// holding two Semaphores' locks at once could deadlock.
+		for _, id := range others {
+			s.keyed.wmu.Lock()
+			o := s.keyed.waiting[id]
+			s.keyed.wmu.Unlock()
+			if o != nil {
+				o.mu.Lock()
+				if w, ok := o.waiters[id]; ok {
+					signal(w, grant{})
+				}
+				o.mu.Unlock()
+			}
+		}
 	}
 	return held == 1, nil
 }

@@ -327,7 +327,7 @@ func leftNothing(t *testing.T, s ...*Semaphore) {
 	}
 	for _, s := range s {
 		s.mu.Lock()
-		sub, left := s.stopSub != nil, len(s.waiters)
+		sub, left := s.hub != nil, len(s.waiters)
 		s.mu.Unlock()
 		if sub || left != 0 {
 			t.Errorf("after the run: subscription %v, %d waiters", sub, left)

@@ -1,6 +1,11 @@
 package redissync
 
-import "github.com/redis/go-redis/v9"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The state of a name, all under one hash tag so that Redis Cluster keeps it
 // on one node, and each change is one script, so atomic:
@@ -253,7 +258,7 @@ var (
 // Each layout has its fast way, for a Name nobody holds and nobody waits
 // for; acquireBody is the rest, the same in both.
 var (
-	setAcquire = redis.NewScript(clock + `
+	setAcquire = newScript(clock + `
 if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
 	local token = redis.call('INCR', KEYS[4])
 	redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
@@ -266,7 +271,7 @@ local held = false
 
 	// The lock's fast way is a SET NX: its key is absent only when the
 	// lock is free and nobody waits.
-	lockAcquire = redis.NewScript(`
+	lockAcquire = newScript(`
 if redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[2]) then
 	return redis.call('INCR', KEYS[4])
 end
@@ -285,14 +290,14 @@ local held = false
 // lockGive: KEYS holders; ARGV id. Reply: 1 if it gave the lock back, or 0
 // when the key is not the id's first form (a line, or a lease ended).
 var (
-	lockTake = redis.NewScript(`
+	lockTake = newScript(`
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return redis.call('INCR', KEYS[2])
 end
 return 0
 `)
 
-	lockGive = redis.NewScript(`
+	lockGive = newScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
 	redis.call('DEL', KEYS[1])
 	return 1
@@ -380,7 +385,7 @@ return {0, rank or -1, free, now}
 // line, {that, now, then id, lease ms, token of each permit handed to a
 // waiter of the caller's Semaphore}.
 var (
-	setRelease = redis.NewScript(`
+	setRelease = newScript(`
 local id = ARGV[2]
 local held = 0
 local now = 0
@@ -410,7 +415,7 @@ if now == 0 then readClock() end
 	// is free, and a head whose place has not lapsed (the common case)
 	// takes it with no sweep of the line. Places lapsed further back are
 	// swept by the next Acquire.
-	lockRelease = redis.NewScript(`
+	lockRelease = newScript(`
 local id = ARGV[2]
 local v = redis.call('GET', KEYS[1])
 if v == id then
@@ -451,14 +456,14 @@ return out
 // The renew script extends ARGV[1]'s lease to ARGV[2] ms from now, if it has
 // not ended. ARGV: id, lease ms, key ttl ms. Reply: 1 if renewed, 0 if gone.
 var (
-	setRenew = redis.NewScript(clock + setPrelude + `
+	setRenew = newScript(clock + setPrelude + `
 if not holds(ARGV[1]) then return 0 end
 grant(ARGV[1], tonumber(ARGV[2]))
 keep(tonumber(ARGV[3]), 1)
 return 1
 `)
 
-	lockRenew = redis.NewScript(`
+	lockRenew = newScript(`
 local id = ARGV[1]
 local v = redis.call('GET', KEYS[1])
 if v == id then
@@ -473,3 +478,51 @@ redis.call('SET', KEYS[1], id .. '@' .. (now + l), 'PX', math.max(redis.call('PT
 return 1
 `)
 )
+
+// The keyed scripts (see Keyed) are the scripts above with a fencing token
+// counter that expires: a process locking per account would otherwise leave
+// a key in Redis for every account ever locked. When the counter is gone
+// (never made, or expired), the next token starts from the server's clock,
+// in milliseconds, times 1024: above every token given before, as long as
+// no key was granted more than 1024 times a millisecond on average (a grant
+// takes a round trip, tens of microseconds at best) and the server's clock
+// did not step back. 2^53 is reached in the year 2248. The counter lives
+// twice the Lease and a second from its making, whatever its use: its
+// making costs a TIME and a SET.
+var (
+	keyedSetScripts  = scripts{keyedScript(setAcquire, 4, 2), keyedScript(setRelease, 4, 4), setRenew}
+	keyedLockScripts = scripts{keyedScript(lockAcquire, 4, 2), keyedScript(lockRelease, 4, 4), lockRenew}
+	keyedLockTake    = keyedScript(lockTake, 2, 2)
+)
+
+// keyedScript returns sc with every INCR of KEYS[seq] made a call to
+// nextToken, which counts from the clock as said above; ARGV[lease] is the
+// Lease in ms.
+func keyedScript(sc *redis.Script, seq, lease int) *redis.Script {
+	src := scriptSource[sc]
+	incr := fmt.Sprintf("redis.call('INCR', KEYS[%d])", seq)
+	if !strings.Contains(src, incr) {
+		panic("redissync: bug: a keyed script counts no token")
+	}
+	return redis.NewScript(fmt.Sprintf(`
+local function nextToken()
+	local t = redis.call('INCR', KEYS[%[1]d])
+	if t == 1 then
+		local c = redis.call('TIME')
+		t = (tonumber(c[1]) * 1000 + math.floor(tonumber(c[2]) / 1000)) * 1024
+		redis.call('SET', KEYS[%[1]d], string.format('%%d', t), 'PX', 2 * tonumber(ARGV[%[2]d]) + 1000)
+	end
+	return t
+end
+`, seq, lease) + strings.ReplaceAll(src, incr, "nextToken()"))
+}
+
+// scriptSource holds the source of each script newScript made, which
+// keyedScript rewrites: go-redis's Script does not give it back.
+var scriptSource = map[*redis.Script]string{}
+
+func newScript(src string) *redis.Script {
+	sc := redis.NewScript(src)
+	scriptSource[sc] = src
+	return sc
+}

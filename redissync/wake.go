@@ -2,8 +2,10 @@ package redissync
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,75 +13,240 @@ import (
 
 // Waiters are woken by pub/sub: a script that frees a permit hands it to the
 // waiter at the head of the line and publishes its id and token on the
-// channel of the waiter's Semaphore alone (named by the tag in the id), and a
-// Semaphore with waiters keeps one subscription to its channel, which passes
-// each waiter its own. So a hand-over wakes one process, not every process
-// waiting on the Name. The subscription lasts while the Semaphore has
-// waiters.
+// channel of the waiter's Semaphore alone (named by the tag in the id). So a
+// hand-over wakes one process, not every process waiting on the Name.
+//
+// Every Semaphore made on one client shares one subscription (a hub): one
+// pub/sub connection, subscribed to the channel of each Semaphore that has
+// waiters, and unsubscribed from it when its last waiter leaves; the
+// connection is closed when no Semaphore of the client has a waiter. A
+// connection of its own per Semaphore, as before, put a process locking per
+// account past Redis's maxclients; a channel costs the connection a few
+// bytes in Redis instead.
 
-// subscribe starts the subscription if there is none.
-func (s *Semaphore) subscribe() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopSub != nil || len(s.waiters) == 0 {
+// hubs holds the hub of each client that has a Semaphore with waiters, and
+// no other: a hub kept past its last waiter would keep its client (and the
+// client its pool) for the life of the process. hubsMu also guards every
+// hub's channel maps. It is held only to change a map or read one, never
+// across a round trip: one lock for all hubs costs nothing next to the
+// round trips each join and leave comes with.
+var (
+	hubsMu sync.Mutex
+	hubs   = map[any]*hub{}
+)
+
+// A hub is the subscription shared by the Semaphores of one client.
+type hub struct {
+	key    any
+	ps     *redis.PubSub
+	ctx    context.Context
+	cancel context.CancelFunc
+	poll   time.Duration // the longest pause between reconnections
+
+	// guarded by hubsMu
+	chans   map[string]*hubChan // the channels wanted
+	have    map[string]bool     // the channels asked of Redis
+	pending map[string]struct{} // the channels whose want may differ from have
+	syncing bool                // a goroutine of sync runs
+	stopped bool
+	idle    *time.Timer // sweeps the channels left (see linger); nil if none is due
+}
+
+// A hubChan is a channel wanted: whom its events go to (a Semaphore, or a
+// Keyed for every key's), and how many Semaphores with waiters want it.
+type hubChan struct {
+	to   interface{ dispatch(msg any) }
+	refs int
+}
+
+// linger is how long a channel stays subscribed after its last waiter left,
+// and a hub open after its last channel: a client whose waiters come and
+// go (a few goroutines contending for keys) would otherwise open and close
+// a connection, or send a SUBSCRIBE, for most waiters, each waking its
+// waiters to ask again once confirmed. A channel is swept at the first
+// sweep after it was left: up to a linger later (sooner if one was due).
+const linger = 250 * time.Millisecond
+
+// hubKey returns what identifies s's client among the hubs: the client,
+// when it is a pointer (every go-redis client is); otherwise s itself, which
+// then has a hub of its own, as a client value of a type that cannot be a
+// map key (or whose copies are not the same client) cannot be shared safely.
+func hubKey(s *Semaphore) any {
+	if v := reflect.ValueOf(s.client); v.Kind() == reflect.Pointer {
+		return s.client
+	}
+	return s
+}
+
+// join subscribes s's channel on the hub of its client, making the hub if
+// there is none. It does not wait for Redis: the subscription is made in
+// the background, and its confirmation wakes s's waiters to ask again, as a
+// message may have gone before it. s.mu is held.
+func (s *Semaphore) joinLocked() {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	key := hubKey(s)
+	h := hubs[key]
+	if h == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h = &hub{key: key, ctx: ctx, cancel: cancel, poll: s.poll,
+			ps:    s.client.Subscribe(ctx), // no channel yet: no round trip here
+			chans: map[string]*hubChan{}, have: map[string]bool{}, pending: map[string]struct{}{}}
+		hubs[key] = h
+		go h.listen()
+	}
+	c := h.chans[s.channel]
+	if c == nil {
+		var to interface{ dispatch(msg any) } = s
+		if s.keyed != nil {
+			to = s.keyed
+		}
+		c = &hubChan{to: to}
+		h.chans[s.channel] = c
+		h.changedLocked(s.channel)
+	}
+	c.refs++
+	s.hub = h
+}
+
+// dropLocked unsubscribes s's channel, and ends the hub with its last
+// channel. s.mu is held.
+func (s *Semaphore) dropLocked() {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	h := s.hub
+	s.hub = nil
+	c := h.chans[s.channel]
+	if c == nil {
+		panic("redissync: bug: a Semaphore left a channel it had not joined")
+	}
+	// A channel left is unsubscribed, and a hub left with none ended, a
+	// linger later: see linger.
+	if c.refs--; c.refs == 0 && h.idle == nil {
+		h.idle = time.AfterFunc(linger, h.sweep)
+	}
+}
+
+// sweep unsubscribes the channels that no Semaphore wants, and ends the hub
+// if none is left.
+func (h *hub) sweep() {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	h.idle = nil
+	if h.stopped {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ps := s.client.Subscribe(ctx) // no channel yet: no round trip here
-	go s.listen(ctx, ps)
-	s.stopSub = func() {
-		cancel()
-		// In the background: Close waits for a subscription being made
-		// (its lock held through the handshake), which a stalled Redis
-		// draws out to the client's ReadTimeout; the waiter leaving
-		// must not wait for it.
-		go func() { _ = ps.Close() }()
+	for ch, c := range h.chans {
+		if c.refs == 0 {
+			delete(h.chans, ch)
+			h.changedLocked(ch)
+		}
+	}
+	if len(h.chans) > 0 {
+		return
+	}
+	delete(hubs, h.key)
+	h.stopped = true
+	h.cancel()
+	// In the background: Close waits for a subscription being made (its
+	// lock held through the handshake), which a stalled Redis draws out to
+	// the client's ReadTimeout; sweep runs on a timer, which must not wait.
+	go func() { _ = h.ps.Close() }()
+}
+
+// changedLocked notes that ch may need a SUBSCRIBE or an UNSUBSCRIBE, and
+// starts a goroutine to send it if none runs. Sending it from the waiter's
+// goroutine would make the waiter wait for a connection being made, under
+// the PubSub's lock, for up to the client's ReadTimeout.
+func (h *hub) changedLocked(ch string) {
+	h.pending[ch] = struct{}{}
+	if !h.syncing {
+		h.syncing = true
+		go h.sync()
 	}
 }
 
-// leave forgets a waiter, and ends the subscription with the last one.
-func (s *Semaphore) leave(id string) {
-	s.mu.Lock()
-	delete(s.waiters, id)
-	var stop func()
-	if len(s.waiters) == 0 && s.stopSub != nil {
-		stop, s.stopSub = s.stopSub, nil
-	}
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
-
-// listen subscribes, then wakes the waiters named by each message, and every
-// waiter each time the subscription is made (messages may have been missed
-// before). After a failure it waits a little longer each time, up to a Poll,
-// so as not to hammer a Redis that is coming back; the waiters poll
-// meanwhile.
-func (s *Semaphore) listen(ctx context.Context, ps *redis.PubSub) {
-	const first = 10 * time.Millisecond
-	pause := first
-	subscribed := false
-	for ctx.Err() == nil {
-		var err error
-		if !subscribed {
-			if err = ps.Subscribe(ctx, s.channel); err == nil {
-				subscribed = true
+// sync sends the SUBSCRIBEs and UNSUBSCRIBEs that the joins and leaves since
+// the last call need, in batches, until none is left. A command that fails
+// is not sent again: go-redis keeps the channels subscribed in its PubSub,
+// and subscribes them all again when it reconnects, which the failure makes
+// it do at the next Receive.
+func (h *hub) sync() {
+	for {
+		var add, del []string
+		hubsMu.Lock()
+		for ch := range h.pending {
+			want := h.chans[ch] != nil
+			if want != h.have[ch] {
+				if want {
+					add = append(add, ch)
+					h.have[ch] = true
+				} else {
+					del = append(del, ch)
+					delete(h.have, ch)
+				}
 			}
 		}
-		if err == nil {
-			var msg any
-			if msg, err = ps.Receive(ctx); err == nil {
-				pause = first
-				s.dispatch(msg)
-				continue
-			}
-			// The next Receive connects and subscribes again.
-		}
-		if !sleep(ctx, pause) {
+		clear(h.pending)
+		if h.stopped || (len(add) == 0 && len(del) == 0) {
+			h.syncing = false
+			hubsMu.Unlock()
 			return
 		}
-		pause = min(2*pause, s.poll)
+		hubsMu.Unlock()
+		// Never an empty list: Unsubscribe with none leaves every channel.
+		if len(del) > 0 {
+			_ = h.ps.Unsubscribe(h.ctx, del...)
+		}
+		if len(add) > 0 {
+			_ = h.ps.Subscribe(h.ctx, add...)
+		}
+	}
+}
+
+// listen wakes the waiters named by each message, and every waiter of a
+// channel each time the channel is subscribed (messages may have been
+// missed before): after a reconnection go-redis subscribes every channel
+// again, so every waiter of the client asks once more. After a failure it
+// waits a little longer each time, up to a Poll, so as not to hammer a
+// Redis that is coming back; the waiters poll meanwhile.
+func (h *hub) listen() {
+	const first = 10 * time.Millisecond
+	pause := first
+	for h.ctx.Err() == nil {
+		msg, err := h.ps.Receive(h.ctx)
+		if err == nil {
+			pause = first
+			h.dispatch(msg)
+			continue
+		}
+		// The next Receive connects and subscribes again.
+		if !sleep(h.ctx, pause) {
+			return
+		}
+		pause = min(2*pause, h.poll)
+	}
+}
+
+// dispatch passes a pub/sub event to the Semaphore whose channel it is on.
+func (h *hub) dispatch(msg any) {
+	var ch string
+	switch m := msg.(type) {
+	case *redis.Subscription:
+		if m.Kind != "subscribe" {
+			return
+		}
+		ch = m.Channel
+	case *redis.Message:
+		ch = m.Channel
+	default:
+		return
+	}
+	hubsMu.Lock()
+	c := h.chans[ch]
+	hubsMu.Unlock()
+	if c != nil {
+		c.to.dispatch(msg)
 	}
 }
 
@@ -128,8 +295,32 @@ func (s *Semaphore) dispatch(msg any) {
 	}
 }
 
+// subscribe joins the hub of s's client if s has waiters and has not.
+func (s *Semaphore) subscribe() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hub == nil && len(s.waiters) > 0 {
+		s.joinLocked()
+	}
+}
+
+// leave forgets a waiter, and leaves the hub with the last one.
+func (s *Semaphore) leave(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.waiters, id)
+	if k := s.keyed; k != nil {
+		k.wmu.Lock()
+		delete(k.waiting, id)
+		k.wmu.Unlock()
+	}
+	if len(s.waiters) == 0 && s.hub != nil {
+		s.dropLocked()
+	}
+}
+
 // signal passes g to a waiter without blocking; a grant replaces a plain
-// wake-up waiting in the buffer. Only dispatch sends, under s.mu.
+// wake-up waiting in the buffer. Senders hold s.mu.
 func signal(w chan grant, g grant) {
 	select {
 	case w <- g:

@@ -4,6 +4,6 @@ package vetcopy
 
 import "github.com/ctxsync/ctxsync/redissync"
 
-func copies(s *redissync.Semaphore, p *redissync.Permit) []any {
-	return []any{*s, *p}
+func copies(s *redissync.Semaphore, p *redissync.Permit, k *redissync.Keyed) []any {
+	return []any{*s, *p, *k}
 }

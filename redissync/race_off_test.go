@@ -1,0 +1,5 @@
+//go:build !race
+
+package redissync
+
+const raceOn = false
