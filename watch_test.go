@@ -2,7 +2,9 @@ package ctxsync_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -452,4 +454,80 @@ func TestWatchSlowReaderNeverSlowsStore(t *testing.T) {
 		close(block)
 		wg.Wait()
 	})
+}
+
+// TestHammerWatch: a storer and a closer race readers that Wait, range over
+// Changes and Load, under random ctxs. Each value is its version, so a reader
+// checks every value against its version, that versions only grow, and that
+// a Wait returns a version above its after. At the end nobody is left
+// counted on the Watch's channel.
+func TestHammerWatch(t *testing.T) {
+	for round := range testutil.HammerRounds(20) {
+		w := ctxsync.NewWatch(1) // the value is the version
+		var wg sync.WaitGroup
+		readers := make(chan struct{})
+		for id := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(round), uint64(id)))
+				var last uint64
+				check := func(v int, ver uint64) {
+					if uint64(v) != ver || ver < last {
+						panic(fmt.Sprintf("value %d at version %d after version %d", v, ver, last))
+					}
+					last = ver
+				}
+				for {
+					select {
+					case <-readers:
+						return
+					default:
+					}
+					ctx, cancel := randomCtx(r)
+					switch r.IntN(3) {
+					case 0:
+						after := last - min(last, uint64(r.IntN(2)))
+						v, ver, err := w.Wait(ctx, after)
+						switch {
+						case err == nil:
+							if ver <= after {
+								panic(fmt.Sprintf("Wait(%d) returned version %d", after, ver))
+							}
+							check(v, ver)
+						case err == ctxsync.ErrClosed:
+							if _, cur := w.Load(); cur > after {
+								panic("ErrClosed with a newer version there")
+							}
+						case err != ctx.Err():
+							panic(fmt.Sprintf("Wait: %v with ctx %v", err, ctx.Err()))
+						}
+					case 1:
+						n := r.IntN(4)
+						for v := range w.Changes(ctx) {
+							check(v, uint64(v))
+							if n--; n < 0 {
+								break
+							}
+						}
+					default:
+						check(w.Load())
+					}
+					cancel()
+				}
+			})
+		}
+		for i := 2; i <= 300; i++ {
+			w.Store(i)
+			if i%50 == 0 {
+				time.Sleep(time.Duration(rand.IntN(100)) * time.Microsecond)
+			}
+		}
+		w.Close()
+		w.Store(-1) // dropped: Close is final
+		close(readers)
+		wg.Wait()
+		v, ver := w.Load()
+		require.Equal(t, 300, v)
+		require.Equal(t, uint64(300), ver)
+		require.Zero(t, ctxsync.WatchWaiting(w), "waiters left counted")
+	}
 }
