@@ -29,6 +29,13 @@ import (
 // version in a snapshot that is never changed once made, published by an
 // atomic pointer. Store wakes every waiter once, by closing one channel, and
 // never waits for a reader, however slow.
+//
+// A Watch may be used by one testing/synctest bubble after another, and
+// outside any in between: the channel waiters block on is made by the first
+// of them and dropped when the last gives up. As for every primitive of the
+// package, a Store or Close outside a bubble while a goroutine inside it
+// waits is refused by the runtime (see "Testing with synctest" in the package
+// documentation).
 type Watch[T any] struct {
 	_ nocopy.NoCopy
 
@@ -114,7 +121,8 @@ func (w *Watch[T]) versionLocked() uint64 {
 // end with ErrClosed, now and from then on. Load still works. A Wait whose
 // after is below the current version still returns the current value, so the
 // last value stored is never hidden from a waiter that had not seen it.
-// Closing a closed Watch does nothing.
+// Closing a closed Watch does nothing. There is no reopening: make a new
+// Watch.
 func (w *Watch[T]) Close() {
 	w.mu.Lock()
 	if w.closed {
@@ -133,7 +141,9 @@ func (w *Watch[T]) Close() {
 // Wait returns the current value and its version once the version is above
 // after, waiting until it is. With after 0 it returns at once; with after
 // taken from the last Load or Wait it waits for the next Store. A Store is
-// never missed: if one came since after was read, Wait returns at once.
+// never missed: if one came since after was read, Wait returns at once. No
+// version is above math.MaxUint64: a Wait for it ends only with its ctx or
+// Close.
 //
 // On failure it returns the zero T, version 0, and ctx.Err() or, once the
 // Watch is closed and nothing newer than after is there, ErrClosed. A ctx
