@@ -34,6 +34,7 @@ func copies(
 	r *pool.Resource[int],
 	g *group.Group,
 	budget *retry.Budget,
+	watch *ctxsync.Watch[int],
 ) []any {
 	return []any{
 		*barrier, *bounded, *cond, *event, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
@@ -42,5 +43,6 @@ func copies(
 		*p, *r,
 		*g,
 		*budget,
+		*watch,
 	}
 }
