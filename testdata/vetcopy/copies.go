@@ -36,6 +36,7 @@ func copies(
 	r *pool.Resource[int],
 	g *group.Group,
 	budget *retry.Budget,
+	watch *ctxsync.Watch[int],
 ) []any {
 	return []any{
 		*barrier, *bounded, *cond, *event, *flight, *lazy, *lock, *pqueue, *queue, *rwlock, *sem, *weighted,
@@ -44,5 +45,6 @@ func copies(
 		*p, *r,
 		*g,
 		*budget,
+		*watch,
 	}
 }
