@@ -26,6 +26,8 @@
 //	Lazy              a value made once by an init that may fail: kept after a
 //	                  success, tried again after a failure
 //	WaitGroup         sync.WaitGroup whose Wait takes a ctx; Add at any time
+//	Watch             the latest value and its version; Load never waits, Wait
+//	                  and Changes wake on each Store
 //	KeyedLock         a Lock per key; memory follows the keys in use
 //
 // The subpackages build on them: ratelimit (rate limiters), breaker (a

@@ -72,7 +72,7 @@ func ExampleQueue_CloseNow() {
 	// finished: 2
 	// handed back: [c d e]
 	// join: <nil>
-	// put: ctxsync: queue closed
+	// put: ctxsync: closed
 }
 
 // A bounded Queue pushes back: TryPut fails when it is full, and Put waits.
@@ -99,7 +99,7 @@ func ExampleQueue_All() {
 		fmt.Println(v)
 	}
 	// Output:
-	// ctxsync: queue closed
+	// ctxsync: closed
 	// x
 	// y
 }
