@@ -82,6 +82,15 @@ func (w *Watch[T]) Load() (T, uint64) {
 	return zero, 1
 }
 
+// Version returns the current version, as Load does, without the value: for
+// metrics, which can read it without knowing T.
+func (w *Watch[T]) Version() uint64 {
+	if s := w.cur.Load(); s != nil {
+		return s.ver
+	}
+	return 1
+}
+
 // Store makes v the current value, with the next version, and wakes every
 // goroutine waiting in Wait or Changes. It never waits for them: a reader
 // that has not yet looked at the previous value will see v instead.

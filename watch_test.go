@@ -531,3 +531,23 @@ func TestHammerWatch(t *testing.T) {
 		require.Zero(t, ctxsync.WatchWaiting(w), "waiters left counted")
 	}
 }
+
+// TestWatchVersion: Version agrees with Load's version, for the zero Watch
+// too, and after Close.
+func TestWatchVersion(t *testing.T) {
+	var zero ctxsync.Watch[int]
+	if v := zero.Version(); v != 1 {
+		t.Fatalf("zero Watch: Version() = %d, want 1", v)
+	}
+	w := ctxsync.NewWatch("a")
+	for i := range 3 {
+		if _, lv := w.Load(); w.Version() != lv || lv != uint64(i+1) {
+			t.Fatalf("Version() = %d, Load's version %d, want %d", w.Version(), lv, i+1)
+		}
+		w.Store("b")
+	}
+	w.Close()
+	if v := w.Version(); v != 4 {
+		t.Fatalf("after Close: Version() = %d, want 4", v)
+	}
+}
