@@ -188,8 +188,13 @@ func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallE
 		o := m.named
 		if m.own != nil {
 			// Looked up even for a refusal, so that a breaker with no
-			// name shows at its first call, whatever its outcome.
-			o = m.own.get(e.Name)
+			// name shows at its first call, whatever its outcome. (By
+			// hand: the generic get is not inlined.)
+			if f := m.own.first.Load(); f != nil && f.name == e.Name {
+				o = f.v
+			} else {
+				o = m.own.slow(e.Name)
+			}
 		}
 		if e.Outcome != breaker.Rejected {
 			m.duration.Record(context.Background(), e.Duration.Seconds(), o.outcome(e.Outcome)...)

@@ -419,3 +419,26 @@ func TestPoolWaitPairCountsTheSameAcquires(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnNameMetricsAcrossBubbles: metrics made with no name outside a
+// bubble learn a name from an event in one, and go on serving it, and
+// learn others, after the bubble has ended.
+func TestOwnNameMetricsAcrossBubbles(t *testing.T) {
+	r, mp := newProvider(t)
+	m, err := ctxsyncotel.NewPoolMetrics("", mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := m.Hooks(pool.Hooks{})
+	synctest.Test(t, func(t *testing.T) {
+		useOnce(t, newOwnNamedPool(t, "db", hooks))
+	})
+	hooks.OnAcquire(pool.AcquireEvent{Name: "db", Waited: true})
+	hooks.OnAcquire(pool.AcquireEvent{Name: "cache", Waited: true})
+	c := collect(t, r)
+	for name, want := range map[string]uint64{"db": 2, "cache": 1} {
+		if h := c.hist(t, "db.client.connection.wait_time", poolNameOf(name)); h.Count != want {
+			t.Errorf("wait_time{%s} count = %d, want %d", name, h.Count, want)
+		}
+	}
+}

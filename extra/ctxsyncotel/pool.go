@@ -44,8 +44,8 @@ type PoolMetrics struct {
 	waitTime   metric.Float64Histogram
 	createTime metric.Float64Histogram
 	timeouts   metric.Int64Counter
-	named      poolOpts          // of name, if given
-	own        *byName[poolOpts] // else those of each name seen
+	named      *poolOpts          // of name, if given
+	own        *byName[*poolOpts] // else those of each name seen
 
 	observed atomic.Bool // an Observe is registered
 }
@@ -95,7 +95,7 @@ func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
 	if name != "" {
 		m.named = m.opts(name)
 	} else {
-		m.own = &byName[poolOpts]{make: func(name string) poolOpts {
+		m.own = &byName[*poolOpts]{make: func(name string) *poolOpts {
 			if name == "" {
 				panic(`ctxsyncotel: the hooks of NewPoolMetrics("") told of a pool with no Config.Name: name the pool, or give NewPoolMetrics a name`)
 			}
@@ -105,9 +105,23 @@ func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
 	return m, nil
 }
 
-func (m *PoolMetrics) opts(name string) poolOpts {
+func (m *PoolMetrics) opts(name string) *poolOpts {
 	s := m.set(name)
-	return poolOpts{recordOpts(s), addOpts(s)}
+	return &poolOpts{recordOpts(s), addOpts(s)}
+}
+
+// of returns the options of the pool named name: of the name given to
+// NewPoolMetrics, or else of name, the event's.
+func (m *PoolMetrics) of(name string) *poolOpts {
+	if m.own == nil {
+		return m.named
+	}
+	// byName.get by hand: the generic call is not inlined, and this is
+	// every event's path.
+	if f := m.own.first.Load(); f != nil && f.name == name {
+		return f.v
+	}
+	return m.own.slow(name)
 }
 
 func (m *PoolMetrics) set(name string, kvs ...attribute.KeyValue) attribute.Set {
@@ -152,13 +166,9 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	h := next
 	onAcquire, onCreate := next.OnAcquire, next.OnCreate
 	h.OnAcquire = func(e pool.AcquireEvent) {
-		o := &m.named
-		if m.own != nil {
-			// Looked up even for an event that records nothing, so
-			// that a pool with no name shows at its first event.
-			v := m.own.get(e.Name)
-			o = &v
-		}
+		// Looked up even for an event that records nothing, so that a
+		// pool with no name shows at its first event.
+		o := m.of(e.Name)
 		if e.Waited {
 			m.waitTime.Record(context.Background(), e.Wait.Seconds(), o.rec...)
 		}
@@ -170,11 +180,7 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 		}
 	}
 	h.OnCreate = func(e pool.CreateEvent) {
-		o := &m.named
-		if m.own != nil {
-			v := m.own.get(e.Name)
-			o = &v
-		}
+		o := m.of(e.Name)
 		if e.Err == nil {
 			m.createTime.Record(context.Background(), e.Duration.Seconds(), o.rec...)
 		}

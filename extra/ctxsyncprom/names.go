@@ -29,14 +29,9 @@ type named[V any] struct {
 	v    V
 }
 
-func (c *byName[V]) get(name string) V {
-	if f := c.first.Load(); f != nil && f.name == name {
-		return f.v
-	}
-	return c.slow(name)
-}
-
-// slow finds or makes the entry of a name other than the first.
+// slow finds or makes the entry of a name other than the first. Callers
+// look at the first themselves, in line, before calling it: a generic
+// method is not inlined, and that look is every event's path.
 func (c *byName[V]) slow(name string) V {
 	if m := c.others.Load(); m != nil {
 		if v, ok := (*m)[name]; ok {

@@ -288,3 +288,55 @@ func TestPoolWaitPairCountsTheSameAcquires(t *testing.T) {
 		}
 	})
 }
+
+// FuzzOwnNames drives the hooks made with no name with events of names
+// from the script (among them "", and one that is not UTF-8, which panic),
+// against a model: a count per name. Every event of a good name is
+// observed under it, once; a bad one panics and changes nothing.
+func FuzzOwnNames(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 3, 1})
+	f.Add([]byte{4, 5, 0, 0, 4})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		names := []string{"a", "b", "", "c", "\xff", "a\x00"}
+		c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+		hooks := c.PoolHooks("")
+		onCall := c.BreakerOnCall("")
+		model := map[string]int{}
+		for _, op := range script {
+			name := names[int(op)%len(names)]
+			bad := name == "" || name == "\xff"
+			panicked := func() (p bool) {
+				defer func() { p = recover() != nil }()
+				if op&0x80 == 0 {
+					hooks.OnAcquire(pool.AcquireEvent{Name: name, Waited: true})
+				} else {
+					onCall(breaker.CallEvent{Name: name, Outcome: breaker.Success})
+				}
+				return false
+			}()
+			if panicked != bad {
+				t.Fatalf("event of %q: panicked %v", name, panicked)
+			}
+			if !bad {
+				model[fmt.Sprint(op&0x80 != 0, name)]++
+			}
+		}
+		got := map[string]int{}
+		for _, family := range []string{"ctxsync_pool_acquire_wait_seconds", "ctxsync_breaker_call_duration_seconds"} {
+			for _, s := range seriesNames(t, c, family) {
+				name, count, _ := strings.Cut(s, "=")
+				name = strings.TrimSuffix(name, "/success")
+				var n int
+				if _, err := fmt.Sscan(count, &n); err != nil {
+					t.Fatal(err)
+				}
+				if n > 0 {
+					got[fmt.Sprint(family != "ctxsync_pool_acquire_wait_seconds", name)] = n
+				}
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(model) {
+			t.Errorf("observed %v, want %v", got, model)
+		}
+	})
+}

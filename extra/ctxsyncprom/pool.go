@@ -138,25 +138,33 @@ type poolSeries struct{ wait, create prometheus.Observer }
 // ownPoolHooks is PoolHooks(""): the same hooks, whose series are those of
 // each event's own name.
 func (c *Collector) ownPoolHooks() pool.Hooks {
-	series := &byName[poolSeries]{make: func(name string) poolSeries {
+	series := &byName[*poolSeries]{make: func(name string) *poolSeries {
 		if name == "" {
 			panic(`ctxsyncprom: PoolHooks("") told of a pool with no Config.Name: name the pool, or give PoolHooks a name`)
 		}
 		checkName(`PoolHooks("") told of a pool`, name)
-		return poolSeries{c.acquireWait.WithLabelValues(name), c.createDuration.WithLabelValues(name)}
+		return &poolSeries{c.acquireWait.WithLabelValues(name), c.createDuration.WithLabelValues(name)}
 	}}
+	// series.get by hand: the generic call is not inlined, and this is
+	// every event's path.
+	of := func(name string) *poolSeries {
+		if f := series.first.Load(); f != nil && f.name == name {
+			return f.v
+		}
+		return series.slow(name)
+	}
 	return pool.Hooks{
 		OnAcquire: func(e pool.AcquireEvent) {
 			// Looked up even for an Acquire that did not wait, so that
 			// a pool with no name shows at its first event, whatever
 			// it is.
-			s := series.get(e.Name)
+			s := of(e.Name)
 			if e.Waited {
 				s.wait.Observe(e.Wait.Seconds())
 			}
 		},
 		OnCreate: func(e pool.CreateEvent) {
-			s := series.get(e.Name)
+			s := of(e.Name)
 			if !e.Refused {
 				s.create.Observe(e.Duration.Seconds())
 			}
