@@ -110,12 +110,9 @@ func (m *PoolMetrics) opts(name string) *poolOpts {
 	return &poolOpts{recordOpts(s), addOpts(s)}
 }
 
-// of returns the options of the pool named name: of the name given to
-// NewPoolMetrics, or else of name, the event's.
-func (m *PoolMetrics) of(name string) *poolOpts {
-	if m.own == nil {
-		return m.named
-	}
+// ownOf returns the options of the pool named name, for metrics made with
+// no name.
+func (m *PoolMetrics) ownOf(name string) *poolOpts {
 	// byName.get by hand: the generic call is not inlined, and this is
 	// every event's path.
 	if f := m.own.first.Load(); f != nil && f.name == name {
@@ -166,9 +163,12 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	h := next
 	onAcquire, onCreate := next.OnAcquire, next.OnCreate
 	h.OnAcquire = func(e pool.AcquireEvent) {
-		// Looked up even for an event that records nothing, so that a
-		// pool with no name shows at its first event.
-		o := m.of(e.Name)
+		o := m.named
+		if m.own != nil {
+			// Looked up even for an event that records nothing, so
+			// that a pool with no name shows at its first event.
+			o = m.ownOf(e.Name)
+		}
 		if e.Waited {
 			m.waitTime.Record(context.Background(), e.Wait.Seconds(), o.rec...)
 		}
@@ -180,7 +180,10 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 		}
 	}
 	h.OnCreate = func(e pool.CreateEvent) {
-		o := m.of(e.Name)
+		o := m.named
+		if m.own != nil {
+			o = m.ownOf(e.Name)
+		}
 		if e.Err == nil {
 			m.createTime.Record(context.Background(), e.Duration.Seconds(), o.rec...)
 		}
