@@ -13,12 +13,13 @@ import (
 )
 
 // The cost of metrics. impl=ctxsync-prometheus is a pool with the hooks of
-// extra/ctxsyncprom; its peer impl=no-hooks is the same pool without them,
-// so that the report's ratio is what the hooks cost (the target: at most
-// 1.5×).
+// extra/ctxsyncprom, given the pool's name; impl=ctxsync-prometheus-own-name
+// the hooks made with no name, which read it from each event; their peer
+// impl=no-hooks is the same pool without them, so that the report's ratio is
+// what the hooks cost (the target: at most 1.5×).
 
 func newMetricsPool(b *testing.B, size int, hooks pool.Hooks) *pool.Pool[*benchConn] {
-	p, err := pool.New(pool.Config[*benchConn]{New: newBenchConn, MaxSize: size, Hooks: hooks})
+	p, err := pool.New(pool.Config[*benchConn]{Name: "db", New: newBenchConn, MaxSize: size, Hooks: hooks})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,6 +33,9 @@ var metricsImpls = []struct {
 }{
 	{"ctxsync-prometheus", func() pool.Hooks {
 		return ctxsyncprom.NewCollector(ctxsyncprom.Config{}).PoolHooks("db")
+	}},
+	{"ctxsync-prometheus-own-name", func() pool.Hooks {
+		return ctxsyncprom.NewCollector(ctxsyncprom.Config{}).PoolHooks("")
 	}},
 	{"no-hooks", func() pool.Hooks { return pool.Hooks{} }},
 }

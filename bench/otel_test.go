@@ -15,25 +15,29 @@ import (
 
 // The cost of OpenTelemetry metrics. impl=ctxsync-otel is a pool with the
 // hooks of extra/ctxsyncotel on the SDK's MeterProvider (a manual reader:
-// the exporter does not matter to the hot path, which only aggregates);
-// its peer impl=no-hooks is the same pool without them, so that the
-// report's ratio is what the hooks cost.
+// the exporter does not matter to the hot path, which only aggregates),
+// given the pool's name; impl=ctxsync-otel-own-name the hooks made with no
+// name, which read it from each event; their peer impl=no-hooks is the same
+// pool without them, so that the report's ratio is what the hooks cost.
 
-func otelPoolHooks(b *testing.B) pool.Hooks {
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	m, err := ctxsyncotel.NewPoolMetrics("db", ctxsyncotel.WithMeterProvider(mp))
-	if err != nil {
-		b.Fatal(err)
+func otelPoolHooks(name string) func(b *testing.B) pool.Hooks {
+	return func(b *testing.B) pool.Hooks {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		m, err := ctxsyncotel.NewPoolMetrics(name, ctxsyncotel.WithMeterProvider(mp))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m.Hooks(pool.Hooks{})
 	}
-	return m.Hooks(pool.Hooks{})
 }
 
 var otelImpls = []struct {
 	name  string
 	hooks func(*testing.B) pool.Hooks
 }{
-	{"ctxsync-otel", otelPoolHooks},
+	{"ctxsync-otel", otelPoolHooks("db")},
+	{"ctxsync-otel-own-name", otelPoolHooks("")},
 	{"no-hooks", func(*testing.B) pool.Hooks { return pool.Hooks{} }},
 }
 
@@ -70,17 +74,22 @@ func BenchmarkOtelPoolAcquireRelease(b *testing.B) {
 }
 
 // BenchmarkOtelBreakerExecute: a call that succeeds through a closed
-// breaker, with ctxsyncotel's OnCall and OnStateChange and without them.
+// breaker, with ctxsyncotel's OnCall and OnStateChange (given the breaker's
+// name, or made with none) and without them.
 // With OnCall set, the breaker reads the clock twice per call for its
 // duration, whoever the hook is (see BenchmarkHooksBreaker).
 func BenchmarkOtelBreakerExecute(b *testing.B) {
-	for _, impl := range []string{"ctxsync-otel", "no-hooks"} {
+	for _, impl := range []string{"ctxsync-otel", "ctxsync-otel-own-name", "no-hooks"} {
 		newBreaker := func(b *testing.B) *breaker.Breaker {
-			var s breaker.Settings
-			if impl == "ctxsync-otel" {
+			s := breaker.Settings{Name: "b"}
+			if impl != "no-hooks" {
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 				b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-				m, err := ctxsyncotel.NewBreakerMetrics("b", ctxsyncotel.WithMeterProvider(mp))
+				name := "b"
+				if impl == "ctxsync-otel-own-name" {
+					name = "" // the breaker's own
+				}
+				m, err := ctxsyncotel.NewBreakerMetrics(name, ctxsyncotel.WithMeterProvider(mp))
 				must(err)
 				s.OnCall = m.OnCall(nil)
 				s.OnStateChange = m.OnStateChange(nil)

@@ -7,6 +7,11 @@ import (
 
 // A CallEvent tells Settings.OnCall how a call went.
 type CallEvent struct {
+	// Name is the breaker's Settings.Name (for a Transport's breaker, the
+	// Transport's Settings.Name and the host, as OpenError.Name): an
+	// OnCall shared by several breakers, or made before the breaker, tells
+	// them apart by it.
+	Name    string
 	Outcome Outcome
 	// State is the state the call was let through in, or refused in.
 	State State
@@ -46,5 +51,5 @@ func (b *Breaker) reportRefusal(err error) {
 	if e, ok := err.(*OpenError); ok {
 		st = e.State
 	}
-	b.s.OnCall(CallEvent{Outcome: Rejected, State: st, Err: err})
+	b.s.OnCall(CallEvent{Name: b.s.Name, Outcome: Rejected, State: st, Err: err})
 }

@@ -254,6 +254,9 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 			var tr transitions
 			var calls callEvents // what OnCall is told, against want
 			var want []CallEvent
+			// A name from the script, its bytes as they come: every event
+			// carries it unchanged.
+			name := string(script[:min(len(script), 2)])
 			outcome := func(err error) Outcome {
 				switch {
 				case isIgnored(err):
@@ -264,6 +267,7 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 				return Success
 			}
 			s := Settings{
+				Name:             name,
 				OnCall:           calls.add,
 				FailureThreshold: m.threshold,
 				HalfOpenMaxCalls: m.maxTrials,
@@ -317,12 +321,12 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 					err := b.Execute(ctx, func(context.Context) error { return fnErr })
 					if !ok {
 						require.Equal(t, state, refusedIn(err), "refused in")
-						want = append(want, CallEvent{Outcome: Rejected, State: state, Err: err})
+						want = append(want, CallEvent{Name: name, Outcome: Rejected, State: state, Err: err})
 						break
 					}
 					require.Equal(t, fnErr, err)
 					m.finish(gen, fnErr, time.Now(), time.Now())
-					want = append(want, CallEvent{Outcome: outcome(fnErr), State: in, Err: fnErr})
+					want = append(want, CallEvent{Name: name, Outcome: outcome(fnErr), State: in, Err: fnErr})
 				case 2: // a call held in flight
 					c := &call{finish: make(chan error), res: make(chan error, 1)}
 					go func() {
@@ -334,7 +338,7 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 						require.NotEmpty(t, c.res, "a call the model refuses went through")
 						err := <-c.res
 						require.Equal(t, state, refusedIn(err), "refused in")
-						want = append(want, CallEvent{Outcome: Rejected, State: state, Err: err})
+						want = append(want, CallEvent{Name: name, Outcome: Rejected, State: state, Err: err})
 						break
 					}
 					require.Empty(t, c.res, "a call the model admits was refused")
@@ -351,7 +355,7 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 					c.finish <- err
 					require.Equal(t, err, <-c.res)
 					m.finish(c.gen, err, c.start, time.Now())
-					want = append(want, CallEvent{Outcome: outcome(err), State: c.state, Duration: time.Since(c.start), Err: err})
+					want = append(want, CallEvent{Name: name, Outcome: outcome(err), State: c.state, Duration: time.Since(c.start), Err: err})
 				case 4:
 					time.Sleep(time.Duration(arg%8) * m.openTimeout / 4)
 				case 5:
@@ -386,12 +390,12 @@ func runBreakerScript(t *testing.T, settingsB, rulesB uint8, script []byte) {
 					if !ok {
 						require.Nil(t, r)
 						require.Equal(t, state, refusedIn(err), "refused in")
-						want = append(want, CallEvent{Outcome: Rejected, State: state, Err: err})
+						want = append(want, CallEvent{Name: name, Outcome: Rejected, State: state, Err: err})
 						break
 					}
 					require.Equal(t, []any{"fn panicked", "IsFailure panicked"}[op-7], r)
 					if op == 7 { // one whose IsFailure panicked is not told
-						want = append(want, CallEvent{Outcome: Failure, State: in, Err: errPanic})
+						want = append(want, CallEvent{Name: name, Outcome: Failure, State: in, Err: errPanic})
 					}
 					m.finish(gen, []error{errBoom, errBadPredicate}[op-7], time.Now(), time.Now())
 				}

@@ -37,7 +37,9 @@ func hammer(t *testing.T, manual bool) {
 	var b *Breaker
 	var told [Rejected + 1]atomic.Int64 // by outcome
 	var badPredicates atomic.Int64      // calls whose IsFailure panicked: not told
+	var misnamed atomic.Int64           // events whose Name was not the breaker's
 	b = New(Settings{
+		Name:             "hammer",
 		FailureThreshold: 3, HalfOpenMaxCalls: 2, Jitter: 0.5,
 		OpenBackoff: func(n int) time.Duration {
 			_ = b.Counts()
@@ -51,6 +53,9 @@ func hammer(t *testing.T, manual bool) {
 		OnCall: func(e CallEvent) {
 			_ = b.State() // outside the lock, as the change of state it may follow
 			told[e.Outcome].Add(1)
+			if e.Name != "hammer" {
+				misnamed.Add(1)
+			}
 		},
 	})
 	var trials, maxTrials atomic.Int32
@@ -148,6 +153,7 @@ func hammer(t *testing.T, manual bool) {
 		require.Equal(t, m.Total.Failures, told[Failure].Load(), "failures told to OnCall")
 		require.Equal(t, m.Total.Ignored, told[Ignored].Load()+badPredicates.Load(), "ignored calls told to OnCall")
 		require.Equal(t, m.Total.Rejected, told[Rejected].Load(), "refusals told to OnCall")
+		require.Zero(t, misnamed.Load(), "events told to OnCall without Settings.Name")
 	}
 	b.mu.Lock()
 	probes := b.probes

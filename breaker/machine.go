@@ -191,7 +191,7 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 		case failure:
 			o = Failure
 		}
-		defer b.s.OnCall(CallEvent{Outcome: o, State: State(s & stateMask), Duration: time.Duration(max(0, now-start)), Err: err})
+		defer b.s.OnCall(CallEvent{Name: b.s.Name, Outcome: o, State: State(s & stateMask), Duration: time.Duration(max(0, now-start)), Err: err})
 	}
 	if slow {
 		b.slow.Add(1)

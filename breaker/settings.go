@@ -16,7 +16,9 @@ const NoThreshold = -1
 // documented default, so Settings{} is a working breaker: five consecutive
 // failures open it for 30 seconds, then one trial call decides.
 type Settings struct {
-	// Name identifies the breaker in errors and in Metrics.
+	// Name identifies the breaker in errors, in Metrics and in the
+	// CallEvents told to OnCall, so that metrics hooks made before the
+	// breaker need not be given it again.
 	Name string
 
 	// FailureThreshold is the number of consecutive failures that open the

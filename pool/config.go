@@ -15,6 +15,13 @@ import (
 // The pool never holds its lock while it calls a function of Config, so each
 // may use the pool. What happens when one panics is told at Pool.
 type Config[T any] struct {
+	// Name identifies the pool in metrics: Stats.Name, and the Name of
+	// every AcquireEvent and CreateEvent, carry it, so that hooks made
+	// before the pool (the metrics modules under extra/) and a collector
+	// reading its Stats need not be given it again. Optional; the pool
+	// itself never reads it.
+	Name string
+
 	// New makes a resource. Required. It runs in a goroutine of its own, with
 	// the values of the context of the Acquire that asked for it but not its
 	// cancellation: a caller that gives up returns at once, and the resource,

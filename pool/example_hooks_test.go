@@ -3,6 +3,7 @@ package pool_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,4 +89,41 @@ func ExampleCreateEvent() {
 	// Output:
 	// acquire: backend down
 	// create failed: backend down
+}
+
+// Hooks made once, before the pools, serve several of them: each event
+// carries the Name of the pool it comes from (Config.Name), as Stats does.
+func ExampleHooks_shared() {
+	var mu sync.Mutex
+	acquires := map[string]int{}
+	hooks := pool.Hooks{OnAcquire: func(e pool.AcquireEvent) {
+		mu.Lock()
+		acquires[e.Name]++
+		mu.Unlock()
+	}}
+	newPool := func(name string) *pool.Pool[*client] {
+		p, err := pool.New(pool.Config[*client]{
+			Name:    name,
+			New:     func(context.Context) (*client, error) { return &client{}, nil },
+			MaxSize: 1,
+			Hooks:   hooks,
+		})
+		if err != nil {
+			panic(err)
+		}
+		return p
+	}
+	users, orders := newPool("users"), newPool("orders")
+	ctx := context.Background()
+	for _, p := range []*pool.Pool[*client]{users, orders, orders} {
+		r, _ := p.Acquire(ctx)
+		r.Release()
+	}
+	fmt.Println("users:", acquires["users"], "orders:", acquires["orders"])
+	fmt.Println("stats of", orders.Stats().Name)
+	_ = users.Close(ctx)
+	_ = orders.Close(ctx)
+	// Output:
+	// users: 1 orders: 2
+	// stats of orders
 }

@@ -315,12 +315,18 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 		}
 		cfg.MaxSize = m.maxSize
 		// What the hooks are told must add up to the Stats.
+		// A name from the script, its bytes as they come (UTF-8 or not):
+		// the events carry it unchanged.
+		cfg.Name = string(script[:min(len(script), 3)])
 		var told toldHooks
 		var acquireErrs, releases int64 // what the callers saw
 		cfg.Hooks = Hooks{
 			OnAcquire: func(e AcquireEvent) {
 				told.Lock()
 				defer told.Unlock()
+				if e.Name != cfg.Name {
+					told.misnamed++
+				}
 				if e.Err == nil {
 					told.acquired++
 				} else {
@@ -348,9 +354,12 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 				told.closed[r]++
 				told.Unlock()
 			},
-			OnCreate: func(CreateEvent) {
+			OnCreate: func(e CreateEvent) {
 				told.Lock()
 				told.creates++
+				if e.Name != cfg.Name {
+					told.misnamed++
+				}
 				told.Unlock()
 			},
 		}
@@ -562,7 +571,7 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 
 			s := p.Stats()
 			want := Stats{
-				Idle: len(m.idle), InUse: len(m.out), Total: m.total(), Max: m.maxSize, Waiting: len(m.waiting),
+				Name: cfg.Name, Idle: len(m.idle), InUse: len(m.out), Total: m.total(), Max: m.maxSize, Waiting: len(m.waiting),
 				AcquireCount: m.acquired, EmptyAcquires: m.empty, WaitCount: m.waited,
 				CanceledAcquires: m.canceled, Created: m.created, CreateFailures: m.createFailures,
 				ClosedDestroy: m.closedDestroy, ClosedPool: m.closedPool,
@@ -583,6 +592,7 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 			// sweep, each time closing it for that.
 			require.Equal(t, s.ClosedHealth, told.checkFails, "the failed checks told to OnHealthCheckFail")
 			require.Equal(t, time.Duration(p.waitNs.Load()), told.wait, "the waits told to OnAcquire")
+			require.Zero(t, told.misnamed, "events whose Name was not Config.Name %q", cfg.Name)
 		}
 		for _, w := range all {
 			w.cancel()
@@ -603,6 +613,7 @@ func fuzzPoolModel(t *testing.T, sizeB uint8, script []byte) {
 type toldHooks struct {
 	sync.Mutex
 	toldCounts
+	name string // the pool's Config.Name, which every event must carry
 }
 
 type toldCounts struct {
@@ -611,6 +622,7 @@ type toldCounts struct {
 	acquired, acquireErrs        int64
 	releases, checkFails, waited int64
 	wait                         time.Duration
+	misnamed                     int64 // events whose Name was not the pool's
 }
 
 // snapshot returns the counts and unlocks t, locked by the caller.

@@ -70,6 +70,10 @@ type Hooks struct {
 
 // An AcquireEvent tells how an Acquire went.
 type AcquireEvent struct {
+	// Name is the pool's Config.Name: hooks shared by several pools, or
+	// made before the pool, tell them apart by it.
+	Name string
+
 	// Waited reports that the Acquire found the pool empty and waited, for
 	// a Release or for a new resource: then Wait is how long, from queueing
 	// to being served or giving up. Otherwise Wait is 0, and no clock was
@@ -84,6 +88,7 @@ type AcquireEvent struct {
 
 // A CreateEvent tells how a call to Config.New went.
 type CreateEvent struct {
+	Name     string        // the pool's Config.Name, as in AcquireEvent
 	Duration time.Duration // how long New took
 	Err      error         // its error; nil if it made a resource
 	// Refused reports that Config.Breaker refused the call: New was not

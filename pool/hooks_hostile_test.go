@@ -201,6 +201,9 @@ func (t *toldHooks) hooks(p *atomic.Pointer[Pool[*conn]]) Hooks {
 	return Hooks{
 		OnAcquire: func(e AcquireEvent) {
 			count(func(c *toldCounts) {
+				if e.Name != t.name {
+					c.misnamed++
+				}
 				if e.Err == nil {
 					c.acquired++
 				} else {
@@ -212,7 +215,14 @@ func (t *toldHooks) hooks(p *atomic.Pointer[Pool[*conn]]) Hooks {
 				c.wait += e.Wait
 			})
 		},
-		OnCreate:          func(CreateEvent) { count(func(c *toldCounts) { c.creates++ }) },
+		OnCreate: func(e CreateEvent) {
+			count(func(c *toldCounts) {
+				if e.Name != t.name {
+					c.misnamed++
+				}
+				c.creates++
+			})
+		},
 		OnRelease:         func() { count(func(c *toldCounts) { c.releases++ }) },
 		OnClose:           func(r CloseReason) { count(func(c *toldCounts) { c.closed[r]++ }) },
 		OnHealthCheckFail: func(error) { count(func(c *toldCounts) { c.checkFails++ }) },
@@ -232,6 +242,8 @@ func requireToldAddsUp(t *testing.T, p *Pool[*conn], told *toldHooks, acquires i
 	require.Equal(t, s.AcquireCount, c.acquired, "the Acquires told to OnAcquire: %+v", s)
 	require.Equal(t, acquires, c.acquired+c.acquireErrs, "the Acquires told to OnAcquire: %+v", s)
 	require.Equal(t, s.WaitDuration, c.wait, "the waits told to OnAcquire: %+v", s)
+	require.Zero(t, c.misnamed, "events whose Name was not Config.Name %q", told.name)
+	require.Equal(t, told.name, s.Name, "Stats.Name")
 	// A check that fails as Close runs is told, its resource closed for
 	// the pool.
 	require.GreaterOrEqual(t, c.checkFails, s.ClosedHealth, "the failed checks told: %+v", s)

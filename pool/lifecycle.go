@@ -236,7 +236,7 @@ func (p *Pool[T]) make(parent context.Context) {
 			return
 		}
 		if h := p.cfg.Hooks.OnCreate; h != nil {
-			defer h(CreateEvent{Duration: time.Duration(clock.Now() - start), Err: errNewPanicked})
+			defer h(CreateEvent{Name: p.cfg.Name, Duration: time.Duration(clock.Now() - start), Err: errNewPanicked})
 		}
 		// New panicked, or called runtime.Goexit. Its place frees, and the
 		// panic goes where its error would have gone: to a waiting Acquire,
@@ -264,7 +264,7 @@ func (p *Pool[T]) make(parent context.Context) {
 		// Told once the resource is in the pool, or its error with the
 		// waiter it went to, and the call's place is free: the deferred
 		// call runs after the unlocks, so that a hook may call Close.
-		defer h(CreateEvent{Duration: time.Duration(clock.Now() - start), Err: err, Refused: refused})
+		defer h(CreateEvent{Name: p.cfg.Name, Duration: time.Duration(clock.Now() - start), Err: err, Refused: refused})
 	}
 
 	p.q.Lock()

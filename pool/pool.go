@@ -23,6 +23,8 @@ var ErrBroken = errors.New("pool: resource broken")
 
 // Stats are a snapshot of a Pool.
 type Stats struct {
+	Name string // Config.Name
+
 	Idle         int // resources ready in the pool
 	InUse        int // resources acquired and not yet released
 	Total        int // Idle + InUse + Constructing + Closing
@@ -204,6 +206,7 @@ func New[T any](cfg Config[T]) (*Pool[T], error) {
 
 		cancels: make(map[uint64]context.CancelFunc),
 	}
+	p.stats.Name = cfg.Name
 	p.stats.Max = cfg.MaxSize
 	p.stats.MinIdle = cfg.MinIdle
 	if cfg.background() {
@@ -234,7 +237,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Resource[T], error) {
 
 // acquireReported is Acquire, told to Hooks.OnAcquire.
 func (p *Pool[T]) acquireReported(ctx context.Context) (*Resource[T], error) {
-	var e AcquireEvent
+	e := AcquireEvent{Name: p.cfg.Name}
 	r, err := p.acquire(ctx, &e)
 	if err != nil {
 		e.Err = err
@@ -411,7 +414,7 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		}
 		if !p.expired(r, p.now()) {
 			p.acquired(r)
-			p.reportAcquire(r, AcquireEvent{})
+			p.reportAcquire(r, AcquireEvent{Name: p.cfg.Name})
 			return r, true
 		}
 	}

@@ -802,7 +802,8 @@ func TestHammerPool(t *testing.T) {
 		cfg.MaxLifetime = 50 * time.Millisecond
 		cfg.MinIdle = 1
 		cfg.HealthCheckPeriod = 20 * time.Millisecond
-		var told toldHooks
+		cfg.Name = "hammer" // every event carries it, whoever tells it
+		told := toldHooks{name: cfg.Name}
 		var pp atomic.Pointer[Pool[*conn]]
 		cfg.Hooks = told.hooks(&pp)
 		p := mustNew(t, cfg)
@@ -1036,7 +1037,8 @@ func TestHammerPoolCloseMidway(t *testing.T) {
 			cfg.MinIdle = 1
 			cfg.LeakThreshold = 2 * time.Millisecond
 			cfg.OnLeak = func(Leak) {}
-			var told toldHooks
+			cfg.Name = "midway"
+			told := toldHooks{name: cfg.Name}
 			var pp atomic.Pointer[Pool[*conn]]
 			cfg.Hooks = told.hooks(&pp)
 			p := mustNew(t, cfg)

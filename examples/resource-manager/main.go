@@ -110,12 +110,14 @@ func newManager(tl *timeline, start time.Time, kinds []kind, c *ctxsyncprom.Coll
 				tl.Printf("   %s breaker: %s -> %s", k.name, from, to)
 			},
 			// The histogram of the durations of the calls it lets
-			// through: here, the calls to New.
-			OnCall: c.BreakerOnCall(k.name),
+			// through: here, the calls to New. "" labels them with
+			// the breaker's Name.
+			OnCall: c.BreakerOnCall(""),
 		})
 		made := 0
 		var madeMu sync.Mutex
 		p, err := pool.New(pool.Config[*resource]{
+			Name: k.name, // the hooks and AddPool read it
 			New: func(ctx context.Context) (*resource, error) {
 				time.Sleep(k.dial)
 				if time.Since(start) < k.downTil {
@@ -133,16 +135,16 @@ func newManager(tl *timeline, start time.Time, kinds []kind, c *ctxsyncprom.Coll
 			Breaker:     b,
 			// The histograms of the waits of Acquire and of the calls
 			// to New.
-			Hooks: c.PoolHooks(k.name),
+			Hooks: c.PoolHooks(""),
 		})
 		if err != nil {
 			panic(err)
 		}
 		// Each scrape reads the pool's Stats and the breaker's Metrics.
-		if err := c.AddPool(k.name, p); err != nil {
+		if err := c.AddPool("", p); err != nil {
 			panic(err)
 		}
-		if err := c.AddBreaker(k.name, b); err != nil {
+		if err := c.AddBreaker("", b); err != nil {
 			panic(err)
 		}
 		m.pools[k.name], m.breakers[k.name] = p, b

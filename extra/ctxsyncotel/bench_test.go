@@ -18,6 +18,12 @@ func BenchmarkHooks(b *testing.B) {
 	lm, _ := ctxsyncotel.NewLimiterMetrics("l", mp)
 	ph := pm.Hooks(pool.Hooks{})
 	onCall := bm.OnCall(nil)
+	// Made with no name: each event's own name, its options found in the
+	// cache of names.
+	ownPM, _ := ctxsyncotel.NewPoolMetrics("", mp)
+	ownBM, _ := ctxsyncotel.NewBreakerMetrics("", mp)
+	ownPH := ownPM.Hooks(pool.Hooks{})
+	ownOnCall := ownBM.OnCall(nil)
 	onWait := lm.OnWait(nil)
 	for _, bc := range []struct {
 		name string
@@ -30,6 +36,13 @@ func BenchmarkHooks(b *testing.B) {
 		}},
 		{"hook=breaker.OnCall/outcome=rejected", func() { onCall(breaker.CallEvent{Outcome: breaker.Rejected, State: breaker.Open}) }},
 		{"hook=ratelimit.OnWait", func() { onWait(time.Millisecond, nil) }},
+		{"hook=pool.OnAcquire/waited=false/name=own", func() { ownPH.OnAcquire(pool.AcquireEvent{Name: "db"}) }},
+		{"hook=pool.OnAcquire/waited=true/name=own", func() {
+			ownPH.OnAcquire(pool.AcquireEvent{Name: "db", Waited: true, Wait: time.Millisecond})
+		}},
+		{"hook=breaker.OnCall/outcome=success/name=own", func() {
+			ownOnCall(breaker.CallEvent{Name: "b", Outcome: breaker.Success, State: breaker.Closed, Duration: time.Millisecond})
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -18,7 +18,7 @@ type BreakerSource interface {
 
 // The attributes of the breaker's instruments.
 const (
-	BreakerNameKey    = attribute.Key("ctxsync.breaker.name")    // the name given to NewBreakerMetrics
+	BreakerNameKey    = attribute.Key("ctxsync.breaker.name")    // the name given to NewBreakerMetrics, or the breaker's own
 	BreakerStateKey   = attribute.Key("ctxsync.breaker.state")   // "closed", "open" or "half-open"
 	BreakerOutcomeKey = attribute.Key("ctxsync.breaker.outcome") // a breaker.Outcome: "success", "failure"...
 )
@@ -28,7 +28,8 @@ const (
 // OnStateChange; its state and its calls by outcome, read from its Metrics
 // by Observe at each collection. See the package doc for the list.
 //
-//	m, err := ctxsyncotel.NewBreakerMetrics("payments")
+//	m, err := ctxsyncotel.NewBreakerMetrics("")
+//	settings.Name = "payments"
 //	settings.OnCall = m.OnCall(settings.OnCall)
 //	settings.OnStateChange = m.OnStateChange(settings.OnStateChange)
 //	b := breaker.New(settings)
@@ -40,26 +41,63 @@ const (
 // first use.
 type BreakerMetrics struct {
 	cfg  *config
-	name string
+	name string // "": the breaker's own
 
 	duration metric.Float64Histogram
 	changes  metric.Int64Counter
-	// The attributes of each outcome and of each state, made once. An
-	// event with an outcome or a state out of range (none today) goes to
-	// the "other" ones.
-	outcomes [breaker.Rejected + 1][]metric.RecordOption
-	states   [breaker.HalfOpen + 1][]metric.AddOption
-	otherOut []metric.RecordOption
-	otherSt  []metric.AddOption
+	named    *breakerOpts          // of name, if given
+	own      *byName[*breakerOpts] // else those of each name seen
+
+	// pending counts, by state entered, the changes told before the
+	// metrics made with no name knew one (see OnStateChange). Guarded by
+	// own.mu.
+	pending [breaker.HalfOpen + 2]int64
 
 	observed atomic.Bool
 }
 
+// breakerOpts are the options of the attribute sets of one breaker's name,
+// for each outcome and each state, made once. An event with an outcome or
+// a state out of range (none today) goes to the "other" ones.
+type breakerOpts struct {
+	outcomes [breaker.Rejected + 1][]metric.RecordOption
+	states   [breaker.HalfOpen + 1][]metric.AddOption
+	otherOut []metric.RecordOption
+	otherSt  []metric.AddOption
+}
+
+func (o *breakerOpts) outcome(out breaker.Outcome) []metric.RecordOption {
+	if out >= breaker.Success && out <= breaker.Rejected {
+		return o.outcomes[out]
+	}
+	return o.otherOut
+}
+
+func (o *breakerOpts) state(st breaker.State) []metric.AddOption {
+	if st >= breaker.Closed && st <= breaker.HalfOpen {
+		return o.states[st]
+	}
+	return o.otherSt
+}
+
 // NewBreakerMetrics makes the instruments of the breaker called name, the
-// value of the ctxsync.breaker.name attribute. It fails on an empty name, a
-// bad option, or an instrument the Meter refuses to make.
+// value of the ctxsync.breaker.name attribute. It fails on a bad option, or
+// an instrument the Meter refuses to make.
+//
+// An empty name means the breaker's own, its Settings.Name, so that the name
+// is written once: OnCall reads it from each event, Observe from its
+// breaker's Metrics. Each name's attributes are made once, when it is first
+// seen, and each call is measured under the name of its own breaker: an
+// OnCall given to a breaker.Transport measures the calls of each host's
+// breaker under that breaker's name (the Transport's Settings.Name and the
+// host). A change of state carries no name: OnStateChange counts it under
+// the first name the metrics learned, from Observe or from OnCall's first
+// event, and holds the changes told before that until it is learned; so
+// metrics made with no name count the changes of one breaker. A name given
+// wins over the breakers' own. OnCall panics, and Observe fails, for a
+// breaker with no Settings.Name (see OnCall and Observe).
 func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
-	c, err := newConfig("breaker", name, opts)
+	c, err := applyOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -77,19 +115,50 @@ func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
 	if err := nilInstrument("ctxsync.breaker.call.duration", m.duration, "ctxsync.breaker.state_changes", m.changes); err != nil {
 		return nil, err
 	}
-	for o := breaker.Success; o <= breaker.Rejected; o++ {
-		m.outcomes[o] = recordOpts(m.set(BreakerOutcomeKey.String(o.String())))
+	if name != "" {
+		m.named = m.opts(name)
+		return m, nil
 	}
-	for st := breaker.Closed; st <= breaker.HalfOpen; st++ {
-		m.states[st] = addOpts(m.set(BreakerStateKey.String(st.String())))
+	m.own = &byName[*breakerOpts]{
+		make: func(name string) *breakerOpts {
+			if name == "" {
+				panic(`ctxsyncotel: the OnCall of NewBreakerMetrics("") told of a breaker with no Settings.Name: name the breaker, or give NewBreakerMetrics a name`)
+			}
+			return m.opts(name)
+		},
+		// The first name learned: count the changes of state held
+		// until now under it.
+		onFirst: func(o *breakerOpts) {
+			for i, n := range m.pending {
+				if n > 0 {
+					st := breaker.State(i)
+					if i == len(m.pending)-1 {
+						st = -1 // out of range: the "other" state
+					}
+					m.changes.Add(context.Background(), n, o.state(st)...)
+					m.pending[i] = 0
+				}
+			}
+		},
 	}
-	m.otherOut = recordOpts(m.set(BreakerOutcomeKey.String("other")))
-	m.otherSt = addOpts(m.set(BreakerStateKey.String("other")))
 	return m, nil
 }
 
-func (m *BreakerMetrics) set(kvs ...attribute.KeyValue) attribute.Set {
-	return m.cfg.set(append([]attribute.KeyValue{BreakerNameKey.String(m.name)}, kvs...)...)
+func (m *BreakerMetrics) opts(name string) *breakerOpts {
+	o := &breakerOpts{}
+	for out := breaker.Success; out <= breaker.Rejected; out++ {
+		o.outcomes[out] = recordOpts(m.set(name, BreakerOutcomeKey.String(out.String())))
+	}
+	for st := breaker.Closed; st <= breaker.HalfOpen; st++ {
+		o.states[st] = addOpts(m.set(name, BreakerStateKey.String(st.String())))
+	}
+	o.otherOut = recordOpts(m.set(name, BreakerOutcomeKey.String("other")))
+	o.otherSt = addOpts(m.set(name, BreakerStateKey.String("other")))
+	return o
+}
+
+func (m *BreakerMetrics) set(name string, kvs ...attribute.KeyValue) attribute.Set {
+	return m.cfg.set(append([]attribute.KeyValue{BreakerNameKey.String(name)}, kvs...)...)
 }
 
 func (m *BreakerMetrics) check() {
@@ -108,15 +177,27 @@ func (m *BreakerMetrics) check() {
 // twice per call, and the SDK takes its time to record. Where calls are
 // fast and many, leave OnCall out: Observe alone reports the calls and the
 // state, at no cost to the calls.
+//
+// Made with no name, OnCall measures each call under the event's Name, the
+// breaker's Settings.Name; told of a call of a breaker with no name, it
+// panics, before calling next, at the breaker's first call, in that call's
+// goroutine. Name the breaker, or give NewBreakerMetrics a name.
 func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallEvent) {
 	m.check()
 	return func(e breaker.CallEvent) {
-		if e.Outcome != breaker.Rejected {
-			opts := m.otherOut
-			if e.Outcome >= breaker.Success && e.Outcome < breaker.Rejected {
-				opts = m.outcomes[e.Outcome]
+		o := m.named
+		if m.own != nil {
+			// Looked up even for a refusal, so that a breaker with no
+			// name shows at its first call, whatever its outcome. (By
+			// hand: the generic get is not inlined.)
+			if f := m.own.first.Load(); f != nil && f.name == e.Name {
+				o = f.v
+			} else {
+				o = m.own.slow(e.Name)
 			}
-			m.duration.Record(context.Background(), e.Duration.Seconds(), opts...)
+		}
+		if e.Outcome != breaker.Rejected {
+			m.duration.Record(context.Background(), e.Duration.Seconds(), o.outcome(e.Outcome)...)
 		}
 		if next != nil {
 			next(e)
@@ -128,18 +209,47 @@ func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallE
 // counts each change in ctxsync.breaker.state_changes, by the state entered,
 // and then calls next, if not nil. A breaker that opens and closes again
 // between two collections shows there, where the state gauge misses it.
+//
+// A change of state carries no name: made with no name, the metrics count
+// it under the first name they learned (see NewBreakerMetrics), and hold a
+// change told before they learned one until they do.
 func (m *BreakerMetrics) OnStateChange(next func(from, to breaker.State, counts breaker.Counts)) func(from, to breaker.State, counts breaker.Counts) {
 	m.check()
 	return func(from, to breaker.State, counts breaker.Counts) {
-		opts := m.otherSt
-		if to >= breaker.Closed && to <= breaker.HalfOpen {
-			opts = m.states[to]
+		o := m.named
+		if m.own != nil {
+			o = m.firstOpts(to)
 		}
-		m.changes.Add(context.Background(), 1, opts...)
+		if o != nil {
+			m.changes.Add(context.Background(), 1, o.state(to)...)
+		}
 		if next != nil {
 			next(from, to, counts)
 		}
 	}
+}
+
+// firstOpts returns the options of the first name learned by metrics made
+// with no name; or, if none is yet, holds the change to state to for it
+// and returns nil.
+func (m *BreakerMetrics) firstOpts(to breaker.State) *breakerOpts {
+	if f := m.own.first.Load(); f != nil {
+		return f.v
+	}
+	m.own.mu.Lock()
+	defer m.own.mu.Unlock()
+	// Looked at again under the lock, which the learning of the first
+	// name holds as it counts the changes held: a change held after that
+	// count would be held for good.
+	if f := m.own.first.Load(); f != nil {
+		return f.v
+	}
+	i := len(m.pending) - 1
+	if to >= breaker.Closed && to <= breaker.HalfOpen {
+		i = int(to)
+	}
+	m.pending[i]++
+	return nil
 }
 
 // Observe registers a callback that reads b.Metrics at each collection and
@@ -147,19 +257,28 @@ func (m *BreakerMetrics) OnStateChange(next func(from, to breaker.State, counts 
 // others) and ctxsync.breaker.calls (the Total counts, by outcome). It
 // returns the registration, whose Unregister stops it. A BreakerMetrics
 // observes one breaker at a time: Observe fails while an earlier
-// registration is in force, as it does for a nil b or an instrument the
-// Meter refuses to make. It reads b once: it panics with b's panic if b is
-// the zero Breaker.
+// registration is in force, as it does for a nil b, for metrics made with
+// no name of a breaker with no Settings.Name, or for an instrument the Meter
+// refuses to make. It reads b once, and with it b's own name, if m has
+// none: it panics with b's panic if b is the zero Breaker.
 func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	m.check()
 	if isNil(b) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe of a nil breaker")
 	}
-	b.Metrics() // a zero Breaker panics here, not at a collection (see PoolMetrics.Observe)
-	if !m.observed.CompareAndSwap(false, true) {
-		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + m.name + " is observed already")
+	name := b.Metrics().Name // a zero Breaker panics here, not at a collection (see PoolMetrics.Observe)
+	if m.name != "" {
+		name = m.name // given, it wins
+	} else if name == "" {
+		return nil, errors.New(`ctxsyncotel: BreakerMetrics.Observe of a breaker with no Settings.Name, for metrics made by NewBreakerMetrics(""): name the breaker, or give NewBreakerMetrics a name`)
 	}
-	reg, err := registered(m.observe(b))
+	if !m.observed.CompareAndSwap(false, true) {
+		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + name + " is observed already")
+	}
+	if m.own != nil {
+		m.own.get(name) // learned: OnStateChange counts under it, if it is the first
+	}
+	reg, err := registered(m.observe(b, name))
 	if err != nil {
 		m.observed.Store(false)
 		return nil, err
@@ -167,7 +286,7 @@ func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	return &registration{Registration: reg, release: &m.observed}, nil
 }
 
-func (m *BreakerMetrics) observe(b BreakerSource) (metric.Registration, error) {
+func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registration, error) {
 	meter := m.cfg.meter()
 	state, err1 := meter.Int64ObservableGauge("ctxsync.breaker.state",
 		metric.WithDescription("1 for the state the breaker is in, in ctxsync.breaker.state, and 0 for the others."),
@@ -180,11 +299,11 @@ func (m *BreakerMetrics) observe(b BreakerSource) (metric.Registration, error) {
 	}
 	var states [breaker.HalfOpen + 1][]metric.ObserveOption
 	for st := breaker.Closed; st <= breaker.HalfOpen; st++ {
-		states[st] = observeOpts(m.set(BreakerStateKey.String(st.String())))
+		states[st] = observeOpts(m.set(name, BreakerStateKey.String(st.String())))
 	}
 	var outcomes [breaker.Rejected + 1][]metric.ObserveOption
 	for o := breaker.Success; o <= breaker.Rejected; o++ {
-		outcomes[o] = observeOpts(m.set(BreakerOutcomeKey.String(o.String())))
+		outcomes[o] = observeOpts(m.set(name, BreakerOutcomeKey.String(o.String())))
 	}
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		bm := b.Metrics()

@@ -16,7 +16,11 @@
 //
 // Names are the user's to choose, one per pool, breaker, limiter or
 // primitive observed: two sources observed under one name report the same
-// series, which the SDK then merges or overwrites.
+// series, which the SDK then merges or overwrites. A pool and a breaker
+// carry their own (pool.Config.Name, breaker.Settings.Name): give it there,
+// once, and "" to NewPoolMetrics or NewBreakerMetrics, whose hooks then read
+// it from each event, and Observe from its source. A name given to them
+// wins over the source's own.
 //
 // The pool's instruments follow the db.client.connection.* semantic
 // conventions where they fit (version 1.43.0, whose schema URL the Meter

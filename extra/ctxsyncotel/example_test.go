@@ -63,11 +63,13 @@ func ExampleNewPoolMetrics() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 
-	m, err := ctxsyncotel.NewPoolMetrics("localhost:5432/app", ctxsyncotel.WithMeterProvider(mp))
+	// No name here: the metrics take the pool's own, from its Config.
+	m, err := ctxsyncotel.NewPoolMetrics("", ctxsyncotel.WithMeterProvider(mp))
 	if err != nil {
 		panic(err)
 	}
 	p, err := pool.New(pool.Config[[]byte]{
+		Name:    "localhost:5432/app",
 		New:     func(context.Context) ([]byte, error) { return make([]byte, 1024), nil },
 		MaxSize: 4,
 		// Hooks of one's own go in m.Hooks' argument: both are called.
@@ -100,11 +102,13 @@ func ExampleNewBreakerMetrics() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 
-	m, err := ctxsyncotel.NewBreakerMetrics("payments", ctxsyncotel.WithMeterProvider(mp))
+	// No name here: the metrics take the breaker's own, from its Settings.
+	m, err := ctxsyncotel.NewBreakerMetrics("", ctxsyncotel.WithMeterProvider(mp))
 	if err != nil {
 		panic(err)
 	}
 	b := breaker.New(breaker.Settings{
+		Name:             "payments",
 		FailureThreshold: 1,
 		// Functions of one's own go in the arguments: both are called.
 		OnCall:        m.OnCall(nil),

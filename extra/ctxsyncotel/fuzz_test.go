@@ -47,11 +47,12 @@ func runScript(t *testing.T, script []byte) {
 	var mo model
 	var failNew atomic.Bool
 
-	pm, err := ctxsyncotel.NewPoolMetrics("db", mp)
+	pm, err := ctxsyncotel.NewPoolMetrics("", mp) // the pool's own name, "db"
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := pool.New(pool.Config[int]{
+		Name: "db",
 		New: func(context.Context) (int, error) {
 			time.Sleep(time.Millisecond)
 			if failNew.Load() {
@@ -86,11 +87,12 @@ func runScript(t *testing.T, script []byte) {
 	}
 	defer preg.Unregister()
 
-	bm, err := ctxsyncotel.NewBreakerMetrics("b", mp)
+	bm, err := ctxsyncotel.NewBreakerMetrics("", mp) // the breaker's own name, "b"
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := breaker.New(breaker.Settings{
+		Name:             "b",
 		FailureThreshold: 2,
 		OpenTimeout:      5 * time.Millisecond,
 		OnCall:           bm.OnCall(func(e breaker.CallEvent) { mo.calls[e.Outcome].Add(1) }),

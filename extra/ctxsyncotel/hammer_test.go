@@ -60,12 +60,13 @@ func TestHammer(t *testing.T) {
 	rounds := hammerRounds(300)
 	r, mp := newProvider(t)
 
-	pm, err := ctxsyncotel.NewPoolMetrics("db", mp)
+	pm, err := ctxsyncotel.NewPoolMetrics("", mp) // the pool's own name, "db"
 	if err != nil {
 		t.Fatal(err)
 	}
 	var poolWaits, creates, timeouts atomic.Int64
 	p, err := pool.New(pool.Config[int]{
+		Name: "db",
 		New: func(context.Context) (int, error) {
 			if rand.IntN(10) == 0 {
 				return 0, errDown
@@ -98,13 +99,14 @@ func TestHammer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bm, err := ctxsyncotel.NewBreakerMetrics("b", mp)
+	bm, err := ctxsyncotel.NewBreakerMetrics("", mp) // the breaker's own name, "b"
 	if err != nil {
 		t.Fatal(err)
 	}
 	var calls [breaker.Rejected + 1]atomic.Int64
 	var stateChanges atomic.Int64
 	b := breaker.New(breaker.Settings{
+		Name:             "b",
 		FailureThreshold: 3,
 		OpenTimeout:      time.Millisecond,
 		OnCall:           bm.OnCall(func(e breaker.CallEvent) { calls[e.Outcome].Add(1) }),

@@ -90,6 +90,12 @@ func newConfig(what, name string, opts []Option) (*config, error) {
 	if name == "" {
 		return nil, fmt.Errorf("ctxsyncotel: empty %s name", what)
 	}
+	return applyOptions(opts)
+}
+
+// applyOptions is newConfig with no name to check: for the pool's and the
+// breaker's metrics, whose empty name means the source's own.
+func applyOptions(opts []Option) (*config, error) {
 	c := &config{}
 	for _, o := range opts {
 		if o == nil {

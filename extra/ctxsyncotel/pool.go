@@ -27,7 +27,8 @@ type PoolSource interface {
 // count of timeouts as the events happen; Observe, given the pool once made,
 // reads its Stats at each collection for the gauges and the other counters.
 //
-//	m, err := ctxsyncotel.NewPoolMetrics("db", ctxsyncotel.WithMeterProvider(mp))
+//	m, err := ctxsyncotel.NewPoolMetrics("", ctxsyncotel.WithMeterProvider(mp))
+//	cfg.Name = "db"
 //	cfg.Hooks = m.Hooks(cfg.Hooks)
 //	p, err := pool.New(cfg)
 //	reg, err := m.Observe(p)
@@ -38,24 +39,39 @@ type PoolSource interface {
 // use.
 type PoolMetrics struct {
 	cfg  *config
-	name string
+	name string // "": each pool's own
 
 	waitTime   metric.Float64Histogram
 	createTime metric.Float64Histogram
 	timeouts   metric.Int64Counter
-	rec        []metric.RecordOption // the pool's attributes
-	add        []metric.AddOption    // the same
+	named      *poolOpts          // of name, if given
+	own        *byName[*poolOpts] // else those of each name seen
 
 	observed atomic.Bool // an Observe is registered
+}
+
+// poolOpts are the options of the attribute set of one pool's name.
+type poolOpts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
 }
 
 // NewPoolMetrics makes the instruments of the pool called name, the value of
 // the db.client.connection.pool.name attribute ("server:port/db" for a pool
 // of connections to a database, as the conventions suggest; any name unique
-// in the program otherwise). It fails on an empty name, a bad option, or an
-// instrument the Meter refuses to make.
+// in the program otherwise). It fails on a bad option, or an instrument the
+// Meter refuses to make.
+//
+// An empty name means the pool's own, its Config.Name, so that the name is
+// written once: the hooks read it from each event, Observe from its pool's
+// Stats. Each name's attributes are made once, when it is first seen, and
+// each measurement carries the name of the pool it comes from: hooks shared
+// by several pools, or an Observe of a pool other than the one the hooks
+// serve, measure each under its own name. A name given wins over the
+// pools' own. The hooks panic, and Observe fails, for a pool with no
+// Config.Name (see Hooks and Observe).
 func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
-	c, err := newConfig("pool", name, opts)
+	c, err := applyOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +92,37 @@ func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
 		"db.client.connection.create_time", m.createTime, "db.client.connection.timeouts", m.timeouts); err != nil {
 		return nil, err
 	}
-	s := m.set()
-	m.rec, m.add = recordOpts(s), addOpts(s)
+	if name != "" {
+		m.named = m.opts(name)
+	} else {
+		m.own = &byName[*poolOpts]{make: func(name string) *poolOpts {
+			if name == "" {
+				panic(`ctxsyncotel: the hooks of NewPoolMetrics("") told of a pool with no Config.Name: name the pool, or give NewPoolMetrics a name`)
+			}
+			return m.opts(name)
+		}}
+	}
 	return m, nil
 }
 
-func (m *PoolMetrics) set(kvs ...attribute.KeyValue) attribute.Set {
-	return m.cfg.set(append([]attribute.KeyValue{semconv.DBClientConnectionPoolName(m.name)}, kvs...)...)
+func (m *PoolMetrics) opts(name string) *poolOpts {
+	s := m.set(name)
+	return &poolOpts{recordOpts(s), addOpts(s)}
+}
+
+// ownOf returns the options of the pool named name, for metrics made with
+// no name.
+func (m *PoolMetrics) ownOf(name string) *poolOpts {
+	// byName.get by hand: the generic call is not inlined, and this is
+	// every event's path.
+	if f := m.own.first.Load(); f != nil && f.name == name {
+		return f.v
+	}
+	return m.own.slow(name)
+}
+
+func (m *PoolMetrics) set(name string, kvs ...attribute.KeyValue) attribute.Set {
+	return m.cfg.set(append([]attribute.KeyValue{semconv.DBClientConnectionPoolName(name)}, kvs...)...)
 }
 
 func (m *PoolMetrics) check() {
@@ -111,24 +151,41 @@ func (m *PoolMetrics) check() {
 //
 // The pool's hooks report no time between Acquire and Release, so
 // db.client.connection.use_time is not measured.
+//
+// Made with no name, the hooks measure each event under the event's Name,
+// the pool's Config.Name; told of an event of a pool with no name, they
+// panic, before calling next, at the first event of the pool, in the
+// goroutine of the event: for OnCreate the pool's own, where a panic ends
+// the program (see pool.Pool). Name the pool, or give NewPoolMetrics a
+// name.
 func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	m.check()
 	h := next
 	onAcquire, onCreate := next.OnAcquire, next.OnCreate
 	h.OnAcquire = func(e pool.AcquireEvent) {
+		o := m.named
+		if m.own != nil {
+			// Looked up even for an event that records nothing, so
+			// that a pool with no name shows at its first event.
+			o = m.ownOf(e.Name)
+		}
 		if e.Waited {
-			m.waitTime.Record(context.Background(), e.Wait.Seconds(), m.rec...)
+			m.waitTime.Record(context.Background(), e.Wait.Seconds(), o.rec...)
 		}
 		if e.Err != nil && errors.Is(e.Err, context.DeadlineExceeded) {
-			m.timeouts.Add(context.Background(), 1, m.add...)
+			m.timeouts.Add(context.Background(), 1, o.add...)
 		}
 		if onAcquire != nil {
 			onAcquire(e)
 		}
 	}
 	h.OnCreate = func(e pool.CreateEvent) {
+		o := m.named
+		if m.own != nil {
+			o = m.ownOf(e.Name)
+		}
 		if e.Err == nil {
-			m.createTime.Record(context.Background(), e.Duration.Seconds(), m.rec...)
+			m.createTime.Record(context.Background(), e.Duration.Seconds(), o.rec...)
 		}
 		if onCreate != nil {
 			onCreate(e)
@@ -141,8 +198,10 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 // reports it to the asynchronous instruments (see the package doc). It
 // returns the registration, whose Unregister stops it. A PoolMetrics observes
 // one pool at a time: Observe fails while an earlier registration is in
-// force, as it does for a nil p or an instrument the Meter refuses to make.
-// It reads p once: it panics with p's panic if p is the zero Pool.
+// force, as it does for a nil p, for metrics made with no name of a pool
+// with no Config.Name, or for an instrument the Meter refuses to make. It
+// reads p once, and with it p's own name, if m has none: it panics with p's
+// panic if p is the zero Pool.
 func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	m.check()
 	if isNil(p) {
@@ -150,11 +209,16 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	}
 	// Read once here, so that a pool not made by pool.New panics in the
 	// caller's goroutine, not at a collection in the exporter's.
-	p.Stats()
-	if !m.observed.CompareAndSwap(false, true) {
-		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + m.name + " is observed already")
+	name := p.Stats().Name
+	if m.name != "" {
+		name = m.name // given, it wins
+	} else if name == "" {
+		return nil, errors.New(`ctxsyncotel: PoolMetrics.Observe of a pool with no Config.Name, for metrics made by NewPoolMetrics(""): name the pool, or give NewPoolMetrics a name`)
 	}
-	reg, err := registered(m.observe(p))
+	if !m.observed.CompareAndSwap(false, true) {
+		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + name + " is observed already")
+	}
+	reg, err := registered(m.observe(p, name))
 	if err != nil {
 		m.observed.Store(false)
 		return nil, err
@@ -162,7 +226,7 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	return &registration{Registration: reg, release: &m.observed}, nil
 }
 
-func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
+func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, error) {
 	meter := m.cfg.meter()
 	conns := func(name, desc string) (metric.Int64ObservableUpDownCounter, error) {
 		return meter.Int64ObservableUpDownCounter(name, metric.WithDescription(desc), metric.WithUnit("{connection}"))
@@ -201,12 +265,12 @@ func (m *PoolMetrics) observe(p PoolSource) (metric.Registration, error) {
 		return nil, err
 	}
 
-	all := observeOpts(m.set())
-	idle := observeOpts(m.set(semconv.DBClientConnectionStateIdle))
-	used := observeOpts(m.set(semconv.DBClientConnectionStateUsed))
+	all := observeOpts(m.set(name))
+	idle := observeOpts(m.set(name, semconv.DBClientConnectionStateIdle))
+	used := observeOpts(m.set(name, semconv.DBClientConnectionStateUsed))
 	var reasons [pool.ClosedPool + 1][]metric.ObserveOption
 	for r := pool.ClosedIdle; r <= pool.ClosedPool; r++ {
-		reasons[r] = observeOpts(m.set(attribute.String("ctxsync.pool.close.reason", r.String())))
+		reasons[r] = observeOpts(m.set(name, attribute.String("ctxsync.pool.close.reason", r.String())))
 	}
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := p.Stats()

@@ -1,6 +1,8 @@
 package ctxsyncprom
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ctxsync/ctxsync/breaker"
 )
 
@@ -11,8 +13,9 @@ type Breaker interface {
 
 // AddBreaker adds b under name: each scrape reads b.Metrics(). An empty name
 // means the breaker's own, Settings.Name (b.Metrics().Name), so that the
-// name is written once. For the histogram of its calls' durations, give it
-// BreakerOnCall(name) too.
+// name is written once; a name given wins over the breaker's own. For the
+// histogram of its calls' durations, give it BreakerOnCall("") too (or
+// BreakerOnCall(name), if name is given here).
 //
 // A scrape moves an open breaker whose time is up to half-open, as
 // Breaker.Metrics does, telling its OnStateChange.
@@ -24,7 +27,9 @@ func (c *Collector) AddBreaker(name string, b Breaker) error {
 	c.mustBeMade()
 	checkSource("AddBreaker", b)
 	if name == "" {
-		name = b.Metrics().Name
+		if name = b.Metrics().Name; name == "" {
+			panic("ctxsyncprom: AddBreaker with an empty name, of a breaker with no Settings.Name: name the breaker, or give AddBreaker a name")
+		}
 	}
 	checkName("AddBreaker", name)
 	d := &c.d
@@ -100,26 +105,74 @@ func b2f(b bool) float64 {
 // calls took no time: breaker_calls_total counts them. Add the breaker with
 // AddBreaker for the rest of its metrics.
 //
-// The histogram's series were looked up here, once. Note that with OnCall
-// set, the breaker reads the clock twice for each call it lets through.
-// Calls with the same name share the histogram.
+// An empty name means the breaker's own: each observation is labelled with
+// the Name of its event, the breaker's Settings.Name, so that an OnCall
+// made before the breaker need not be told it again. Given to a
+// breaker.Transport, it labels the calls of each host's breaker with that
+// breaker's name (the Transport's Settings.Name and the host): a set of
+// series per host, kept until Remove; give a name to count every host
+// under one. A name given wins over the events' own. Calls with the same
+// name share the histogram.
 //
-// BreakerOnCall panics if name is empty.
+// The histogram's series were looked up once: here for a name given, at
+// the first event of each name otherwise. Note that with OnCall set, the
+// breaker reads the clock twice for each call it lets through.
+//
+// BreakerOnCall panics if name is not UTF-8. The OnCall of
+// BreakerOnCall("") panics, at the first call of a breaker with no
+// Settings.Name (or one that is not UTF-8), with a message that says so,
+// in that call's goroutine. Name the breaker, or give BreakerOnCall a name.
 func (c *Collector) BreakerOnCall(name string) func(breaker.CallEvent) {
 	c.mustBeMade()
+	if name == "" {
+		return c.ownBreakerOnCall()
+	}
 	checkName("BreakerOnCall", name)
-	success := c.callDuration.WithLabelValues(name, breaker.Success.String())
-	failure := c.callDuration.WithLabelValues(name, breaker.Failure.String())
-	ignored := c.callDuration.WithLabelValues(name, breaker.Ignored.String())
-	return func(e breaker.CallEvent) {
-		switch e.Outcome {
-		case breaker.Success:
-			success.Observe(e.Duration.Seconds())
-		case breaker.Failure:
-			failure.Observe(e.Duration.Seconds())
-		case breaker.Ignored:
-			ignored.Observe(e.Duration.Seconds())
+	s := c.callSeries(name)
+	return func(e breaker.CallEvent) { s.observe(e) }
+}
+
+// callSeries are the histogram series of one breaker's name, by outcome.
+type callSeries struct{ success, failure, ignored prometheus.Observer }
+
+func (c *Collector) callSeries(name string) *callSeries {
+	return &callSeries{
+		success: c.callDuration.WithLabelValues(name, breaker.Success.String()),
+		failure: c.callDuration.WithLabelValues(name, breaker.Failure.String()),
+		ignored: c.callDuration.WithLabelValues(name, breaker.Ignored.String()),
+	}
+}
+
+func (s *callSeries) observe(e breaker.CallEvent) {
+	switch e.Outcome {
+	case breaker.Success:
+		s.success.Observe(e.Duration.Seconds())
+	case breaker.Failure:
+		s.failure.Observe(e.Duration.Seconds())
+	case breaker.Ignored:
+		s.ignored.Observe(e.Duration.Seconds())
+	}
+}
+
+// ownBreakerOnCall is BreakerOnCall(""): the same OnCall, whose series are
+// those of each event's own name.
+func (c *Collector) ownBreakerOnCall() func(breaker.CallEvent) {
+	series := &byName[*callSeries]{make: func(name string) *callSeries {
+		if name == "" {
+			panic(`ctxsyncprom: BreakerOnCall("") told of a breaker with no Settings.Name: name the breaker, or give BreakerOnCall a name`)
 		}
+		checkName(`BreakerOnCall("") told of a breaker`, name)
+		return c.callSeries(name)
+	}}
+	return func(e breaker.CallEvent) {
+		// Looked up even for a refusal, so that a breaker with no name
+		// shows at its first call, whatever its outcome.
+		// series.get by hand: the generic call is not inlined.
+		if f := series.first.Load(); f != nil && f.name == e.Name {
+			f.v.observe(e)
+			return
+		}
+		series.slow(e.Name).observe(e)
 	}
 }
 

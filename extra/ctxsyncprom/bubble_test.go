@@ -2,6 +2,7 @@ package ctxsyncprom_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -53,5 +54,33 @@ func TestCollectorAcrossBubbles(t *testing.T) {
 	}
 	if _, err := reg.Gather(); err != nil {
 		t.Fatalf("Gather after the bubble: %v", err)
+	}
+}
+
+// TestOwnNameHooksAcrossBubbles: hooks made with no name outside a bubble
+// learn a name from an event in one, and go on serving it, and learn
+// others, after the bubble has ended: the cache of names holds no channel
+// or timer of the bubble's.
+func TestOwnNameHooksAcrossBubbles(t *testing.T) {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+	hooks := c.PoolHooks("")
+	onCall := c.BreakerOnCall("")
+	synctest.Test(t, func(t *testing.T) {
+		p := newNamedPool(t, "db", hooks)
+		b := breaker.New(breaker.Settings{Name: "api", OnCall: onCall})
+		_ = p.With(context.Background(), func(int) error {
+			return b.Execute(context.Background(), func(context.Context) error { return nil })
+		})
+		synctest.Wait()
+	})
+	hooks.OnAcquire(pool.AcquireEvent{Name: "db", Waited: true})
+	hooks.OnAcquire(pool.AcquireEvent{Name: "cache", Waited: true})
+	onCall(breaker.CallEvent{Name: "api", Outcome: breaker.Success})
+	got := seriesNames(t, c, "ctxsync_pool_acquire_wait_seconds")
+	if want := "[cache=1 db=2]"; fmt.Sprint(got) != want {
+		t.Errorf("acquire_wait_seconds after the bubble = %v, want %s", got, want)
+	}
+	if got := seriesNames(t, c, "ctxsync_breaker_call_duration_seconds"); fmt.Sprint(got) != "[api/success=2]" {
+		t.Errorf("call_duration_seconds after the bubble = %v, want [api/success=2]", got)
 	}
 }

@@ -269,7 +269,9 @@ func cmpEntry(a, b entry) int {
 // Remove removes every source added under name, of every kind, and the
 // series of its histograms. It reports whether there was any. Hooks made for
 // name before go on working, but their observations are no longer exported;
-// hooks made after start the histograms anew.
+// so do hooks made with no name that were told of an event of name before
+// (they looked its series up once). Hooks made after start the histograms
+// anew.
 func (c *Collector) Remove(name string) bool {
 	c.mustBeMade()
 	c.mu.Lock()

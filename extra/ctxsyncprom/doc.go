@@ -10,6 +10,12 @@
 // per key (a limiter per user, say): each name is a set of series kept
 // forever, until Remove.
 //
+// A pool and a breaker carry their own names (pool.Config.Name,
+// breaker.Settings.Name): give them there, once, and "" to AddPool,
+// AddBreaker, PoolHooks and BreakerOnCall, which then read the name from
+// the source or from each event. A name given to them wins over the
+// source's own.
+//
 // Histograms cannot be read from snapshots: hooks feed them. PoolHooks,
 // BreakerOnCall and TallyOnWait make the hooks to plug into a pool's
 // Config.Hooks, a breaker's Settings.OnCall and a Tally's OnWait; JoinPoolHooks
@@ -18,9 +24,9 @@
 //	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 //	prometheus.MustRegister(c)
 //
-//	p, err := pool.New(pool.Config[*Conn]{..., Hooks: c.PoolHooks("db")})
+//	p, err := pool.New(pool.Config[*Conn]{Name: "db", ..., Hooks: c.PoolHooks("")})
 //	...
-//	err = c.AddPool("db", p)
+//	err = c.AddPool("", p)
 //
 // # Many sources
 //

@@ -43,22 +43,24 @@ func printScrape(g prometheus.Gatherer, prefixes ...string) {
 }
 
 // A pool exported with its histograms: the hooks go in its Config, the pool
-// into the Collector once made.
+// into the Collector once made. The name is the pool's, given once in its
+// Config: the hooks read it from each event, AddPool from the pool's Stats.
 func Example() {
 	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 
 	p, err := pool.New(pool.Config[string]{
+		Name:    "db",
 		New:     func(context.Context) (string, error) { return "conn", nil },
 		MaxSize: 4,
-		Hooks:   c.PoolHooks("db"),
+		Hooks:   c.PoolHooks(""),
 	})
 	if err != nil {
 		panic(err)
 	}
 	defer p.Close(context.Background())
-	if err := c.AddPool("db", p); err != nil {
+	if err := c.AddPool("", p); err != nil {
 		panic(err)
 	}
 
@@ -97,12 +99,12 @@ func ExampleCollector() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	for _, name := range []string{"orders", "users"} {
-		p, err := pool.New(pool.Config[int]{New: func(context.Context) (int, error) { return 1, nil }, MaxSize: 8})
+		p, err := pool.New(pool.Config[int]{Name: name, New: func(context.Context) (int, error) { return 1, nil }, MaxSize: 8})
 		if err != nil {
 			panic(err)
 		}
 		defer p.Close(context.Background())
-		if err := c.AddPool(name, p); err != nil {
+		if err := c.AddPool("", p); err != nil {
 			panic(err)
 		}
 	}
@@ -141,15 +143,17 @@ func ExampleCollector_AddPool() {
 	// true ctxsyncprom: name already added: a pool named "db"
 }
 
-// PoolHooks feed the histograms of a pool's waits and calls to New.
+// PoolHooks feed the histograms of a pool's waits and calls to New. Made
+// with no name, they label each observation with the pool's Config.Name.
 func ExampleCollector_PoolHooks() {
 	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	p, err := pool.New(pool.Config[int]{
+		Name:    "db",
 		New:     func(context.Context) (int, error) { return 1, nil },
 		MaxSize: 1,
-		Hooks:   c.PoolHooks("db"),
+		Hooks:   c.PoolHooks(""),
 	})
 	if err != nil {
 		panic(err)
@@ -183,13 +187,14 @@ func ExampleJoinPoolHooks() {
 	// closed: destroy
 }
 
-// AddBreaker reads the breaker's Metrics at each scrape.
+// AddBreaker reads the breaker's Metrics at each scrape. An empty name
+// means the breaker's own, Settings.Name.
 func ExampleCollector_AddBreaker() {
 	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	b := breaker.New(breaker.Settings{Name: "payments", FailureThreshold: 1})
-	if err := c.AddBreaker(b.Metrics().Name, b); err != nil {
+	if err := c.AddBreaker("", b); err != nil {
 		panic(err)
 	}
 	fail := func(context.Context) error { return errors.New("timeout") }
@@ -207,11 +212,12 @@ func ExampleCollector_AddBreaker() {
 }
 
 // BreakerOnCall feeds the histogram of the durations of a breaker's calls.
+// Made with no name, it labels each call with the breaker's Settings.Name.
 func ExampleCollector_BreakerOnCall() {
 	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
-	b := breaker.New(breaker.Settings{OnCall: c.BreakerOnCall("payments")})
+	b := breaker.New(breaker.Settings{Name: "payments", OnCall: c.BreakerOnCall("")})
 	_ = b.Execute(context.Background(), func(context.Context) error { return nil })
 	printScrape(reg, "ctxsync_breaker_call_duration_seconds_count")
 	// Output:
@@ -480,4 +486,29 @@ func ExampleCollector_Gather() {
 	// Output:
 	// ctxsync_semaphore_available{name="jobs"} 4
 	// ctxsync_semaphore_available{name="mail"} 4
+}
+
+// Given to a breaker.Transport, BreakerOnCall("") labels the calls of each
+// host's breaker with that breaker's name: the Transport's Settings.Name
+// and the host.
+func ExampleCollector_BreakerOnCall_transport() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	client := &http.Client{Transport: &breaker.Transport{
+		Base:     okTransport{},
+		Settings: breaker.Settings{Name: "api", OnCall: c.BreakerOnCall("")},
+	}}
+	for _, url := range []string{"http://a.example/", "http://b.example/", "http://b.example/"} {
+		resp, err := client.Get(url)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+	}
+	printScrape(reg, `ctxsync_breaker_call_duration_seconds_count{name="api a.example",outcome="success"}`,
+		`ctxsync_breaker_call_duration_seconds_count{name="api b.example",outcome="success"}`)
+	// Output:
+	// ctxsync_breaker_call_duration_seconds_count{name="api a.example",outcome="success"} 1
+	// ctxsync_breaker_call_duration_seconds_count{name="api b.example",outcome="success"} 2
 }

@@ -41,7 +41,10 @@ func TestHammer(t *testing.T) {
 	reg.MustRegister(c)
 
 	var waited, creates atomic.Int64
+	// Named once, in their Config and Settings: the hooks and the Adds
+	// read the names from the events and the sources.
 	p, err := pool.New(pool.Config[int]{
+		Name: "db",
 		New: func(context.Context) (int, error) {
 			if rand.IntN(10) == 0 {
 				return 0, errDown
@@ -50,7 +53,7 @@ func TestHammer(t *testing.T) {
 			return 1, nil
 		},
 		MaxSize: 3,
-		Hooks: ctxsyncprom.JoinPoolHooks(c.PoolHooks("db"), pool.Hooks{
+		Hooks: ctxsyncprom.JoinPoolHooks(c.PoolHooks(""), pool.Hooks{
 			OnAcquire: func(e pool.AcquireEvent) {
 				if e.Waited {
 					waited.Add(1)
@@ -64,16 +67,17 @@ func TestHammer(t *testing.T) {
 	}
 	var calls [5]atomic.Int64 // by breaker.Outcome
 	b := breaker.New(breaker.Settings{
+		Name:             "api",
 		FailureThreshold: 2,
 		OpenTimeout:      time.Millisecond,
-		OnCall: ctxsyncprom.JoinOnCall(c.BreakerOnCall("api"), func(e breaker.CallEvent) {
+		OnCall: ctxsyncprom.JoinOnCall(c.BreakerOnCall(""), func(e breaker.CallEvent) {
 			calls[e.Outcome].Add(1)
 		}),
 	})
-	if err := c.AddPool("db", p); err != nil {
+	if err := c.AddPool("", p); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AddBreaker("api", b); err != nil {
+	if err := c.AddBreaker("", b); err != nil {
 		t.Fatal(err)
 	}
 
@@ -118,6 +122,7 @@ func TestHammer(t *testing.T) {
 			}
 			_ = c.AddSemaphore("tmp", ctxsync.NewSemaphore(i))
 			c.PoolHooks("tmp").OnAcquire(pool.AcquireEvent{Waited: true, Wait: time.Millisecond})
+			c.PoolHooks("").OnAcquire(pool.AcquireEvent{Name: "tmp", Waited: true, Wait: time.Millisecond})
 			c.Remove("tmp")
 		}
 	})

@@ -11,15 +11,24 @@ type Pool interface {
 	Stats() pool.Stats
 }
 
-// AddPool adds p under name: each scrape reads p.Stats(). For the histograms
-// of its waits and of its calls to New, give the pool PoolHooks(name) too.
+// AddPool adds p under name: each scrape reads p.Stats(). An empty name
+// means the pool's own, Config.Name (p.Stats().Name), so that the name is
+// written once; a name given wins over the pool's own. For the histograms
+// of its waits and of its calls to New, give the pool PoolHooks("") too (or
+// PoolHooks(name), if name is given here).
 //
 // AddPool returns an error wrapping ErrDuplicateName if a pool was added
-// under name already. It panics if p is nil or name is empty.
+// under name already. It panics if p is nil, or if name and the pool's own
+// name are both empty.
 func (c *Collector) AddPool(name string, p Pool) error {
 	c.mustBeMade()
-	checkName("AddPool", name)
 	checkSource("AddPool", p)
+	if name == "" {
+		if name = p.Stats().Name; name == "" {
+			panic("ctxsyncprom: AddPool with an empty name, of a pool with no Config.Name: name the pool, or give AddPool a name")
+		}
+	}
+	checkName("AddPool", name)
 	d := &c.d
 	s := &poolSource{p: p}
 	// In the order of their label values, as the registry sorts them.
@@ -86,13 +95,26 @@ func (s *poolSource) collect(out []sample) []sample {
 // New. Set them as the pool's Config.Hooks (with JoinPoolHooks beside hooks
 // of your own), and add the pool with AddPool for the rest of its metrics.
 //
-// The hooks observe a histogram whose series was looked up here, once: an
-// Acquire that did not wait costs them a function call, and no clock read.
-// Calls with the same name share the histograms.
+// An empty name means the pool's own: each observation is labelled with
+// the Name of its event, the pool's Config.Name, so that hooks made before
+// the pool need not be told it again, and one set of hooks may serve
+// several pools. A name given wins over the events' own. Calls with the
+// same name share the histograms.
 //
-// PoolHooks panics if name is empty.
+// The hooks observe a histogram whose series was looked up once: here for
+// a name given, at the first event of each name otherwise. An Acquire that
+// did not wait costs them a function call, and no clock read.
+//
+// PoolHooks panics if name is not UTF-8. The hooks of PoolHooks("") panic,
+// at the first event of the pool, if the pool has no Config.Name (or one
+// that is not UTF-8), with a message that says so: in the goroutine of the
+// event, which for OnCreate is the pool's own, where a panic ends the
+// program (see pool.Pool). Name the pool, or give PoolHooks a name.
 func (c *Collector) PoolHooks(name string) pool.Hooks {
 	c.mustBeMade()
+	if name == "" {
+		return c.ownPoolHooks()
+	}
 	checkName("PoolHooks", name)
 	wait := c.acquireWait.WithLabelValues(name)
 	create := c.createDuration.WithLabelValues(name)
@@ -105,6 +127,46 @@ func (c *Collector) PoolHooks(name string) pool.Hooks {
 		OnCreate: func(e pool.CreateEvent) {
 			if !e.Refused { // the breaker's refusals took no call to New
 				create.Observe(e.Duration.Seconds())
+			}
+		},
+	}
+}
+
+// poolSeries are the histogram series of one pool's name.
+type poolSeries struct{ wait, create prometheus.Observer }
+
+// ownPoolHooks is PoolHooks(""): the same hooks, whose series are those of
+// each event's own name.
+func (c *Collector) ownPoolHooks() pool.Hooks {
+	series := &byName[*poolSeries]{make: func(name string) *poolSeries {
+		if name == "" {
+			panic(`ctxsyncprom: PoolHooks("") told of a pool with no Config.Name: name the pool, or give PoolHooks a name`)
+		}
+		checkName(`PoolHooks("") told of a pool`, name)
+		return &poolSeries{c.acquireWait.WithLabelValues(name), c.createDuration.WithLabelValues(name)}
+	}}
+	// series.get by hand: the generic call is not inlined, and this is
+	// every event's path.
+	of := func(name string) *poolSeries {
+		if f := series.first.Load(); f != nil && f.name == name {
+			return f.v
+		}
+		return series.slow(name)
+	}
+	return pool.Hooks{
+		OnAcquire: func(e pool.AcquireEvent) {
+			// Looked up even for an Acquire that did not wait, so that
+			// a pool with no name shows at its first event, whatever
+			// it is.
+			s := of(e.Name)
+			if e.Waited {
+				s.wait.Observe(e.Wait.Seconds())
+			}
+		},
+		OnCreate: func(e pool.CreateEvent) {
+			s := of(e.Name)
+			if !e.Refused {
+				s.create.Observe(e.Duration.Seconds())
 			}
 		},
 	}
