@@ -3,7 +3,8 @@
 //
 //	retry.Transport       sends a request again after a 503 or a 429, and
 //	                      waits as long as Retry-After or the breaker says
-//	ratelimit.Transport   keeps to 5 requests a second per host
+//	ratelimit.Transport   keeps to two limits per host at once, as APIs
+//	                      state them: 5 requests a second and 100 a minute
 //	breaker.Transport     stops sending to a host after 3 failures in a row,
 //	                      for 2 seconds, then lets one trial request through
 //
@@ -71,8 +72,13 @@ func run(w io.Writer, url string, conns http.RoundTripper) {
 		fmt.Fprintf(w, "[%5dms] %s\n", time.Since(start).Milliseconds(), fmt.Sprintf(format, args...))
 	}
 
-	perHost := ratelimit.NewKeyed(func(string) *loggedBucket {
-		return &loggedBucket{TokenBucket: ratelimit.NewTokenBucket(5, 1), logf: logf}
+	// Each host's limiter grants a request only when both limits can: All
+	// takes from both or from neither.
+	perHost := ratelimit.NewKeyed(func(string) *loggedLimits {
+		return &loggedLimits{Combined: ratelimit.All(
+			ratelimit.NewTokenBucket(5, 1),
+			ratelimit.NewSlidingWindow(100, time.Minute),
+		), logf: logf}
 	}, ratelimit.KeyedConfig{})
 	client := &http.Client{Transport: &retry.Transport{
 		Base: &ratelimit.Transport{
@@ -144,15 +150,15 @@ func why(err error) string {
 	return err.Error()
 }
 
-// loggedBucket is a host's TokenBucket that tells when a request waits for it.
-type loggedBucket struct {
-	*ratelimit.TokenBucket
+// loggedLimits are a host's limits, which tell when a request waits for them.
+type loggedLimits struct {
+	*ratelimit.Combined
 	logf func(string, ...any)
 }
 
-func (b *loggedBucket) WaitN(ctx context.Context, n int) error {
+func (b *loggedLimits) WaitN(ctx context.Context, n int) error {
 	start := time.Now()
-	err := b.TokenBucket.WaitN(ctx, n)
+	err := b.Combined.WaitN(ctx, n)
 	// Waits shorter than a millisecond are the time the call takes.
 	if d := time.Since(start).Round(time.Millisecond); d > 0 && err == nil {
 		b.logf("    limiter: waited %v", d)
