@@ -33,6 +33,14 @@ type global struct{ t Taker }
 
 func (g global) Take(_ string, n int) Decision { return g.t.Take(n) }
 
+// check panics if g's limiter is one of this package's not made by its
+// constructor.
+func (g global) check() {
+	if m, ok := g.t.(madeChecker); ok {
+		m.check()
+	}
+}
+
 // MiddlewareConfig tunes Middleware. The zero value means the defaults.
 type MiddlewareConfig struct {
 	// Key returns the key a request is limited under. The default is the
@@ -110,6 +118,11 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 	}
 	if err := cfg.Validate(); err != nil {
 		panic(err.Error())
+	}
+	// A zero limiter of this package would panic at the first request:
+	// panic here, where the middleware is built, as for a bad cfg.
+	if m, ok := limiter.(madeChecker); ok {
+		m.check()
 	}
 	if cfg.Key == nil {
 		hops, bits := max(1, cfg.TrustedHops), cfg.IPv6Prefix

@@ -88,6 +88,9 @@ func clampNow(now int64) int64 { return min(max(now, tbMinNow), tbMaxNow) }
 // errZeroBucket is the panic of a zero TokenBucket's first use.
 const errZeroBucket = "ratelimit: use NewTokenBucket; the zero TokenBucket is not usable"
 
+// check panics if b was not made by NewTokenBucket.
+func (b *TokenBucket) check() { b.load() }
+
 // load returns the parameters, or panics if the bucket was not made by
 // NewTokenBucket.
 func (b *TokenBucket) load() *bucketParams {

@@ -181,8 +181,21 @@ func (t *Transport) Check() error {
 	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
 		return errors.New(msg)
 	}
+	// A limiter of this package that was not made by its constructor
+	// panics at its first use: find it here, where the Transport is built.
+	for _, l := range [...]any{t.Limiter, t.PerHost} {
+		if m, ok := l.(madeChecker); ok && !isNil(l) {
+			if err := httpx.Misuse(m.check); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
+
+// A madeChecker is a limiter of this package: check panics if it was not
+// made by its constructor.
+type madeChecker interface{ check() }
 
 // misuse returns the panic of RoundTrip for t's fields, or "".
 func (t *Transport) misuse(perHost bool) string {

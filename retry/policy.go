@@ -291,6 +291,7 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 			return stop(MaxAttemptsReached)
 		}
 		d := p.delay(&b, n, err)
+		own := d // the wait the Policy would make anyway
 		floor, _ := retryAfter(err)
 		if floor > d {
 			// The server's word wins over MaxDelay; a floor of 0 (a
@@ -306,8 +307,10 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 		}
 		// After the deadline and MaxElapsed, whose reasons say more to the
 		// caller, and whatever the backoff drew: the same floor always
-		// gets the same answer.
-		if floor > maxRetryAfter {
+		// gets the same answer. A DelayFunc may wait longer than
+		// MaxRetryAfter of its own accord: a floor below that wait asks
+		// for nothing longer, and is no reason to stop.
+		if floor > maxRetryAfter && (p.DelayFunc == nil || floor > own) {
 			return stop(MaxRetryAfterExceeded)
 		}
 		// The budget last: a retry that another rule refuses spends none.
