@@ -103,10 +103,16 @@ type flightLink struct {
 // cancelled. If the result comes at the moment ctx ends, Do may return it.
 // If fn panicked, Do panics with a *PanicError (see Flight).
 //
-// Do panics if fn is nil.
+// Do panics if fn is nil, or if key does not equal itself (a float NaN, or a
+// struct or interface holding one), which a map could never find again.
 func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context) (V, error)) (v V, err error, shared bool) {
 	if fn == nil {
 		panic("ctxsync: Flight.Do with nil fn")
+	}
+	if key != key {
+		// A NaN (or a struct or interface holding one) can be put in a map
+		// but never found again: its call would stay there for good.
+		panic("ctxsync: Flight.Do with a key not equal to itself (a NaN?)")
 	}
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return v, err, false

@@ -82,11 +82,29 @@ func (wg *WaitGroup) Add(delta int) {
 	if delta < wgMinDelta || delta > wgMaxDelta {
 		wg.addOutOfRange(delta)
 	}
-	s := wg.state.Add(uint64(delta) << wgCountBits)
-	if c := int32(s >> wgCountBits); c > 0 || c == 0 && s&wgWaiters == 0 {
-		return // the common case: one atomic add, nobody to wake
+	// A CAS from the state loaded, not an add then a check: a delta that
+	// would take the counter out of range panics before anyone can see
+	// it, so a misused Add never makes another goroutine's Done panic, a
+	// Wait return, or a Done skip its wake-up.
+	for {
+		s := wg.state.Load()
+		c := int64(int32(s>>wgCountBits)) + int64(delta)
+		if c < 0 {
+			panic(wgNegative)
+		}
+		if c > math.MaxInt32 {
+			panic(wgOverflow)
+		}
+		n := s + uint64(delta)<<wgCountBits
+		if !wg.state.CompareAndSwap(s, n) {
+			continue
+		}
+		if c > 0 || n&wgWaiters == 0 {
+			return // the common case: nobody to wake
+		}
+		wg.wake(n)
+		return
 	}
-	wg.addSlow(delta, s)
 }
 
 // addOutOfRange panics for a delta that no counter could take, before Add
@@ -96,23 +114,6 @@ func (wg *WaitGroup) addOutOfRange(delta int) {
 		panic(wgNegative)
 	}
 	panic(wgOverflow)
-}
-
-// addSlow follows an Add that left the counter at zero with waiters queued, or
-// out of range. s is the state the Add made.
-func (wg *WaitGroup) addSlow(delta int, s uint64) {
-	if int32(s>>wgCountBits) < 0 {
-		// Take the delta back, so that the panic leaves the counter as it
-		// was. A counter at or above zero plus a delta within int32 lands
-		// below zero only by going below zero (delta < 0) or by wrapping
-		// past the bound (delta > 0).
-		wg.state.Add(uint64(-delta) << wgCountBits)
-		if delta > 0 {
-			panic(wgOverflow)
-		}
-		panic(wgNegative)
-	}
-	wg.wake(s)
 }
 
 // wake moves the epoch of s on, if no other Add has, and wakes the waiters of
