@@ -22,6 +22,10 @@ type descs struct {
 
 	waiters *prometheus.Desc
 
+	flightCalls, keyedLockKeys, waitGroupCount, watchVersion *prometheus.Desc
+
+	adaptiveLimit, adaptiveInFlight, adaptiveWaiting, adaptiveShed, adaptiveLatency *prometheus.Desc
+
 	// info holds the name and help of every description above, and of
 	// the histograms': a Desc does not tell them, and Gather needs them.
 	info map[*prometheus.Desc]descInfo
@@ -75,6 +79,17 @@ func newDescs(ns string) descs {
 		queueWaiters:    d("queue", "waiters", "Goroutines waiting now on the queue, by side: get (consumers starved of items), put (producers held back by a full queue).", "side"),
 
 		waiters: d("", "waiters", "Goroutines waiting now on the primitive (a lock, a barrier, a condition)."),
+
+		flightCalls:    d("flight", "calls", "Calls in flight now: keys with a call under way."),
+		keyedLockKeys:  d("keyedlock", "keys", "Keys held or waited for now."),
+		waitGroupCount: d("waitgroup", "tasks", "The counter of the WaitGroup now: tasks added and not yet done."),
+		watchVersion:   d("watch", "version_total", "The version of the watched value: 1 when made, one more at each Store."),
+
+		adaptiveLimit:    d("adaptive", "limit", "Calls the adaptive limiter lets run at once now, as its algorithm sets it."),
+		adaptiveInFlight: d("adaptive", "in_flight", "Calls admitted and not yet done."),
+		adaptiveWaiting:  d("adaptive", "waiting", "Calls waiting now to be admitted."),
+		adaptiveShed:     d("adaptive", "shed_total", "Calls shed with ErrShed."),
+		adaptiveLatency:  d("adaptive", "latency_seconds", "The baseline latency the limiter estimates: the service's latency when nothing queues; 0 before its first window."),
 	}
 }
 
@@ -90,5 +105,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.semAvailable, d.semCapacity, d.semWaiters,
 		d.queueItems, d.queueUnfinished, d.queueCapacity, d.queueWaiters,
 		d.waiters,
+		d.flightCalls, d.keyedLockKeys, d.waitGroupCount, d.watchVersion,
+		d.adaptiveLimit, d.adaptiveInFlight, d.adaptiveWaiting, d.adaptiveShed, d.adaptiveLatency,
 	}
 }

@@ -82,6 +82,15 @@
 //	ctxsync_queue_capacity                     gauge                          AddQueue: Cap
 //	ctxsync_queue_waiters                      gauge      side                AddQueue: Getters (get), Putters (put)
 //	ctxsync_waiters                            gauge                          AddWaiter: Waiting
+//	ctxsync_flight_calls                       gauge                          AddFlight: Len
+//	ctxsync_keyedlock_keys                     gauge                          AddKeyedLock: Len
+//	ctxsync_waitgroup_tasks                    gauge                          AddWaitGroup: Count
+//	ctxsync_watch_version_total                counter                        AddWatch: Version (a counter: it only goes up, see AddWatch)
+//	ctxsync_adaptive_limit                     gauge                          AddAdaptiveLimiter: Limit
+//	ctxsync_adaptive_in_flight                 gauge                          AddAdaptiveLimiter: InFlight
+//	ctxsync_adaptive_waiting                   gauge                          AddAdaptiveLimiter: Waiting
+//	ctxsync_adaptive_shed_total                counter                        AddAdaptiveLimiter: Shed
+//	ctxsync_adaptive_latency_seconds           gauge                          AddAdaptiveLimiter: Latency
 //
 // The sum of a pool's ctxsync_pool_resources is its Stats.Total, which it
 // never lets exceed ctxsync_pool_max_resources.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/adaptive"
 	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/extra/ctxsyncprom"
 	"github.com/ctxsync/ctxsync/pool"
@@ -511,4 +512,75 @@ func ExampleCollector_BreakerOnCall_transport() {
 	// Output:
 	// ctxsync_breaker_call_duration_seconds_count{name="api a.example",outcome="success"} 1
 	// ctxsync_breaker_call_duration_seconds_count{name="api b.example",outcome="success"} 2
+}
+
+func ExampleCollector_AddWatch() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	w := ctxsync.NewWatch("v1")
+	if err := c.AddWatch("config", w); err != nil {
+		panic(err)
+	}
+	w.Store("v2")
+	printScrape(reg, "ctxsync_watch_version_total")
+	// Output:
+	// ctxsync_watch_version_total{name="config"} 2
+}
+
+func ExampleCollector_AddWaitGroup() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	var wg ctxsync.WaitGroup
+	if err := c.AddWaitGroup("tasks", &wg); err != nil {
+		panic(err)
+	}
+	wg.Add(3)
+	printScrape(reg, "ctxsync_waitgroup_tasks")
+	wg.Add(-3)
+	// Output:
+	// ctxsync_waitgroup_tasks{name="tasks"} 3
+}
+
+func ExampleCollector_AddFlight() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	var f ctxsync.Flight[string, int]
+	if err := c.AddFlight("lookups", &f); err != nil {
+		panic(err)
+	}
+	printScrape(reg, "ctxsync_flight_calls")
+	// Output:
+	// ctxsync_flight_calls{name="lookups"} 0
+}
+
+func ExampleCollector_AddKeyedLock() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	var k ctxsync.KeyedLock[string]
+	if err := c.AddKeyedLock("rows", &k); err != nil {
+		panic(err)
+	}
+	_ = k.Lock(context.Background(), "r1")
+	printScrape(reg, "ctxsync_keyedlock_keys")
+	k.Unlock("r1")
+	// Output:
+	// ctxsync_keyedlock_keys{name="rows"} 1
+}
+
+func ExampleCollector_AddAdaptiveLimiter() {
+	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	l := adaptive.New(adaptive.Config{})
+	if err := c.AddAdaptiveLimiter("api", l); err != nil {
+		panic(err)
+	}
+	printScrape(reg, "ctxsync_adaptive_in_flight", "ctxsync_adaptive_shed_total")
+	// Output:
+	// ctxsync_adaptive_in_flight{name="api"} 0
+	// ctxsync_adaptive_shed_total{name="api"} 0
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/adaptive"
 	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/extra/ctxsyncprom"
 	"github.com/ctxsync/ctxsync/pool"
@@ -68,6 +69,11 @@ func everything(t *testing.T) (*ctxsyncprom.Collector, func()) {
 		c.AddWeighted("memory", ctxsync.NewWeighted(10)),
 		c.AddQueue("jobs", ctxsync.NewQueue[int](0)),
 		c.AddWaiter("phases", ctxsync.NewBarrier(2, nil)),
+		c.AddFlight("lookups", &ctxsync.Flight[string, int]{}),
+		c.AddKeyedLock("rows", &ctxsync.KeyedLock[string]{}),
+		c.AddWaitGroup("tasks", &ctxsync.WaitGroup{}),
+		c.AddWatch("config", ctxsync.NewWatch(0)),
+		c.AddAdaptiveLimiter("api", adaptive.New(adaptive.Config{})),
 	} {
 		if err != nil {
 			t.Fatal(err)
