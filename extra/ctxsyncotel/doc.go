@@ -87,6 +87,21 @@
 //	ctxsync.lock.waiting                    updowncounter (O)    {waiter}
 //	ctxsync.lock.held                       gauge (O)            1              Lock and Condition only
 //
+// The newer primitives (ObserveFlight, ObserveKeyedLock, ObserveWaitGroup,
+// ObserveWatch, ObserveAdaptiveLimiter), with ctxsync.flight.name,
+// ctxsync.keyedlock.name, ctxsync.waitgroup.name, ctxsync.watch.name or
+// ctxsync.adaptive.name:
+//
+//	ctxsync.flight.calls                    updowncounter (O)    {call}         calls a Do would join
+//	ctxsync.keyedlock.keys                  updowncounter (O)    {key}          keys held or waited for
+//	ctxsync.waitgroup.count                 updowncounter (O)    {task}
+//	ctxsync.watch.version                   counter (O)          {version}      1, plus one per Store
+//	ctxsync.adaptive.limit                  updowncounter (O)    {call}
+//	ctxsync.adaptive.in_flight              updowncounter (O)    {call}
+//	ctxsync.adaptive.waiting                updowncounter (O)    {call}
+//	ctxsync.adaptive.shed                   counter (O)          {call}         calls refused with ErrShed
+//	ctxsync.adaptive.latency                gauge (O)            s              the baseline latency
+//
 // Counters read from a snapshot go down when what they read is reset
 // (Breaker.Reset zeroes ctxsync.breaker.calls); a back end reads that as a
 // restart of the counter.

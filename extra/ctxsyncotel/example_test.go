@@ -268,3 +268,24 @@ func ExampleWithDurationBuckets() {
 	// Output:
 	// ctxsync.breaker.call.duration [0.5 1 2 5 10 30 60] [0 0 0 1 0 0 0 0]
 }
+
+// ObserveWatch reports a Watch's version, so that a dashboard shows how
+// often a config changes.
+func ExampleObserveWatch() {
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	config := ctxsync.NewWatch("v1")
+	reg, err := ctxsyncotel.ObserveWatch("config", config, ctxsyncotel.WithMeterProvider(mp))
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Unregister()
+	config.Store("v2")
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	sum := rm.ScopeMetrics[0].Metrics[0].Data.(metricdata.Sum[int64])
+	fmt.Println(rm.ScopeMetrics[0].Metrics[0].Name, sum.DataPoints[0].Value)
+	// Output: ctxsync.watch.version 2
+}

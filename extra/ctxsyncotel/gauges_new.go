@@ -1,0 +1,153 @@
+package ctxsyncotel
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// The name attributes of the instruments of the newer primitives.
+const (
+	FlightNameKey    = attribute.Key("ctxsync.flight.name")
+	KeyedLockNameKey = attribute.Key("ctxsync.keyedlock.name")
+	WaitGroupNameKey = attribute.Key("ctxsync.waitgroup.name")
+	WatchNameKey     = attribute.Key("ctxsync.watch.name")
+	AdaptiveNameKey  = attribute.Key("ctxsync.adaptive.name")
+)
+
+// A LenSource is what ObserveFlight and ObserveKeyedLock read: a
+// *ctxsync.Flight or a *ctxsync.KeyedLock, of any type parameters.
+type LenSource interface {
+	Len() int
+}
+
+// A WaitGroupSource is what ObserveWaitGroup reads: a *ctxsync.WaitGroup.
+type WaitGroupSource interface {
+	Count() int
+}
+
+// A WatchSource is what ObserveWatch reads: a *ctxsync.Watch, of any T.
+type WatchSource interface {
+	Version() uint64
+}
+
+// An AdaptiveSource is what ObserveAdaptiveLimiter reads: an
+// *adaptive.Limiter.
+type AdaptiveSource interface {
+	Limit() int
+	InFlight() int
+	Waiting() int
+	Shed() int64
+	Latency() time.Duration
+}
+
+// observeInt registers one observable instrument made by mk, read by get at
+// each collection.
+func observeInt(fn, what, name string, src any, get func() int64, opts []Option,
+	mk func(metric.Meter) (metric.Observable, error),
+) (metric.Registration, error) {
+	return observe(fn, what, name, src, func() { get() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+		inst, err := mk(m)
+		if err != nil {
+			return nil, err
+		}
+		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			o.ObserveInt64(inst.(metric.Int64Observable), get(), all...)
+			return nil
+		}, inst)
+	})
+}
+
+// ObserveFlight registers a callback that reads f at each collection and
+// reports ctxsync.flight.calls (calls in flight that a Do would join), with
+// the ctxsync.flight.name attribute set to name. It returns the
+// registration, whose Unregister stops it. It fails on an empty name, a nil
+// f, a bad option, or an instrument the Meter refuses to make.
+func ObserveFlight(name string, f LenSource, opts ...Option) (metric.Registration, error) {
+	return observeInt("ObserveFlight", "flight", name, f, func() int64 { return int64(f.Len()) }, opts,
+		func(m metric.Meter) (metric.Observable, error) {
+			return m.Int64ObservableUpDownCounter("ctxsync.flight.calls",
+				metric.WithDescription("Calls in flight that a Do would join now."), metric.WithUnit("{call}"))
+		})
+}
+
+// ObserveKeyedLock registers a callback that reads k at each collection and
+// reports ctxsync.keyedlock.keys (keys held or waited for), with the
+// ctxsync.keyedlock.name attribute set to name. It fails as ObserveFlight.
+func ObserveKeyedLock(name string, k LenSource, opts ...Option) (metric.Registration, error) {
+	return observeInt("ObserveKeyedLock", "keyedlock", name, k, func() int64 { return int64(k.Len()) }, opts,
+		func(m metric.Meter) (metric.Observable, error) {
+			return m.Int64ObservableUpDownCounter("ctxsync.keyedlock.keys",
+				metric.WithDescription("Keys held or waited for now."), metric.WithUnit("{key}"))
+		})
+}
+
+// ObserveWaitGroup registers a callback that reads wg at each collection and
+// reports ctxsync.waitgroup.count (its counter), with the
+// ctxsync.waitgroup.name attribute set to name. It fails as ObserveFlight.
+func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.Registration, error) {
+	return observeInt("ObserveWaitGroup", "waitgroup", name, wg, func() int64 { return int64(wg.Count()) }, opts,
+		func(m metric.Meter) (metric.Observable, error) {
+			return m.Int64ObservableUpDownCounter("ctxsync.waitgroup.count",
+				metric.WithDescription("The WaitGroup's counter now: tasks added and not yet done."), metric.WithUnit("{task}"))
+		})
+}
+
+// ObserveWatch registers a callback that reads w at each collection and
+// reports ctxsync.watch.version, with the ctxsync.watch.name attribute set
+// to name: a counter, since the version only grows, by one per Store, so
+// that its rate is how often the value changes. It fails as ObserveFlight.
+func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registration, error) {
+	return observeInt("ObserveWatch", "watch", name, w, func() int64 { return int64(min(w.Version(), 1<<63-1)) }, opts,
+		func(m metric.Meter) (metric.Observable, error) {
+			return m.Int64ObservableCounter("ctxsync.watch.version",
+				metric.WithDescription("The Watch's version: 1, plus one per Store."), metric.WithUnit("{version}"))
+		})
+}
+
+// ObserveAdaptiveLimiter registers a callback that reads l at each
+// collection and reports ctxsync.adaptive.limit, .in_flight and .waiting
+// (now), ctxsync.adaptive.shed (calls shed, a counter) and
+// ctxsync.adaptive.latency (the baseline latency the algorithm measures
+// against, in seconds), with the ctxsync.adaptive.name attribute set to name.
+// It fails as ObserveFlight.
+func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metric.Registration, error) {
+	read := func() { l.Limit(); l.InFlight(); l.Waiting(); l.Shed(); l.Latency() }
+	return observe("ObserveAdaptiveLimiter", "adaptive", name, l, read, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+		limit, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.limit",
+			metric.WithDescription("Calls the limiter lets in flight now."), metric.WithUnit("{call}"))
+		if err != nil {
+			return nil, err
+		}
+		inFlight, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.in_flight",
+			metric.WithDescription("Calls in flight now."), metric.WithUnit("{call}"))
+		if err != nil {
+			return nil, err
+		}
+		waiting, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.waiting",
+			metric.WithDescription("Calls waiting for a slot now."), metric.WithUnit("{call}"))
+		if err != nil {
+			return nil, err
+		}
+		shed, err := m.Int64ObservableCounter("ctxsync.adaptive.shed",
+			metric.WithDescription("Calls shed with ErrShed."), metric.WithUnit("{call}"))
+		if err != nil {
+			return nil, err
+		}
+		latency, err := m.Float64ObservableGauge("ctxsync.adaptive.latency",
+			metric.WithDescription("The baseline latency the algorithm measures against."), metric.WithUnit("s"))
+		if err != nil {
+			return nil, err
+		}
+		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			o.ObserveInt64(limit, int64(l.Limit()), all...)
+			o.ObserveInt64(inFlight, int64(l.InFlight()), all...)
+			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
+			o.ObserveInt64(shed, l.Shed(), all...)
+			o.ObserveFloat64(latency, l.Latency().Seconds(), all...)
+			return nil
+		}, limit, inFlight, waiting, shed, latency)
+	})
+}
