@@ -51,11 +51,17 @@ func Example() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 
+	// The pool tells OnCreate in the goroutine that made the resource,
+	// which may be after the Acquire that asked for it has returned: the
+	// example waits for it, so that its scrape shows the creation.
+	created := make(chan struct{}, 1)
 	p, err := pool.New(pool.Config[string]{
 		Name:    "db",
 		New:     func(context.Context) (string, error) { return "conn", nil },
 		MaxSize: 4,
-		Hooks:   c.PoolHooks(""),
+		Hooks: ctxsyncprom.JoinPoolHooks(c.PoolHooks(""), pool.Hooks{
+			OnCreate: func(pool.CreateEvent) { created <- struct{}{} },
+		}),
 	})
 	if err != nil {
 		panic(err)
@@ -66,6 +72,7 @@ func Example() {
 	}
 
 	_ = p.With(context.Background(), func(string) error { return nil })
+	<-created
 	printScrape(reg, "ctxsync_pool_resources", "ctxsync_pool_acquires_total", "ctxsync_pool_create_duration_seconds_count")
 	// Output:
 	// ctxsync_pool_acquires_total{name="db"} 1

@@ -193,7 +193,11 @@ func TestWellFormedURLControlByte(t *testing.T) {
 		require.False(t, WellFormed(r), name)
 		sent, err := sentByNetHTTP(t, tr, r)
 		require.False(t, sent, "%s: HTTP/1.1 sent it", name)
-		require.ErrorContains(t, err, "control character", name)
+		// Its error is net/http's to choose: "invalid control character"
+		// as a rule, but the refusal may meet a kept-alive connection that
+		// the server is closing, and report that instead ("use of closed
+		// network connection"), as a CI run did. Not sent is the promise.
+		require.Error(t, err, name)
 	}
 }
 
