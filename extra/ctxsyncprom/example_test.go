@@ -157,11 +157,16 @@ func ExampleCollector_PoolHooks() {
 	c := ctxsyncprom.NewCollector(ctxsyncprom.Config{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
+	// OnCreate is told in the goroutine that made the resource, maybe after
+	// the Acquire returned: wait for it, so that the scrape shows it.
+	created := make(chan struct{}, 1)
 	p, err := pool.New(pool.Config[int]{
 		Name:    "db",
 		New:     func(context.Context) (int, error) { return 1, nil },
 		MaxSize: 1,
-		Hooks:   c.PoolHooks(""),
+		Hooks: ctxsyncprom.JoinPoolHooks(c.PoolHooks(""), pool.Hooks{
+			OnCreate: func(pool.CreateEvent) { created <- struct{}{} },
+		}),
 	})
 	if err != nil {
 		panic(err)
@@ -169,6 +174,7 @@ func ExampleCollector_PoolHooks() {
 	defer p.Close(context.Background())
 	r, _ := p.Acquire(context.Background()) // waits for New
 	r.Release()
+	<-created
 	r, _ = p.Acquire(context.Background()) // takes the idle one: no wait
 	r.Release()
 	printScrape(reg, "ctxsync_pool_acquire_wait_seconds_count", "ctxsync_pool_create_duration_seconds_count")
