@@ -76,6 +76,10 @@ type barrierWait struct {
 	// for a turn waiter, nil to run the action and an error if its round
 	// ended before it could.
 	err error
+
+	// gone is set by the party itself, not granted: its ctx ended before its
+	// round ended, and it returns ctx.Err().
+	gone bool
 }
 
 // NewBarrier returns a Barrier for parties goroutines. action, if not nil, runs
@@ -127,6 +131,7 @@ func (b *Barrier) Wait(ctx context.Context) (int, error) {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return 0, err
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	b.q.Lock()
 	if b.broken {
 		b.q.Unlock()
@@ -135,7 +140,7 @@ func (b *Barrier) Wait(ctx context.Context) (int, error) {
 	round, index := b.round, b.arrived
 	b.arrived++
 	if b.arrived < b.parties {
-		return b.await(ctx, round, index)
+		return b.await(ctx, done, round, index)
 	}
 	if b.goneLocked(round, index) {
 		// A party of the round gave up (its ctx ended) before we came: it
@@ -151,7 +156,7 @@ func (b *Barrier) Wait(ctx context.Context) (int, error) {
 	b.round++
 	b.arrived = 0
 	if b.running {
-		return b.awaitTurn(ctx, round, index)
+		return b.awaitTurn(ctx, done, round, index)
 	}
 	if b.action == nil {
 		// No user code to run: release the round without unlocking.
@@ -182,20 +187,21 @@ func (b *Barrier) goneLocked(round uint64, n int) bool {
 // await waits, as a party that is not the last, for round to end. b.q must be
 // locked; await unlocks it.
 //
-// The party queues with its ctx (PushCtx): once the ctx has ended it is
+// The party queues with its ctx's Done channel, done (PushDone): once the ctx
+// has ended it is
 // never released as if its round had completed. If its round is still
 // gathering, the round breaks (by its own Wait, or by the last party's
 // goneLocked, whichever runs first); if the round completed before its ctx
 // ended, it returns ctx.Err() without breaking it.
-func (b *Barrier) await(ctx context.Context, round uint64, index int) (int, error) {
-	w := b.q.PushCtx(ctx, barrierWait{round: round})
+func (b *Barrier) await(ctx context.Context, done <-chan struct{}, round uint64, index int) (int, error) {
+	w := b.q.PushDone(done, barrierWait{round: round})
 	b.q.Unlock()
-	v, ok := b.q.Wait(ctx, w)
+	v, ok := b.q.Wait(done, w)
 	if !ok {
 		b.q.Lock()
 		var granted bool
 		if v, granted, _ = b.q.Cancel(w); !granted {
-			v.err = ctx.Err()
+			v.gone = true // ctx.Err() is read once unlocked: the caller's code
 			if round == b.round {
 				// The round still gathers parties, and cannot complete
 				// without this one.
@@ -207,6 +213,9 @@ func (b *Barrier) await(ctx context.Context, round uint64, index int) (int, erro
 		// Granted as ctx ended: the round ended first, report how.
 		b.q.Unlock()
 	}
+	if v.gone {
+		return 0, ctx.Err()
+	}
 	if v.err != nil {
 		return 0, v.err
 	}
@@ -216,10 +225,10 @@ func (b *Barrier) await(ctx context.Context, round uint64, index int) (int, erro
 // awaitTurn waits, as the last party of a complete round, for the action of an
 // earlier round to return, then runs its own. b.q must be locked; awaitTurn
 // unlocks it.
-func (b *Barrier) awaitTurn(ctx context.Context, round uint64, index int) (int, error) {
+func (b *Barrier) awaitTurn(ctx context.Context, done <-chan struct{}, round uint64, index int) (int, error) {
 	w := b.q.Push(barrierWait{round: round, turn: true})
 	b.q.Unlock()
-	v, ok := b.q.Wait(ctx, w)
+	v, ok := b.q.Wait(done, w)
 	if !ok {
 		b.q.Lock()
 		var granted bool

@@ -94,13 +94,15 @@ func (c *Condition) Wait(ctx context.Context) error {
 	}
 	// Queue before unlocking: a Notify that follows our Unlock must find us.
 	// Queued with ctx, so that Notify passes over us once ctx has ended and
-	// wakes a waiter that can use the change.
+	// wakes a waiter that can use the change. Its Done channel is read
+	// before the lock: the caller's code (see waitq.Ended).
+	done := ctx.Done()
 	c.q.Lock()
-	w := c.q.PushCtx(ctx, struct{}{})
+	w := c.q.PushDone(done, struct{}{})
 	c.q.Unlock()
 	c.unlockQueued(l, w)
 
-	_, notified := c.q.Wait(ctx, w)
+	_, notified := c.q.Wait(done, w)
 	var err error
 	if !notified {
 		c.q.Lock()
@@ -137,9 +139,9 @@ func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
 func (c *Condition) withdraw(w *waitq.Waiter[struct{}]) {
 	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
 	// that is already done, which takes a grant already made, if any.
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, granted := c.q.Wait(done, w)
+	ended := make(chan struct{})
+	close(ended)
+	_, granted := c.q.Wait(ended, w)
 	c.q.Lock()
 	if !granted {
 		_, granted, _ = c.q.Cancel(w)

@@ -152,12 +152,13 @@ func (e *Event) Wait(ctx context.Context) error {
 	if e.set.Load() {
 		return nil
 	}
+	// Read before joining: ctx is the caller's code, and nothing must be
+	// counted for the caller while it runs.
+	done := ctx.Done()
 	ch, gen := e.join()
 	if ch == nil {
 		return nil // raised meanwhile
 	}
-
-	done := ctx.Done()
 	if done == nil {
 		<-ch
 		return nil

@@ -117,6 +117,7 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return v, err, false
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	f.mu.Lock()
 	c := f.calls[key]
 	start := c == nil
@@ -125,20 +126,20 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 		// while we waited for the lock, and a call started for a caller
 		// that has gone would run fn for nobody. (Joining needs no second
 		// look: finish skips a waiter whose ctx has ended.)
-		if err := ctx.Err(); err != nil {
+		if waitq.Ended(done) {
 			f.mu.Unlock()
-			return v, err, false
+			return v, ctx.Err(), false
 		}
 		c = f.startLocked(ctx, key)
 	}
-	w := c.waiters.PushCtx(ctx, flightLink{})
+	w := c.waiters.PushDone(done, flightLink{})
 	f.mu.Unlock()
 	if start {
 		// After the unlock: fn may call back into the Flight at once.
 		go f.run(key, c, fn)
 	}
 
-	if l, ok := c.waiters.Wait(ctx, w); ok {
+	if l, ok := c.waiters.Wait(done, w); ok {
 		return c.result(l.shared)
 	}
 	f.mu.Lock()
@@ -163,7 +164,8 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 }
 
 // startLocked makes a call for key, under a ctx with the values of ctx, and
-// enters it in the map. f.mu must be held.
+// enters it in the map. f.mu must be held. It calls none of ctx's methods:
+// the call's ctx holds ctx only for its Value.
 func (f *Flight[K, V]) startLocked(ctx context.Context, key K) *flightCall[V] {
 	c := new(flightCall[V])
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))

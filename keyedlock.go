@@ -147,14 +147,19 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	// The key's Lock looks at ctx, outside the shard's mutex (a Context is
 	// the caller's code), and follows every rule of a Lock: a done ctx
 	// fails; a lock freed after ctx ended is not taken; a hand-over that
-	// races the end of ctx is kept or passed on.
-	if err := e.l.Lock(ctx); err != nil {
-		sh.mu.Lock()
-		sh.releaseLocked(key, h, e)
-		sh.mu.Unlock()
-		return err
-	}
-	return nil
+	// races the end of ctx is kept or passed on. If it fails, or a method
+	// of ctx panics, the reference goes, and with the last one the entry.
+	locked := false
+	defer func() {
+		if !locked {
+			sh.mu.Lock()
+			sh.releaseLocked(key, h, e)
+			sh.mu.Unlock()
+		}
+	}()
+	err := e.l.Lock(ctx)
+	locked = err == nil
+	return err
 }
 
 // TryLock locks key if it is free and nobody waits for it, and reports whether

@@ -89,6 +89,7 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 	if waitq.Pause(); l.TryLock() {
 		return l.keep(ctx)
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	l.q.Lock()
 	for {
 		s := l.state.Load()
@@ -106,10 +107,10 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 			break
 		}
 	}
-	w := l.q.PushCtx(ctx, struct{}{})
+	w := l.q.PushDone(done, struct{}{})
 	l.q.Unlock()
 
-	if _, ok := l.q.Wait(ctx, w); ok {
+	if _, ok := l.q.Wait(done, w); ok {
 		return nil // Unlock handed the lock to us.
 	}
 

@@ -99,13 +99,14 @@ func NewQueue[T any](capacity int) *Queue[T] {
 // duplicating it.
 func (q *Queue[T]) Put(ctx context.Context, v T) error {
 	waitq.CheckCtx(ctx, "ctxsync")
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	q.putMu.Lock()
 	// ctx is looked at once the room is seen, not before: room made after
 	// ctx ended (by a Get that followed the cancel) must not let us in.
 	room := q.putters.Len() == 0 && !q.full()
-	if err := ctx.Err(); err != nil {
+	if waitq.Ended(done) {
 		q.putMu.Unlock()
-		return err
+		return ctx.Err()
 	}
 	if q.closed {
 		q.putMu.Unlock()
@@ -117,13 +118,13 @@ func (q *Queue[T]) Put(ctx context.Context, v T) error {
 		q.settle(q.gettersWait(), false)
 		return nil
 	}
-	w := q.putters.PushCtx(ctx, putResult[T]{it: v})
+	w := q.putters.PushDone(done, putResult[T]{it: v})
 	q.nPutters.Add(1)
 	filled := q.servePuttersLocked() // room came as we queued: a Get may have missed us
 	q.putMu.Unlock()
 	q.settle(filled, false)
 
-	if r, ok := q.putters.Wait(ctx, w); ok {
+	if r, ok := q.putters.Wait(done, w); ok {
 		return r.err
 	}
 	q.putMu.Lock()
@@ -166,14 +167,15 @@ func (q *Queue[T]) TryPut(v T) bool {
 func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 	var zero T
 	waitq.CheckCtx(ctx, "ctxsync")
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	q.takeMu.Lock()
 	// ctx is looked at once the item is seen, not before: an item put after
 	// ctx ended is not ours. (The item's arrival orders the cancel before
 	// this read.)
 	item := q.getters.Len() == 0 && q.ring.hasItem()
-	if err := ctx.Err(); err != nil {
+	if waitq.Ended(done) {
 		q.takeMu.Unlock()
-		return zero, err
+		return zero, ctx.Err()
 	}
 	if item {
 		v := q.popLocked()
@@ -185,13 +187,13 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 		q.takeMu.Unlock()
 		return zero, ErrClosed
 	}
-	w := q.getters.PushCtx(ctx, getResult[T]{})
+	w := q.getters.PushDone(done, getResult[T]{})
 	q.nGetters.Add(1)
 	madeRoom := q.serveGettersLocked() // an item came as we queued: a Put may have missed us
 	q.takeMu.Unlock()
 	q.settle(false, madeRoom)
 
-	if r, ok := q.getters.Wait(ctx, w); ok {
+	if r, ok := q.getters.Wait(done, w); ok {
 		return r.it, r.err
 	}
 	q.takeMu.Lock()
@@ -467,15 +469,16 @@ func (q *Queue[T]) Join(ctx context.Context) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	q.joinMu.Lock()
 	if q.done+q.handedBack == q.ring.tail.Load() {
 		q.joinMu.Unlock()
 		// A TaskDone that followed the end of ctx does not count for us.
 		return ctx.Err()
 	}
-	w := q.joiners.PushCtx(ctx, struct{}{})
+	w := q.joiners.PushDone(done, struct{}{})
 	q.joinMu.Unlock()
-	if _, ok := q.joiners.Wait(ctx, w); ok {
+	if _, ok := q.joiners.Wait(done, w); ok {
 		return nil
 	}
 	q.joinMu.Lock()

@@ -63,21 +63,22 @@ func (q *queueCore[T]) put(ctx context.Context, it pqItem[T]) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	q.mu.Lock()
 	// Look at ctx again under the lock: room made after ctx ended (by a Get
 	// that followed the cancel) must not let us in.
-	if err := ctx.Err(); err != nil {
+	if waitq.Ended(done) {
 		q.mu.Unlock()
-		return err
+		return ctx.Err()
 	}
 	if ok, err := q.tryPutLocked(it); ok || err != nil {
 		q.mu.Unlock()
 		return err
 	}
-	w := q.putters.PushCtx(ctx, putResult[pqItem[T]]{it: it})
+	w := q.putters.PushDone(done, putResult[pqItem[T]]{it: it})
 	q.mu.Unlock()
 
-	if r, ok := q.putters.Wait(ctx, w); ok {
+	if r, ok := q.putters.Wait(done, w); ok {
 		return r.err
 	}
 	q.mu.Lock()
@@ -125,12 +126,13 @@ func (q *queueCore[T]) get(ctx context.Context) (pqItem[T], error) {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return zero, err
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	q.mu.Lock()
 	// Look at ctx again under the lock: an item put after ctx ended is not
 	// ours.
-	if err := ctx.Err(); err != nil {
+	if waitq.Ended(done) {
 		q.mu.Unlock()
-		return zero, err
+		return zero, ctx.Err()
 	}
 	if it, ok := q.tryGetLocked(); ok {
 		q.mu.Unlock()
@@ -140,10 +142,10 @@ func (q *queueCore[T]) get(ctx context.Context) (pqItem[T], error) {
 		q.mu.Unlock()
 		return zero, ErrClosed
 	}
-	w := q.getters.PushCtx(ctx, getResult[pqItem[T]]{})
+	w := q.getters.PushDone(done, getResult[pqItem[T]]{})
 	q.mu.Unlock()
 
-	if r, ok := q.getters.Wait(ctx, w); ok {
+	if r, ok := q.getters.Wait(done, w); ok {
 		return r.it, r.err
 	}
 	q.mu.Lock()
@@ -264,15 +266,16 @@ func (q *queueCore[T]) join(ctx context.Context) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	q.mu.Lock()
 	if q.done+q.handed == q.accepted {
 		q.mu.Unlock()
 		// A TaskDone that followed the end of ctx does not count for us.
 		return ctx.Err()
 	}
-	w := q.joiners.PushCtx(ctx, struct{}{})
+	w := q.joiners.PushDone(done, struct{}{})
 	q.mu.Unlock()
-	if _, ok := q.joiners.Wait(ctx, w); ok {
+	if _, ok := q.joiners.Wait(done, w); ok {
 		return nil
 	}
 	q.mu.Lock()

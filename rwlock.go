@@ -84,16 +84,19 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 }
 
 // rlockSlow runs for a phantom reader: it removes itself, then enters or
-// queues.
+// queues. It looks at ctx with nothing counted and no lock held: ctx is the
+// caller's code (see waitq.Ended).
 func (rw *RWLock) rlockSlow(ctx context.Context) error {
 	rw.q.Lock()
 	rw.state.Add(-rwReader)
 	rw.dispatchLocked() // our phantom may have held back a writer
+	rw.q.Unlock()
 	if err := ctx.Err(); err != nil {
-		rw.q.Unlock()
 		return err
 	}
-	return rw.queueLocked(ctx, false)
+	done := ctx.Done()
+	rw.q.Lock()
+	return rw.queueLocked(ctx, done, false)
 }
 
 // TryRLock locks rw for reading if no writer holds it and nobody is waiting,
@@ -162,8 +165,9 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 		}
 		return nil
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	rw.q.Lock()
-	return rw.queueLocked(ctx, true)
+	return rw.queueLocked(ctx, done, true)
 }
 
 // TryLock locks rw for writing if nobody holds it or waits for it, and reports
@@ -195,9 +199,9 @@ func (rw *RWLock) unlockSlow() {
 }
 
 // queueLocked takes the lock if nobody is queued and it is free for the
-// caller, or queues the caller and waits. rw.q must be locked; queueLocked
-// unlocks it.
-func (rw *RWLock) queueLocked(ctx context.Context, writer bool) error {
+// caller, or queues the caller and waits. done is ctx.Done(), read before
+// rw.q was locked. rw.q must be locked; queueLocked unlocks it.
+func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer bool) error {
 	for {
 		s := rw.state.Load()
 		if s&rwWaiters != 0 {
@@ -213,14 +217,14 @@ func (rw *RWLock) queueLocked(ctx context.Context, writer bool) error {
 				next = s + rwReader
 			}
 			if rw.state.CompareAndSwap(s, next) {
-				if err := ctx.Err(); err != nil {
+				if waitq.Ended(done) {
 					// ctx was checked before we locked; the lock may have
 					// been freed since, after ctx ended, and a caller whose
 					// ctx ended must not get it. Give it back.
 					rw.state.Add(-next + s)
 					rw.dispatchLocked()
 					rw.q.Unlock()
-					return err
+					return ctx.Err()
 				}
 				rw.q.Unlock()
 				return nil
@@ -234,10 +238,10 @@ func (rw *RWLock) queueLocked(ctx context.Context, writer bool) error {
 			break
 		}
 	}
-	w := rw.q.PushCtx(ctx, writer)
+	w := rw.q.PushDone(done, writer)
 	rw.q.Unlock()
 
-	if _, ok := rw.q.Wait(ctx, w); ok {
+	if _, ok := rw.q.Wait(done, w); ok {
 		return nil
 	}
 	rw.q.Lock()

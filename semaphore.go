@@ -92,6 +92,7 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 // acquireSlow finishes an Acquire whose Add found no free permit, and so
 // counted the caller as waiting.
 func (s *Semaphore) acquireSlow(ctx context.Context) error {
+	done := ctx.Done() // before any lock: the caller's code (see waitq.Ended)
 	if s.withdraw() {
 		if err := ctx.Err(); err != nil {
 			return err // out of the count: nothing changed
@@ -116,10 +117,10 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 		s.q.Unlock()
 		return s.keep(ctx)
 	}
-	w := s.q.PushCtx(ctx, struct{}{})
+	w := s.q.PushDone(done, struct{}{})
 	s.q.Unlock()
 
-	if _, ok := s.q.Wait(ctx, w); ok {
+	if _, ok := s.q.Wait(done, w); ok {
 		return nil // Release handed a permit to us.
 	}
 

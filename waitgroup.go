@@ -227,6 +227,7 @@ func (wg *WaitGroup) waitSlow(ctx context.Context) error {
 			return ctx.Err() // the zero counts only if ctx is alive now (see Wait)
 		}
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	wg.q.Lock()
 	var epoch uint64
 	for {
@@ -245,10 +246,10 @@ func (wg *WaitGroup) waitSlow(ctx context.Context) error {
 			break
 		}
 	}
-	w := wg.q.PushCtx(ctx, epoch)
+	w := wg.q.PushDone(done, epoch)
 	wg.q.Unlock()
 
-	if _, ok := wg.q.Wait(ctx, w); ok {
+	if _, ok := wg.q.Wait(done, w); ok {
 		return nil
 	}
 

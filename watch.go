@@ -163,6 +163,7 @@ func (w *Watch[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return zero, 0, err
 	}
+	var done <-chan struct{}
 	for {
 		// The fast path: a reader behind the current version reads it
 		// without the lock.
@@ -171,6 +172,11 @@ func (w *Watch[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 		} else if s == nil && after < 1 {
 			return zero, 1, nil
 		}
+		if done == nil {
+			// Read before joining: ctx is the caller's code, and nothing
+			// must be counted for the caller while it runs.
+			done = ctx.Done()
+		}
 		ch, err := w.join(after)
 		if err != nil {
 			return zero, 0, err
@@ -178,7 +184,6 @@ func (w *Watch[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 		if ch == nil {
 			continue // a newer version came meanwhile
 		}
-		done := ctx.Done()
 		if done == nil {
 			<-ch
 			continue

@@ -189,6 +189,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 	if waitq.Pause(); w.TryAcquire(n) {
 		return w.keep(ctx, n)
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	w.q.Lock()
 	if n > w.capacity.Load() { // a Resize shrank it since checkRequest looked
 		w.q.Unlock()
@@ -209,10 +210,10 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 			break
 		}
 	}
-	node := w.q.PushCtx(ctx, n)
+	node := w.q.PushDone(done, n)
 	w.q.Unlock()
 
-	if v, ok := w.q.Wait(ctx, node); ok {
+	if v, ok := w.q.Wait(done, node); ok {
 		if v == tooLarge {
 			return ErrExceedsCapacity
 		}

@@ -149,11 +149,12 @@ func (l *Limiter) acquireSlow(ctx context.Context) (*Ticket, error) {
 	if bounded {
 		wctx, cancel = context.WithTimeout(ctx, wait)
 	}
-	node := l.q.PushCtx(wctx, struct{}{})
+	wdone := wctx.Done()
+	node := l.q.PushDone(wdone, struct{}{})
 	l.gWaiting.Store(int64(l.q.Len()))
 	l.q.Unlock()
 
-	_, granted := l.q.Wait(wctx, node)
+	_, granted := l.q.Wait(wdone, node)
 	if !granted {
 		l.q.Lock()
 		_, granted, _ = l.q.Cancel(node)

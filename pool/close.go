@@ -59,6 +59,7 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 		c()
 	}
 	p.closeValues(idle)
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	p.q.Lock()
 	var w *waitq.Waiter[struct{}]
 	if p.inUse > 0 || p.making > 0 || p.closing > 0 {
@@ -68,11 +69,9 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 
 	var err error
 	if w != nil {
-		if _, ok := p.closers.Wait(ctx, w); !ok {
+		if _, ok := p.closers.Wait(done, w); !ok {
 			p.q.Lock()
-			if _, drained, _ := p.closers.Cancel(w); !drained {
-				err = ctx.Err()
-			}
+			_, drained, _ := p.closers.Cancel(w)
 			var out []*Resource[T]
 			for r := range p.live {
 				if r.state == stateInUse {
@@ -82,6 +81,9 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 			}
 			p.q.Unlock()
 			p.closeValues(out)
+			if !drained {
+				err = ctx.Err() // read unlocked: the caller's code
+			}
 		}
 	}
 	if p.stopped != nil {

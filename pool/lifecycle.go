@@ -120,6 +120,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}()
 	err := p.healthCheck(ctx, r)
 	checked = true
+	cerr := ctx.Err() // before the lock: the caller's code
 	p.q.Lock()
 	switch {
 	case p.closed:
@@ -134,7 +135,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 			p.closeValue(r)
 		}
 		return false, ErrClosed
-	case ctx.Err() != nil:
+	case cerr != nil:
 		// The caller gave up, whether or not the resource passed: a
 		// resource is never handed to an Acquire whose ctx has ended (a
 		// check that does not look at ctx may pass after it ended). A
@@ -147,7 +148,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		if closeIt {
 			p.closeValue(r)
 		}
-		return false, ctx.Err()
+		return false, cerr
 	case err == nil:
 		r.state = stateInUse
 		p.q.Unlock()

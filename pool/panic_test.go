@@ -234,7 +234,7 @@ func TestNewPanicToAbandonedAcquire(t *testing.T) {
 	w := p.q.Push(handoff[int]{}) // an Acquire waits for New
 	p.making++
 	p.q.Unlock()
-	_, ok := p.q.Wait(testutil.Cancelled(), w) // and its ctx ends,
+	_, ok := p.q.Wait(testutil.Cancelled().Done(), w) // and its ctx ends,
 	require.False(t, ok)
 	p.make(context.Background()) // as New panics.
 	np := p.abandon(w)           // for the Acquire to raise

@@ -284,6 +284,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 	if err := waitq.CtxErr(ctx, "pool"); err != nil {
 		return nil, err
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	waited, paused := false, false
 	for {
 		p.q.Lock()
@@ -294,12 +295,12 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		// Look at ctx again under the lock, which every Release takes: a
 		// resource released after ctx ended is not ours (nor, once queued,
 		// handed to us: see waitq.List.Front).
-		if err := ctx.Err(); err != nil {
+		if waitq.Ended(done) {
 			// Under way (past the look at ctx at the call), this Acquire
 			// ended with its ctx: in its pause before queueing, say.
 			p.stats.CanceledAcquires++
 			p.q.Unlock()
-			return nil, err
+			return nil, ctx.Err()
 		}
 		if r := p.popIdleLocked(); r != nil {
 			p.q.Unlock()
@@ -329,12 +330,12 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		// Counted with the wait, whether for a release or a new resource,
 		// so that WaitDuration / WaitCount is the mean wait.
 		p.stats.WaitCount++
-		w := p.q.PushCtx(ctx, handoff[T]{})
+		w := p.q.PushDone(done, handoff[T]{})
 		p.fillLocked(ctx)
 		p.q.Unlock()
 		start := clock.Now() // off the lock: it costs more than the queueing
 
-		h, ok := p.q.Wait(ctx, w)
+		h, ok := p.q.Wait(done, w)
 		wait := clock.Now() - start
 		p.waitNs.Add(wait)
 		if e != nil {

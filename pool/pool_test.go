@@ -877,7 +877,7 @@ func TestCloseTimeoutThenGrantAbandoned(t *testing.T) {
 	p.q.Lock()
 	w := p.q.Push(handoff[*conn]{}) // an Acquire waits for r
 	p.q.Unlock()
-	_, ok := p.q.Wait(testutil.Cancelled(), w) // and its ctx ends,
+	_, ok := p.q.Wait(testutil.Cancelled().Done(), w) // and its ctx ends,
 	require.False(t, ok)
 	r.Release() // as r is handed to it.
 

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -54,14 +55,17 @@ type waiters struct {
 
 // waitN waits for n events of l; n is valid and ctx live.
 func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
+	// ctx is the caller's code: read what is needed of it before locking
+	// (see waitq.Ended).
+	deadline := int64(math.MaxInt64)
+	if dl, ok := ctx.Deadline(); ok {
+		deadline = atNs(dl)
+	}
+	done := ctx.Done()
 	w.q.Lock()
 	if n > l.maxLocked() {
 		w.q.Unlock()
 		return ErrExceedsBurst
-	}
-	deadline := int64(math.MaxInt64)
-	if dl, ok := ctx.Deadline(); ok {
-		deadline = atNs(dl)
 	}
 	now := nowNs()
 	// queued bounds the events ahead from above: only when it puts the
@@ -73,21 +77,21 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 	w.queued += n
 	if !w.head {
 		w.head = true
-		w.headN, w.headDone = n, ctx.Done()
+		w.headN, w.headDone = n, done
 		l.setQueuedLocked(true)
-		return w.headLocked(ctx, l, n)
+		return w.headLocked(ctx, done, deadline, l, n)
 	}
 	// Queued with its ctx, so that once ctx has ended nobody grants it or
 	// counts it ahead of the others (aheadLocked, refuseLocked), although
 	// its goroutine may not run for a while.
-	node := w.q.PushCtx(ctx, turn{n: n, deadline: deadline, done: ctx.Done()})
+	node := w.q.PushDone(done, turn{n: n, deadline: deadline, done: done})
 	w.q.Unlock()
-	if v, ok := w.q.Wait(ctx, node); ok {
+	if v, ok := w.q.Wait(done, node); ok {
 		if v.refused != nil {
 			return v.refused
 		}
 		w.q.Lock() // promoted: we are the head
-		return w.headLocked(ctx, l, n)
+		return w.headLocked(ctx, done, deadline, l, n)
 	}
 	w.q.Lock()
 	switch v, granted, _ := w.q.Cancel(node); {
@@ -115,8 +119,9 @@ type turn struct {
 }
 
 // headLocked is the wait of the head of the queue: take the events when the
-// limiter has them. w.q must be locked; headLocked unlocks it.
-func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
+// limiter has them. done and deadline are those of ctx, read before w.q was
+// first locked. w.q must be locked; headLocked unlocks it.
+func (w *waiters) headLocked(ctx context.Context, done <-chan struct{}, deadline int64, l waitable, n int) error {
 	kick := make(chan struct{}, 1)
 	w.kick = kick
 	var timer *time.Timer
@@ -127,11 +132,12 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 	}()
 	for {
 		var err error
-		if err = ctx.Err(); err != nil {
+		if waitq.Ended(done) {
 			// Tokens that came after ctx ended are not ours: a waiter whose
 			// ctx has ended is never granted anything. (A waiter promoted
 			// to head as its ctx ended gets here too, and passes the role
 			// on.) The wake below may pick the timer when ctx ended too.
+			err = errCtxEnded
 		} else if n > l.maxLocked() { // SetBurst shrank it
 			err = ErrExceedsBurst
 		} else {
@@ -142,7 +148,7 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 				w.q.Unlock()
 				return nil
 			}
-			if dl, has := ctx.Deadline(); has && after(addSat(now, wait), atNs(dl)) {
+			if after(addSat(now, wait), deadline) {
 				err = ErrWouldExceedDeadline
 			} else {
 				w.q.Unlock()
@@ -162,8 +168,8 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 				select {
 				case <-wake:
 				case <-kick:
-				case <-ctx.Done():
-					err = ctx.Err()
+				case <-done:
+					err = errCtxEnded
 				}
 				w.q.Lock()
 			}
@@ -171,10 +177,17 @@ func (w *waiters) headLocked(ctx context.Context, l waitable, n int) error {
 		if err != nil {
 			w.leaveLocked(l, n)
 			w.q.Unlock()
+			if err == errCtxEnded {
+				return ctx.Err() // read unlocked: the caller's code
+			}
 			return err
 		}
 	}
 }
+
+// errCtxEnded stands, under the lock, for the ctx.Err() that headLocked
+// returns once it has unlocked.
+var errCtxEnded = errors.New("ratelimit: ctx ended")
 
 // leaveLocked ends the turn of the head, which asked for n events, and
 // promotes the next waiter. w.q must be locked.

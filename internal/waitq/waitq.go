@@ -12,13 +12,18 @@
 // calls Cancel, which tells it whether it was still queued (it is removed) or
 // whether a grant beat the cancellation (the grant is consumed and the
 // primitive passes it on). Either way nothing is lost. A waiter queued with
-// PushCtx is never granted anything once its ctx has ended: Front and Next,
+// PushDone is never granted anything once its ctx has ended: Front and Next,
 // which every grant goes through, drop it instead (see Front), so that what is
 // freed after a caller cancelled goes to the next waiter. Before it queues for
 // a lock or a permit, a goroutine pauses once and looks again (see Pause).
 //
 // A primitive with two kinds of waiters, such as a bounded queue's getters
 // and putters, keeps a second List under the same Mutex.
+//
+// A caller's ctx is the caller's code, and no internal lock is held while the
+// caller's code runs: its Err or Done may panic, or call back into the
+// primitive. So a primitive reads ctx.Done() before it locks the Mutex, tests
+// the channel under it (PushDone, Ended), and calls ctx.Err() after it unlocks.
 //
 // # Node reuse and synctest bubbles
 //
@@ -33,7 +38,6 @@
 package waitq
 
 import (
-	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -95,7 +99,7 @@ type Waiter[T any] struct {
 	next, prev *Waiter[T] // guarded by the Mutex: links in the list
 	wake       wakeLink
 
-	// done is the waiter's ctx.Done(), set by PushCtx: nil if the ctx never
+	// done is the waiter's ctx.Done(), set by PushDone: nil if the ctx never
 	// ends, or for a waiter pushed with Push. Front and Next drop a waiter
 	// whose done is closed instead of returning it (see Front).
 	done <-chan struct{}
@@ -177,17 +181,7 @@ func (l *List[T]) Next(w *Waiter[T]) *Waiter[T] {
 
 // ended reports whether the ctx of w has ended. It reads the channel without
 // blocking: a closed channel is seen with one atomic load, an open one too.
-func (w *Waiter[T]) ended() bool {
-	if w.done == nil {
-		return false
-	}
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
+func (w *Waiter[T]) ended() bool { return Ended(w.done) }
 
 // drop takes w, whose ctx has ended, out of the list. Its goroutine still owns
 // the node: Cancel recycles it.
@@ -213,13 +207,36 @@ func (l *List[T]) Push(v T) *Waiter[T] {
 	return w
 }
 
-// PushCtx is Push for a waiter that waits under ctx: once ctx has ended, Front
-// and Next drop it rather than return it, so that it is never granted
-// anything. The Mutex must be held.
-func (l *List[T]) PushCtx(ctx context.Context, v T) *Waiter[T] {
+// PushDone is Push for a waiter that waits under a ctx whose Done channel is
+// done: once done is closed, Front and Next drop the waiter rather than return
+// it, so that it is never granted anything. The Mutex must be held.
+//
+// It takes the channel, not the ctx, because a ctx is the caller's code: its
+// Done method may be anything (it may panic, or call back into the primitive),
+// so the caller reads ctx.Done() before it locks the Mutex, never under it.
+// See Ended.
+func (l *List[T]) PushDone(done <-chan struct{}, v T) *Waiter[T] {
 	w := l.Push(v)
-	w.done = ctx.Done()
+	w.done = done
 	return w
+}
+
+// Ended reports whether done, a ctx's Done channel read before the Mutex was
+// locked, is closed. A primitive that must look at its caller's ctx with the
+// Mutex held (to refuse a grant to a caller whose ctx has ended) calls Ended
+// rather than ctx.Err(), which is the caller's code and must not run under an
+// internal lock; it calls ctx.Err() for the error after unlocking. Ended costs
+// an atomic load, and nothing for a nil channel (a ctx that never ends).
+func Ended(done <-chan struct{}) bool {
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Grant removes w from the list and sets its value to v: the waiter now owns
@@ -260,10 +277,13 @@ func (l *List[T]) Grant(m *Mutex, w *Waiter[T], v T) {
 // queue empties. When holds are long, it costs one yield per wait.
 func Pause() { runtime.Gosched() }
 
-// Wait blocks until w is granted or ctx is done. The Mutex must NOT be held. On
-// a grant it returns the granted value and true, and w is no longer the
-// caller's to touch. When ctx ends first it returns false and the caller must
-// lock the Mutex and call Cancel.
+// Wait blocks until w is granted or done, the Done channel of the caller's
+// ctx, is closed. The Mutex must NOT be held. On a grant it returns the
+// granted value and true, and w is no longer the caller's to touch. When ctx
+// ends first it returns false and the caller must lock the Mutex and call
+// Cancel. It takes the channel, read before w was queued, rather than the
+// ctx: a method of ctx that panicked here would leave w queued for good, to
+// be granted what nobody would give back.
 //
 // A waiter that was alone in the list first yields its processor a few times,
 // looking for its grant in between, before it parks: with one waiter, the
@@ -272,7 +292,7 @@ func Pause() { runtime.Gosched() }
 // park in a select and a wake-up would: the grant sets a flag in w, and
 // neither side touches the channel. Behind other waiters the grant is a long
 // way off, and yielding would only churn the run queues.
-func (l *List[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
+func (l *List[T]) Wait(done <-chan struct{}, w *Waiter[T]) (T, bool) {
 	if w.alone {
 		for range aloneYields {
 			runtime.Gosched()
@@ -284,7 +304,6 @@ func (l *List[T]) Wait(ctx context.Context, w *Waiter[T]) (T, bool) {
 	if !w.wake.state.CompareAndSwap(wakeFree, wakeBlocked) {
 		return l.finish(w), true // granted before we could block
 	}
-	done := ctx.Done()
 	if done == nil {
 		// A ctx that can never end (Background, TODO, WithoutCancel): a plain
 		// receive is cheaper than a select.

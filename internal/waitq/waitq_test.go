@@ -62,9 +62,9 @@ func TestTwoLists(t *testing.T) {
 	q.Grant(a, 10)
 	other.Grant(&q.Mutex, b, 20)
 	q.Unlock()
-	va, ok := q.Wait(context.Background(), a)
+	va, ok := q.Wait(nil, a)
 	require.True(t, ok)
-	vb, ok := other.Wait(context.Background(), b)
+	vb, ok := other.Wait(nil, b)
 	require.True(t, ok)
 	require.Equal(t, []int{10, 20}, []int{va, vb})
 }
@@ -75,7 +75,7 @@ func TestGrantWait(t *testing.T) {
 	o.open(10)
 	require.False(t, w.Queued())
 	require.Zero(t, len(w.wake.ready), "a grant to a waiter yet to block sent on its channel")
-	v, ok := o.q.Wait(context.Background(), w)
+	v, ok := o.q.Wait(nil, w)
 	require.True(t, ok)
 	require.Equal(t, 11, v)
 	require.Equal(t, 0, o.len())
@@ -84,7 +84,7 @@ func TestGrantWait(t *testing.T) {
 // waitEnded waits for w with a ctx that has ended, which must report so.
 func waitEnded(t *testing.T, o *owner, w *Waiter[int]) {
 	t.Helper()
-	_, ok := o.q.Wait(testutil.Cancelled(), w)
+	_, ok := o.q.Wait(testutil.Cancelled().Done(), w)
 	require.False(t, ok, "Wait with an ended ctx reported a grant")
 }
 
@@ -124,7 +124,7 @@ func TestNodeReuse(t *testing.T) {
 	first := o.push(1)
 	second := o.push(2)
 	o.open(0)
-	_, ok := o.q.Wait(context.Background(), first)
+	_, ok := o.q.Wait(nil, first)
 	require.True(t, ok)
 
 	// second is still queued: the queue is busy, so first's node is reused.
@@ -133,7 +133,7 @@ func TestNodeReuse(t *testing.T) {
 
 	for _, w := range []*Waiter[int]{second, third} {
 		o.open(0)
-		_, ok := o.q.Wait(context.Background(), w)
+		_, ok := o.q.Wait(nil, w)
 		require.True(t, ok)
 	}
 	// Quiet now: nobody queued, every grant finished. A new node is made.
@@ -151,12 +151,12 @@ func TestNodeNotReusedBeforeFinished(t *testing.T) {
 	o.open(0) // a granted, not yet received
 	c := o.push(3)
 	require.NotSame(t, a, c)
-	_, ok := o.q.Wait(context.Background(), a)
+	_, ok := o.q.Wait(nil, a)
 	require.True(t, ok)
 	o.open(0)
 	o.open(0)
 	for _, w := range []*Waiter[int]{b, c} {
-		_, ok := o.q.Wait(context.Background(), w)
+		_, ok := o.q.Wait(nil, w)
 		require.True(t, ok)
 	}
 }
@@ -170,11 +170,11 @@ func TestSteadyStateAllocs(t *testing.T) {
 		o.q.Lock()
 		o.q.Grant(w, 1)
 		o.q.Unlock()
-		o.q.Wait(context.Background(), w)
+		o.q.Wait(nil, w)
 	})
 	require.Zero(t, allocs)
 	o.open(0)
-	o.q.Wait(context.Background(), keep)
+	o.q.Wait(nil, keep)
 }
 
 // contend makes three goroutines queue on o, then lets them through one by
@@ -184,7 +184,7 @@ func contend(t *testing.T, o *owner, settle func()) {
 	for i := range 3 {
 		wg.Go(func() {
 			w := o.push(i)
-			if _, ok := o.q.Wait(context.Background(), w); !ok {
+			if _, ok := o.q.Wait(nil, w); !ok {
 				t.Error("wait failed")
 			}
 		})
@@ -228,7 +228,7 @@ func TestAloneWaiter(t *testing.T) {
 	o.open(0)
 	o.open(0)
 	for _, w := range []*Waiter[int]{a, b} {
-		_, ok := o.q.Wait(context.Background(), w)
+		_, ok := o.q.Wait(nil, w)
 		require.True(t, ok)
 	}
 
@@ -236,7 +236,7 @@ func TestAloneWaiter(t *testing.T) {
 	for i := range 200 {
 		w := o.push(i)
 		go o.open(1)
-		v, ok := o.q.Wait(context.Background(), w)
+		v, ok := o.q.Wait(nil, w)
 		require.True(t, ok)
 		require.Equal(t, i+1, v)
 	}
@@ -269,14 +269,14 @@ func TestGrantRacesBlock(t *testing.T) {
 		if i%2 == 0 {
 			waitCtx = context.Background() // the plain receive
 		}
-		v, ok := o.q.Wait(waitCtx, w)
+		v, ok := o.q.Wait(waitCtx.Done(), w)
 		require.True(t, ok)
 		require.Equal(t, i+1, v)
 		require.Zero(t, len(w.wake.ready))
 	}
 	require.Equal(t, 1, o.len())
 	o.open(0)
-	_, ok := o.q.Wait(context.Background(), keep)
+	_, ok := o.q.Wait(nil, keep)
 	require.True(t, ok)
 }
 
@@ -294,7 +294,7 @@ func TestNodeReuseMany(t *testing.T) {
 		o.open(0)
 	}
 	for _, w := range ws[:n-1] {
-		_, ok := o.q.Wait(context.Background(), w)
+		_, ok := o.q.Wait(nil, w)
 		require.True(t, ok)
 	}
 	// The last grant is not received yet: the list is not quiet, and the
@@ -302,27 +302,27 @@ func TestNodeReuseMany(t *testing.T) {
 	again := o.push(0)
 	require.Same(t, ws[0], again)
 	o.open(0)
-	_, ok := o.q.Wait(context.Background(), again)
+	_, ok := o.q.Wait(nil, again)
 	require.True(t, ok)
 	next := o.push(0)
 	require.Same(t, ws[1], next, "reuse follows grant order")
 	o.open(0)
-	_, ok = o.q.Wait(context.Background(), next)
+	_, ok = o.q.Wait(nil, next)
 	require.True(t, ok)
 
 	// Every grant received: quiet, so a fresh node.
-	_, ok = o.q.Wait(context.Background(), ws[n-1])
+	_, ok = o.q.Wait(nil, ws[n-1])
 	require.True(t, ok)
 	fresh := o.push(0)
 	for _, w := range ws {
 		require.NotSame(t, w, fresh)
 	}
 	o.open(0)
-	_, ok = o.q.Wait(context.Background(), fresh)
+	_, ok = o.q.Wait(nil, fresh)
 	require.True(t, ok)
 }
 
-// TestFrontDropsEndedWaiters: a waiter pushed with PushCtx whose ctx has ended
+// TestFrontDropsEndedWaiters: a waiter pushed with PushDone whose ctx has ended
 // is never returned by Front or Next, so never granted. Its goroutine's Cancel
 // reports it neither granted nor at the front, and its node is reused.
 func TestFrontDropsEndedWaiters(t *testing.T) {
@@ -330,9 +330,9 @@ func TestFrontDropsEndedWaiters(t *testing.T) {
 	ctxA, cancelA := context.WithCancel(context.Background())
 	ctxC, cancelC := context.WithCancel(context.Background())
 	q.Lock()
-	a := q.PushCtx(ctxA, 1)
-	b := q.PushCtx(context.Background(), 2)
-	c := q.PushCtx(ctxC, 3)
+	a := q.PushDone(ctxA.Done(), 1)
+	b := q.PushDone(context.Background().Done(), 2)
+	c := q.PushDone(ctxC.Done(), 3)
 	d := q.Push(4) // no ctx: never dropped
 	q.Unlock()
 
@@ -347,7 +347,7 @@ func TestFrontDropsEndedWaiters(t *testing.T) {
 	q.Grant(b, 20)
 	q.Unlock()
 
-	_, ok := q.Wait(ctxA, a)
+	_, ok := q.Wait(ctxA.Done(), a)
 	require.False(t, ok, "a dropped waiter is not granted")
 	q.Lock()
 	v, granted, front := q.Cancel(a)
@@ -356,7 +356,7 @@ func TestFrontDropsEndedWaiters(t *testing.T) {
 	require.False(t, front, "whoever dropped it served those behind")
 	q.Unlock()
 
-	v, ok = q.Wait(context.Background(), b)
+	v, ok = q.Wait(nil, b)
 	require.True(t, ok)
 	require.Equal(t, 20, v)
 
@@ -376,14 +376,14 @@ func TestGrantBeforeCtxEndsIsKept(t *testing.T) {
 	var q Queue[int]
 	ctx, cancel := context.WithCancel(context.Background())
 	q.Lock()
-	w := q.PushCtx(ctx, 1)
+	w := q.PushDone(ctx.Done(), 1)
 	q.Unlock()
 	q.Lock()
 	require.Same(t, w, q.Front())
 	q.Grant(w, 7)
 	q.Unlock()
 	cancel()
-	v, ok := q.Wait(ctx, w)
+	v, ok := q.Wait(ctx.Done(), w)
 	require.True(t, ok)
 	require.Equal(t, 7, v)
 }
