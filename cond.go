@@ -113,9 +113,14 @@ func (c *Condition) Wait(ctx context.Context) error {
 			c.notifyLocked(1)
 		}
 		c.q.Unlock()
-		err = ctx.Err()
 	}
 	lockUncancelable(l)
+	if !notified {
+		// Read once the Lock is held again: ctx is the caller's code, and
+		// a caller whose ctx.Err panics must still hold the Lock, as after
+		// every return of Wait.
+		err = ctx.Err()
+	}
 	return err
 }
 
