@@ -37,7 +37,9 @@ type Hedge struct {
 	//
 	// The estimate needs no clock: each call tells it only whether its
 	// first attempt outlasted the delay, which the hedge timer tells
-	// anyway. The first call to succeed seeds it, timed with two clock
+	// anyway, or succeeded within it. A first attempt that fails within
+	// the delay is not counted: fast failures (a refused connection) say
+	// nothing of how long answers take. The first call to succeed seeds it, timed with two clock
 	// reads, and is not hedged; the estimate is never below 100µs, as a
 	// copy of a call faster than that costs more than it could save.
 	// After the service's latency changes, it follows in ratio: from
@@ -202,12 +204,18 @@ func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, e
 				// in microseconds, and would set every call hedging.
 				est.seed(time.Duration(nowNanos() - start))
 			}
-		case fired || ctx.Err() == nil:
-			// The first attempt outlasted the delay if the timer fired
-			// before it returned, and answered within it otherwise: no
-			// clock is read. A call cut short by the caller's ctx before
-			// the delay tells nothing.
-			est.observe(fired)
+		case fired:
+			// The first attempt outlasted the delay: the timer fired
+			// before it returned. No clock is read.
+			est.observe(true)
+		case first.err == nil && ctx.Err() == nil:
+			// It answered within the delay. Only a success counts, as
+			// for the seed: failures that come fast (a refused
+			// connection) say nothing of how long answers take, and a
+			// run of them would drag the estimate to its floor and hedge
+			// every call once answers came again. A call cut short by
+			// the caller's ctx before the delay tells nothing either.
+			est.observe(false)
 		}
 	}
 	return c.settle(first)

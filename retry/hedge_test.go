@@ -358,3 +358,44 @@ func TestHedgeAcrossBubbles(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
 }
+
+// Fast failures say nothing of how long answers take: a dependency that
+// refuses connections for a while (answering in microseconds) must not drag
+// the Delay 0 estimate down, and leave every call hedged once it answers
+// again at its usual latency.
+func TestHedgeDelayIgnoresFastFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := retry.Hedge{Budget: plenty()}
+		var failing atomic.Bool
+		var attempts atomic.Int32
+		fn := func(ctx context.Context) (int, error) {
+			attempts.Add(1)
+			if failing.Load() {
+				return 0, errors.New("connection refused")
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+				return 1, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		for range 300 { // seeds, then settles on the service's latency
+			_, err := retry.DoHedged(t.Context(), h, fn)
+			require.NoError(t, err)
+		}
+		failing.Store(true)
+		for range 3000 {
+			_, err := retry.DoHedged(t.Context(), h, fn)
+			require.Error(t, err)
+		}
+		failing.Store(false)
+		attempts.Store(0)
+		for range 200 {
+			_, err := retry.DoHedged(t.Context(), h, fn)
+			require.NoError(t, err)
+		}
+		copies := attempts.Load() - 200
+		require.Less(t, copies, int32(40), "copies of 200 calls at the usual latency, after a run of fast failures")
+	})
+}
