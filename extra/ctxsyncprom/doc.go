@@ -1,5 +1,6 @@
 // Package ctxsyncprom exports the metrics of ctxsync's pools, circuit
-// breakers, rate limiters, semaphores and queues to Prometheus, through
+// breakers, rate limiters, adaptive limiters, semaphores, queues, Flights,
+// KeyedLocks, WaitGroups and Watches to Prometheus, through
 // github.com/prometheus/client_golang.
 //
 // A Collector reads the snapshots of the sources added to it at each scrape,
