@@ -75,11 +75,13 @@ func TestCancelOnErrorRefusesWaitingGo(t *testing.T) {
 // error, and still reports every error.
 func ExampleOptions_cancelOnError() {
 	g, _ := group.New(context.Background(), group.Options{CollectAll: true, CancelOnError: true})
-	g.Go(func(ctx context.Context) error { return errors.New("disk full") })
 	g.Go(func(ctx context.Context) error {
 		<-ctx.Done() // the first error ends the others' work
 		return fmt.Errorf("upload stopped: %w", context.Cause(ctx))
 	})
+	// Started second: once a task has failed, the group's ctx is done and
+	// a Go after that starts nothing.
+	g.Go(func(ctx context.Context) error { return errors.New("disk full") })
 	fmt.Println(g.Wait())
 	// Output:
 	// disk full
