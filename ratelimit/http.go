@@ -57,7 +57,8 @@ type MiddlewareConfig struct {
 
 	// TrustedHops is how many proxies in front of the server append to
 	// X-Forwarded-For; the client's address is the one the farthest of them
-	// saw. 0 means 1. Ignored for other headers.
+	// saw (the first entry, when a request came through fewer of them). 0
+	// means 1. Ignored for other headers.
 	TrustedHops int
 
 	// IPv6Prefix is how many leading bits of a client's IPv6 address the
@@ -231,8 +232,11 @@ func clientAddr(r *http.Request, header string, hops int) (netip.Addr, string) {
 			i := 0
 			if http.CanonicalHeaderKey(header) == "X-Forwarded-For" {
 				// Each proxy appends the address it saw: the client's is
-				// the one the farthest trusted proxy appended.
-				i = len(list) - hops
+				// the one the farthest trusted proxy appended. With fewer
+				// entries than hops, the request entered the chain at a
+				// nearer proxy, and every entry is a trusted one's: the
+				// first is the client's.
+				i = max(0, len(list)-hops)
 			}
 			if i >= 0 && i < len(list) {
 				if a, err := netip.ParseAddr(strings.TrimSpace(list[i])); err == nil {

@@ -256,6 +256,13 @@ func TestMiddlewareProxyHeader(t *testing.T) {
 	twoHops := Middleware(k3, MiddlewareConfig{TrustedProxyHeader: "X-Forwarded-For", TrustedHops: 2})(okHandler)
 	require.Equal(t, http.StatusOK, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.5, 10.1.1.1"}).Code)
 	require.Equal(t, http.StatusTooManyRequests, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.5, 10.1.1.2"}).Code)
+	// A request that reached the inner proxy without the outer one carries
+	// fewer entries than TrustedHops, every one appended by a trusted proxy:
+	// the first is the client's, not the peer's (which would key every such
+	// client as one).
+	require.Equal(t, http.StatusOK, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.6"}).Code)
+	require.Equal(t, http.StatusOK, get(t, twoHops, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "203.0.113.7"}).Code, "two clients through the inner proxy alone shared a key")
+	require.Equal(t, http.StatusTooManyRequests, get(t, twoHops, "10.0.0.2:1", map[string]string{"X-Forwarded-For": "203.0.113.7"}).Code)
 
 	k4 := newBuckets(1e-3, 1, KeyedConfig{})
 	realIP := Middleware(k4, MiddlewareConfig{TrustedProxyHeader: "X-Real-IP"})(okHandler)
