@@ -293,8 +293,7 @@ func ctxCases() []ctxCase {
 		}},
 		{"Lazy.Get", func() (func(context.Context), []tryLocker, func()) {
 			gate := make(chan struct{})
-			var l *Lazy[int]
-			l = NewLazy(func(ctx context.Context) (int, error) {
+			l := NewLazy(func(ctx context.Context) (int, error) {
 				select {
 				case <-gate:
 				case <-ctx.Done():
