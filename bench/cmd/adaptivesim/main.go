@@ -31,8 +31,9 @@ var (
 type ours struct{ l *adaptive.Limiter }
 
 func (o ours) Acquire(ctx context.Context) (adaptivesim.Permit, error) {
-	t, err := o.l.Acquire(ctx)
-	if err != nil {
+	t := new(adaptive.Ticket)
+	var err error
+	if *t, err = o.l.Acquire(ctx); err != nil {
 		return nil, err
 	}
 	return t, nil
