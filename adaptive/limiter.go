@@ -23,7 +23,7 @@ const unboundedWait = 100 * 365 * 24 * time.Hour
 
 // The Limiter's state word (see Limiter.state).
 const (
-	inflightMask = 1<<41 - 1 // bits 0-40: the calls in flight, at most MaxLimit = 2⁴⁰ and a few
+	inflightMask = 1<<41 - 1 // bits 0-40: the calls in flight, at most MaxLimit = 2⁴⁰
 	queuedBit    = 1 << 41   // callers are queued
 	admitsShift  = 42        // bits 42-63: the admissions, modulo 2²², to sample the clock by
 
@@ -122,36 +122,49 @@ func (l *Limiter) check() {
 // back first).
 func (l *Limiter) Acquire(ctx context.Context) (Ticket, error) {
 	l.check()
-	if err := waitq.CtxErr(ctx, "adaptive"); err != nil {
-		return Ticket{}, err
+	if ctx == nil {
+		waitq.PanicNilCtx("adaptive")
 	}
-	// Count the call in, blindly, as Semaphore does: one atomic Add is
-	// cheaper than a load and a CompareAndSwap. If the word it returns says
-	// the call may not have the slot (callers are queued, or the limit is
-	// passed), acquireSlow takes the count back under the lock.
-	if s := l.state.Add(admit); s&queuedBit == 0 && inflightOf(s) <= l.limit.Load() {
-		// keep, written out: the hot path returns its Ticket in
-		// registers, with no copy through another frame.
-		if err := ctx.Err(); err != nil {
-			l.release()
-			return Ticket{}, err
+	// The caller's ctx is the caller's code (a custom Context may panic,
+	// or call back into the Limiter): Done is read before the call holds
+	// anything, and Err only once it holds nothing. In between, ctx is
+	// looked at through done, which runs no code of the caller's.
+	done := ctx.Done()
+	for s := l.state.Load(); s&queuedBit == 0 && inflightOf(s) < l.limit.Load(); s = l.state.Load() {
+		if !l.state.CompareAndSwap(s, s+admit) {
+			continue // another call came or went: look again
 		}
-		if l.timed(s) {
+		// ctx is looked at once the slot is taken, so that a ctx that
+		// ended before the slot was free fails the call; and not
+		// before, as a done ctx is rare and the look costs as much as
+		// the rest. A done ctx holds the slot for that moment, as a
+		// call that ended at once would.
+		if waitq.Ended(done) {
+			l.release()
+			return Ticket{}, ctx.Err()
+		}
+		// The hot path returns its Ticket in registers, with no copy
+		// through another frame.
+		if s += admit; l.timed(s) {
 			return l.timedTicket(s), nil
 		}
 		return Ticket{l: l}, nil
 	}
-	return l.acquireSlow(ctx)
+	if waitq.Ended(done) {
+		return Ticket{}, ctx.Err()
+	}
+	return l.acquireSlow(ctx, done)
 }
 
 // keep makes the Ticket of a slot that the caller took by itself, s being the
-// state word its admission made, after ctx was first looked at. If ctx has ended since, the slot may
-// have been freed after it ended, and a caller whose ctx ended must not have
-// it: it is passed on, and keep returns ctx.Err().
-func (l *Limiter) keep(ctx context.Context, s uint64) (Ticket, error) {
-	if err := ctx.Err(); err != nil {
+// state word its admission made, after done, its ctx's Done channel, was first
+// looked at. If ctx has ended since, the slot may have been freed after it
+// ended, and a caller whose ctx ended must not have it: it is passed on, and
+// keep returns ctx.Err().
+func (l *Limiter) keep(ctx context.Context, done <-chan struct{}, s uint64) (Ticket, error) {
+	if waitq.Ended(done) {
 		l.release()
-		return Ticket{}, err
+		return Ticket{}, ctx.Err()
 	}
 	return l.ticket(s), nil
 }
@@ -164,32 +177,17 @@ func (l *Limiter) ticket(s uint64) Ticket {
 	return Ticket{l: l}
 }
 
-// acquireSlow takes a slot, queues the caller, or sheds it. The caller is
-// counted in flight by Acquire's Add, without a slot.
-func (l *Limiter) acquireSlow(ctx context.Context) (Ticket, error) {
-	// The caller's ctx is the caller's code: its methods run before the
-	// lock is taken or after it is released, never under it (a custom
-	// Context may panic, or call back into the Limiter). MaxWait's timer is
-	// a context made from ctx, so it too is made outside the lock; it is
-	// made only once the caller is to queue, so that a shed call costs no
-	// timer, and the decision is then taken again.
-	done := ctx.Done()
+// acquireSlow takes a slot, queues the caller, or sheds it; done is its
+// ctx's Done channel.
+func (l *Limiter) acquireSlow(ctx context.Context, done <-chan struct{}) (Ticket, error) {
 	var wdone <-chan struct{}
-	var cancel context.CancelFunc
-	defer func() {
-		if cancel != nil {
-			cancel()
-		}
-	}()
+	var cancel context.CancelFunc // MaxWait's timer, once made
 	l.q.Lock()
-	// Take back Acquire's count. A slot freed meanwhile may have gone
-	// ungranted for it (grantLocked saw the limit reached): hand it on.
-	l.state.Add(^uint64(admit - 1)) // -admit
-	l.grantLocked()
 	for {
 		if s, ok := l.admitLocked(); ok {
 			l.q.Unlock()
-			return l.keep(ctx, s)
+			l.stopTimer(cancel, true)
+			return l.keep(ctx, done, s)
 		}
 		wait, bounded := l.maxWaitLocked()
 		if l.maxWait == NoWait || bounded && 2*l.expectedWaitLocked() > float64(wait) {
@@ -201,12 +199,17 @@ func (l *Limiter) acquireSlow(ctx context.Context) (Ticket, error) {
 			// timer seldom fires and nearly every shed call is shed at
 			// once.
 			l.q.Unlock()
+			l.stopTimer(cancel, false)
 			l.shed.Add(1)
 			return Ticket{}, ErrShed
 		}
 		if !bounded {
 			wdone = done
 		} else if wdone == nil {
+			// MaxWait's timer is a context made from ctx, and so made
+			// with the lock released; only once the caller is to
+			// queue, so that a shed call costs no timer. The decision
+			// is then taken again.
 			l.q.Unlock()
 			wdone, cancel = timeout(ctx, wait)
 			l.q.Lock()
@@ -222,27 +225,49 @@ func (l *Limiter) acquireSlow(ctx context.Context) (Ticket, error) {
 	l.q.Unlock()
 
 	s, granted := l.q.Wait(wdone, node)
-	if granted {
-		return l.ticket(s), nil
-	}
-	l.q.Lock()
-	s, granted, _ = l.q.Cancel(node)
 	if !granted {
-		l.grantLocked() // clears queuedBit if we were the last
+		l.q.Lock()
+		s, granted, _ = l.q.Cancel(node)
+		if !granted {
+			l.grantLocked() // clears queuedBit if we were the last
+		}
+		l.q.Unlock()
 	}
-	l.q.Unlock()
+	l.stopTimer(cancel, granted)
 	if granted {
-		// A slot came as ctx or MaxWait's timer ended. Front drops a
-		// waiter whose wdone is closed, so it came first: keep it, unless
-		// the caller's ctx has ended (wdone, MaxWait's, closes a moment
-		// after ctx's own).
-		return l.keep(ctx, s)
+		// Front drops a waiter whose wdone is closed, so the slot came
+		// before ctx or MaxWait's timer ended: keep it, unless the
+		// caller's ctx has ended by now (wdone, MaxWait's, closes a
+		// moment after ctx's own).
+		return l.keep(ctx, done, s)
 	}
 	if err := ctx.Err(); err != nil {
 		return Ticket{}, err
 	}
 	l.shed.Add(1)
 	return Ticket{}, ErrShed
+}
+
+// stopTimer stops MaxWait's timer, if one was made. Its cancel runs code of
+// the caller's ctx (the context package looks for the parent's cancelCtx with
+// its Value method): if that panics while the caller holds a slot, holding,
+// the slot is passed on, so that it is not lost.
+func (l *Limiter) stopTimer(cancel context.CancelFunc, holding bool) {
+	if cancel == nil {
+		return
+	}
+	if !holding {
+		cancel()
+		return
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			l.release()
+		}
+	}()
+	cancel()
+	ok = true
 }
 
 // timeout returns the Done channel of a context that ends with ctx or after
@@ -358,8 +383,8 @@ func (l *Limiter) grantLocked() {
 		if w == nil {
 			break
 		}
-		// It fails only for a release of another slot meanwhile, or an
-		// Acquire's blind count (see Acquire), which it takes back.
+		// It fails only for a release of another slot meanwhile: no
+		// newcomer takes one while queuedBit is set.
 		if l.state.CompareAndSwap(s, s+admit) {
 			l.q.Grant(w, s+admit)
 		}
