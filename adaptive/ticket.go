@@ -164,8 +164,10 @@ func (l *Limiter) sample(t *Ticket, now int64, dropped bool) {
 	l.est.seen(t.inflight())
 	// A latency below 0 or above an hour is a change of clock (a Ticket
 	// carried across the edge of a testing/synctest bubble, or a Clock that
-	// went back), not a measurement.
-	if rtt >= 0 && rtt <= clock.Jump && l.est.sample(now, rtt, dropped, t.epoch()) {
+	// went back), not a measurement. now >= t.start first: the difference
+	// of readings far apart wraps (a Clock at math.MinInt64 after one at
+	// math.MaxInt64 would give a latency of 1 ns).
+	if now >= t.start && rtt <= clock.Jump && l.est.sample(now, rtt, dropped, t.epoch()) {
 		l.publishLocked()
 	}
 	if l.state.Add(^uint64(0))&inflightMask == inflightMask {
