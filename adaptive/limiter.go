@@ -57,7 +57,7 @@ type Limiter struct {
 	_ nocopy.NoCopy
 
 	// state is the word every Acquire and Done touches: the calls in
-	// flight, the admissions counted (modulo 2²¹: one in mask+1 is timed),
+	// flight, the admissions counted (modulo 2²²: one in mask+1 is timed),
 	// and queuedBit, set while callers are queued. An Acquire takes a slot
 	// with one CompareAndSwap, only while queuedBit is clear and the calls
 	// in flight are below limit, so that a newcomer never overtakes a
