@@ -54,7 +54,9 @@ type job struct {
 
 // request is one request's handler goroutine, as seen by the driver: finished
 // receives the response once ServeHTTP has returned.
-type request struct{ finished chan *httptest.ResponseRecorder }
+type request struct {
+	finished chan *httptest.ResponseRecorder
+}
 
 // backend is the handler behind the middleware. Each request tells the driver
 // it arrived, and waits until the driver says the backend is done with it.
