@@ -116,7 +116,9 @@ func (l *Limiter) check() {
 // is already done fails even when a slot is free; a call that would wait
 // longer than MaxWait is shed at once. If a slot is handed over at the moment
 // ctx ends, Acquire either returns a Ticket for it or passes it on; it is
-// never lost.
+// never lost. A method of ctx that panics leaves the Limiter as it was. (A ctx
+// whose Done is closed while its Err is nil, against the Context contract,
+// fails with context.Canceled.)
 //
 // Acquire panics if ctx is nil, or if Config.Clock panics (the slot is given
 // back first).
@@ -141,7 +143,7 @@ func (l *Limiter) Acquire(ctx context.Context) (Ticket, error) {
 		// call that ended at once would.
 		if waitq.Ended(done) {
 			l.release()
-			return Ticket{}, ctx.Err()
+			return Ticket{}, ctxErr(ctx)
 		}
 		// The hot path returns its Ticket in registers, with no copy
 		// through another frame.
@@ -151,7 +153,7 @@ func (l *Limiter) Acquire(ctx context.Context) (Ticket, error) {
 		return Ticket{l: l}, nil
 	}
 	if waitq.Ended(done) {
-		return Ticket{}, ctx.Err()
+		return Ticket{}, ctxErr(ctx)
 	}
 	return l.acquireSlow(ctx, done)
 }
@@ -164,7 +166,7 @@ func (l *Limiter) Acquire(ctx context.Context) (Ticket, error) {
 func (l *Limiter) keep(ctx context.Context, done <-chan struct{}, s uint64) (Ticket, error) {
 	if waitq.Ended(done) {
 		l.release()
-		return Ticket{}, ctx.Err()
+		return Ticket{}, ctxErr(ctx)
 	}
 	return l.ticket(s), nil
 }
@@ -175,6 +177,16 @@ func (l *Limiter) ticket(s uint64) Ticket {
 		return l.timedTicket(s)
 	}
 	return Ticket{l: l}
+}
+
+// ctxErr returns ctx.Err() for a ctx whose Done channel is closed. A Context
+// whose Err is then nil breaks the Context contract; Acquire fails with
+// context.Canceled rather than return no Ticket and no error.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
 }
 
 // acquireSlow takes a slot, queues the caller, or sheds it; done is its

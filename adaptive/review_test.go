@@ -157,3 +157,23 @@ func TestClockWrapIsNoLatency(t *testing.T) {
 		t.Fatalf("Latency() = %v from wrapped readings, want 0 (nothing measured)", lat)
 	}
 }
+
+// brokenCtx's Done is closed but its Err is nil, against the Context
+// contract.
+type brokenCtx struct{ context.Context }
+
+func (brokenCtx) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+func (brokenCtx) Err() error            { return nil }
+
+// TestBrokenCtx: a ctx whose Done is closed while its Err is nil makes
+// Acquire fail with context.Canceled; it returned no Ticket and no error,
+// which a caller would take for a Ticket.
+func TestBrokenCtx(t *testing.T) {
+	l := adaptive.New(adaptive.Config{})
+	if _, err := l.Acquire(brokenCtx{context.Background()}); err != context.Canceled {
+		t.Fatalf("Acquire(broken ctx) = %v, want context.Canceled", err)
+	}
+	if n := l.InFlight(); n != 0 {
+		t.Fatalf("InFlight() = %d, want 0", n)
+	}
+}
