@@ -55,7 +55,7 @@ func runAcquireCase(t *testing.T, mode string, wait time.Duration, panicAt int32
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1, MaxWait: wait})
 		bg := context.Background()
-		var holder Ticket
+		var holder *Ticket
 		if mode != "free" {
 			holder, _ = l.Acquire(bg)
 		}

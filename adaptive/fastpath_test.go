@@ -63,7 +63,7 @@ func copyTicket(t *adaptive.Ticket) (c adaptive.Ticket) {
 func TestCopiedTicketFinishedTwice(t *testing.T) {
 	l := adaptive.New(adaptive.Config{})
 	tk, _ := l.Acquire(context.Background())
-	cp := copyTicket(&tk)
+	cp := copyTicket(tk)
 	tk.Done(nil)
 	mustPanic(t, "adaptive: Ticket finished twice", func() { cp.Ignore() })
 	if n := l.InFlight(); n != 0 {

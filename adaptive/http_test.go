@@ -56,7 +56,7 @@ func TestMiddlewareSheds(t *testing.T) {
 
 func TestMiddlewareHandlerPanics(t *testing.T) {
 	l := adaptive.New(adaptive.Config{})
-	var again adaptive.Ticket
+	var again *adaptive.Ticket
 	h := adaptive.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		// The handler calls back into the Limiter: no lock is held.
 		again, _ = l.Acquire(context.Background())

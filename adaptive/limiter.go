@@ -112,8 +112,8 @@ func (l *Limiter) check() {
 // wait reaches MaxWait. The caller makes its call and then finishes the
 // Ticket with Done or Ignore.
 //
-// On failure it returns ctx.Err(), or ErrShed, and the zero Ticket: a ctx that
-// is already done fails even when a slot is free; a call that would wait
+// On failure it returns ctx.Err(), or ErrShed, and no Ticket: a ctx that is
+// already done fails even when a slot is free; a call that would wait
 // longer than MaxWait is shed at once. If a slot is handed over at the moment
 // ctx ends, Acquire either returns a Ticket for it or passes it on; it is
 // never lost. A method of ctx that panics leaves the Limiter as it was. (A ctx
@@ -122,7 +122,21 @@ func (l *Limiter) check() {
 //
 // Acquire panics if ctx is nil, or if Config.Clock panics (the slot is given
 // back first).
-func (l *Limiter) Acquire(ctx context.Context) (Ticket, error) {
+//
+// Acquire allocates nothing when the caller keeps the Ticket to itself (in a
+// local variable, finished with a defer, say): it is small enough to be
+// inlined, and the Ticket then lives in the caller's frame.
+func (l *Limiter) Acquire(ctx context.Context) (*Ticket, error) {
+	t := new(Ticket)
+	if err := l.acquire(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// acquire is Acquire, setting *t to the Ticket. It keeps no reference to t,
+// so that a Ticket its caller does not let escape stays on the stack.
+func (l *Limiter) acquire(ctx context.Context, t *Ticket) error {
 	l.check()
 	if ctx == nil {
 		waitq.PanicNilCtx("adaptive")
@@ -143,19 +157,21 @@ func (l *Limiter) Acquire(ctx context.Context) (Ticket, error) {
 		// call that ended at once would.
 		if waitq.Ended(done) {
 			l.release()
-			return Ticket{}, ctxErr(ctx)
+			return ctxErr(ctx)
 		}
-		// The hot path returns its Ticket in registers, with no copy
-		// through another frame.
 		if s += admit; l.timed(s) {
-			return l.timedTicket(s), nil
+			l.timedTicket(s, t)
+			return nil
 		}
-		return Ticket{l: l}, nil
+		t.l = l
+		return nil
 	}
 	if waitq.Ended(done) {
-		return Ticket{}, ctxErr(ctx)
+		return ctxErr(ctx)
 	}
-	return l.acquireSlow(ctx, done)
+	v, err := l.acquireSlow(ctx, done)
+	t.l, t.start, t.info = v.l, v.start, v.info
+	return err
 }
 
 // keep makes the Ticket of a slot that the caller took by itself, s being the
@@ -174,7 +190,9 @@ func (l *Limiter) keep(ctx context.Context, done <-chan struct{}, s uint64) (Tic
 // ticket returns the Ticket of a slot whose admission made state word s.
 func (l *Limiter) ticket(s uint64) Ticket {
 	if l.timed(s) {
-		return l.timedTicket(s)
+		var t Ticket
+		l.timedTicket(s, &t)
+		return Ticket{l: t.l, start: t.start, info: t.info}
 	}
 	return Ticket{l: l}
 }

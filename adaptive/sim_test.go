@@ -16,9 +16,8 @@ import (
 type simLimiter struct{ l *adaptive.Limiter }
 
 func (s simLimiter) Acquire(ctx context.Context) (adaptivesim.Permit, error) {
-	t := new(adaptive.Ticket)
-	var err error
-	if *t, err = s.l.Acquire(ctx); err != nil {
+	t, err := s.l.Acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -9,11 +9,11 @@ import (
 // finishes it, once, with Done or Ignore, which frees the slot and tells the
 // Limiter how the call went.
 //
-// A Ticket is a small value, which the caller keeps in a variable: Acquire
-// allocates nothing for it. It must not be copied (go vet reports copies): a
-// copy could be finished a second time unseen, freeing a slot that another
-// call holds. Done and Ignore mark the Ticket they finish, and a second
-// finish of it panics.
+// Done and Ignore mark the Ticket they finish, and a second finish of it
+// panics. A Ticket must not be copied (go vet reports copies of *t): a copy
+// could be finished a second time unseen, freeing a slot that another call
+// holds. A Ticket that its caller keeps to itself costs no allocation (see
+// Limiter.Acquire).
 //
 // A Ticket never finished keeps its slot: the Limiter counts it in flight for
 // good, and a Limiter whose Tickets leak admits ever fewer calls. Finish
@@ -22,7 +22,7 @@ import (
 // finalizer.)
 //
 // A Ticket may be finished by any goroutine that the Acquire is synchronized
-// before, as any variable may be written. The zero Ticket is not usable: Done
+// before, but only once. The zero Ticket is not usable: Done
 // and Ignore panic with "adaptive: ... of a Ticket not from Limiter.Acquire".
 type Ticket struct {
 	_ nocopy.NoCopy // a copy could be finished twice unseen
@@ -63,9 +63,9 @@ func (l *Limiter) timed(s uint64) bool {
 	return s>>admitsShift&l.mask.Load() == 0
 }
 
-// timedTicket returns the Ticket of a timed call whose admission made state
-// word s.
-func (l *Limiter) timedTicket(s uint64) (t Ticket) {
+// timedTicket sets *t to the Ticket of a timed call whose admission made
+// state word s.
+func (l *Limiter) timedTicket(s uint64, t *Ticket) {
 	t.l = l
 	t.info = uint64(l.epoch.Load())<<32 | uint64(min(inflightOf(s), infoMax))<<infoShift | ticketTimed
 	// The time spent queued, if any, is not the service's: the latency

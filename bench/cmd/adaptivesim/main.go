@@ -32,9 +32,8 @@ var (
 type ours struct{ l *adaptive.Limiter }
 
 func (o ours) Acquire(ctx context.Context) (adaptivesim.Permit, error) {
-	t := new(adaptive.Ticket)
-	var err error
-	if *t, err = o.l.Acquire(ctx); err != nil {
+	t, err := o.l.Acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
 	return t, nil
