@@ -128,7 +128,7 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 		// look: finish skips a waiter whose ctx has ended.)
 		if waitq.Ended(done) {
 			f.mu.Unlock()
-			return v, ctx.Err(), false
+			return v, waitq.DoneErr(ctx), false
 		}
 		c = f.startLocked(ctx, key)
 	}
@@ -160,7 +160,7 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 	if abandon {
 		c.cancel()
 	}
-	return v, ctx.Err(), false
+	return v, waitq.DoneErr(ctx), false
 }
 
 // startLocked makes a call for key, under a ctx with the values of ctx, and

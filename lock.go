@@ -129,7 +129,7 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 		}
 	}
 	l.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // keep settles a lock that lockSlow took by itself, after the caller's ctx was

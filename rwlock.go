@@ -224,7 +224,7 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 					rw.state.Add(-next + s)
 					rw.dispatchLocked()
 					rw.q.Unlock()
-					return ctx.Err()
+					return waitq.DoneErr(ctx)
 				}
 				rw.q.Unlock()
 				return nil
@@ -257,7 +257,7 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 	// proceed: the readers behind a writer that gave up, say.
 	rw.dispatchLocked()
 	rw.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // dispatchLocked hands the lock to the waiters at the head of the queue that

@@ -137,7 +137,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 		s.releaseLocked()
 	}
 	s.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // keep settles a permit that acquireSlow took by itself, after the caller's ctx

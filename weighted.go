@@ -241,7 +241,7 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		w.clearWaitersLocked()
 	}
 	w.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // keep settles n units that acquireSlow took by itself, after the caller's ctx
