@@ -157,17 +157,28 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 		return nil
 	}
 	if waitq.Pause(); rw.TryLock() {
-		if err := ctx.Err(); err != nil {
-			// Freed, perhaps, after ctx ended: not ours to keep (see
-			// queueLocked).
-			rw.Unlock()
-			return err
-		}
-		return nil
+		return rw.keep(ctx)
 	}
 	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	rw.q.Lock()
 	return rw.queueLocked(ctx, done, true)
+}
+
+// keep settles the write lock that Lock took by itself after its pause: freed,
+// perhaps, after ctx ended, it is not ours to keep then (see queueLocked);
+// nor if the look at ctx, the caller's code, panics, which the deferred call
+// sees, so that the panic leaves nobody holding the lock.
+func (rw *RWLock) keep(ctx context.Context) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			rw.Unlock()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
+	}
+	return err
 }
 
 // TryLock locks rw for writing if nobody holds it or waits for it, and reports

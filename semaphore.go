@@ -144,12 +144,20 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 // was first checked: if ctx has ended since, the permit may have been freed
 // after the ctx ended, and a caller whose ctx ended must not get it. It is
 // given back, and keep returns ctx.Err().
-func (s *Semaphore) keep(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		s.Release()
-		return err
+//
+// The look is the caller's code, and may panic: the permit is then given
+// back too (by the deferred call), so that the panic loses none.
+func (s *Semaphore) keep(ctx context.Context) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			s.Release()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
 	}
-	return nil
+	return err
 }
 
 // withdraw takes the caller, counted as waiting, back out of the count if

@@ -248,14 +248,22 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 // was first checked: if ctx has ended since, the units may have been freed
 // after the ctx ended, and a caller whose ctx ended must not get them. They
 // are given back, and keep returns ctx.Err().
-func (w *Weighted) keep(ctx context.Context, n int64) error {
-	if err := ctx.Err(); err != nil {
-		w.q.Lock()
-		w.releaseLocked(n)
-		w.q.Unlock()
-		return err
+//
+// The look is the caller's code, and may panic: the units are then given
+// back too (by the deferred call), so that the panic loses none.
+func (w *Weighted) keep(ctx context.Context, n int64) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			w.q.Lock()
+			w.releaseLocked(n)
+			w.q.Unlock()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
 	}
-	return nil
+	return err
 }
 
 // TryAcquire takes n units if they are free and nobody is waiting, and reports
