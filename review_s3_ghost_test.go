@@ -37,3 +37,39 @@ func TestReviewS3_SemaphoreDonePanicLeavesAGhostWaiter(t *testing.T) {
 	}
 	s.Release()
 }
+
+// releasingDonePanicCtx's Done releases a permit, then panics: the permit
+// is promised to the caller, counted as waiting, when its Done panics.
+type releasingDonePanicCtx struct {
+	context.Context
+	s *Semaphore
+}
+
+func (c releasingDonePanicCtx) Done() <-chan struct{} {
+	c.s.Release()
+	panic(errUserCtxPanic)
+}
+
+// As above, with the permit already promised to the caller when its Done
+// panics: the promise is dropped and the permit put back.
+func TestReviewS3_SemaphoreDonePanicWithAPermitPromised(t *testing.T) {
+	s := NewSemaphore(1)
+	if err := s.Acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != errUserCtxPanic {
+				t.Fatalf("Acquire panicked with %v, want the ctx's panic", p)
+			}
+		}()
+		_ = s.Acquire(releasingDonePanicCtx{context.Background(), s})
+	}()
+	if !s.TryAcquire() {
+		t.Fatal("TryAcquire of the one permit, released, = false")
+	}
+	if s.TryAcquire() {
+		t.Fatal("a second TryAcquire of a Semaphore of one permit = true")
+	}
+	s.Release()
+}

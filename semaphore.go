@@ -92,7 +92,7 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 // acquireSlow finishes an Acquire whose Add found no free permit, and so
 // counted the caller as waiting.
 func (s *Semaphore) acquireSlow(ctx context.Context) error {
-	done := ctx.Done() // before any lock: the caller's code (see waitq.Ended)
+	done := s.doneCounted(ctx) // before any lock: the caller's code (see waitq.Ended)
 	if s.withdraw() {
 		if err := ctx.Err(); err != nil {
 			return err // out of the count: nothing changed
@@ -138,6 +138,28 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 	}
 	s.q.Unlock()
 	return waitq.DoneErr(ctx)
+}
+
+// doneCounted returns ctx.Done() for acquireSlow, whose caller Acquire has
+// counted as waiting. Done is the caller's code: if it panics, the deferred
+// call takes the caller out of the count, as a waiter that gave up is (see
+// the end of acquireSlow), so that no Release promises its permit to a
+// goroutine that has gone.
+func (s *Semaphore) doneCounted(ctx context.Context) <-chan struct{} {
+	ok := false
+	defer func() {
+		if !ok && !s.withdraw() {
+			// A permit is on its way to us: have it dropped, and put one
+			// back in its place.
+			s.q.Lock()
+			s.owed--
+			s.releaseLocked()
+			s.q.Unlock()
+		}
+	}()
+	done := ctx.Done()
+	ok = true
+	return done
 }
 
 // keep settles a permit that acquireSlow took by itself, after the caller's ctx
