@@ -69,14 +69,17 @@ func readers(s int64) int64 { return s / rwReader }
 // same moment that ctx ends, RLock either returns nil holding it or passes it
 // on and returns ctx.Err().
 func (rw *RWLock) RLock(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock).
+	// Look at ctx before the take and after it (see Lock.Lock), after it
+	// through the Done channel read before: no code of the caller's runs
+	// while the lock is taken.
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done()
 	if rw.state.Add(rwReader)&(rwWriter|rwWaiters) == 0 {
-		if err := ctx.Err(); err != nil {
+		if waitq.Ended(done) {
 			rw.RUnlock()
-			return err
+			return waitq.DoneErr(ctx)
 		}
 		return nil
 	}
@@ -145,21 +148,21 @@ func (rw *RWLock) runlockSlow(s int64) {
 // same moment that ctx ends, Lock either returns nil holding it or passes it on
 // and returns ctx.Err().
 func (rw *RWLock) Lock(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock).
+	// Look at ctx before the take and after it (see RLock).
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done()
 	if rw.state.CompareAndSwap(0, rwWriter) {
-		if err := ctx.Err(); err != nil {
+		if waitq.Ended(done) {
 			rw.Unlock()
-			return err
+			return waitq.DoneErr(ctx)
 		}
 		return nil
 	}
 	if waitq.Pause(); rw.TryLock() {
 		return rw.keep(ctx)
 	}
-	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	rw.q.Lock()
 	return rw.queueLocked(ctx, done, true)
 }

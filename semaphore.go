@@ -76,13 +76,18 @@ func NewSemaphore(n int) *Semaphore {
 // over at the same moment that ctx ends, Acquire either returns nil holding it
 // or passes it on and returns ctx.Err(); it is never lost.
 func (s *Semaphore) Acquire(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock).
+	// Look at ctx before the take and after it (see Lock.Lock). The look
+	// after is through the Done channel read before the take, which runs
+	// none of the caller's code: a ctx method that panicked while the
+	// permit was taken would keep it for good.
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done()
 	if s.state.Add(-1) >= 0 {
-		if ctx.Err() != nil {
-			return s.keep(ctx)
+		if waitq.Ended(done) {
+			s.Release()
+			return waitq.DoneErr(ctx)
 		}
 		return nil
 	}

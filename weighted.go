@@ -131,11 +131,13 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 		// A result not negative with no flag: n units were free and nobody
 		// was queued or resizing, so they are ours, unless ctx has ended
 		// since: it is looked at before the take and after it (see
-		// Lock.Lock).
+		// Lock.Lock), after it through the Done channel read before, which
+		// runs none of the caller's code while the units are taken.
+		done := ctx.Done()
 		if s := w.state.Add(-n << weightedShift); s >= 0 && s&(weightedWaiters|weightedResizing) == 0 {
-			if err := ctx.Err(); err != nil {
+			if waitq.Ended(done) {
 				w.giveBack(n)
-				return err
+				return waitq.DoneErr(ctx)
 			}
 			return nil
 		}
