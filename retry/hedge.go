@@ -148,6 +148,15 @@ type hedgeResult[T any] struct {
 type hedgeCall[T any] struct {
 	ctx   context.Context
 	done  <-chan struct{} // ctx.Done(), read before mu is first locked: ctx is the caller's code
+
+	// base is made from ctx in the caller's goroutine, and every attempt's
+	// ctx from base: making, or cancelling, a ctx of the context package
+	// from the caller's ctx calls its Done (and Value), the caller's code,
+	// which must not run in the timer's goroutine or a copy's, where
+	// nothing would recover its panic. cancelBase, called in the caller's
+	// goroutine, releases the winner (see hedged).
+	base       context.Context
+	cancelBase context.CancelFunc
 	h     *Hedge
 	fn    func(context.Context) (T, error)
 	drop  func(T) // frees a value no one will see; may be nil
@@ -186,7 +195,8 @@ func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, e
 			start, seeding = nowNanos(), true
 		}
 	}
-	actx, cancel := context.WithCancel(ctx)
+	c.base, c.cancelBase = context.WithCancel(ctx)
+	actx, cancel := context.WithCancel(c.base)
 	c.cancels = append(c.cancels, cancel)
 	if c.delay > 0 {
 		// Under mu: the callback may run before AfterFunc returns.
@@ -266,9 +276,9 @@ func (c *hedgeCall[T]) fire() {
 	if !due || !c.h.Budget.withdraw() {
 		return
 	}
-	// Made before mu is locked: WithCancel calls methods of the caller's
-	// ctx (Done, and Value for a ctx of its own type), the caller's code.
-	actx, cancel := context.WithCancel(c.ctx)
+	// Made from base, which runs none of the caller's code (see base), and
+	// before mu is locked.
+	actx, cancel := context.WithCancel(c.base)
 	c.mu.Lock()
 	if !c.dueLocked() {
 		// Decided meanwhile: the withdrawal is spent on nothing, which
@@ -345,6 +355,7 @@ func (c *hedgeCall[T]) runCopy(actx context.Context, id int) {
 // the copies in flight if it failed.
 func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, error) {
 	if first.panicked {
+		c.cancelBase()
 		panic(first.pv) // runFirst has ended the call
 	}
 	var last *hedgeResult[T] // the failure to return if none is better
@@ -399,6 +410,7 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 			c.freeValue(last)
 		}
 		if out.panicked {
+			c.cancelBase()
 			panic(out.pv)
 		}
 		if out.err != nil && !isPermanent(out.err) {
@@ -408,12 +420,14 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 				// every attempt is cancelled (it is the caller's code,
 				// and may panic).
 				c.freeValue(out)
-				cancels[out.id]()
+				c.cancelBase()
 				var zero T
 				return zero, func() {}, waitq.DoneErr(c.ctx)
 			}
 		}
-		return out.v, cancels[out.id], out.err
+		// The winner's release cancels base, and with it the winner's
+		// ctx: in the caller's goroutine, as the caller calls it.
+		return out.v, c.cancelBase, out.err
 	}
 }
 
