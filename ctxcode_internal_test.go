@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // A caller's Context is the caller's code. These tests give every blocking
@@ -19,45 +19,9 @@ import (
 // test set up is released, a new caller gets through.
 
 // tryLocker is an internal lock of a primitive, as its probe sees it.
-type tryLocker interface {
-	TryLock() bool
-	Unlock()
-}
+type tryLocker = testutil.TryLocker
 
-// probeCtx is a caller's ctx that, at each call of a method, reports any of
-// locks it finds held, and panics from the panicAt'th call on (0: never).
-type probeCtx struct {
-	context.Context
-	locks   []tryLocker
-	panicAt int32
-	calls   atomic.Int32
-
-	mu   sync.Mutex
-	held []string
-}
-
-func (c *probeCtx) hook(method string) {
-	n := c.calls.Add(1)
-	for i, l := range c.locks {
-		if !l.TryLock() {
-			c.mu.Lock()
-			c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with internal lock %d held", method, n, i))
-			c.mu.Unlock()
-			continue
-		}
-		l.Unlock()
-	}
-	if c.panicAt > 0 && n >= c.panicAt {
-		panic(errUserCtxPanic)
-	}
-}
-
-var errUserCtxPanic = fmt.Errorf("the caller's ctx panics")
-
-func (c *probeCtx) Err() error                  { c.hook("Err"); return c.Context.Err() }
-func (c *probeCtx) Done() <-chan struct{}       { c.hook("Done"); return c.Context.Done() }
-func (c *probeCtx) Value(key any) any           { c.hook("Value"); return c.Context.Value(key) }
-func (c *probeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
+var errUserCtxPanic = testutil.ErrCtxPanic
 
 // A ctxCase is a blocking call made to wait, and what releases it.
 type ctxCase struct {
@@ -340,7 +304,7 @@ func runCtxCase(t *testing.T, c ctxCase, panicAt int32) int32 {
 	synctest.Test(t, func(t *testing.T) {
 		call, locks, again := c.setup()
 		inner, cancel := context.WithCancel(context.Background())
-		ctx := &probeCtx{Context: inner, locks: locks, panicAt: panicAt}
+		ctx := &testutil.ProbeCtx{Context: inner, Locks: locks, PanicAt: panicAt}
 		returned := make(chan any, 1)
 		go func() {
 			defer func() { returned <- recover() }()
@@ -357,7 +321,7 @@ func runCtxCase(t *testing.T, c ctxCase, panicAt int32) int32 {
 		default:
 			t.Fatal("the call did not return once its ctx ended")
 		}
-		for _, h := range ctx.held {
+		for _, h := range ctx.Held() {
 			t.Error(h)
 		}
 		for i, l := range locks {
@@ -380,7 +344,7 @@ func runCtxCase(t *testing.T, c ctxCase, panicAt int32) int32 {
 		default:
 			t.Fatal("a new caller, once the contention was released, did not get through: the primitive was left broken")
 		}
-		calls = ctx.calls.Load()
+		calls = ctx.Calls()
 	})
 	return calls
 }

@@ -3,51 +3,19 @@ package pool
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
-	"github.com/ctxsync/ctxsync/internal/waitq"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // A caller's Context is the caller's code: no method of it may run while the
 // pool's lock is held, and one that panics must leave the pool whole.
-// probeCtx looks at the lock at each call, and panics from its panicAt'th
-// call on (0: never).
-type probeCtx struct {
-	context.Context
-	lock    *waitq.Mutex
-	panicAt int32
-	calls   atomic.Int32
+// testutil.ProbeCtx looks at the lock at each call, and panics from its
+// PanicAt'th call on.
+var errUserCtxPanic = testutil.ErrCtxPanic
 
-	mu   sync.Mutex
-	held []string
-}
-
-var errUserCtxPanic = fmt.Errorf("the caller's ctx panics")
-
-func (c *probeCtx) hook(method string) {
-	n := c.calls.Add(1)
-	if !c.lock.TryLock() {
-		c.mu.Lock()
-		c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with the pool's lock held", method, n))
-		c.mu.Unlock()
-	} else {
-		c.lock.Unlock()
-	}
-	if c.panicAt > 0 && n >= c.panicAt {
-		panic(errUserCtxPanic)
-	}
-}
-
-func (c *probeCtx) Err() error                  { c.hook("Err"); return c.Context.Err() }
-func (c *probeCtx) Done() <-chan struct{}       { c.hook("Done"); return c.Context.Done() }
-func (c *probeCtx) Value(key any) any           { c.hook("Value"); return c.Context.Value(key) }
-func (c *probeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
-
-// runAcquireCase makes an Acquire (or a Close) wait under a probeCtx, ends its
+// runAcquireCase makes an Acquire (or a Close) wait under a testutil.ProbeCtx, ends its
 // ctx, and checks that the pool serves (or closes) as before.
 func runAcquireCase(t *testing.T, closing bool, panicAt int32) int32 {
 	var calls int32
@@ -65,7 +33,7 @@ func runAcquireCase(t *testing.T, closing bool, panicAt int32) int32 {
 			t.Fatal(err)
 		}
 		inner, cancel := context.WithCancel(bg)
-		ctx := &probeCtx{Context: inner, lock: &p.q.Mutex, panicAt: panicAt}
+		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{&p.q.Mutex}, PanicAt: panicAt}
 		returned := make(chan any, 1)
 		go func() {
 			defer func() { returned <- recover() }()
@@ -88,7 +56,7 @@ func runAcquireCase(t *testing.T, closing bool, panicAt int32) int32 {
 		default:
 			t.Fatal("the call did not return once its ctx ended")
 		}
-		for _, h := range ctx.held {
+		for _, h := range ctx.Held() {
 			t.Error(h)
 		}
 		held.Release()
@@ -102,7 +70,7 @@ func runAcquireCase(t *testing.T, closing bool, panicAt int32) int32 {
 		if err := p.Close(bg); err != nil {
 			t.Fatal(err)
 		}
-		calls = ctx.calls.Load()
+		calls = ctx.Calls()
 	})
 	return calls
 }

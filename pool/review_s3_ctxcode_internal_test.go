@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // runHookedCase is runAcquireCase for a pool with Hooks.OnAcquire and a
@@ -38,7 +40,7 @@ func runHookedCase(t *testing.T, panicAt int32, report bool) int32 {
 			t.Fatal(err)
 		}
 		inner, cancel := context.WithCancel(bg)
-		ctx := &probeCtx{Context: inner, lock: &p.q.Mutex, panicAt: panicAt}
+		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{&p.q.Mutex}, PanicAt: panicAt}
 		returned := make(chan any, 1)
 		go func() {
 			defer func() { returned <- recover() }()
@@ -60,7 +62,7 @@ func runHookedCase(t *testing.T, panicAt int32, report bool) int32 {
 			t.Fatal("Acquire did not return once its ctx ended")
 		}
 		if report {
-			for _, h := range ctx.held {
+			for _, h := range ctx.Held() {
 				t.Error(h)
 			}
 		}
@@ -81,7 +83,7 @@ func runHookedCase(t *testing.T, panicAt int32, report bool) int32 {
 		if err := p.Close(bg); err != nil {
 			t.Fatal(err)
 		}
-		calls = ctx.calls.Load()
+		calls = ctx.Calls()
 	})
 	return calls
 }

@@ -3,52 +3,22 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/ctxsync/ctxsync/internal/testutil"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
 // A caller's Context is the caller's code: no method of it may run while a
 // limiter's internal lock is held, and one that panics must leave the limiter
-// whole. probeCtx looks at the lock at each call, and panics from its
-// panicAt'th call on (0: never).
-type probeCtx struct {
-	context.Context
-	lock    *waitq.Mutex
-	panicAt int32
-	calls   atomic.Int32
-
-	mu   sync.Mutex
-	held []string
-}
-
-var errUserCtxPanic = fmt.Errorf("the caller's ctx panics")
-
-func (c *probeCtx) hook(method string) {
-	n := c.calls.Add(1)
-	if !c.lock.TryLock() {
-		c.mu.Lock()
-		c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with the limiter's lock held", method, n))
-		c.mu.Unlock()
-	} else {
-		c.lock.Unlock()
-	}
-	if c.panicAt > 0 && n >= c.panicAt {
-		panic(errUserCtxPanic)
-	}
-}
-
-func (c *probeCtx) Err() error                  { c.hook("Err"); return c.Context.Err() }
-func (c *probeCtx) Done() <-chan struct{}       { c.hook("Done"); return c.Context.Done() }
-func (c *probeCtx) Value(key any) any           { c.hook("Value"); return c.Context.Value(key) }
-func (c *probeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
+// whole. testutil.ProbeCtx looks at the lock at each call, and panics from
+// its PanicAt'th call on.
+var errUserCtxPanic = testutil.ErrCtxPanic
 
 // runWaitCase makes a Wait of a TokenBucket, a SlidingWindow and a
-// SlidingWindowCounter, with no event left, wait under a probeCtx (as the
+// SlidingWindowCounter, with no event left, wait under a testutil.ProbeCtx (as the
 // head of the queue, or behind another waiter), ends its ctx, and checks
 // that a new Wait is served once events come. It returns the ctx's calls.
 func runWaitCase(t *testing.T, kind string, behind bool, panicAt int32) int32 {
@@ -77,7 +47,7 @@ func runWaitCase(t *testing.T, kind string, behind bool, panicAt int32) int32 {
 			synctest.Wait()
 		}
 		inner, cancel := context.WithCancel(bg)
-		ctx := &probeCtx{Context: inner, lock: lock, panicAt: panicAt}
+		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{lock}, PanicAt: panicAt}
 		returned := make(chan any, 1)
 		go func() {
 			defer func() { returned <- recover() }()
@@ -94,7 +64,7 @@ func runWaitCase(t *testing.T, kind string, behind bool, panicAt int32) int32 {
 		default:
 			t.Fatal("Wait did not return once its ctx ended")
 		}
-		for _, h := range ctx.held {
+		for _, h := range ctx.Held() {
 			t.Error(h)
 		}
 		if behind {
@@ -107,7 +77,7 @@ func runWaitCase(t *testing.T, kind string, behind bool, panicAt int32) int32 {
 		if err := wait(bg); err != nil {
 			t.Fatal(err)
 		}
-		calls = ctx.calls.Load()
+		calls = ctx.Calls()
 	})
 	return calls
 }

@@ -146,8 +146,8 @@ type hedgeResult[T any] struct {
 // hedgeCall is the state of one hedged call, shared by the caller, the
 // timer's callback and the copies.
 type hedgeCall[T any] struct {
-	ctx   context.Context
-	done  <-chan struct{} // ctx.Done(), read before mu is first locked: ctx is the caller's code
+	ctx  context.Context
+	done <-chan struct{} // ctx.Done(), read before mu is first locked: ctx is the caller's code
 
 	// base is made from ctx in the caller's goroutine, and every attempt's
 	// ctx from base: making, or cancelling, a ctx of the context package
@@ -157,10 +157,10 @@ type hedgeCall[T any] struct {
 	// goroutine, releases the winner (see hedged).
 	base       context.Context
 	cancelBase context.CancelFunc
-	h     *Hedge
-	fn    func(context.Context) (T, error)
-	drop  func(T) // frees a value no one will see; may be nil
-	delay time.Duration
+	h          *Hedge
+	fn         func(context.Context) (T, error)
+	drop       func(T) // frees a value no one will see; may be nil
+	delay      time.Duration
 	// cancelsBuf holds the cancels of a call with one copy, the usual
 	// most, without an allocation of its own.
 	cancelsBuf [2]context.CancelFunc

@@ -1,0 +1,72 @@
+package testutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A TryLocker is an internal lock of a primitive, as a ProbeCtx sees it.
+type TryLocker interface {
+	TryLock() bool
+	Unlock()
+}
+
+// ErrCtxPanic is the value a ProbeCtx panics with.
+var ErrCtxPanic = errors.New("the caller's ctx panics")
+
+// A ProbeCtx is a caller's Context for the tests of the rule that a caller's
+// ctx is the caller's code: at each call of one of its methods it looks for
+// any of Locks held (which it reports in Held), and from its PanicAt'th call
+// on (0: never) it panics with ErrCtxPanic. Locks must be locks that only the
+// call under test may hold while the ProbeCtx is used.
+type ProbeCtx struct {
+	context.Context
+	Locks   []TryLocker
+	PanicAt int32
+
+	calls atomic.Int32
+	mu    sync.Mutex
+	held  []string
+}
+
+// Calls returns the number of method calls made so far.
+func (c *ProbeCtx) Calls() int32 { return c.calls.Load() }
+
+// Held returns a line for each method call made with one of Locks held.
+func (c *ProbeCtx) Held() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.held...)
+}
+
+func (c *ProbeCtx) hook(method string) {
+	n := c.calls.Add(1)
+	for i, l := range c.Locks {
+		if !l.TryLock() {
+			c.mu.Lock()
+			c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with internal lock %d held", method, n, i))
+			c.mu.Unlock()
+			continue
+		}
+		l.Unlock()
+	}
+	if c.PanicAt > 0 && n >= c.PanicAt {
+		panic(ErrCtxPanic)
+	}
+}
+
+// Err looks, then returns the Context's Err.
+func (c *ProbeCtx) Err() error { c.hook("Err"); return c.Context.Err() }
+
+// Done looks, then returns the Context's Done.
+func (c *ProbeCtx) Done() <-chan struct{} { c.hook("Done"); return c.Context.Done() }
+
+// Value looks, then returns the Context's Value.
+func (c *ProbeCtx) Value(key any) any { c.hook("Value"); return c.Context.Value(key) }
+
+// Deadline looks, then returns the Context's Deadline.
+func (c *ProbeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
