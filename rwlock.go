@@ -69,19 +69,13 @@ func readers(s int64) int64 { return s / rwReader }
 // same moment that ctx ends, RLock either returns nil holding it or passes it
 // on and returns ctx.Err().
 func (rw *RWLock) RLock(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock), after it
-	// through the Done channel read before: no code of the caller's runs
-	// while the lock is taken.
+	// Look at ctx before the take and after it (see Lock.Lock), after it by
+	// rkeep, which unlocks if ctx.Err panics (see Semaphore.Acquire).
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
-	done := ctx.Done()
 	if rw.state.Add(rwReader)&(rwWriter|rwWaiters) == 0 {
-		if waitq.Ended(done) {
-			rw.RUnlock()
-			return waitq.DoneErr(ctx)
-		}
-		return nil
+		return rw.rkeep(ctx)
 	}
 	return rw.rlockSlow(ctx)
 }
@@ -152,17 +146,13 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
-	done := ctx.Done()
 	if rw.state.CompareAndSwap(0, rwWriter) {
-		if waitq.Ended(done) {
-			rw.Unlock()
-			return waitq.DoneErr(ctx)
-		}
-		return nil
+		return rw.keep(ctx)
 	}
 	if waitq.Pause(); rw.TryLock() {
 		return rw.keep(ctx)
 	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	rw.q.Lock()
 	return rw.queueLocked(ctx, done, true)
 }
@@ -176,6 +166,20 @@ func (rw *RWLock) keep(ctx context.Context) (err error) {
 	defer func() {
 		if !kept {
 			rw.Unlock()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
+	}
+	return err
+}
+
+// rkeep is keep for a read lock that RLock took.
+func (rw *RWLock) rkeep(ctx context.Context) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			rw.RUnlock()
 		}
 	}()
 	if err = ctx.Err(); err == nil {

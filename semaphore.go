@@ -77,19 +77,15 @@ func NewSemaphore(n int) *Semaphore {
 // or passes it on and returns ctx.Err(); it is never lost.
 func (s *Semaphore) Acquire(ctx context.Context) error {
 	// Look at ctx before the take and after it (see Lock.Lock). The look
-	// after is through the Done channel read before the take, which runs
-	// none of the caller's code: a ctx method that panicked while the
-	// permit was taken would keep it for good.
+	// after is keep's, which gives the permit back if ctx.Err panics. (Not
+	// through ctx's Done channel: one made in a testing/synctest bubble
+	// may not be read outside it, and a ctx whose Err can be read there
+	// must work there.)
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
-	done := ctx.Done()
 	if s.state.Add(-1) >= 0 {
-		if waitq.Ended(done) {
-			s.Release()
-			return waitq.DoneErr(ctx)
-		}
-		return nil
+		return s.keep(ctx)
 	}
 	return s.acquireSlow(ctx)
 }

@@ -131,15 +131,10 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 		// A result not negative with no flag: n units were free and nobody
 		// was queued or resizing, so they are ours, unless ctx has ended
 		// since: it is looked at before the take and after it (see
-		// Lock.Lock), after it through the Done channel read before, which
-		// runs none of the caller's code while the units are taken.
-		done := ctx.Done()
+		// Lock.Lock), after it by keepFast, which gives the units back if
+		// ctx.Err panics (see Semaphore.Acquire).
 		if s := w.state.Add(-n << weightedShift); s >= 0 && s&(weightedWaiters|weightedResizing) == 0 {
-			if waitq.Ended(done) {
-				w.giveBack(n)
-				return waitq.DoneErr(ctx)
-			}
-			return nil
+			return w.keepFast(ctx, n)
 		}
 		w.giveBack(n)
 	}
@@ -260,6 +255,21 @@ func (w *Weighted) keep(ctx context.Context, n int64) (err error) {
 			w.q.Lock()
 			w.releaseLocked(n)
 			w.q.Unlock()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
+	}
+	return err
+}
+
+// keepFast is keep for the n units the fast path of Acquire took, which go
+// back through giveBack.
+func (w *Weighted) keepFast(ctx context.Context, n int64) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			w.giveBack(n)
 		}
 	}()
 	if err = ctx.Err(); err == nil {

@@ -227,6 +227,12 @@ func (l *List[T]) PushDone(done <-chan struct{}, v T) *Waiter[T] {
 // rather than ctx.Err(), which is the caller's code and must not run under an
 // internal lock; it calls ctx.Err() for the error after unlocking. Ended costs
 // an atomic load, and nothing for a nil channel (a ctx that never ends).
+//
+// A channel made in a testing/synctest bubble cannot be read outside it (the
+// runtime ends the program), while the ctx's Err can be. So a path that need
+// not wait and holds no lock when it looks at ctx (a fast path's look after
+// its take) calls Err, protected by a deferred give-back, rather than read
+// Done: a ctx made in a bubble, a Group's say, keeps working there after it.
 func Ended(done <-chan struct{}) bool {
 	if done == nil {
 		return false
