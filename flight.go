@@ -24,7 +24,7 @@ import (
 //
 // fn runs in a goroutine of its own, not in the caller's: a caller that
 // leaves must be able to return while fn goes on for the others. That costs
-// a goroutine start and a hand-over per call, several times what
+// a goroutine start and a hand-over per call, two to three times what
 // singleflight's whole Do costs when fn returns at once, and nothing that
 // matters when fn waits for a database or a network. It runs
 // under a ctx of its own, which carries the values of the ctx of the caller
