@@ -59,6 +59,11 @@ type Flight[K comparable, V any] struct {
 	mu    sync.Mutex
 	calls map[K]*flightCall[K, V] // guarded by mu: the call a Do for each key joins
 	peak  int                     // guarded by mu: the most keys in calls since it was made
+
+	// spare is a finished call's struct, kept for the next call (see
+	// flightCall.release). One is enough for a caller that calls Do in a
+	// loop; more calls at once allocate, as before.
+	spare atomic.Pointer[flightCall[K, V]]
 }
 
 // flightMapKeep is the most keys a Flight's map may have held and still be
@@ -68,8 +73,16 @@ type Flight[K comparable, V any] struct {
 // key per call allocates no map.
 const flightMapKeep = 64
 
-// A flightCall is one run of fn and the callers that wait for its result. It
-// is also fn's ctx: one allocation for both (see flightCtx).
+// A flightCall is one run of fn and the callers that wait for its result.
+//
+// Once fn has returned and every waiter has read the result, the struct is
+// reused for the next call of the Flight, if the spare slot is free: its
+// allocation was, with the goroutine start, most of what a call cost when fn
+// returns at once. fn's ctx is not part of it, but made for each call: fn may
+// keep its ctx after it returns (in a goroutine it left behind), and a reused
+// ctx would come back to life. Nothing in the struct survives a reuse that
+// belongs to a testing/synctest bubble: its channel is made anew for each
+// call, by a caller.
 //
 // Its result goes to every waiter at once, by the close of one channel,
 // rather than by a wake-up per waiter: they all get the same thing. Each
@@ -77,11 +90,17 @@ const flightMapKeep = 64
 // leave out a waiter whose ctx ended before the result came (it must not get
 // it, nor count in shared) and the last waiter to leave can be known.
 type flightCall[K comparable, V any] struct {
-	ctx flightCtx
+	ctx *flightCtx // fn's
 
-	f   *Flight[K, V]
-	key K
-	fn  func(ctx context.Context) (V, error) // until run calls it
+	f     *Flight[K, V]
+	start func() // c.run, made with the struct: a go statement of it allocates nothing
+	key   K
+	fn    func(ctx context.Context) (V, error) // until run calls it
+
+	// refs counts those that may still touch the struct: fn's goroutine,
+	// until finish is over, and each waiter, until it has read the result or
+	// left. The last to release it hands it to the spare slot.
+	refs atomic.Int32
 
 	head, tail *flightWaiter // guarded by the Flight's mu: the waiters, oldest first
 	n          int           // guarded by the Flight's mu: how many
@@ -172,6 +191,7 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 		w = &c.first
 	} else {
 		w = new(flightWaiter)
+		c.refs.Add(1)
 		if c.ready == nil {
 			c.ready = make(chan struct{}) // a joiner blocks at once
 		}
@@ -183,7 +203,8 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 
 	if w == &c.first {
 		// After the unlock: fn may call back into the Flight at once.
-		go c.run()
+		start := c.start
+		go start()
 		for range flightYields {
 			runtime.Gosched()
 			if c.resolved.Load() {
@@ -228,8 +249,10 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 		f.deleteLocked(key)
 	}
 	f.mu.Unlock()
+	fnCtx := c.ctx
+	c.release()
 	if abandon {
-		c.ctx.cancel()
+		fnCtx.cancel()
 	}
 	return v, ctx.Err(), false
 }
@@ -238,8 +261,14 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 // ctx, and enters it in the map. f.mu must be held. It calls none of ctx's
 // methods: the call's ctx holds ctx only for its Value.
 func (f *Flight[K, V]) startLocked(ctx context.Context, key K, fn func(context.Context) (V, error)) *flightCall[K, V] {
-	c := &flightCall[K, V]{f: f, key: key, fn: fn}
-	c.ctx.parent = ctx
+	c := f.spare.Swap(nil)
+	if c == nil {
+		c = &flightCall[K, V]{f: f}
+		c.start = c.run
+	}
+	c.key, c.fn = key, fn
+	c.ctx = &flightCtx{parent: ctx}
+	c.refs.Store(2) // fn's goroutine and the caller
 	if f.calls == nil {
 		f.calls = make(map[K]*flightCall[K, V])
 	}
@@ -303,7 +332,7 @@ func (c *flightCall[K, V]) run() {
 	}()
 	fn := c.fn
 	c.fn = nil // fn's ctx may outlive the call: it need not keep fn
-	c.val, c.err = fn(&c.ctx)
+	c.val, c.err = fn(c.ctx)
 	returned = true
 }
 
@@ -333,21 +362,45 @@ func (f *Flight[K, V]) finish(c *flightCall[K, V]) {
 	if ready != nil {
 		close(ready) // after the unlock: the woken need not wait for it
 	}
-	c.ctx.cancel()
+	fnCtx := c.ctx
+	c.release()
+	fnCtx.cancel()
+}
+
+// release gives up one reference to c (see refs). The last one clears c and
+// offers it to the Flight's spare slot; if the slot is taken, c is left to
+// the garbage collector.
+func (c *flightCall[K, V]) release() {
+	if c.refs.Add(-1) != 0 {
+		return
+	}
+	var k K
+	var v V
+	c.ctx, c.key, c.fn = nil, k, nil
+	c.head, c.tail, c.n = nil, nil, 0
+	c.first = flightWaiter{}
+	c.ready = nil
+	c.resolved.Store(false)
+	c.val, c.err, c.panicked, c.shared = v, nil, false, false
+	c.f.spare.CompareAndSwap(nil, c)
 }
 
 // result returns c's result to a caller whose waiter w finish has settled,
 // or raises fn's panic again in the caller's goroutine; or ctx.Err() if w's
 // ctx had ended before the result came.
+//
+// It releases the caller's reference to c: the caller must not touch c after.
 func (c *flightCall[K, V]) result(ctx context.Context, w *flightWaiter) (V, error, bool) {
-	if !w.granted {
+	granted, val, err, panicked, shared := w.granted, c.val, c.err, c.panicked, c.shared
+	c.release()
+	if !granted {
 		var zero V
 		return zero, ctx.Err(), false
 	}
-	if c.panicked {
-		panic(c.err)
+	if panicked {
+		panic(err)
 	}
-	return c.val, c.err, c.shared
+	return val, err, shared
 }
 
 // Forget forgets the call in flight for key, if any: the next Do for key

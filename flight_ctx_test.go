@@ -138,3 +138,29 @@ func TestFlightCtxChildNoGoroutine(t *testing.T) {
 		return 0, nil
 	})
 }
+
+// TestFlightCtxKeptAfterCall: fn may keep its ctx after it returns. The
+// next call (which reuses the finished call's struct, see flightCall) does
+// not bring that ctx back to life, nor change its values.
+func TestFlightCtxKeptAfterCall(t *testing.T) {
+	var f ctxsync.Flight[string, int]
+	var kept context.Context
+	ctx1 := context.WithValue(context.Background(), flightCtxKey{}, "one")
+	_, _, _ = f.Do(ctx1, "k", func(ctx context.Context) (int, error) {
+		kept = ctx
+		return 1, nil
+	})
+	ctx2 := context.WithValue(context.Background(), flightCtxKey{}, "two")
+	for range 3 {
+		v, err, _ := f.Do(ctx2, "k", func(ctx context.Context) (int, error) {
+			require.NotSame(t, kept, ctx)
+			require.NoError(t, ctx.Err())
+			require.Equal(t, "two", ctx.Value(flightCtxKey{}))
+			require.Equal(t, context.Canceled, kept.Err(), "a finished call's ctx stays cancelled")
+			require.Equal(t, "one", kept.Value(flightCtxKey{}))
+			return 2, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, 2, v)
+	}
+}
