@@ -12,9 +12,10 @@ import (
 // own, by the last caller to leave or when fn returns.
 //
 // It is what context.WithCancel(context.WithoutCancel(ctx)) gives, in one
-// allocation instead of four (the two contexts, the CancelFunc and a
-// propagateCancel), made with the call that holds it: at a new key per call,
-// with an fn that returns at once, those were a third of Do's cost. Its Done
+// small allocation instead of three (the two contexts and the CancelFunc),
+// and without WithCancel's propagateCancel: at a new key per call, with an
+// fn that returns at once, those were a large part of Do's cost. It is made
+// for each call, never reused, since fn may keep it after the call. Its Done
 // channel is made only when asked for, as the standard library's is, so an
 // fn that never selects on it costs no channel.
 //
