@@ -214,7 +214,7 @@ func (b *Barrier) await(ctx context.Context, done <-chan struct{}, round uint64,
 		b.q.Unlock()
 	}
 	if v.gone {
-		return 0, ctx.Err()
+		return 0, waitq.DoneErr(ctx)
 	}
 	if v.err != nil {
 		return 0, v.err
@@ -237,7 +237,7 @@ func (b *Barrier) awaitTurn(ctx context.Context, done <-chan struct{}, round uin
 			// parties must not be released without it.
 			b.breakFromLocked(round)
 			b.q.Unlock()
-			return 0, ctx.Err()
+			return 0, waitq.DoneErr(ctx)
 		}
 		// Handed the turn as ctx ended: the round is complete and its
 		// parties wait for its action, so run it all the same.

@@ -119,7 +119,7 @@ func (c *Condition) Wait(ctx context.Context) error {
 		// Read once the Lock is held again: ctx is the caller's code, and
 		// a caller whose ctx.Err panics must still hold the Lock, as after
 		// every return of Wait.
-		err = ctx.Err()
+		err = waitq.DoneErr(ctx)
 	}
 	return err
 }

@@ -175,7 +175,7 @@ func (e *Event) Wait(ctx context.Context) error {
 			e.holders.Add(^uint64(0))
 		}
 		e.mu.Unlock()
-		return ctx.Err()
+		return waitq.DoneErr(ctx)
 	}
 }
 

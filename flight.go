@@ -191,7 +191,7 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 		// look: finish leaves out a waiter whose ctx has ended.)
 		if waitq.Ended(done) {
 			f.mu.Unlock()
-			return v, ctx.Err(), false
+			return v, waitq.DoneErr(ctx), false
 		}
 		c = f.startLocked(ctx, key, fn)
 		w = &c.first
@@ -260,7 +260,7 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 	if abandon {
 		fnCtx.cancel()
 	}
-	return v, ctx.Err(), false
+	return v, waitq.DoneErr(ctx), false
 }
 
 // startLocked makes a call of fn for key, under a ctx with the values of

@@ -129,19 +129,27 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 		}
 	}
 	l.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // keep settles a lock that lockSlow took by itself, after the caller's ctx was
 // first checked: if ctx has ended since, the lock may have been freed after
 // the ctx ended, and a caller whose ctx ended must not get it. It is handed
 // on, and keep returns ctx.Err().
-func (l *Lock) keep(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		l.Unlock()
-		return err
+//
+// The look is the caller's code, and may panic: the lock is then handed on
+// too (by the deferred call), so that the panic leaves nobody holding it.
+func (l *Lock) keep(ctx context.Context) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			l.Unlock()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
 	}
-	return nil
+	return err
 }
 
 // TryLock locks l if it is free and nobody is waiting for it, and reports

@@ -106,7 +106,7 @@ func (q *Queue[T]) Put(ctx context.Context, v T) error {
 	room := q.putters.Len() == 0 && !q.full()
 	if waitq.Ended(done) {
 		q.putMu.Unlock()
-		return ctx.Err()
+		return waitq.DoneErr(ctx)
 	}
 	if q.closed {
 		q.putMu.Unlock()
@@ -138,7 +138,7 @@ func (q *Queue[T]) Put(ctx context.Context, v T) error {
 		// accepted item may already be in a consumer's hands: keep the put.
 		return r.err
 	}
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // TryPut adds v if there is room and no producer is waiting, and reports
@@ -175,7 +175,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 	item := q.getters.Len() == 0 && q.ring.hasItem()
 	if waitq.Ended(done) {
 		q.takeMu.Unlock()
-		return zero, ctx.Err()
+		return zero, waitq.DoneErr(ctx)
 	}
 	if item {
 		v := q.popLocked()
@@ -209,7 +209,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 		// in between would have seen an item reappear after it.
 		return r.it, r.err
 	}
-	return zero, ctx.Err()
+	return zero, waitq.DoneErr(ctx)
 }
 
 // TryGet removes and returns the item at the front of the queue if there is
@@ -487,7 +487,7 @@ func (q *Queue[T]) Join(ctx context.Context) error {
 	if granted {
 		return nil // everything finished as ctx ended
 	}
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // All returns an iterator over the items of the queue, which Gets them one by

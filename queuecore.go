@@ -69,7 +69,7 @@ func (q *queueCore[T]) put(ctx context.Context, it pqItem[T]) error {
 	// that followed the cancel) must not let us in.
 	if waitq.Ended(done) {
 		q.mu.Unlock()
-		return ctx.Err()
+		return waitq.DoneErr(ctx)
 	}
 	if ok, err := q.tryPutLocked(it); ok || err != nil {
 		q.mu.Unlock()
@@ -89,7 +89,7 @@ func (q *queueCore[T]) put(ctx context.Context, it pqItem[T]) error {
 		// accepted item may already be in a consumer's hands: keep the put.
 		return r.err
 	}
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // tryPutLocked adds it if that needs no wait, and reports whether it did; it
@@ -132,7 +132,7 @@ func (q *queueCore[T]) get(ctx context.Context) (pqItem[T], error) {
 	// ours.
 	if waitq.Ended(done) {
 		q.mu.Unlock()
-		return zero, ctx.Err()
+		return zero, waitq.DoneErr(ctx)
 	}
 	if it, ok := q.tryGetLocked(); ok {
 		q.mu.Unlock()
@@ -158,7 +158,7 @@ func (q *queueCore[T]) get(ctx context.Context) (pqItem[T], error) {
 		// in between would have seen an item reappear after it.
 		return r.it, r.err
 	}
-	return zero, ctx.Err()
+	return zero, waitq.DoneErr(ctx)
 }
 
 // tryGetLocked takes the next item if there is one, and lets the oldest waiting
@@ -284,7 +284,7 @@ func (q *queueCore[T]) join(ctx context.Context) error {
 	if granted {
 		return nil // everything was done before ctx ended
 	}
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 func (q *queueCore[T]) unfinished() int {

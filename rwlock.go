@@ -69,14 +69,17 @@ func readers(s int64) int64 { return s / rwReader }
 // same moment that ctx ends, RLock either returns nil holding it or passes it
 // on and returns ctx.Err().
 func (rw *RWLock) RLock(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock).
+	// Look at ctx before the take and after it (see Lock.Lock), after it
+	// through the Done channel read before: no code of the caller's runs
+	// while the lock is taken.
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done()
 	if rw.state.Add(rwReader)&(rwWriter|rwWaiters) == 0 {
-		if err := ctx.Err(); err != nil {
+		if waitq.Ended(done) {
 			rw.RUnlock()
-			return err
+			return waitq.DoneErr(ctx)
 		}
 		return nil
 	}
@@ -145,29 +148,40 @@ func (rw *RWLock) runlockSlow(s int64) {
 // same moment that ctx ends, Lock either returns nil holding it or passes it on
 // and returns ctx.Err().
 func (rw *RWLock) Lock(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock).
+	// Look at ctx before the take and after it (see RLock).
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done()
 	if rw.state.CompareAndSwap(0, rwWriter) {
-		if err := ctx.Err(); err != nil {
+		if waitq.Ended(done) {
 			rw.Unlock()
-			return err
+			return waitq.DoneErr(ctx)
 		}
 		return nil
 	}
 	if waitq.Pause(); rw.TryLock() {
-		if err := ctx.Err(); err != nil {
-			// Freed, perhaps, after ctx ended: not ours to keep (see
-			// queueLocked).
-			rw.Unlock()
-			return err
-		}
-		return nil
+		return rw.keep(ctx)
 	}
-	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	rw.q.Lock()
 	return rw.queueLocked(ctx, done, true)
+}
+
+// keep settles the write lock that Lock took by itself after its pause: freed,
+// perhaps, after ctx ended, it is not ours to keep then (see queueLocked);
+// nor if the look at ctx, the caller's code, panics, which the deferred call
+// sees, so that the panic leaves nobody holding the lock.
+func (rw *RWLock) keep(ctx context.Context) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			rw.Unlock()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
+	}
+	return err
 }
 
 // TryLock locks rw for writing if nobody holds it or waits for it, and reports
@@ -224,7 +238,7 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 					rw.state.Add(-next + s)
 					rw.dispatchLocked()
 					rw.q.Unlock()
-					return ctx.Err()
+					return waitq.DoneErr(ctx)
 				}
 				rw.q.Unlock()
 				return nil
@@ -257,7 +271,7 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 	// proceed: the readers behind a writer that gave up, say.
 	rw.dispatchLocked()
 	rw.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // dispatchLocked hands the lock to the waiters at the head of the queue that

@@ -76,13 +76,18 @@ func NewSemaphore(n int) *Semaphore {
 // over at the same moment that ctx ends, Acquire either returns nil holding it
 // or passes it on and returns ctx.Err(); it is never lost.
 func (s *Semaphore) Acquire(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock).
+	// Look at ctx before the take and after it (see Lock.Lock). The look
+	// after is through the Done channel read before the take, which runs
+	// none of the caller's code: a ctx method that panicked while the
+	// permit was taken would keep it for good.
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
+	done := ctx.Done()
 	if s.state.Add(-1) >= 0 {
-		if ctx.Err() != nil {
-			return s.keep(ctx)
+		if waitq.Ended(done) {
+			s.Release()
+			return waitq.DoneErr(ctx)
 		}
 		return nil
 	}
@@ -92,7 +97,7 @@ func (s *Semaphore) Acquire(ctx context.Context) error {
 // acquireSlow finishes an Acquire whose Add found no free permit, and so
 // counted the caller as waiting.
 func (s *Semaphore) acquireSlow(ctx context.Context) error {
-	done := ctx.Done() // before any lock: the caller's code (see waitq.Ended)
+	done := s.doneCounted(ctx) // before any lock: the caller's code (see waitq.Ended)
 	if s.withdraw() {
 		if err := ctx.Err(); err != nil {
 			return err // out of the count: nothing changed
@@ -137,19 +142,49 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 		s.releaseLocked()
 	}
 	s.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
+}
+
+// doneCounted returns ctx.Done() for acquireSlow, whose caller Acquire has
+// counted as waiting. Done is the caller's code: if it panics, the deferred
+// call takes the caller out of the count, as a waiter that gave up is (see
+// the end of acquireSlow), so that no Release promises its permit to a
+// goroutine that has gone.
+func (s *Semaphore) doneCounted(ctx context.Context) <-chan struct{} {
+	ok := false
+	defer func() {
+		if !ok && !s.withdraw() {
+			// A permit is on its way to us: have it dropped, and put one
+			// back in its place.
+			s.q.Lock()
+			s.owed--
+			s.releaseLocked()
+			s.q.Unlock()
+		}
+	}()
+	done := ctx.Done()
+	ok = true
+	return done
 }
 
 // keep settles a permit that acquireSlow took by itself, after the caller's ctx
 // was first checked: if ctx has ended since, the permit may have been freed
 // after the ctx ended, and a caller whose ctx ended must not get it. It is
 // given back, and keep returns ctx.Err().
-func (s *Semaphore) keep(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		s.Release()
-		return err
+//
+// The look is the caller's code, and may panic: the permit is then given
+// back too (by the deferred call), so that the panic loses none.
+func (s *Semaphore) keep(ctx context.Context) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			s.Release()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
 	}
-	return nil
+	return err
 }
 
 // withdraw takes the caller, counted as waiting, back out of the count if

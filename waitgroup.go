@@ -276,7 +276,7 @@ func (wg *WaitGroup) waitSlow(ctx context.Context) error {
 		// answer the caller waited for.
 		return nil
 	}
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // Count returns the counter at the moment of the call: the tasks added and not

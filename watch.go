@@ -193,7 +193,7 @@ func (w *Watch[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 			// A Store or Close: the loop reads which.
 		case <-done:
 			w.leave(ch)
-			return zero, 0, ctx.Err()
+			return zero, 0, waitq.DoneErr(ctx)
 		}
 	}
 }

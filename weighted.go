@@ -131,11 +131,13 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 		// A result not negative with no flag: n units were free and nobody
 		// was queued or resizing, so they are ours, unless ctx has ended
 		// since: it is looked at before the take and after it (see
-		// Lock.Lock).
+		// Lock.Lock), after it through the Done channel read before, which
+		// runs none of the caller's code while the units are taken.
+		done := ctx.Done()
 		if s := w.state.Add(-n << weightedShift); s >= 0 && s&(weightedWaiters|weightedResizing) == 0 {
-			if err := ctx.Err(); err != nil {
+			if waitq.Ended(done) {
 				w.giveBack(n)
-				return err
+				return waitq.DoneErr(ctx)
 			}
 			return nil
 		}
@@ -241,21 +243,29 @@ func (w *Weighted) acquireSlow(ctx context.Context, n int64) error {
 		w.clearWaitersLocked()
 	}
 	w.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // keep settles n units that acquireSlow took by itself, after the caller's ctx
 // was first checked: if ctx has ended since, the units may have been freed
 // after the ctx ended, and a caller whose ctx ended must not get them. They
 // are given back, and keep returns ctx.Err().
-func (w *Weighted) keep(ctx context.Context, n int64) error {
-	if err := ctx.Err(); err != nil {
-		w.q.Lock()
-		w.releaseLocked(n)
-		w.q.Unlock()
-		return err
+//
+// The look is the caller's code, and may panic: the units are then given
+// back too (by the deferred call), so that the panic loses none.
+func (w *Weighted) keep(ctx context.Context, n int64) (err error) {
+	kept := false
+	defer func() {
+		if !kept {
+			w.q.Lock()
+			w.releaseLocked(n)
+			w.q.Unlock()
+		}
+	}()
+	if err = ctx.Err(); err == nil {
+		kept = true
 	}
-	return nil
+	return err
 }
 
 // TryAcquire takes n units if they are free and nobody is waiting, and reports

@@ -10,7 +10,7 @@ const (
 	windowMin     = int64(100e6) // ns
 	windowSamples = 20
 	windowMax     = int64(1e9) // a window closes after this with any sample at all
-	maxMask       = 63         // at least one call in 64 is timed
+	maxMask       = 255        // at least one call in 256 is timed
 
 	// The baseline is the lowest window mean of the last baselineBuckets
 	// seconds: a minimum, so that it is the latency of the service when
@@ -31,7 +31,7 @@ type estimator struct {
 	wStart       int64 // ns of the window's first sample
 	wN, wDrops   int   // successes and overload failures in the window
 	wSum, wSumSq float64
-	wMaxInflight int
+	wMaxInflight int64
 
 	// epoch counts the changes of the limit. A call started in an earlier
 	// epoch ran under another limit: its latency says nothing of this one,
@@ -40,12 +40,12 @@ type estimator struct {
 	// the queueing of the higher limit).
 	epoch uint32
 
-	// A call is timed only if admits&mask is 0: a clock read costs more
-	// than the rest of Acquire and Done together, and a window needs tens
-	// of latencies, not thousands. mask grows (one call in 2, 4, ... 64)
-	// while windows hold more than enough, and shrinks when they hold few.
-	admits uint64
-	mask   uint64
+	// A call is timed only if the count of admissions is 0 modulo mask+1:
+	// a clock read costs more than the rest of Acquire and Done together,
+	// and a window needs hundreds of latencies, not millions. mask+1 is a
+	// power of two, set at each window's end so that the next holds 512 to
+	// 1024 timed calls at the rate of this one (see close).
+	mask uint64
 
 	recent   float64 // mean latency of the last window with successes, ns; 0 before
 	baseline float64 // ns; 0 before a first window
@@ -62,25 +62,13 @@ func (e *estimator) init(alg Algorithm, lo, hi, init int) {
 	*e = estimator{alg: alg, lo: float64(lo), hi: float64(hi), limit: float64(init)}
 }
 
-// timed reports whether the call being admitted is to be timed.
-func (e *estimator) timed() bool {
-	e.admits++
-	return e.admits&e.mask == 0
-}
-
-// untimedDrop records a failure from overload of a call that was not timed:
-// it counts in the window, which the next timed call closes.
-func (e *estimator) untimedDrop() {
-	if e.wN+e.wDrops > 0 {
-		e.wDrops++
-	}
-}
-
-// seen notes a call handed a slot, inflight being the calls in flight with
-// it: whether the service was kept busy in the window decides whether a
-// latency that stays low says the limit could be higher (it does not when the
-// callers never came near it).
-func (e *estimator) seen(inflight int) {
+// seen notes a timed call as it ends, inflight being the calls in flight with
+// it when it was handed its slot: whether the service was kept busy in the
+// window decides whether a latency that stays low says the limit could be
+// higher (it does not when the callers never came near it). The timed calls
+// are a sample of all, hundreds a window, and their largest count is near
+// enough the largest of all.
+func (e *estimator) seen(inflight int64) {
 	if inflight > e.wMaxInflight {
 		e.wMaxInflight = inflight
 	}
@@ -137,14 +125,16 @@ func (e *estimator) close(now int64) {
 		}
 	}
 	e.wN, e.wDrops, e.wSum, e.wSumSq, e.wMaxInflight = 0, 0, 0, 0, 0
-	// Aim at 256 to 1024 timed calls a window: at 8,000 calls a second all
-	// are timed, and the window mean is within 3% of the truth; at a
-	// million, one in 64.
-	for timed := n; timed > 32*windowSamples && e.mask < maxMask; timed /= 2 {
+	// The window saw about n·(mask+1) calls. Time one in the largest power
+	// of two that leaves 512 of them or more in a window as long (at
+	// 10,000 calls a second and fewer, all are timed, and the window mean
+	// is within 3% of the truth; at 50 million, uncontended, one in 256).
+	// A window that closed after windowMax with few calls sets it back to
+	// 0 at once: when the calls thin out the windows must fill again.
+	calls := uint64(n) * (e.mask + 1)
+	e.mask = 0
+	for e.mask < maxMask && calls >= 2*512*(e.mask+1) {
 		e.mask = e.mask<<1 | 1
-	}
-	if n < 8*windowSamples {
-		e.mask >>= 1
 	}
 
 	// More than 1% of calls failing from overload is overload, whatever

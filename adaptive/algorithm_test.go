@@ -23,7 +23,7 @@ func drive(t *testing.T, l *adaptive.Limiter, clk *fakeClock, rounds int, latenc
 		n := min(l.Limit(), 5000)
 		tks = tks[:0]
 		for range n {
-			tk, err := l.Acquire(context.Background())
+			tk, err := acquire(l, context.Background())
 			if err != nil {
 				t.Fatalf("Acquire with %d of %d in flight = %v", l.InFlight(), l.Limit(), err)
 			}

@@ -23,7 +23,7 @@ func FuzzLimiterModel(f *testing.F) {
 		for _, op := range ops {
 			switch op % 4 {
 			case 0:
-				tk, err := l.Acquire(context.Background())
+				tk, err := acquire(l, context.Background())
 				if want := len(held) < k; (err == nil) != want {
 					t.Fatalf("Acquire with %d of %d held = %v, want success %v", len(held), k, err, want)
 				}
@@ -73,7 +73,7 @@ func FuzzAlgorithms(f *testing.F) {
 			}
 			tks := make([]*adaptive.Ticket, 0, n)
 			for range n {
-				tk, err := l.Acquire(context.Background())
+				tk, err := acquire(l, context.Background())
 				if err != nil {
 					t.Fatalf("Acquire with %d in flight of %d = %v", l.InFlight(), n, err)
 				}

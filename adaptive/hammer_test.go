@@ -76,7 +76,7 @@ func TestHammerLimiter(t *testing.T) {
 			// Every slot is there: the whole limit can be taken at once.
 			var tks []*adaptive.Ticket
 			for range l.Limit() {
-				tk, err := l.Acquire(context.Background())
+				tk, err := acquire(l, context.Background())
 				if err != nil {
 					t.Fatalf("Acquire %d of limit %d after the hammer = %v", len(tks)+1, l.Limit(), err)
 				}

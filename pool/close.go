@@ -82,7 +82,7 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 			p.q.Unlock()
 			p.closeValues(out)
 			if !drained {
-				err = ctx.Err() // read unlocked: the caller's code
+				err = waitq.DoneErr(ctx) // read unlocked: the caller's code
 			}
 		}
 	}
@@ -109,7 +109,7 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 			case <-p.stopped:
 			case <-ctx.Done():
 				if err == nil {
-					err = ctx.Err()
+					err = waitq.DoneErr(ctx)
 				}
 			}
 		}

@@ -120,7 +120,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}()
 	err := p.healthCheck(ctx, r)
 	checked = true
-	cerr := ctx.Err() // before the lock: the caller's code
+	cerr := p.errAfterCheck(ctx, r) // before the lock: the caller's code
 	p.q.Lock()
 	switch {
 	case p.closed:
@@ -173,6 +173,30 @@ func (p *Pool[T]) closeFailed(r *Resource[T], err error) {
 		defer h(err)
 	}
 	p.closeValue(r)
+}
+
+// errAfterCheck returns ctx.Err(), read once the check of r is over. ctx is
+// the caller's code: if Err panics, r goes back, to the next waiter or the
+// idle ones, as for a caller whose ctx ended during the check, so that the
+// panic goes on to the caller with nothing kept. (A function of its own: see
+// closeFailed.)
+func (p *Pool[T]) errAfterCheck(ctx context.Context, r *Resource[T]) error {
+	looked := false
+	defer func() {
+		if looked {
+			return
+		}
+		p.q.Lock()
+		p.stats.AcquireCount--
+		closeIt := p.releaseLocked(r)
+		p.q.Unlock()
+		if closeIt {
+			p.closeValue(r)
+		}
+	}()
+	err := ctx.Err()
+	looked = true
+	return err
 }
 
 // checkPanicked closes r, whose HealthCheck at Acquire panicked: a check

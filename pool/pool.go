@@ -300,7 +300,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			// ended with its ctx: in its pause before queueing, say.
 			p.stats.CanceledAcquires++
 			p.q.Unlock()
-			return nil, ctx.Err()
+			return nil, waitq.DoneErr(ctx)
 		}
 		if r := p.popIdleLocked(); r != nil {
 			p.q.Unlock()
@@ -345,7 +345,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			if np := p.abandon(w); np != nil {
 				p.raise(e, np)
 			}
-			return nil, ctx.Err()
+			return nil, waitq.DoneErr(ctx)
 		}
 		if h.panic != nil {
 			p.raise(e, h.panic)

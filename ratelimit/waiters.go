@@ -103,7 +103,7 @@ func (w *waiters) waitN(ctx context.Context, l waitable, n int) error {
 	}
 	// Turned away as ctx ended: refuseLocked settled everything.
 	w.q.Unlock()
-	return ctx.Err()
+	return waitq.DoneErr(ctx)
 }
 
 // A turn is what a waiter behind the head asks for and, once it is granted,
@@ -178,7 +178,7 @@ func (w *waiters) headLocked(ctx context.Context, done <-chan struct{}, deadline
 			w.leaveLocked(l, n)
 			w.q.Unlock()
 			if err == errCtxEnded {
-				return ctx.Err() // read unlocked: the caller's code
+				return waitq.DoneErr(ctx) // read unlocked: the caller's code
 			}
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
 // Hedge says how to hedge a call: when the first attempt has not answered
@@ -145,6 +147,16 @@ type hedgeResult[T any] struct {
 // timer's callback and the copies.
 type hedgeCall[T any] struct {
 	ctx   context.Context
+	done  <-chan struct{} // ctx.Done(), read before mu is first locked: ctx is the caller's code
+
+	// base is made from ctx in the caller's goroutine, and every attempt's
+	// ctx from base: making, or cancelling, a ctx of the context package
+	// from the caller's ctx calls its Done (and Value), the caller's code,
+	// which must not run in the timer's goroutine or a copy's, where
+	// nothing would recover its panic. cancelBase, called in the caller's
+	// goroutine, releases the winner (see hedged).
+	base       context.Context
+	cancelBase context.CancelFunc
 	h     *Hedge
 	fn    func(context.Context) (T, error)
 	drop  func(T) // frees a value no one will see; may be nil
@@ -171,7 +183,7 @@ type hedgeCall[T any] struct {
 // not returned (successes that lost, failures that were not the last), so
 // that Transport frees their connections.
 func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, error), drop func(T)) (T, context.CancelFunc, error) {
-	c := &hedgeCall[T]{ctx: ctx, h: h, fn: fn, drop: drop, delay: h.Delay}
+	c := &hedgeCall[T]{ctx: ctx, done: ctx.Done(), h: h, fn: fn, drop: drop, delay: h.Delay}
 	c.cancels = c.cancelsBuf[:0]
 	est := &h.Budget.latency
 	var start int64
@@ -183,7 +195,8 @@ func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, e
 			start, seeding = nowNanos(), true
 		}
 	}
-	actx, cancel := context.WithCancel(ctx)
+	c.base, c.cancelBase = context.WithCancel(ctx)
+	actx, cancel := context.WithCancel(c.base)
 	c.cancels = append(c.cancels, cancel)
 	if c.delay > 0 {
 		// Under mu: the callback may run before AfterFunc returns.
@@ -263,18 +276,21 @@ func (c *hedgeCall[T]) fire() {
 	if !due || !c.h.Budget.withdraw() {
 		return
 	}
+	// Made from base, which runs none of the caller's code (see base), and
+	// before mu is locked.
+	actx, cancel := context.WithCancel(c.base)
 	c.mu.Lock()
 	if !c.dueLocked() {
 		// Decided meanwhile: the withdrawal is spent on nothing, which
 		// errs on the side of less load.
 		c.mu.Unlock()
+		cancel()
 		return
 	}
 	id := len(c.cancels)
 	if c.wake == nil {
 		c.wake = make(chan struct{}, 1)
 	}
-	actx, cancel := context.WithCancel(c.ctx)
 	c.cancels = append(c.cancels, cancel)
 	c.inflight++
 	if c.dueLocked() {
@@ -339,6 +355,7 @@ func (c *hedgeCall[T]) runCopy(actx context.Context, id int) {
 // the copies in flight if it failed.
 func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, error) {
 	if first.panicked {
+		c.cancelBase()
 		panic(first.pv) // runFirst has ended the call
 	}
 	var last *hedgeResult[T] // the failure to return if none is better
@@ -358,7 +375,7 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 			out = c.final
 		case first.err == nil || isPermanent(first.err):
 			out = &first
-		case c.inflight == 0 || c.ctx.Err() != nil || isPermanent(last.err):
+		case c.inflight == 0 || waitq.Ended(c.done) || isPermanent(last.err):
 			// A failure decides the call when no copy is in flight: a
 			// copy due later would be sent only to learn the same. A
 			// copy's Permanent failure came through final.
@@ -370,7 +387,7 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 			c.free(older)
 			select {
 			case <-wake:
-			case <-c.ctx.Done():
+			case <-c.done:
 			}
 			continue
 		}
@@ -393,19 +410,24 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 			c.freeValue(last)
 		}
 		if out.panicked {
+			c.cancelBase()
 			panic(out.pv)
 		}
 		if out.err != nil && !isPermanent(out.err) {
-			if err := c.ctx.Err(); err != nil {
+			if waitq.Ended(c.done) {
 				// The caller's ctx ended the wait: its error, as every
-				// blocking call of the library returns it.
+				// blocking call of the library returns it, read once
+				// every attempt is cancelled (it is the caller's code,
+				// and may panic).
 				c.freeValue(out)
-				cancels[out.id]()
+				c.cancelBase()
 				var zero T
-				return zero, func() {}, err
+				return zero, func() {}, waitq.DoneErr(c.ctx)
 			}
 		}
-		return out.v, cancels[out.id], out.err
+		// The winner's release cancels base, and with it the winner's
+		// ctx: in the caller's goroutine, as the caller calls it.
+		return out.v, c.cancelBase, out.err
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
 // NoLimit, as Policy.MaxAttempts, sets no limit on the attempts. Like every
@@ -347,7 +349,9 @@ func (w *waiter) wait(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		w.t.Stop()
-		return ctx.Err()
+		// Never nil: a nil here would be taken for a wait served (see
+		// waitq.DoneErr).
+		return waitq.DoneErr(ctx)
 	case <-w.t.C:
 		return nil
 	}

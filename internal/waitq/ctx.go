@@ -24,3 +24,17 @@ func CheckCtx(ctx context.Context, pkg string) {
 		PanicNilCtx(pkg)
 	}
 }
+
+// DoneErr returns the error of a call that gave up because the Done channel
+// of ctx was closed: ctx.Err(), read once no internal lock is held; or
+// context.Canceled if Err is still nil. A Context may close its channel a
+// moment before it stores its error (the standard library does the
+// opposite, but the interface does not promise it), and a call that
+// returned that nil would report a grant it never had: Lock nil without
+// the lock, Get nil without an item.
+func DoneErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
+}

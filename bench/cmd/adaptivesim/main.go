@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"testing"
 	"testing/synctest"
@@ -99,6 +100,8 @@ func main() {
 		capacityRate, adaptivesim.Median, adaptivesim.Mean.Round(100*time.Microsecond), adaptivesim.Deadline, *seed, *scale)
 	fmt.Println("| limiter | phase | goodput /s | % of capacity | p99 admitted | limit after 5 s | follow (limit within 25%) | shed | shed p99 | shed max | timeouts |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	results := map[string][]adaptivesim.Result{}
+	var order []string
 	tests := []testing.InternalTest{{Name: "Sim", F: func(t *testing.T) {
 		for _, r := range runs {
 			if *only != "" && r.name != *only {
@@ -113,6 +116,8 @@ func main() {
 				}
 				res = adaptivesim.Run(lim, adaptivesim.Phases(100, *scale), *seed)
 			})
+			results[r.name] = res
+			order = append(order, r.name)
 			for _, x := range res {
 				capRate := float64(x.Capacity) / adaptivesim.Mean.Seconds()
 				fmt.Printf("| %s | %s (C=%d) | %.0f | %.0f%% | %v | %s | %s | %d | %v | %v | %d |\n",
@@ -121,8 +126,45 @@ func main() {
 					x.ShedMax.Round(10*time.Microsecond), x.Timeouts)
 			}
 		}
+		verdicts(results, order)
 	}}}
 	testing.Main(func(string, string) (bool, error) { return true, nil }, tests, nil, nil)
+}
+
+// verdicts prints, for each limiter, whether the phases of overload (all but
+// the first) meet the targets of issue 42, with the worst figure of each.
+// The unloaded 99th percentile is that of the service with no limiter at half
+// load, or the service's own, 40ms, if that run was left out.
+func verdicts(results map[string][]adaptivesim.Result, order []string) {
+	unloaded, from := 40*time.Millisecond, "the service's own"
+	if none := results["none"]; len(none) > 0 {
+		unloaded, from = none[0].P99, "with no limiter at half load"
+	}
+	fmt.Printf("\nTargets in the phases of overload (the unloaded p99 is %v, %s):\n\n", unloaded.Round(100*time.Microsecond), from)
+	fmt.Printf("| limiter | goodput >= 90%% of capacity | p99 <= %v | limit within 25%% after 5 s | shed p99 <= 1ms |\n", (2 * unloaded).Round(100*time.Microsecond))
+	fmt.Println("| --- | --- | --- | --- | --- |")
+	for _, name := range order {
+		if name == "none" {
+			continue
+		}
+		minGood, maxP99, maxOff, maxShed := math.Inf(1), time.Duration(0), 0.0, time.Duration(0)
+		for _, x := range results[name][1:] {
+			minGood = min(minGood, x.Goodput/(float64(x.Capacity)/adaptivesim.Mean.Seconds()))
+			maxP99 = max(maxP99, x.P99)
+			maxOff = max(maxOff, math.Abs(float64(x.LimitAt5s-x.Capacity))/float64(x.Capacity))
+			maxShed = max(maxShed, x.ShedP99)
+		}
+		fmt.Printf("| %s | %s (worst %.0f%%) | %s (worst %v) | %s (worst %.0f%%) | %s (worst %v) |\n", name,
+			yes(minGood >= 0.9), 100*minGood, yes(maxP99 <= 2*unloaded), maxP99.Round(100*time.Microsecond),
+			yes(maxOff <= 0.25), 100*maxOff, yes(maxShed <= time.Millisecond), maxShed.Round(10*time.Microsecond))
+	}
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
 }
 
 func orDash(n int) string {

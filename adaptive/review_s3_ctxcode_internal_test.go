@@ -1,0 +1,131 @@
+package adaptive
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// s3ProbeCtx is a caller's ctx that reports any method of it called while the
+// Limiter's lock is held, and panics from its panicAt'th call on (0: never).
+type s3ProbeCtx struct {
+	context.Context
+	l       *Limiter
+	panicAt int32
+	calls   atomic.Int32
+
+	mu   sync.Mutex
+	held []string
+}
+
+var errS3CtxPanic = fmt.Errorf("the caller's ctx panics")
+
+func (c *s3ProbeCtx) hook(method string) {
+	n := c.calls.Add(1)
+	if !c.l.q.TryLock() {
+		c.mu.Lock()
+		c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with the Limiter's lock held", method, n))
+		c.mu.Unlock()
+	} else {
+		c.l.q.Unlock()
+	}
+	if c.panicAt > 0 && n >= c.panicAt {
+		panic(errS3CtxPanic)
+	}
+}
+
+func (c *s3ProbeCtx) Err() error                  { c.hook("Err"); return c.Context.Err() }
+func (c *s3ProbeCtx) Done() <-chan struct{}       { c.hook("Done"); return c.Context.Done() }
+func (c *s3ProbeCtx) Value(key any) any           { c.hook("Value"); return c.Context.Value(key) }
+func (c *s3ProbeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
+
+// s3RunAcquireCase makes an Acquire wait at the limit under a s3ProbeCtx, ends
+// its ctx, and checks that the Limiter serves a new Acquire once the slot is
+// freed. It returns the number of ctx method calls the Acquire made.
+// Locks seen held are reported only if report is set.
+func s3RunAcquireCase(t *testing.T, maxWait time.Duration, panicAt int32, report bool) int32 {
+	var calls int32
+	synctest.Test(t, func(t *testing.T) {
+		bg := context.Background()
+		l := New(Config{InitialLimit: 1, MinLimit: 1, MaxLimit: 1, MaxWait: maxWait})
+		held, err := l.Acquire(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, cancel := context.WithCancel(bg)
+		ctx := &s3ProbeCtx{Context: inner, l: l, panicAt: panicAt}
+		returned := make(chan any, 1)
+		go func() {
+			defer func() { returned <- recover() }()
+			if tk, err := l.Acquire(ctx); err == nil {
+				tk.Ignore()
+			}
+		}()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		select {
+		case p := <-returned:
+			if p != nil && p != errS3CtxPanic {
+				t.Fatalf("Acquire panicked with %v", p)
+			}
+		default:
+			t.Fatal("Acquire did not return once its ctx ended")
+		}
+		for _, h := range ctx.held {
+			if report {
+				t.Error(h)
+			}
+		}
+		if !l.q.TryLock() {
+			t.Fatal("the Limiter's lock was left held")
+		}
+		l.q.Unlock()
+		held.Ignore()
+		tk, err := l.Acquire(bg)
+		if err != nil {
+			t.Fatalf("Acquire once the slot is free = %v, want a Ticket", err)
+		}
+		tk.Ignore()
+		calls = ctx.calls.Load()
+	})
+	return calls
+}
+
+// Regression: Limiter.Acquire at the limit runs the caller's ctx under its
+// lock: context.WithTimeout(ctx, MaxWait) (which calls ctx.Deadline, Value
+// and Done), wctx.Done() (the ctx itself when MaxWait is unbounded), and
+// ctx.Err() after Cancel, to decide whether a slot that came as ctx ended is
+// kept. One that calls back into the Limiter deadlocks. The Limiter must
+// read what it needs of ctx (Done, and a timer ctx made from it) before it
+// locks, test the channel under the lock with waitq.Ended, and call
+// ctx.Err() once unlocked.
+func TestReviewS3_AdaptiveAcquireRunsCallerCtxUnderItsLock(t *testing.T) {
+	for _, mw := range []time.Duration{unboundedWait, time.Hour} {
+		t.Run(fmt.Sprintf("MaxWait=%v", mw), func(t *testing.T) {
+			if s3RunAcquireCase(t, mw, 0, true) == 0 {
+				t.Fatal("Acquire never looked at its ctx: the probe tested nothing")
+			}
+		})
+	}
+}
+
+// Regression: a ctx method that panics under the Limiter's lock (see the
+// test above) leaves it held: every later Acquire, Done and Ignore hangs.
+// The panic must reach the caller with the Limiter whole.
+func TestReviewS3_AdaptiveAcquireCallerCtxPanicLeavesTheLimiterWhole(t *testing.T) {
+	for _, mw := range []time.Duration{unboundedWait, time.Hour} {
+		t.Run(fmt.Sprintf("MaxWait=%v", mw), func(t *testing.T) {
+			n := s3RunAcquireCase(t, mw, 0, false)
+			for at := int32(1); at <= n; at++ {
+				t.Run(fmt.Sprintf("panic at call %d of %d", at, n), func(t *testing.T) {
+					s3RunAcquireCase(t, mw, at, false)
+				})
+			}
+		})
+	}
+}
