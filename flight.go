@@ -414,8 +414,9 @@ func (c *flightCall[K, V]) release() {
 }
 
 // result returns c's result to a caller whose waiter w finish has settled,
-// or raises fn's panic again in the caller's goroutine; or ctx.Err() if w's
-// ctx had ended before the result came.
+// or raises fn's panic again in the caller's goroutine; or, if w's ctx had
+// ended before the result came, an error for it even if ctx.Err() lags its
+// Done channel (see waitq.DoneErr).
 //
 // It releases the caller's reference to c: the caller must not touch c after.
 func (c *flightCall[K, V]) result(ctx context.Context, w *flightWaiter) (V, error, bool) {
@@ -423,7 +424,7 @@ func (c *flightCall[K, V]) result(ctx context.Context, w *flightWaiter) (V, erro
 	c.release()
 	if !granted {
 		var zero V
-		return zero, ctx.Err(), false
+		return zero, waitq.DoneErr(ctx), false
 	}
 	if panicked {
 		panic(err)

@@ -164,3 +164,29 @@ func TestFlightCtxKeptAfterCall(t *testing.T) {
 		require.Equal(t, 2, v)
 	}
 }
+
+// lagErrCtx is a caller's ctx whose Done channel the test closes while its
+// Err still returns nil (a Context may close its channel a moment before it
+// stores its error).
+type lagErrCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c lagErrCtx) Done() <-chan struct{} { return c.done }
+func (lagErrCtx) Err() error              { return nil }
+
+// TestFlightNotGrantedLagErr: a caller whose Done channel closed before the
+// result came is left out of it (finish saw the channel closed); its Do must
+// fail with an error even though Err says nil at that moment, never return
+// a zero result as fn's.
+func TestFlightNotGrantedLagErr(t *testing.T) {
+	var f ctxsync.Flight[string, int]
+	ctx := lagErrCtx{context.Background(), make(chan struct{})}
+	v, err, shared := f.Do(ctx, "k", func(context.Context) (int, error) {
+		close(ctx.done) // before fn returns: the caller gave up first
+		return 1, nil
+	})
+	require.Equal(t, context.Canceled, err, "Do = (%d, %v, %v)", v, err, shared)
+	require.Equal(t, 0, f.Len())
+}
