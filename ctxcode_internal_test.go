@@ -230,6 +230,11 @@ func ctxCases() []ctxCase {
 			f := new(Flight[string, int])
 			gate := make(chan struct{})
 			go f.Do(bg, "k", func(context.Context) (int, error) { <-gate; return 1, nil })
+			// The call in flight, and its first caller, settle before the
+			// probe looks: until then that caller takes f.mu now and then
+			// (to start the call, and to block after it yields), and the
+			// probe, finding the lock held, would blame the ctx's caller.
+			synctest.Wait()
 			return func(ctx context.Context) {
 					_, _, _ = f.Do(ctx, "k", func(context.Context) (int, error) { return 2, nil })
 				}, []tryLocker{&f.mu}, func() {

@@ -69,8 +69,18 @@ func NewLazy[T any](init func(ctx context.Context) (T, error)) *Lazy[T] {
 func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
 	// The path of a made value: an atomic load, then a look at ctx, in
 	// that order (see get). Everything else, misuse included, takes get.
-	if l.made.Load() && ctx != nil && ctx.Err() == nil {
-		return l.val, nil
+	//
+	// val is read before ctx is looked at, and a done ctx returns from here,
+	// so that after the call to Err only the value is still needed: the
+	// others need not be kept across the call (a look at ctx is a call
+	// through an interface, which nothing can inline).
+	if l.made.Load() && ctx != nil {
+		v := l.val
+		if err := ctx.Err(); err != nil {
+			var zero T
+			return zero, err
+		}
+		return v, nil
 	}
 	return l.get(ctx)
 }
