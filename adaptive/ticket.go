@@ -82,7 +82,6 @@ func (l *Limiter) timedTicket(s uint64, t *Ticket) {
 	}()
 	t.start = int64(l.clock())
 	ok = true
-	return
 }
 
 // Done finishes the call: with err nil, a success whose latency the Limiter
