@@ -33,7 +33,9 @@ type Config struct {
 	Lease time.Duration
 
 	// Timeout bounds each round trip to Redis: a renewal, a Release, each
-	// attempt of Acquire. 0 means a quarter of the Lease, at most a second.
+	// attempt of Acquire, the time it waits for the round trip under way
+	// to end included (see Connections in the package's doc). 0 means a
+	// quarter of the Lease, at most a second.
 	// It must be below a third of the Lease, so that a renewal that times
 	// out leaves time for another. It holds whatever the client's own
 	// timeouts, and so does a call's ctx. A client with

@@ -1,6 +1,7 @@
 package redissync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,9 +56,22 @@ type answeringRedis struct {
 }
 
 func (h *answeringRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessPipelineHook answers each command of a pipeline as ProcessHook
+// does: a call made while another's round trip is under way goes in one.
 func (h *answeringRedis) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(context.Context, []redis.Cmder) error { return errors.New("answeringRedis: no pipelines") }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var first error
+		for _, cmd := range cmds {
+			if err := h.ProcessHook(nil)(ctx, cmd); err != nil {
+				cmd.SetErr(err)
+				first = cmp.Or(first, err)
+			}
+		}
+		return first
+	}
 }
+
 func (h *answeringRedis) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c, ok := cmd.(*redis.Cmd)
