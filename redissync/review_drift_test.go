@@ -45,7 +45,12 @@ func TestHandoffAfterLongWaitFastServerClock(t *testing.T) {
 	}
 	ctx := context.Background()
 	holder := mustNew(t, Config{Client: newClient(), Name: "drift", N: 1, Lease: time.Minute, Poll: time.Hour})
-	w := mustNew(t, Config{Client: newClient(), Name: "drift", N: 1, Lease: 100 * time.Millisecond, Poll: time.Hour})
+	// A lease of 2 s, not less: its Timeout (600 ms) is no race for a
+	// loaded machine's round trips, and 1.5% of the wait (30 ms) still
+	// exceeds the 2% that validUntil allows of the lease (40 ms) less the
+	// clock's 1.5% of it (30 ms) and the milliseconds rounded off: a waiter
+	// that did not allow for the clock over the wait fails.
+	w := mustNew(t, Config{Client: newClient(), Name: "drift", N: 1, Lease: 2 * time.Second, Timeout: 600 * time.Millisecond, Poll: time.Hour})
 	w.noRenew.Store(true) // its lease ends by the key's expiry, unrenewed
 	p, err := holder.Acquire(ctx)
 	if err != nil {
