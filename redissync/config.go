@@ -33,7 +33,9 @@ type Config struct {
 	Lease time.Duration
 
 	// Timeout bounds each round trip to Redis: a renewal, a Release, each
-	// attempt of Acquire. 0 means a quarter of the Lease, at most a second.
+	// attempt of Acquire, the time it waits for the round trip under way
+	// to end included (see Connections in the package's doc). 0 means a
+	// quarter of the Lease, at most a second.
 	// It must be below a third of the Lease, so that a renewal that times
 	// out leaves time for another. It holds whatever the client's own
 	// timeouts, and so does a call's ctx. A client with
@@ -119,6 +121,52 @@ func (cfg Config) normalize() (Config, error) {
 	return cfg, nil
 }
 
+// A shape is what every Semaphore made with one Config shares: the scripts'
+// arguments and the heads of their commands, made interfaces once. A Keyed
+// makes its keys' Semaphores from one shape, so that a key's first use,
+// most of a lock per account's uses, costs a handful of allocations rather
+// than several dozen.
+type shape struct {
+	lock                                          bool
+	nArg, leaseArg, entryArg, keyTTLArg           any
+	leaseMs                                       string
+	acquire, release, renew, take, give           []any // "evalsha", hash, number of keys
+	acquireSc, releaseSc, renewSc, takeSc, giveSc *redis.Script
+}
+
+// newShape returns the shape of the Semaphores of a normalized cfg, of a
+// Keyed's keys if keyed.
+func newShape(cfg Config, keyed bool) *shape {
+	entry := 3*cfg.Poll + 2*cfg.Timeout
+	leaseMs := strconv.FormatInt(cfg.Lease.Milliseconds(), 10)
+	sh := &shape{
+		lock:      cfg.N == 1,
+		nArg:      strconv.Itoa(cfg.N),
+		leaseArg:  leaseMs,
+		leaseMs:   leaseMs,
+		entryArg:  strconv.FormatInt(entry.Milliseconds()+1, 10),
+		keyTTLArg: strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
+	}
+	sc, take := setScripts, lockTake
+	switch {
+	case sh.lock && keyed:
+		sc, take = keyedLockScripts, keyedLockTake
+	case sh.lock:
+		sc = lockScripts
+	case keyed:
+		sc = keyedSetScripts
+	}
+	head := func(sc *redis.Script, keys int) []any { return []any{"evalsha", sc.Hash(), keys} }
+	sh.acquireSc, sh.acquire = sc.acquire, head(sc.acquire, 4)
+	sh.releaseSc, sh.release = sc.release, head(sc.release, 4)
+	sh.renewSc, sh.renew = sc.renew, head(sc.renew, 1)
+	if sh.lock {
+		sh.takeSc, sh.take = take, head(take, 2)
+		sh.giveSc, sh.give = lockGive, head(lockGive, 1)
+	}
+	return sh
+}
+
 // newSemaphore makes the Semaphore of name for a normalized cfg, whose ids
 // carry tag (hex digits, unique across processes). A Semaphore of a Keyed
 // (k) takes its ids from k's count, and is told of hand-overs on k's
@@ -126,58 +174,74 @@ func (cfg Config) normalize() (Config, error) {
 // while any of its keys has a waiter, and a key's first waiter sends no
 // SUBSCRIBE. Its tokens are counted by the keyed scripts.
 func newSemaphore(cfg Config, name, tag string, k *Keyed) *Semaphore {
-	base := cfg.Prefix + "{" + name + "}:"
-	entry := 3*cfg.Poll + 2*cfg.Timeout
-	leaseArg := strconv.FormatInt(cfg.Lease.Milliseconds(), 10)
-	s := &Semaphore{
-		client:      cfg.Client,
-		n:           cfg.N,
-		lease:       cfg.Lease,
-		timeout:     cfg.Timeout,
-		poll:        cfg.Poll,
-		keys:        []string{base + "holders", base + "queue", base + "qexp", base + "seq"},
-		lock:        cfg.N == 1,
-		wakeArg:     base + "wake:",
-		channel:     base + "wake:" + tag,
-		idPrefix:    tag + "/" + leaseArg + "/",
-		nArg:        strconv.Itoa(cfg.N),
-		leaseArg:    leaseArg,
-		entryArg:    strconv.FormatInt(entry.Milliseconds()+1, 10),
-		keyTTLArg:   strconv.FormatInt((2*(cfg.Lease+entry) + time.Second).Milliseconds(), 10),
-		ctxTimeouts: honoursDeadlines(cfg.Client),
-		roundTrip:   max(readTimeout(cfg.Client), cfg.Timeout),
+	if k != nil {
+		return k.newSemaphore(name, "")
 	}
+	sh := newShape(cfg, false)
+	s := &Semaphore{wakeArg: cfg.Prefix + "{" + name + "}:wake:", idPrefix: tag + "/" + sh.leaseMs + "/"}
+	s.channel = s.wakeArg.(string) + tag
 	s.ids = &s.ownIDs
-	keyed := k != nil
-	if keyed {
-		s.keyed = k
-		s.wakeArg = k.wakeArg
-		s.channel = k.channel
-		s.ids = &k.ids
-		// A key's Semaphore is made when this process comes to it: often
-		// while another holds it. Its first attempt is then the full
-		// acquire script, which takes a free lock as the fast way does,
-		// rather than the fast way, which would fail first.
-		s.contended.Store(true)
-	}
-	sc, take := setScripts, lockTake
-	switch {
-	case s.lock && keyed:
-		sc, take = keyedLockScripts, keyedLockTake
-	case s.lock:
-		sc = lockScripts
-	case keyed:
-		sc = keyedSetScripts
-	}
-	s.acquireCall = newCall(sc.acquire, s.keys)
-	s.releaseCall = newCall(sc.release, s.keys)
-	s.renewCall = newCall(sc.renew, s.keys[:1])
-	if s.lock {
-		s.takeCall = newCall(take, []string{s.keys[0], s.keys[3]})
-		s.giveCall = newCall(lockGive, s.keys[:1])
-	}
-	s.waiters = make(map[string]chan grant)
+	s.pipe = &s.ownPipe
+	s.ownPipe = pipe{client: cfg.Client, timeout: cfg.Timeout}
+	s.init(cfg, sh, name, "")
 	return s
+}
+
+// newSemaphore makes the Semaphore of the key name+suffix of k.
+func (k *Keyed) newSemaphore(name, suffix string) *Semaphore {
+	s := &Semaphore{keyed: k, wakeArg: k.wakeArg, channel: k.channel, idPrefix: k.idPrefix, ids: &k.ids, pipe: &k.pipe}
+	// A key's Semaphore is made when this process comes to it: often
+	// while another holds it. Its first attempt is then the full
+	// acquire script, which takes a free lock as the fast way does,
+	// rather than the fast way, which would fail first.
+	s.contended.Store(true)
+	s.init(k.cfg, k.shape, name, suffix)
+	return s
+}
+
+// init sets what s takes from cfg and sh, and its keys, those of the Name
+// name+suffix: all four in one string (one allocation, not four).
+func (s *Semaphore) init(cfg Config, sh *shape, name, suffix string) {
+	s.client = cfg.Client
+	s.n = cfg.N
+	s.lease = cfg.Lease
+	s.timeout = cfg.Timeout
+	s.poll = cfg.Poll
+	s.lock = sh.lock
+	s.nArg, s.leaseArg, s.entryArg, s.keyTTLArg = sh.nArg, sh.leaseArg, sh.entryArg, sh.keyTTLArg
+	s.ctxTimeouts = honoursDeadlines(cfg.Client)
+	s.roundTrip = max(readTimeout(cfg.Client), cfg.Timeout)
+
+	base := len(cfg.Prefix) + len(name) + len(suffix) + 3 // "{" and "}:"
+	var b strings.Builder
+	b.Grow(4*base + len("holdersqueueqexpseq"))
+	var ends [4]int
+	for i, part := range [4]string{"holders", "queue", "qexp", "seq"} {
+		b.WriteString(cfg.Prefix)
+		b.WriteByte('{')
+		b.WriteString(name)
+		b.WriteString(suffix)
+		b.WriteString("}:")
+		b.WriteString(part)
+		ends[i] = b.Len()
+	}
+	all, from := b.String(), 0
+	for i, end := range ends {
+		s.keyArr[i] = all[from:end]
+		s.keyArgs[i] = s.keyArr[i]
+		from = end
+	}
+	s.keys = s.keyArr[:]
+	s.calls[0] = call{sc: sh.acquireSc, head: sh.acquire, keys: s.keyArgs[:]}
+	s.calls[1] = call{sc: sh.releaseSc, head: sh.release, keys: s.keyArgs[:]}
+	s.calls[2] = call{sc: sh.renewSc, head: sh.renew, keys: s.keyArgs[:1]}
+	s.acquireCall, s.releaseCall, s.renewCall = &s.calls[0], &s.calls[1], &s.calls[2]
+	if s.lock {
+		s.takeKeys = [2]any{s.keyArgs[0], s.keyArgs[3]}
+		s.calls[3] = call{sc: sh.takeSc, head: sh.take, keys: s.takeKeys[:]}
+		s.calls[4] = call{sc: sh.giveSc, head: sh.give, keys: s.keyArgs[:1]}
+		s.takeCall, s.giveCall = &s.calls[3], &s.calls[4]
+	}
 }
 
 // NewLock returns a Semaphore of one permit: a lock. cfg.N must be 0 or 1.

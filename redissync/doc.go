@@ -20,7 +20,7 @@
 //
 // Make the client with Options.ContextTimeoutEnabled set. The client then
 // ends a round trip at the call's deadline itself, and each round trip runs
-// on the caller's goroutine. A client without it may keep waiting until its
+// on the caller's goroutine (or on a pipeline's: see Connections). A client without it may keep waiting until its
 // ReadTimeout, so every round trip runs in a goroutine of its own, which the
 // call can stop waiting for: on a 2-core machine against a Redis on
 // loopback, that made an uncontended Lock and Release take about a third
@@ -74,21 +74,28 @@
 //
 // Every call is a round trip on the client's pool of connections
 // (redis.Options.PoolSize, ten per CPU by default): a process holds no more
-// than its client allows, whatever the number of Names. Waiters are woken
-// by pub/sub, on one more connection per client: every Semaphore and Keyed
-// made on the client shares it, subscribing each Semaphore's channel while
-// it has waiters, and one channel for all the keys of a Keyed while any has
-// one. So 10,000 Names with a waiter each in one process take one pub/sub
-// connection, not 10,000; a Semaphore's first waiter sends a SUBSCRIBE on
-// it, not a connection's handshake, and a key's first waiter sends nothing
-// while other keys of its Keyed have waiters. The connection is opened with
-// the client's first waiter and closed a quarter of a second after its
-// last (a channel is unsubscribed as long after its last waiter), so that
-// waiters coming and going do not open and close it each time. After it is
-// lost, it is made again with every channel subscribed, and every waiter of
-// the client asks Redis once more, as a hand-over may have been published
-// meanwhile. Keep to one client per Redis in a
-// process: each client has a pool and a pub/sub connection of its own.
+// than its client allows, whatever the number of Names. A Semaphore, or a
+// Keyed for all its keys, has one round trip under way at a time: the
+// scripts of the calls made meanwhile wait, and go together in the next, one
+// pipeline, so that under load neither Redis nor the client pays a system
+// call for each (on a 2-core machine, most of a contended lock's cost). A
+// call made while none is under way goes at once. The client's hooks see a
+// pipeline's scripts with a background context, not their callers'.
+//
+// Waiters are woken by pub/sub, on one more connection per client: every
+// Semaphore and Keyed made on the client shares it, subscribing each
+// Semaphore's channel while it has waiters, and one channel for all the keys
+// of a Keyed while any has one. So 10,000 Names with a waiter each in one
+// process take one pub/sub connection, not 10,000; a Semaphore's first
+// waiter sends a SUBSCRIBE on it, not a connection's handshake, and a key's
+// first waiter sends nothing while other keys of its Keyed have waiters. The
+// connection is opened with the client's first waiter and closed a quarter
+// of a second after its last (a channel is unsubscribed as long after its
+// last waiter), so that waiters coming and going do not open and close it
+// each time. After it is lost, it is made again with every channel
+// subscribed, and every waiter of the client asks Redis once more, as a
+// hand-over may have been published meanwhile. Keep to one client per Redis
+// in a process: each client has a pool and a pub/sub connection of its own.
 //
 // The program in examples/fleet shows a fleet's uses: a job one instance
 // runs, a bound on calls across instances, and a store that checks fencing
@@ -204,7 +211,10 @@
 // sleeps may never come. Test code that waits for permits outside bubbles.
 // Calls that need not wait (TryAcquire, an Acquire of a free permit,
 // Release) work in a bubble whether the Semaphore was made in it or not,
-// and a Semaphore made in a bubble works after it.
+// and a Semaphore made in a bubble works after it. Calls on one Semaphore or
+// Keyed from inside a bubble and from outside it at the same moment may be
+// refused by the runtime (a panic): their scripts may share a pipeline,
+// which tells each caller on a channel of the caller's making.
 //
 // To test code with no Redis at all, or waiting in a bubble, have it take an
 // interface of its own, with the few methods it calls, and pass it a small

@@ -45,6 +45,11 @@ type Keyed struct {
 	wakeArg any    // the prefix of the channel, for the scripts
 	channel string // where the waiters of every key are told
 	ids     atomic.Uint64
+	// What every key's Semaphore shares, made once.
+	shape    *shape
+	idPrefix string // "tag/lease/"
+	name     string // Name + ":", which a key ends
+	pipe     pipe   // every key's scripts go through it
 
 	mu   sync.Mutex
 	keys map[string]*keyedSem // the keys held or waited for; guarded by mu
@@ -69,7 +74,9 @@ func NewKeyed(cfg Config) (*Keyed, error) {
 		return nil, err
 	}
 	tag := randomHex()
+	sh := newShape(cfg, true)
 	return &Keyed{cfg: cfg, tag: tag, wakeArg: cfg.Prefix + "wake:", channel: cfg.Prefix + "wake:" + tag,
+		shape: sh, pipe: pipe{client: cfg.Client, timeout: cfg.Timeout}, idPrefix: tag + "/" + sh.leaseMs + "/", name: cfg.Name + ":",
 		keys: make(map[string]*keyedSem), waiting: make(map[string]*Semaphore)}, nil
 }
 
@@ -147,7 +154,7 @@ func (k *Keyed) ref(key string) *keyedSem {
 	defer k.mu.Unlock()
 	e := k.keys[key]
 	if e == nil {
-		e = &keyedSem{s: newSemaphore(k.cfg, k.cfg.Name+":"+key, k.tag, k)}
+		e = &keyedSem{s: k.newSemaphore(k.name, key)}
 		e.s.key, e.s.ks = key, e
 		k.keys[key] = e
 	}

@@ -54,10 +54,15 @@ type Semaphore struct {
 	lease   time.Duration
 	timeout time.Duration
 	poll    time.Duration
-	keys    []string // holders (in the layout of lock), queue, qexp, seq
+	keys    []string // holders (in the layout of lock), queue, qexp, seq: keyArr
 	lock    bool     // N is 1: the holder is kept in a string (scripts.go)
-	// The scripts, with their keys.
+	keyArr  [4]string
+	keyArgs [4]any // keyArr made interfaces once
+	// The scripts, with their keys: pointers into calls, which holds them
+	// all in one allocation with the Semaphore.
 	acquireCall, releaseCall, renewCall *call
+	calls                               [5]call
+	takeKeys                            [2]any // holders and seq, for takeCall
 	// A lock's fast ways (scripts.go), tried while contended is false:
 	// set when one finds the lock held or waited for, cleared when the full
 	// acquire script finds it free.
@@ -74,6 +79,11 @@ type Semaphore struct {
 	leaseArg  any
 	entryArg  any
 	keyTTLArg any
+
+	// pipe carries its scripts to Redis: its own (ownPipe), or its
+	// Keyed's.
+	pipe    *pipe
+	ownPipe pipe
 
 	ctxTimeouts bool
 	// roundTrip is how long after a client that honours deadlines gave up
@@ -149,6 +159,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	}
 	wake := make(chan grant, 1)
 	s.mu.Lock()
+	if s.waiters == nil {
+		// Made with the first waiter: most of a Keyed's Semaphores have
+		// none.
+		s.waiters = make(map[string]chan grant)
+	}
 	s.waiters[id] = wake
 	if k := s.keyed; k != nil {
 		k.wmu.Lock()
@@ -469,33 +484,39 @@ func unexpected(v any) error {
 	return fmt.Errorf("%w: unexpected reply %v", ErrUnavailable, v)
 }
 
-// A call is a script with its keys, and the head of its command (EVALSHA,
-// its hash, the keys) made interfaces once: go-redis's Script.Run would
+// A call is a script with its keys. Its command's head (EVALSHA, the hash,
+// the number of keys) is made interfaces once for every Semaphore of a
+// Config, its keys once for the Semaphore: go-redis's Script.Run would
 // convert each at every call.
 type call struct {
 	sc   *redis.Script
-	keys []string
-	head []any
-}
-
-func newCall(sc *redis.Script, keys []string) *call {
-	head := []any{"evalsha", sc.Hash(), len(keys)}
-	for _, k := range keys {
-		head = append(head, k)
-	}
-	return &call{sc: sc, keys: keys, head: head}
+	head []any // shared: never written
+	keys []any // the Semaphore's: never written
 }
 
 // run runs the script by its hash, and by its source if Redis does not know
 // it yet, as Script.Run does.
 func (c *call) run(ctx context.Context, client redis.UniversalClient, args []any) (any, error) {
-	cmd := make([]any, 0, len(c.head)+len(args))
-	cmd = append(append(cmd, c.head...), args...)
-	v, err := client.Do(ctx, cmd...).Result()
+	v, err := client.Do(ctx, c.command(args)...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = c.sc.Eval(ctx, client, c.keys, args...).Result()
+		v, err = c.sc.Eval(ctx, client, c.keyStrings(), args...).Result()
 	}
 	return v, err
+}
+
+// command returns the EVALSHA command of c with args.
+func (c *call) command(args []any) []any {
+	cmd := make([]any, 0, len(c.head)+len(c.keys)+len(args))
+	return append(append(append(cmd, c.head...), c.keys...), args...)
+}
+
+// keyStrings returns c's keys as strings, for Script.Eval.
+func (c *call) keyStrings() []string {
+	keys := make([]string, len(c.keys))
+	for i, k := range c.keys {
+		keys[i] = k.(string)
+	}
+	return keys
 }
 
 // eval runs a script, bounded by ctx and the Timeout. It returns ctx.Err() if
@@ -513,7 +534,10 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 	defer cancel()
 	var v any
 	var err error
-	if s.ctxTimeouts {
+	if o := s.pipe.push(c, args); o != nil {
+		// Queued for the next pipeline: round trips enough are under way.
+		v, err = s.wait(tctx, o, id)
+	} else if s.ctxTimeouts {
 		// The client ends the round trip at our deadline, and drops its
 		// connection with the script perhaps still on its way, to run
 		// after the caller took back what it left: a permit it grants
@@ -521,7 +545,7 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 		// within the time a client would wait for a reply (roundTrip), or
 		// never: late runs once more then. Waiting in the background for
 		// the reply instead would cost a goroutine on every attempt.
-		v, err = c.run(tctx, s.client, args)
+		v, err = s.runOwn(tctx, c, args)
 		var answered redis.Error // Redis ran the script, and said no
 		if err != nil && id != "" && !errors.As(err, &answered) {
 			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
@@ -535,7 +559,7 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 		}
 		done := make(chan reply, 1)
 		go func() {
-			v, err := c.run(tctx, s.client, args)
+			v, err := s.runOwn(tctx, c, args)
 			done <- reply{v, err}
 		}()
 		select {
@@ -563,6 +587,13 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 		return nil, context.DeadlineExceeded
 	}
 	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// runOwn runs c in a round trip of its own, whose place in s's pipe it
+// gives up as the round trip ends.
+func (s *Semaphore) runOwn(ctx context.Context, c *call, args []any) (any, error) {
+	defer s.pipe.ended(nil)
+	return c.run(ctx, s.client, args)
 }
 
 // newID returns an id unique across processes: "tag/lease/n", which the
