@@ -52,19 +52,8 @@ type op struct {
 	done     chan struct{} // closed once v, err and panicked are set
 }
 
-// enter takes a place for a round trip of the caller's own, if one is free.
-func (p *pipe) enter() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.underway < maxUnderway {
-		p.underway++
-		return true
-	}
-	return false
-}
-
-// push queues a script for the next pipeline, unless a place has come free
-// since enter: then it takes it and returns nil.
+// push queues a script for the next pipeline, unless a place for a round trip
+// is free: then it takes it and returns nil.
 func (p *pipe) push(c *call, args []any) *op {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -113,20 +113,6 @@ func jitterRenewals(max time.Duration) renewalHook {
 	}
 }
 
-// acquireTimely is s.Acquire, asked again while it fails with
-// ErrUnavailable: a short Lease has a Timeout of a few milliseconds, which a
-// loaded machine (the race detector on two cores) misses now and then. The
-// tests that use it are about what comes after.
-func acquireTimely(t *testing.T, s *Semaphore) (*Permit, error) {
-	t.Helper()
-	for i := 0; ; i++ {
-		p, err := s.Acquire(context.Background())
-		if !errors.Is(err, ErrUnavailable) || i == 50 {
-			return p, err
-		}
-	}
-}
-
 // TestOneSlowRenewalOfAShortLease: Config.Timeout's doc promises that a
 // renewal that times out "leaves time for another". With a short Lease (15
 // to 19 ms: the Timeout its default, a quarter, or its most, just below a
