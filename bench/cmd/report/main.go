@@ -248,6 +248,8 @@ func (res *results) markdown(rows []row) string {
 	fmt.Fprintf(&b, "side's rounds. Absolute times drift on a shared machine; the ratios hold better,\n")
 	fmt.Fprintf(&b, "but rows of goroutines parked on one another (Contended, producers/consumers,\n")
 	fmt.Fprintf(&b, "broadcasts) swing from round to round.\n\n")
+	fmt.Fprintf(&b, "The adaptive limiter is also measured in a simulated service, beside failsafe-go's\n")
+	fmt.Fprintf(&b, "and no limiter: [SIMULATION.md](SIMULATION.md) (`go run ./cmd/adaptivesim`).\n\n")
 	fmt.Fprintf(&b, "| operation | peer | ctxsync | peer | ratio | allocs/op (ctxsync / peer) |\n")
 	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
