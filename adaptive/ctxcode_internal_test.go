@@ -3,49 +3,20 @@ package adaptive
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // A caller's Context is the caller's code: no method of it may run while the
 // Limiter's lock is held, and one that panics must leave the Limiter whole,
-// with no slot taken. probeCtx looks at the lock at each call, and panics from
-// its panicAt'th call on (0: never).
-type probeCtx struct {
-	context.Context
-	l       *Limiter
-	panicAt int32
-	calls   atomic.Int32
+// with no slot taken. testutil.ProbeCtx looks at the lock at each call, and panics
+// from its PanicAt'th call on.
+var errUserCtxPanic = testutil.ErrCtxPanic
 
-	mu   sync.Mutex
-	held []string
-}
-
-var errUserCtxPanic = fmt.Errorf("the caller's ctx panics")
-
-func (c *probeCtx) hook(method string) {
-	n := c.calls.Add(1)
-	if !c.l.q.TryLock() {
-		c.mu.Lock()
-		c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with the Limiter's lock held", method, n))
-		c.mu.Unlock()
-	} else {
-		c.l.q.Unlock()
-	}
-	if c.panicAt > 0 && n >= c.panicAt {
-		panic(errUserCtxPanic)
-	}
-}
-
-func (c *probeCtx) Err() error                  { c.hook("Err"); return c.Context.Err() }
-func (c *probeCtx) Done() <-chan struct{}       { c.hook("Done"); return c.Context.Done() }
-func (c *probeCtx) Value(key any) any           { c.hook("Value"); return c.Context.Value(key) }
-func (c *probeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
-
-// runAcquireCase runs an Acquire under a probeCtx on a Limiter of limit 1:
+// runAcquireCase runs an Acquire under a testutil.ProbeCtx on a Limiter of limit 1:
 // with the slot free ("free"), or held, the caller queued and then cancelled
 // ("cancel") or handed the slot ("grant"). MaxWait is bounded (its timer is
 // a context made from the caller's) or not. After it, nothing is in flight or
@@ -61,7 +32,7 @@ func runAcquireCase(t *testing.T, mode string, wait time.Duration, panicAt int32
 		}
 		inner, cancel := context.WithCancel(bg)
 		defer cancel()
-		ctx := &probeCtx{Context: inner, l: l, panicAt: panicAt}
+		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{&l.q.Mutex}, PanicAt: panicAt}
 		returned := make(chan any, 1)
 		go func() {
 			defer func() { returned <- recover() }()
@@ -85,7 +56,7 @@ func runAcquireCase(t *testing.T, mode string, wait time.Duration, panicAt int32
 		default:
 			t.Fatal("Acquire did not return")
 		}
-		for _, h := range ctx.held {
+		for _, h := range ctx.Held() {
 			t.Error(h)
 		}
 		if mode == "cancel" {
@@ -99,7 +70,7 @@ func runAcquireCase(t *testing.T, mode string, wait time.Duration, panicAt int32
 			t.Fatalf("Acquire after the call = %v", err)
 		}
 		tk.Ignore()
-		calls = ctx.calls.Load()
+		calls = ctx.Calls()
 	})
 	return calls
 }

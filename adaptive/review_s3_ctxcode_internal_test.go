@@ -3,47 +3,18 @@ package adaptive
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // s3ProbeCtx is a caller's ctx that reports any method of it called while the
 // Limiter's lock is held, and panics from its panicAt'th call on (0: never).
-type s3ProbeCtx struct {
-	context.Context
-	l       *Limiter
-	panicAt int32
-	calls   atomic.Int32
+var errS3CtxPanic = testutil.ErrCtxPanic
 
-	mu   sync.Mutex
-	held []string
-}
-
-var errS3CtxPanic = fmt.Errorf("the caller's ctx panics")
-
-func (c *s3ProbeCtx) hook(method string) {
-	n := c.calls.Add(1)
-	if !c.l.q.TryLock() {
-		c.mu.Lock()
-		c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with the Limiter's lock held", method, n))
-		c.mu.Unlock()
-	} else {
-		c.l.q.Unlock()
-	}
-	if c.panicAt > 0 && n >= c.panicAt {
-		panic(errS3CtxPanic)
-	}
-}
-
-func (c *s3ProbeCtx) Err() error                  { c.hook("Err"); return c.Context.Err() }
-func (c *s3ProbeCtx) Done() <-chan struct{}       { c.hook("Done"); return c.Context.Done() }
-func (c *s3ProbeCtx) Value(key any) any           { c.hook("Value"); return c.Context.Value(key) }
-func (c *s3ProbeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
-
-// s3RunAcquireCase makes an Acquire wait at the limit under a s3ProbeCtx, ends
+// s3RunAcquireCase makes an Acquire wait at the limit under a testutil.ProbeCtx, ends
 // its ctx, and checks that the Limiter serves a new Acquire once the slot is
 // freed. It returns the number of ctx method calls the Acquire made.
 // Locks seen held are reported only if report is set.
@@ -57,7 +28,7 @@ func s3RunAcquireCase(t *testing.T, maxWait time.Duration, panicAt int32, report
 			t.Fatal(err)
 		}
 		inner, cancel := context.WithCancel(bg)
-		ctx := &s3ProbeCtx{Context: inner, l: l, panicAt: panicAt}
+		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{&l.q.Mutex}, PanicAt: panicAt}
 		returned := make(chan any, 1)
 		go func() {
 			defer func() { returned <- recover() }()
@@ -76,7 +47,7 @@ func s3RunAcquireCase(t *testing.T, maxWait time.Duration, panicAt int32, report
 		default:
 			t.Fatal("Acquire did not return once its ctx ended")
 		}
-		for _, h := range ctx.held {
+		for _, h := range ctx.Held() {
 			if report {
 				t.Error(h)
 			}
@@ -91,7 +62,7 @@ func s3RunAcquireCase(t *testing.T, maxWait time.Duration, panicAt int32, report
 			t.Fatalf("Acquire once the slot is free = %v, want a Ticket", err)
 		}
 		tk.Ignore()
-		calls = ctx.calls.Load()
+		calls = ctx.Calls()
 	})
 	return calls
 }

@@ -4,55 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
-// tryLocker is an internal lock, as multiProbeCtx sees it.
-type tryLocker interface {
-	TryLock() bool
-	Unlock()
-}
-
-// multiProbeCtx is probeCtx for waits that go through several internal
-// locks: a Keyed's shard locks and its key's limiter, a Combined's queue
-// and its members' queues.
-type multiProbeCtx struct {
-	context.Context
-	locks   []tryLocker
-	panicAt int32
-	calls   atomic.Int32
-
-	mu   sync.Mutex
-	held []string
-}
-
-func (c *multiProbeCtx) hook(method string) {
-	n := c.calls.Add(1)
-	for i, l := range c.locks {
-		if !l.TryLock() {
-			c.mu.Lock()
-			c.held = append(c.held, fmt.Sprintf("%s (call %d) ran with internal lock %d held", method, n, i))
-			c.mu.Unlock()
-			continue
-		}
-		l.Unlock()
-	}
-	if c.panicAt > 0 && n >= c.panicAt {
-		panic(errUserCtxPanic)
-	}
-}
-
-func (c *multiProbeCtx) Err() error                  { c.hook("Err"); return c.Context.Err() }
-func (c *multiProbeCtx) Done() <-chan struct{}       { c.hook("Done"); return c.Context.Done() }
-func (c *multiProbeCtx) Value(key any) any           { c.hook("Value"); return c.Context.Value(key) }
-func (c *multiProbeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
-
 // runMultiCase makes the wait of kind (a Keyed's, a Combined's, a
-// Transport's request) wait for an event under a multiProbeCtx, ends its
+// Transport's request) wait for an event under a testutil.ProbeCtx, ends its
 // ctx, and checks that a new wait is served when the next event comes. It
 // returns the ctx's calls; locks seen held are reported if report is set.
 func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
@@ -60,7 +19,7 @@ func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
 	synctest.Test(t, func(t *testing.T) {
 		bg := context.Background()
 		var wait func(context.Context) error
-		var locks []tryLocker
+		var locks []testutil.TryLocker
 		switch kind {
 		case "Keyed":
 			b := NewTokenBucket(1, 1)
@@ -74,7 +33,7 @@ func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
 			b1, b2 := NewTokenBucket(1, 1), NewTokenBucket(1, 1)
 			c := All(b1, b2)
 			wait = c.Wait
-			locks = []tryLocker{&c.w.q.Mutex, &b1.w.q.Mutex, &b2.w.q.Mutex}
+			locks = []testutil.TryLocker{&c.w.q.Mutex, &b1.w.q.Mutex, &b2.w.q.Mutex}
 		default: // Transport
 			b := NewTokenBucket(1, 1)
 			tr := &Transport{Limiter: b, Base: okTransport{}}
@@ -86,13 +45,13 @@ func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
 				}
 				return err
 			}
-			locks = []tryLocker{&b.w.q.Mutex}
+			locks = []testutil.TryLocker{&b.w.q.Mutex}
 		}
 		if err := wait(bg); err != nil {
 			t.Fatal(err)
 		}
 		inner, cancel := context.WithCancel(bg)
-		ctx := &multiProbeCtx{Context: inner, locks: locks, panicAt: panicAt}
+		ctx := &testutil.ProbeCtx{Context: inner, Locks: locks, PanicAt: panicAt}
 		returned := make(chan any, 1)
 		go func() {
 			defer func() { returned <- recover() }()
@@ -110,7 +69,7 @@ func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
 			t.Fatal("the wait did not return once its ctx ended")
 		}
 		if report {
-			for _, h := range ctx.held {
+			for _, h := range ctx.Held() {
 				t.Error(h)
 			}
 		}
@@ -123,7 +82,7 @@ func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
 		if err := wait(bg); err != nil {
 			t.Fatal(err)
 		}
-		calls = ctx.calls.Load()
+		calls = ctx.Calls()
 	})
 	return calls
 }
