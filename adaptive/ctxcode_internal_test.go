@@ -12,8 +12,8 @@ import (
 
 // A caller's Context is the caller's code: no method of it may run while the
 // Limiter's lock is held, and one that panics must leave the Limiter whole,
-// with no slot taken. testutil.ProbeCtx looks at the lock at each call, and panics
-// from its PanicAt'th call on.
+// with no slot taken. testutil.ProbeCtx looks at the lock at each call, and
+// panics from its PanicAt'th call on.
 var errUserCtxPanic = testutil.ErrCtxPanic
 
 // runAcquireCase runs an Acquire under a testutil.ProbeCtx on a Limiter of limit 1:

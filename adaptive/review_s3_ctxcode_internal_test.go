@@ -10,8 +10,7 @@ import (
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
-// s3ProbeCtx is a caller's ctx that reports any method of it called while the
-// Limiter's lock is held, and panics from its panicAt'th call on (0: never).
+// errS3CtxPanic is what a testutil.ProbeCtx panics with.
 var errS3CtxPanic = testutil.ErrCtxPanic
 
 // s3RunAcquireCase makes an Acquire wait at the limit under a testutil.ProbeCtx, ends
