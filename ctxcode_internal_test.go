@@ -308,27 +308,7 @@ func runCtxCase(t *testing.T, c ctxCase, panicAt int32) int32 {
 	var calls int32
 	synctest.Test(t, func(t *testing.T) {
 		call, locks, again := c.setup()
-		inner, cancel := context.WithCancel(context.Background())
-		ctx := &testutil.ProbeCtx{Context: inner, Locks: locks, PanicAt: panicAt}
-		returned := make(chan any, 1)
-		go func() {
-			defer func() { returned <- recover() }()
-			call(ctx)
-		}()
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		select {
-		case p := <-returned:
-			if p != nil && p != errUserCtxPanic {
-				t.Fatalf("the call panicked with %v", p)
-			}
-		default:
-			t.Fatal("the call did not return once its ctx ended")
-		}
-		for _, h := range ctx.Held() {
-			t.Error(h)
-		}
+		calls = testutil.ProbeCall(t, locks, panicAt, call)
 		for i, l := range locks {
 			if !l.TryLock() {
 				t.Fatalf("internal lock %d left held", i)
@@ -349,7 +329,6 @@ func runCtxCase(t *testing.T, c ctxCase, panicAt int32) int32 {
 		default:
 			t.Fatal("a new caller, once the contention was released, did not get through: the primitive was left broken")
 		}
-		calls = ctx.Calls()
 	})
 	return calls
 }

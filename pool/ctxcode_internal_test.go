@@ -32,11 +32,7 @@ func runAcquireCase(t *testing.T, closing bool, panicAt int32) int32 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inner, cancel := context.WithCancel(bg)
-		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{&p.q.Mutex}, PanicAt: panicAt}
-		returned := make(chan any, 1)
-		go func() {
-			defer func() { returned <- recover() }()
+		calls = testutil.ProbeCall(t, []testutil.TryLocker{&p.q.Mutex}, panicAt, func(ctx context.Context) {
 			if closing {
 				_ = p.Close(ctx)
 				return
@@ -44,21 +40,7 @@ func runAcquireCase(t *testing.T, closing bool, panicAt int32) int32 {
 			if r, err := p.Acquire(ctx); err == nil {
 				r.Release()
 			}
-		}()
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		select {
-		case v := <-returned:
-			if v != nil && v != errUserCtxPanic {
-				t.Fatalf("the call panicked with %v", v)
-			}
-		default:
-			t.Fatal("the call did not return once its ctx ended")
-		}
-		for _, h := range ctx.Held() {
-			t.Error(h)
-		}
+		})
 		held.Release()
 		if !closing {
 			r, err := p.Acquire(bg)
@@ -70,7 +52,6 @@ func runAcquireCase(t *testing.T, closing bool, panicAt int32) int32 {
 		if err := p.Close(bg); err != nil {
 			t.Fatal(err)
 		}
-		calls = ctx.Calls()
 	})
 	return calls
 }

@@ -14,8 +14,7 @@ import (
 // A caller's Context is the caller's code: no method of it may run while a
 // limiter's internal lock is held, and one that panics must leave the limiter
 // whole. testutil.ProbeCtx looks at the lock at each call, and panics from
-// its PanicAt'th call on.
-var errUserCtxPanic = testutil.ErrCtxPanic
+// its PanicAt'th call on (see testutil.ProbeCall).
 
 // runWaitCase makes a Wait of a TokenBucket, a SlidingWindow and a
 // SlidingWindowCounter, with no event left, wait under a testutil.ProbeCtx (as the
@@ -46,27 +45,7 @@ func runWaitCase(t *testing.T, kind string, behind bool, panicAt int32) int32 {
 			go func() { head <- wait(bg) }()
 			synctest.Wait()
 		}
-		inner, cancel := context.WithCancel(bg)
-		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{lock}, PanicAt: panicAt}
-		returned := make(chan any, 1)
-		go func() {
-			defer func() { returned <- recover() }()
-			_ = wait(ctx)
-		}()
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		select {
-		case p := <-returned:
-			if p != nil && p != errUserCtxPanic {
-				t.Fatalf("Wait panicked with %v", p)
-			}
-		default:
-			t.Fatal("Wait did not return once its ctx ended")
-		}
-		for _, h := range ctx.Held() {
-			t.Error(h)
-		}
+		calls = testutil.ProbeCall(t, []testutil.TryLocker{lock}, panicAt, func(ctx context.Context) { _ = wait(ctx) })
 		if behind {
 			if err := <-head; err != nil {
 				t.Fatal(err)
@@ -77,7 +56,6 @@ func runWaitCase(t *testing.T, kind string, behind bool, panicAt int32) int32 {
 		if err := wait(bg); err != nil {
 			t.Fatal(err)
 		}
-		calls = ctx.Calls()
 	})
 	return calls
 }

@@ -50,29 +50,11 @@ func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
 		if err := wait(bg); err != nil {
 			t.Fatal(err)
 		}
-		inner, cancel := context.WithCancel(bg)
-		ctx := &testutil.ProbeCtx{Context: inner, Locks: locks, PanicAt: panicAt}
-		returned := make(chan any, 1)
-		go func() {
-			defer func() { returned <- recover() }()
-			_ = wait(ctx)
-		}()
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		select {
-		case p := <-returned:
-			if p != nil && p != errUserCtxPanic {
-				t.Fatalf("the wait panicked with %v", p)
-			}
-		default:
-			t.Fatal("the wait did not return once its ctx ended")
+		probed := locks
+		if !report {
+			probed = nil // the locks are looked at below, once the wait has returned
 		}
-		if report {
-			for _, h := range ctx.Held() {
-				t.Error(h)
-			}
-		}
+		calls = testutil.ProbeCall(t, probed, panicAt, func(ctx context.Context) { _ = wait(ctx) })
 		for i, l := range locks {
 			if !l.TryLock() {
 				t.Fatalf("internal lock %d left held", i)
@@ -82,7 +64,6 @@ func runMultiCase(t *testing.T, kind string, panicAt int32, report bool) int32 {
 		if err := wait(bg); err != nil {
 			t.Fatal(err)
 		}
-		calls = ctx.Calls()
 	})
 	return calls
 }

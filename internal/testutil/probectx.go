@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -70,3 +72,35 @@ func (c *ProbeCtx) Value(key any) any { c.hook("Value"); return c.Context.Value(
 
 // Deadline looks, then returns the Context's Deadline.
 func (c *ProbeCtx) Deadline() (time.Time, bool) { c.hook("Deadline"); return c.Context.Deadline() }
+
+// ProbeCall runs call in a goroutine of the current testing/synctest bubble,
+// under a ProbeCtx of locks that panics from its panicAt'th method call (0:
+// never). Once call blocks it ends the ctx, and fails t if call does not then
+// return, panics with anything but ErrCtxPanic, or ran a method of the ctx
+// with one of locks held. It returns the number of method calls made.
+func ProbeCall(t testing.TB, locks []TryLocker, panicAt int32, call func(ctx context.Context)) int32 {
+	t.Helper()
+	inner, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &ProbeCtx{Context: inner, Locks: locks, PanicAt: panicAt}
+	returned := make(chan any, 1)
+	go func() {
+		defer func() { returned <- recover() }()
+		call(ctx)
+	}()
+	synctest.Wait()
+	cancel()
+	synctest.Wait()
+	select {
+	case p := <-returned:
+		if p != nil && p != ErrCtxPanic {
+			t.Fatalf("the call panicked with %v", p)
+		}
+	default:
+		t.Fatal("the call did not return once its ctx ended")
+	}
+	for _, h := range ctx.Held() {
+		t.Error(h)
+	}
+	return ctx.Calls()
+}
