@@ -163,7 +163,7 @@ func (s *Semaphore) doneCounted(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-// keep settles a permit that acquireSlow took by itself, after the caller's ctx
+// keep settles a permit that Acquire took by itself, after the caller's ctx
 // was first checked: if ctx has ended since, the permit may have been freed
 // after the ctx ended, and a caller whose ctx ended must not get it. It is
 // given back, and keep returns ctx.Err().
