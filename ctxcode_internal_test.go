@@ -247,11 +247,12 @@ func ctxCases() []ctxCase {
 			f := new(Flight[string, int])
 			gate := make(chan struct{})
 			return func(ctx context.Context) {
-					_, _, _ = f.Do(ctx, "k", func(ctx context.Context) (int, error) {
-						select {
-						case <-gate:
-						case <-ctx.Done():
-						}
+					// fn waits for the gate alone: were it to return when
+					// the call's ctx is cancelled, its finish would lock
+					// f.mu while the probe looks, and the probe would blame
+					// the caller's ctx.
+					_, _, _ = f.Do(ctx, "k", func(context.Context) (int, error) {
+						<-gate
 						return 1, nil
 					})
 				}, []tryLocker{&f.mu}, func() {
@@ -262,12 +263,8 @@ func ctxCases() []ctxCase {
 		}},
 		{"Lazy.Get", func() (func(context.Context), []tryLocker, func()) {
 			gate := make(chan struct{})
-			l := NewLazy(func(ctx context.Context) (int, error) {
-				select {
-				case <-gate:
-				case <-ctx.Done():
-					return 0, ctx.Err()
-				}
+			l := NewLazy(func(context.Context) (int, error) {
+				<-gate // alone, as in the Flight case above
 				return 1, nil
 			})
 			return func(ctx context.Context) { _, _ = l.Get(ctx) }, []tryLocker{&l.flight.mu, &l.keep}, func() {
