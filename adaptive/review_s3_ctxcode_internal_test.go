@@ -10,9 +10,6 @@ import (
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
-// errS3CtxPanic is what a testutil.ProbeCtx panics with.
-var errS3CtxPanic = testutil.ErrCtxPanic
-
 // s3RunAcquireCase makes an Acquire wait at the limit under a testutil.ProbeCtx, ends
 // its ctx, and checks that the Limiter serves a new Acquire once the slot is
 // freed. It returns the number of ctx method calls the Acquire made.
@@ -26,31 +23,15 @@ func s3RunAcquireCase(t *testing.T, maxWait time.Duration, panicAt int32, report
 		if err != nil {
 			t.Fatal(err)
 		}
-		inner, cancel := context.WithCancel(bg)
-		ctx := &testutil.ProbeCtx{Context: inner, Locks: []testutil.TryLocker{&l.q.Mutex}, PanicAt: panicAt}
-		returned := make(chan any, 1)
-		go func() {
-			defer func() { returned <- recover() }()
+		var locks []testutil.TryLocker
+		if report {
+			locks = []testutil.TryLocker{&l.q.Mutex}
+		}
+		calls = testutil.ProbeCall(t, locks, panicAt, func(ctx context.Context) {
 			if tk, err := l.Acquire(ctx); err == nil {
 				tk.Ignore()
 			}
-		}()
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		select {
-		case p := <-returned:
-			if p != nil && p != errS3CtxPanic {
-				t.Fatalf("Acquire panicked with %v", p)
-			}
-		default:
-			t.Fatal("Acquire did not return once its ctx ended")
-		}
-		for _, h := range ctx.Held() {
-			if report {
-				t.Error(h)
-			}
-		}
+		})
 		if !l.q.TryLock() {
 			t.Fatal("the Limiter's lock was left held")
 		}
@@ -61,7 +42,6 @@ func s3RunAcquireCase(t *testing.T, maxWait time.Duration, panicAt int32, report
 			t.Fatalf("Acquire once the slot is free = %v, want a Ticket", err)
 		}
 		tk.Ignore()
-		calls = ctx.Calls()
 	})
 	return calls
 }
