@@ -8,11 +8,19 @@ import (
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
-// RWLock.state is readers*rwReader | rwWriter | rwWaiters.
+// RWLock.state is readers*rwReader | releases*rwRelease | rwWriter | rwWaiters.
 const (
 	rwWriter  = 1 << iota // a writer holds the lock
 	rwWaiters             // goroutines are queued
-	rwReader              // one reader; the count fills the bits above
+	rwRelease             // one release by a writer, counted in the bits up to rwReader
+
+	// rwReader is one reader. The count fills the high 32 bits, so that an
+	// RUnlock too many sets the sign bit, and adding or removing readers
+	// never touches the releases below.
+	rwReader = 1 << 32
+
+	// rwReleases masks the count of releases, which wraps within its bits.
+	rwReleases = rwReader - rwRelease
 )
 
 // An RWLock is a reader/writer lock whose waits take a context: any number of
@@ -35,7 +43,8 @@ const (
 type RWLock struct {
 	_ nocopy.NoCopy
 
-	// state counts readers and holds the writer and waiters bits.
+	// state counts readers and writers' releases, and holds the writer and
+	// waiters bits.
 	//
 	// RLock adds a reader without looking first, as sync.RWMutex does: an
 	// atomic add never fails, where a compare-and-swap fails whenever another
@@ -49,7 +58,17 @@ type RWLock struct {
 	// The waiters bit is set exactly when q is not empty, and changes only
 	// with q locked; it is set by a compare-and-swap against the state that
 	// made the caller queue. The writer bit is set by the fast path only
-	// from 0.
+	// with no reader, writer or waiter.
+	//
+	// Each clearing of the writer bit moves the count of releases on, in
+	// the same atomic step (see release). It lets RLock look at ctx once:
+	// RLock loads the state, looks at ctx, then adds itself; if neither
+	// state shows a writer and the count is unchanged, no writer held the
+	// lock at any moment between the load and the add, so the reader
+	// entered a lock that was free for it from before the look, not one
+	// freed after ctx ended (see Lock.Lock). The count wraps after 2³⁰
+	// releases, which no reader sleeps through between its load and its
+	// add.
 	state atomic.Int64
 
 	q waitq.Queue[bool] // the waiters, true for a writer; its lock also guards the slow paths
@@ -61,6 +80,23 @@ func NewRWLock() *RWLock { return new(RWLock) }
 // readers returns the number of readers in state s, phantoms included.
 func readers(s int64) int64 { return s / rwReader }
 
+// released returns state s with the writer bit cleared and the count of
+// releases moved on.
+func released(s int64) int64 {
+	return s&^(rwWriter|rwReleases) | (s+rwRelease)&rwReleases
+}
+
+// release clears the writer bit. Phantom readers add and remove themselves
+// meanwhile, so it takes a compare-and-swap loop.
+func (rw *RWLock) release() {
+	for {
+		s := rw.state.Load()
+		if rw.state.CompareAndSwap(s, released(s)) {
+			return
+		}
+	}
+}
+
 // RLock locks rw for reading, waiting if needed until no writer holds or waits
 // for it ahead of the caller, or until ctx is done.
 //
@@ -69,15 +105,38 @@ func readers(s int64) int64 { return s / rwReader }
 // same moment that ctx ends, RLock either returns nil holding it or passes it
 // on and returns ctx.Err().
 func (rw *RWLock) RLock(ctx context.Context) error {
-	// Look at ctx before the take and after it (see Lock.Lock), after it by
-	// rkeep, which unlocks if ctx.Err panics (see Semaphore.Acquire).
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+	// Look at ctx before the take, so that a done ctx changes nothing. The
+	// state is loaded before the look: if no writer released the lock
+	// between the load and the take, one look is enough (see state).
+	// Otherwise rkeep looks again after the take, and unlocks if ctx has
+	// ended or ctx.Err panics (see Semaphore.Acquire).
+	if ctx == nil {
+		waitq.PanicNilCtx("ctxsync")
+	}
+	s := rw.state.Load()
+	if s&(rwWriter|rwWaiters) != 0 {
+		return rw.rlockWait(ctx) // no use adding a phantom
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if rw.state.Add(rwReader)&(rwWriter|rwWaiters) == 0 {
+	if t := rw.state.Add(rwReader); t&(rwWriter|rwWaiters) == 0 {
+		if (t^s)&rwReleases == 0 {
+			return nil
+		}
 		return rw.rkeep(ctx)
 	}
 	return rw.rlockSlow(ctx)
+}
+
+// rlockWait is RLock for a lock that a writer holds or waiters queue for.
+func (rw *RWLock) rlockWait(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
+	rw.q.Lock()
+	return rw.queueLocked(ctx, done, false)
 }
 
 // rlockSlow runs for a phantom reader: it removes itself, then enters or
@@ -146,7 +205,7 @@ func (rw *RWLock) Lock(ctx context.Context) error {
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		return err
 	}
-	if rw.state.CompareAndSwap(0, rwWriter) {
+	if rw.TryLock() {
 		return rw.keep(ctx)
 	}
 	if waitq.Pause(); rw.TryLock() {
@@ -192,7 +251,8 @@ func (rw *RWLock) rkeep(ctx context.Context) (err error) {
 // whether it did. It never waits. (A reader on its way in, which will find it
 // locked and leave, can make it fail.)
 func (rw *RWLock) TryLock() bool {
-	return rw.state.CompareAndSwap(0, rwWriter)
+	s := rw.state.Load()
+	return s&^rwReleases == 0 && rw.state.CompareAndSwap(s, s|rwWriter)
 }
 
 // Unlock unlocks rw for writing. Waiters at the head of the queue take it: the
@@ -200,7 +260,7 @@ func (rw *RWLock) TryLock() bool {
 //
 // Unlock panics if rw is not locked for writing.
 func (rw *RWLock) Unlock() {
-	if !rw.state.CompareAndSwap(rwWriter, 0) {
+	if s := rw.state.Load(); s&^rwReleases != rwWriter || !rw.state.CompareAndSwap(s, released(s)) {
 		rw.unlockSlow()
 	}
 }
@@ -211,7 +271,7 @@ func (rw *RWLock) unlockSlow() {
 		rw.q.Unlock()
 		panic("ctxsync: Unlock of RWLock not locked for writing")
 	}
-	rw.state.Add(-rwWriter)
+	rw.release()
 	rw.dispatchLocked()
 	rw.q.Unlock()
 }
@@ -225,12 +285,12 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 		if s&rwWaiters != 0 {
 			break // others are queued: join them
 		}
-		free := s == 0 // for a writer
+		free := s&^rwReleases == 0 // for a writer
 		if !writer {
 			free = s&rwWriter == 0
 		}
 		if free {
-			next := int64(rwWriter)
+			next := s | rwWriter
 			if !writer {
 				next = s + rwReader
 			}
@@ -239,7 +299,11 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 					// ctx was checked before we locked; the lock may have
 					// been freed since, after ctx ended, and a caller whose
 					// ctx ended must not get it. Give it back.
-					rw.state.Add(-next + s)
+					if writer {
+						rw.release()
+					} else {
+						rw.state.Add(-rwReader)
+					}
 					rw.dispatchLocked()
 					rw.q.Unlock()
 					return waitq.DoneErr(ctx)
@@ -266,7 +330,7 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 	if _, granted, _ := rw.q.Cancel(w); granted {
 		// Handed the lock as ctx ended: hand it on.
 		if writer {
-			rw.state.Add(-rwWriter)
+			rw.release()
 		} else {
 			rw.state.Add(-rwReader)
 		}
