@@ -67,9 +67,21 @@ type RWLock struct {
 	// lock at any moment between the load and the add, so the reader
 	// entered a lock that was free for it from before the look, not one
 	// freed after ctx ended (see Lock.Lock). The count wraps after 2³⁰
-	// releases, which no reader sleeps through between its load and its
-	// add.
+	// releases, and wraps counts them.
 	state atomic.Int64
+
+	// wraps counts the wraps of the count of releases in state. 2³⁰
+	// releases take seconds, and a reader can spend that long between its
+	// load and its add: in ctx.Err, the caller's code. The count would then
+	// be back where the reader loaded it, and the reader would enter a lock
+	// freed after its ctx ended. So RLock loads wraps before its load of
+	// state and again after its add, and looks at ctx once only if neither
+	// moved. A release that wraps the count adds to wraps first, while its
+	// writer still holds the lock: a state loaded after the add shows no
+	// writer only once the wrap is in it too, so a wrap that the reader's
+	// state misses is one whose add comes after the reader's first load of
+	// wraps, and before its second.
+	wraps atomic.Uint64
 
 	q waitq.Queue[bool] // the waiters, true for a writer; its lock also guards the slow paths
 }
@@ -86,12 +98,22 @@ func released(s int64) int64 {
 	return s&^(rwWriter|rwReleases) | (s+rwRelease)&rwReleases
 }
 
+// releasing returns released(s), the state that a writer's release of state
+// s stores. If that wraps the count of releases, it counts the wrap first (see
+// wraps).
+func (rw *RWLock) releasing(s int64) int64 {
+	if s&rwReleases == rwReleases {
+		rw.wraps.Add(1)
+	}
+	return released(s)
+}
+
 // release clears the writer bit. Phantom readers add and remove themselves
 // meanwhile, so it takes a compare-and-swap loop.
 func (rw *RWLock) release() {
 	for {
 		s := rw.state.Load()
-		if rw.state.CompareAndSwap(s, released(s)) {
+		if rw.state.CompareAndSwap(s, rw.releasing(s)) {
 			return
 		}
 	}
@@ -113,6 +135,7 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 	if ctx == nil {
 		waitq.PanicNilCtx("ctxsync")
 	}
+	n := rw.wraps.Load() // before the state (see wraps)
 	s := rw.state.Load()
 	if s&(rwWriter|rwWaiters) != 0 {
 		return rw.rlockWait(ctx) // no use adding a phantom
@@ -121,7 +144,7 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 		return err
 	}
 	if t := rw.state.Add(rwReader); t&(rwWriter|rwWaiters) == 0 {
-		if (t^s)&rwReleases == 0 {
+		if (t^s)&rwReleases == 0 && rw.wraps.Load() == n {
 			return nil
 		}
 		return rw.rkeep(ctx)
@@ -260,7 +283,7 @@ func (rw *RWLock) TryLock() bool {
 //
 // Unlock panics if rw is not locked for writing.
 func (rw *RWLock) Unlock() {
-	if s := rw.state.Load(); s&^rwReleases != rwWriter || !rw.state.CompareAndSwap(s, released(s)) {
+	if s := rw.state.Load(); s&^rwReleases != rwWriter || !rw.state.CompareAndSwap(s, rw.releasing(s)) {
 		rw.unlockSlow()
 	}
 }
