@@ -45,3 +45,33 @@ func TestRWLockReadersAtTheTop(t *testing.T) {
 		require.Zero(t, rw.Waiting())
 	})
 }
+
+// TestRWLockMostReaders: with rwMaxReaders readers in, TryRLock fails, RLock
+// waits, and enters when a reader leaves; a writer queued behind it waits for
+// all of them.
+func TestRWLockMostReaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rw RWLock
+		rw.state.Store(rwMaxReaders * rwReader)
+		require.False(t, rw.TryRLock())
+		reader := make(chan error, 1)
+		go func() { reader <- rw.RLock(t.Context()) }()
+		synctest.Wait()
+		require.Empty(t, reader)
+		writer := make(chan error, 1)
+		go func() { writer <- rw.Lock(t.Context()) }()
+		synctest.Wait()
+		require.Equal(t, 2, rw.Waiting())
+		rw.RUnlock()
+		synctest.Wait()
+		require.NoError(t, <-reader)
+		require.Empty(t, writer)
+		require.Equal(t, int64(rwMaxReaders), readers(rw.state.Load()))
+		rw.state.Add(-(rwMaxReaders - 1) * rwReader) // all but one leave
+		rw.RUnlock()
+		require.NoError(t, <-writer)
+		rw.Unlock()
+		require.True(t, rw.TryLock())
+		rw.Unlock()
+	})
+}

@@ -21,6 +21,17 @@ const (
 
 	// rwReleases masks the count of releases, which wraps within its bits.
 	rwReleases = rwReader - rwRelease
+
+	// rwMaxReaders is the most readers let in at once; the next wait until
+	// one leaves. The count of readers must stay clear of the sign bit,
+	// which an RUnlock too many sets, and phantoms (see RWLock.state) add
+	// to it for a moment beyond the readers in: the 2³⁰ below the sign bit
+	// leave room for them.
+	rwMaxReaders = 1 << 30
+
+	// rwFull is the state with rwMaxReaders readers and nothing below: a
+	// state below it, taken as unsigned, has room for one reader more.
+	rwFull = rwMaxReaders * rwReader
 )
 
 // An RWLock is a reader/writer lock whose waits take a context: any number of
@@ -31,6 +42,8 @@ const (
 // And it is first in, first out: when a writer unlocks, every reader queued
 // before the next writer enters at once, so writers cannot starve readers
 // either. A writer that gives up lets in the readers queued behind it.
+//
+// At most 2³⁰ readers hold it at once; more wait until one leaves.
 //
 // The zero RWLock is unlocked and ready to use. An RWLock must not be copied
 // after first use. An RWLock is safe for concurrent use by multiple goroutines.
@@ -143,7 +156,7 @@ func (rw *RWLock) RLock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if t := rw.state.Add(rwReader); t&(rwWriter|rwWaiters) == 0 {
+	if t := rw.state.Add(rwReader); t&(rwWriter|rwWaiters) == 0 && uint64(t) < rwFull+rwReader {
 		if (t^s)&rwReleases == 0 && rw.wraps.Load() == n {
 			return nil
 		}
@@ -178,14 +191,14 @@ func (rw *RWLock) rlockSlow(ctx context.Context) error {
 	return rw.queueLocked(ctx, done, false)
 }
 
-// TryRLock locks rw for reading if no writer holds it and nobody is waiting,
-// and reports whether it did. It never waits.
+// TryRLock locks rw for reading if no writer holds it, nobody is waiting, and
+// fewer than 2³⁰ readers hold it, and reports whether it did. It never waits.
 func (rw *RWLock) TryRLock() bool {
 	// A compare-and-swap, unlike RLock's add: a failed TryRLock must leave no
 	// trace to clean up. A CAS lost to another reader retries.
 	for {
 		s := rw.state.Load()
-		if s&(rwWriter|rwWaiters) != 0 {
+		if s&(rwWriter|rwWaiters) != 0 || uint64(s) >= rwFull {
 			return false
 		}
 		if rw.state.CompareAndSwap(s, s+rwReader) {
@@ -310,7 +323,7 @@ func (rw *RWLock) queueLocked(ctx context.Context, done <-chan struct{}, writer 
 		}
 		free := s&^rwReleases == 0 // for a writer
 		if !writer {
-			free = s&rwWriter == 0
+			free = s&rwWriter == 0 && uint64(s) < rwFull
 		}
 		if free {
 			next := s | rwWriter
@@ -393,7 +406,11 @@ func (rw *RWLock) dispatchLocked() {
 			break
 		}
 		// A reader: it enters, and so do the readers behind it, up to the
-		// first writer, which then waits for them all to leave.
+		// first writer, which then waits for them all to leave; or up to
+		// the most readers, and the next enter as the readers leave.
+		if uint64(s) >= rwFull {
+			return
+		}
 		rw.state.Add(rwReader)
 		rw.q.Grant(w, false)
 	}
