@@ -90,10 +90,10 @@ type RWLock struct {
 	// freed after its ctx ended. So RLock loads wraps before its load of
 	// state and again after its add, and looks at ctx once only if neither
 	// moved. A release that wraps the count adds to wraps first, while its
-	// writer still holds the lock: a state loaded after the add shows no
-	// writer only once the wrap is in it too, so a wrap that the reader's
-	// state misses is one whose add comes after the reader's first load of
-	// wraps, and before its second.
+	// writer still holds the lock. If the reader's load of state showed no
+	// writer, that writer took the lock after it, so its add to wraps comes
+	// after the reader's first load of wraps, and before the reader's add,
+	// which follows the release: the second load sees it.
 	wraps atomic.Uint64
 
 	q waitq.Queue[bool] // the waiters, true for a writer; its lock also guards the slow paths
