@@ -51,16 +51,29 @@ func (c *flightCtx) Done() <-chan struct{} {
 	if d := c.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
-	d := make(chan struct{})
 	if c.cancelled.Load() {
-		// Made by a Done after cancel: a channel of its own, closed, rather
-		// than one shared by the package, which a synctest bubble would
-		// then share with goroutines outside it.
-		close(d)
+		// Asked for first after cancel: the package's closed channel, as
+		// the context package does. One made here would belong to the
+		// testing/synctest bubble of the goroutine that asked, and a
+		// receive from it in another bubble or outside one would end the
+		// program; flightClosed, made as the package starts, belongs to
+		// none.
+		c.done.Store(flightClosed)
+		return flightClosed
 	}
+	d := make(chan struct{})
 	c.done.Store(d)
 	return d
 }
+
+// flightClosed is the Done channel of a flightCtx asked for it only once
+// cancelled. It is made as the package is initialized, outside every
+// testing/synctest bubble, so any goroutine may receive from it.
+var flightClosed = func() chan struct{} {
+	d := make(chan struct{})
+	close(d)
+	return d
+}()
 
 // Err returns context.Canceled once the call's ctx is cancelled.
 func (c *flightCtx) Err() error {
