@@ -14,7 +14,7 @@ import (
 var errHookPanic = errors.New("a client hook panics")
 
 // panickingHook is a client hook of the user's that, once armed, panics
-// after the command or pipeline it wraps has run on Redis; and that can
+// once, after the command or pipeline it wraps has run on Redis; and that can
 // hold the next command at a gate, so that the scripts sent meanwhile
 // queue in the pipe and go in a pipeline.
 type panickingHook struct {
@@ -32,7 +32,7 @@ func (h *panickingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			<-*g
 		}
 		err := next(ctx, cmd)
-		if h.cmdPanics.Load() {
+		if h.cmdPanics.CompareAndSwap(true, false) {
 			panic(errHookPanic)
 		}
 		return err
@@ -42,7 +42,7 @@ func (h *panickingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *panickingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if h.pipePanics.Load() {
+		if h.pipePanics.CompareAndSwap(true, false) {
 			panic(errHookPanic)
 		}
 		return err
