@@ -553,17 +553,28 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 	} else {
 		// The client may wait for its ReadTimeout past ours: stop waiting
 		// for it. The round trip ends on its own, and late runs then.
+		// A panic of the client's (a hook of the user's) is recovered
+		// there and raised again here, in the caller's goroutine: left
+		// alone, it would end the program.
 		type reply struct {
-			v   any
-			err error
+			v        any
+			err      error
+			panicked any
 		}
 		done := make(chan reply, 1)
 		go func() {
-			v, err := s.runOwn(tctx, c, args)
-			done <- reply{v, err}
+			var r reply
+			defer func() {
+				r.panicked = recover()
+				done <- r
+			}()
+			r.v, r.err = s.runOwn(tctx, c, args)
 		}()
 		select {
 		case r := <-done:
+			if r.panicked != nil {
+				panic(r.panicked)
+			}
 			v, err = r.v, r.err
 		case <-tctx.Done():
 			err = tctx.Err()
