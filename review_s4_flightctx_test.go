@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -35,6 +36,9 @@ func TestReviewS4_FlightCtxDoneAfterCancelAcrossBubbles(t *testing.T) {
 			kept = ctx // Done never asked for while the call runs
 			return 1, nil
 		})
+		for kept.Err() == nil {
+			runtime.Gosched() // cancelled by fn's goroutine, perhaps after Do returned
+		}
 		for range 2 {
 			synctest.Test(t, func(t *testing.T) {
 				child, cancel := context.WithCancel(kept) // reads kept.Done()
