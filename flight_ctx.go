@@ -104,10 +104,10 @@ func (c *flightCtx) Value(key any) any {
 // printing its fields would race with the goroutines that change them.
 func (c *flightCtx) String() string { return "ctxsync.Flight call context" }
 
-// AfterFunc arranges for f to run, in a goroutine of its own, once the ctx is
-// cancelled, and at once if it is; stop cancels that, and reports whether it
-// did. The context package calls it for a ctx derived from this one (see
-// flightCtx).
+// AfterFunc arranges for f to run once the ctx is cancelled, in the
+// goroutine that cancels it (see cancel), or at once, in a goroutine of its
+// own, if it is; stop cancels that, and reports whether it did. The context
+// package calls it for a ctx derived from this one (see flightCtx).
 func (c *flightCtx) AfterFunc(f func()) (stop func() bool) {
 	a := &flightAfter{f: f}
 	c.mu.Lock()
@@ -133,8 +133,13 @@ func (c *flightCtx) AfterFunc(f func()) (stop func() bool) {
 }
 
 // cancel cancels the ctx, once; later calls do nothing. The functions
-// registered by AfterFunc run after the lock is released, each in a goroutine
-// of its own, as context.AfterFunc runs its: they are the user's code.
+// registered by AfterFunc run after the lock is released, in cancel's
+// goroutine, before it returns: so a ctx derived from this one is done once
+// cancel returns, as a child of a context.WithCancel ctx is once its cancel
+// returns (a Do that has fn's result finds what fn derived done). They are
+// the context package's, which cancel a derived ctx and take none of our
+// locks; context.AfterFunc's, registered for a user's function, starts
+// that function in a goroutine of its own.
 func (c *flightCtx) cancel() {
 	c.mu.Lock()
 	if c.cancelled.Load() {
@@ -149,6 +154,6 @@ func (c *flightCtx) cancel() {
 	c.afters = nil
 	c.mu.Unlock()
 	for a := range afters {
-		go a.f()
+		a.f()
 	}
 }
