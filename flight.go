@@ -31,9 +31,9 @@ import (
 // that started the call, but neither its deadline nor its cancellation (a
 // caller that gives up must not fail the others, as singleflight's first
 // caller does). That ctx is cancelled once every caller waiting for the call
-// has left, so that nobody's work goes on for nobody, and when fn returns. A
-// Do that comes after every caller has left starts a new call rather than
-// join one whose ctx is cancelled.
+// has left, so that nobody's work goes on for nobody, and when fn returns,
+// before its result reaches any caller. A Do that comes after every caller
+// has left starts a new call rather than join one whose ctx is cancelled.
 //
 // A panic in fn is recovered in fn's goroutine and raised again, as a
 // *PanicError carrying the value and fn's stack, in the goroutine of each
@@ -369,6 +369,10 @@ func (c *flightCall[K, V]) run() {
 // finish hands c's result to the callers still waiting for it, and takes c
 // out of the map if a Do would still join it.
 func (f *Flight[K, V]) finish(c *flightCall[K, V]) {
+	// fn's ctx is cancelled before the result is handed out, so that a
+	// caller that has the result finds the ctx fn ran under, which fn may
+	// have kept, done (see Flight).
+	c.ctx.cancel()
 	f.mu.Lock()
 	f.removeLocked(c)
 	// A waiter whose ctx has ended is left out: it must not get a result
@@ -390,9 +394,7 @@ func (f *Flight[K, V]) finish(c *flightCall[K, V]) {
 	if ready != nil {
 		close(ready) // after the unlock: the woken need not wait for it
 	}
-	fnCtx := c.ctx
 	c.release()
-	fnCtx.cancel()
 }
 
 // release gives up one reference to c (see refs). The last one clears c and

@@ -51,16 +51,29 @@ func (c *flightCtx) Done() <-chan struct{} {
 	if d := c.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
-	d := make(chan struct{})
 	if c.cancelled.Load() {
-		// Made by a Done after cancel: a channel of its own, closed, rather
-		// than one shared by the package, which a synctest bubble would
-		// then share with goroutines outside it.
-		close(d)
+		// Asked for first after cancel: the package's closed channel, as
+		// the context package does. One made here would belong to the
+		// testing/synctest bubble of the goroutine that asked, and a
+		// receive from it in another bubble or outside one would end the
+		// program; flightClosed, made as the package starts, belongs to
+		// none.
+		c.done.Store(flightClosed)
+		return flightClosed
 	}
+	d := make(chan struct{})
 	c.done.Store(d)
 	return d
 }
+
+// flightClosed is the Done channel of a flightCtx asked for it only once
+// cancelled. It is made as the package is initialized, outside every
+// testing/synctest bubble, so any goroutine may receive from it.
+var flightClosed = func() chan struct{} {
+	d := make(chan struct{})
+	close(d)
+	return d
+}()
 
 // Err returns context.Canceled once the call's ctx is cancelled.
 func (c *flightCtx) Err() error {
@@ -91,10 +104,10 @@ func (c *flightCtx) Value(key any) any {
 // printing its fields would race with the goroutines that change them.
 func (c *flightCtx) String() string { return "ctxsync.Flight call context" }
 
-// AfterFunc arranges for f to run, in a goroutine of its own, once the ctx is
-// cancelled, and at once if it is; stop cancels that, and reports whether it
-// did. The context package calls it for a ctx derived from this one (see
-// flightCtx).
+// AfterFunc arranges for f to run once the ctx is cancelled, in the
+// goroutine that cancels it (see cancel), or at once, in a goroutine of its
+// own, if it is; stop cancels that, and reports whether it did. The context
+// package calls it for a ctx derived from this one (see flightCtx).
 func (c *flightCtx) AfterFunc(f func()) (stop func() bool) {
 	a := &flightAfter{f: f}
 	c.mu.Lock()
@@ -120,8 +133,13 @@ func (c *flightCtx) AfterFunc(f func()) (stop func() bool) {
 }
 
 // cancel cancels the ctx, once; later calls do nothing. The functions
-// registered by AfterFunc run after the lock is released, each in a goroutine
-// of its own, as context.AfterFunc runs its: they are the user's code.
+// registered by AfterFunc run after the lock is released, in cancel's
+// goroutine, before it returns: so a ctx derived from this one is done once
+// cancel returns, as a child of a context.WithCancel ctx is once its cancel
+// returns (a Do that has fn's result finds what fn derived done). They are
+// the context package's, which cancel a derived ctx and take none of our
+// locks; context.AfterFunc's, registered for a user's function, starts
+// that function in a goroutine of its own.
 func (c *flightCtx) cancel() {
 	c.mu.Lock()
 	if c.cancelled.Load() {
@@ -136,6 +154,6 @@ func (c *flightCtx) cancel() {
 	c.afters = nil
 	c.mu.Unlock()
 	for a := range afters {
-		go a.f()
+		a.f()
 	}
 }

@@ -374,15 +374,21 @@ func (l *Limiter) expectedWaitLocked() float64 {
 // release frees a slot. Only if callers are queued does it lock, to hand the
 // slot to the oldest: while queuedBit is set no newcomer can take it.
 func (l *Limiter) release() {
-	// A count taken below zero borrows from queuedBit: releaseSlow sees
-	// that too, unless callers were queued.
-	if s := l.state.Add(^uint64(0)); s&queuedBit != 0 {
+	// A count taken below zero shows every bit of the count set. It
+	// borrows from queuedBit too, and so sets it if callers were not
+	// queued, but clears it if they were: the count's bits are looked at
+	// as well, or a Ticket finished twice while callers queue would go
+	// unseen and leave the Limiter with no slot and nobody queued, for good.
+	// The word's bits of queuedBit and the count, read as a number, are at
+	// least inflightMask exactly when queuedBit is set or the count is all
+	// ones: one comparison, which keeps release small enough to be inlined.
+	if s := l.state.Add(^uint64(0)); s&(queuedBit|inflightMask) >= inflightMask {
 		l.releaseSlow(s)
 	}
 }
 
-// releaseSlow finishes a release that made state word s, with queuedBit set:
-// callers are queued, or the count went below zero.
+// releaseSlow finishes a release that made state word s: callers are queued,
+// or the count went below zero.
 func (l *Limiter) releaseSlow(s uint64) {
 	if s&inflightMask == inflightMask {
 		l.underflow()

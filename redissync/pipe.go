@@ -178,7 +178,7 @@ func (p *pipe) run(batch []*op) {
 func (s *Semaphore) wait(tctx context.Context, o *op, id string) (any, error) {
 	select {
 	case <-o.done:
-		return o.result()
+		return s.answer(o, id)
 	case <-tctx.Done():
 	}
 	if s.pipe.drop(o) {
@@ -187,16 +187,13 @@ func (s *Semaphore) wait(tctx context.Context, o *op, id string) (any, error) {
 	// An answer that came as tctx ended is still an answer.
 	select {
 	case <-o.done:
-		return o.result()
+		return s.answer(o, id)
 	default:
 	}
 	if id != "" {
 		go func() {
 			<-o.done
-			var answered redis.Error
-			if o.err != nil && s.ctxTimeouts && !errors.As(o.err, &answered) {
-				// The client gave up on the pipeline, whose bytes may yet
-				// reach Redis: see evalThen.
+			if s.unanswered(o.err) {
 				time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
 				return
 			}
@@ -204,6 +201,25 @@ func (s *Semaphore) wait(tctx context.Context, o *op, id string) (any, error) {
 		}()
 	}
 	return nil, tctx.Err()
+}
+
+// answer returns o's reply to its caller, who waited for it. If the client
+// gave up on the pipeline unanswered, an attempt of id (not "") may yet
+// reach Redis, as one sent alone may (see evalThen): what it leaves is taken
+// back once it would have.
+func (s *Semaphore) answer(o *op, id string) (any, error) {
+	if id != "" && s.unanswered(o.err) {
+		time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+	}
+	return o.result()
+}
+
+// unanswered reports whether err ended a pipeline whose bytes may yet reach
+// Redis: a client that honours deadlines gave up on it, and Redis did not
+// say no.
+func (s *Semaphore) unanswered(err error) bool {
+	var answered redis.Error
+	return err != nil && s.ctxTimeouts && !errors.As(err, &answered)
 }
 
 // result returns o's reply, or panics with the client's panic.

@@ -409,6 +409,20 @@ func (s *Semaphore) take(ctx context.Context, id string) (int64, error) {
 	return token, nil
 }
 
+// takeBackPanicked is takeBack for an attempt whose round trip panicked. A
+// second panic of the client's, in takeBack's own round trip, is dropped:
+// the caller gets the first.
+func (s *Semaphore) takeBackPanicked(id string) {
+	ok := false
+	defer func() {
+		if !ok {
+			_ = recover()
+		}
+	}()
+	s.takeBack(id)
+	ok = true
+}
+
 // takeBack gives up whatever an attempt of id that landed after its caller
 // gave up left in Redis: a place in line, or a permit.
 func (s *Semaphore) takeBack(id string) {
@@ -530,10 +544,27 @@ func (s *Semaphore) eval(ctx context.Context, c *call, args ...any) (any, error)
 // waiting for ends (the script may have run after all), it takes back what
 // the attempt left in Redis. An id of "" takes nothing back.
 func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...any) (any, error) {
+	if id == "" {
+		return s.evalRound(ctx, "", c, args)
+	}
+	// A client hook (the user's code) may panic once the script has run,
+	// and a permit it granted would then be held for a Lease by nobody:
+	// it is taken back before the panic goes on to the caller.
+	returned := false
+	defer func() {
+		if !returned {
+			s.takeBackPanicked(id)
+		}
+	}()
+	v, err := s.evalRound(ctx, id, c, args)
+	returned = true
+	return v, err
+}
+
+// evalRound is evalThen but for a panic of the client's.
+func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []any) (v any, err error) {
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	var v any
-	var err error
 	if o := s.pipe.push(c, args); o != nil {
 		// Queued for the next pipeline: round trips enough are under way.
 		v, err = s.wait(tctx, o, id)
@@ -553,17 +584,28 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 	} else {
 		// The client may wait for its ReadTimeout past ours: stop waiting
 		// for it. The round trip ends on its own, and late runs then.
+		// A panic of the client's (a hook of the user's) is recovered
+		// there and raised again here, in the caller's goroutine: left
+		// alone, it would end the program.
 		type reply struct {
-			v   any
-			err error
+			v        any
+			err      error
+			panicked any
 		}
 		done := make(chan reply, 1)
 		go func() {
-			v, err := s.runOwn(tctx, c, args)
-			done <- reply{v, err}
+			var r reply
+			defer func() {
+				r.panicked = recover()
+				done <- r
+			}()
+			r.v, r.err = s.runOwn(tctx, c, args)
 		}()
 		select {
 		case r := <-done:
+			if r.panicked != nil {
+				panic(r.panicked)
+			}
 			v, err = r.v, r.err
 		case <-tctx.Done():
 			err = tctx.Err()
