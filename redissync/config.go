@@ -182,7 +182,7 @@ func newSemaphore(cfg Config, name, tag string, k *Keyed) *Semaphore {
 	s.channel = s.wakeArg.(string) + tag
 	s.ids = &s.ownIDs
 	s.pipe = &s.ownPipe
-	s.ownPipe = pipe{client: cfg.Client, timeout: cfg.Timeout}
+	s.ownPipe.init(cfg)
 	s.init(cfg, sh, name, "")
 	return s
 }
@@ -251,6 +251,16 @@ func NewLock(cfg Config) (*Semaphore, error) {
 	}
 	cfg.N = 1
 	return New(cfg)
+}
+
+// init sets up the pipe of a Semaphore, or of a Keyed, made with cfg. A
+// round trip of a client that may never end it keeps its place for as long
+// as the client would wait for a reply at most (see pipe).
+func (p *pipe) init(cfg Config) {
+	p.client, p.timeout = cfg.Client, cfg.Timeout
+	if !honoursDeadlines(cfg.Client) {
+		p.hold = max(readTimeout(cfg.Client), cfg.Timeout)
+	}
 }
 
 // honoursDeadlines reports whether c gives up when a context's deadline

@@ -75,9 +75,11 @@ func NewKeyed(cfg Config) (*Keyed, error) {
 	}
 	tag := randomHex()
 	sh := newShape(cfg, true)
-	return &Keyed{cfg: cfg, tag: tag, wakeArg: cfg.Prefix + "wake:", channel: cfg.Prefix + "wake:" + tag,
-		shape: sh, pipe: pipe{client: cfg.Client, timeout: cfg.Timeout}, idPrefix: tag + "/" + sh.leaseMs + "/", name: cfg.Name + ":",
-		keys: make(map[string]*keyedSem), waiting: make(map[string]*Semaphore)}, nil
+	k := &Keyed{cfg: cfg, tag: tag, wakeArg: cfg.Prefix + "wake:", channel: cfg.Prefix + "wake:" + tag,
+		shape: sh, idPrefix: tag + "/" + sh.leaseMs + "/", name: cfg.Name + ":",
+		keys: make(map[string]*keyedSem), waiting: make(map[string]*Semaphore)}
+	k.pipe.init(cfg)
+	return k, nil
 }
 
 // NewKeyedLock returns a Keyed of one permit per key: a lock per key.

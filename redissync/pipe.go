@@ -30,14 +30,55 @@ const maxUnderway = 1
 //
 // A round trip keeps its place until it ends, not until its callers stop
 // waiting: a Redis that stalls never has more than maxUnderway round trips
-// of the pipe to answer when it wakes.
+// of the pipe to answer when it wakes. With a client that may never end a
+// round trip (one that does not honour deadlines, with no read timeout, on
+// a connection that stopped answering), that would stop every script of the
+// pipe for good: there, a round trip keeps its place for hold at most, and
+// then the scripts queued go in a round trip of their own. Such a Redis has
+// one round trip more to answer for each hold that it stalls.
 type pipe struct {
 	client  redis.UniversalClient
 	timeout time.Duration
+	hold    time.Duration // how long a round trip keeps its place; 0: until it ends
 
 	mu       sync.Mutex
 	underway int   // guarded by mu
 	queue    []*op // waiting for a round trip, oldest first; guarded by mu
+}
+
+// A place is a round trip's place in its pipe, from push to ended. Past the
+// pipe's hold, a timer gives it up (expire).
+type place struct {
+	timer *time.Timer // nil when the pipe has no hold
+	gone  bool        // ended, or given up by the timer; guarded by the pipe's mu
+}
+
+// take starts the hold of a place just taken; p.mu must be held.
+func (p *pipe) take() *place {
+	pl := new(place)
+	if p.hold > 0 {
+		pl.timer = time.AfterFunc(p.hold, func() { p.expire(pl) })
+	}
+	return pl
+}
+
+// expire gives up the place of a round trip that has not ended within the
+// pipe's hold: the scripts queued go in a pipeline of their own, in its
+// place, and the round trip's end, if it comes, changes nothing.
+func (p *pipe) expire(pl *place) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pl.gone {
+		return
+	}
+	pl.gone = true
+	if len(p.queue) == 0 {
+		p.underway--
+		return
+	}
+	next := p.queue
+	p.queue = nil
+	go p.pipeline(next, p.take())
 }
 
 // An op is a script waiting in a pipe's queue, then in a pipeline.
@@ -53,17 +94,17 @@ type op struct {
 }
 
 // push queues a script for the next pipeline, unless a place for a round trip
-// is free: then it takes it and returns nil.
-func (p *pipe) push(c *call, args []any) *op {
+// is free: then it takes it and returns it, for the caller's round trip.
+func (p *pipe) push(c *call, args []any) (*op, *place) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.underway < maxUnderway {
 		p.underway++
-		return nil
+		return nil, p.take()
 	}
 	o := &op{c: c, args: args, done: make(chan struct{})}
 	p.queue = append(p.queue, o)
-	return o
+	return o, nil
 }
 
 // drop takes o out of the queue; it reports whether o was still there,
@@ -79,33 +120,43 @@ func (p *pipe) drop(o *op) bool {
 	return true
 }
 
-// ended is called as a round trip ends, with the batch it carried (nil for
-// a caller's own). The scripts queued meanwhile go next in its place: it
-// returns them to the pipeline that ended, or starts a pipeline for them
-// when the round trip was a caller's, so that the caller can return. With
-// none queued, it frees the place and returns nil.
-func (p *pipe) ended(running []*op) []*op {
+// ended is called as a round trip ends, with its place and the batch it
+// carried (nil for a caller's own). The scripts queued meanwhile go next in
+// its place: it returns them, and the place of their round trip, to the
+// pipeline that ended, or starts a pipeline for them when the round trip
+// was a caller's, so that the caller can return. With none queued, it frees
+// the place and returns nil. A place given up already (see expire) is not
+// the round trip's to pass on.
+func (p *pipe) ended(pl *place, running []*op) ([]*op, *place) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if pl.timer != nil {
+		pl.timer.Stop()
+	}
+	if pl.gone {
+		return nil, nil
+	}
+	pl.gone = true
 	if len(p.queue) == 0 {
 		p.underway--
-		return nil
+		return nil, nil
 	}
 	next := p.queue
 	p.queue = running[:0] // the slice of the pipeline that ended, reused
 	if running == nil {
-		go p.pipeline(next)
-		return nil
+		go p.pipeline(next, p.take())
+		return nil, nil
 	}
-	return next
+	return next, p.take()
 }
 
-// pipeline runs batch, then the scripts queued meanwhile, until none is.
-func (p *pipe) pipeline(batch []*op) {
+// pipeline runs batch in the round trip of place pl, then the scripts queued
+// meanwhile, until none is.
+func (p *pipe) pipeline(batch []*op, pl *place) {
 	for batch != nil {
 		p.run(batch)
 		clear(batch)
-		batch = p.ended(batch)
+		batch, pl = p.ended(pl, batch)
 	}
 }
 

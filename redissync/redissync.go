@@ -565,7 +565,8 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []any) (v any, err error) {
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if o := s.pipe.push(c, args); o != nil {
+	o, pl := s.pipe.push(c, args)
+	if o != nil {
 		// Queued for the next pipeline: round trips enough are under way.
 		v, err = s.wait(tctx, o, id)
 	} else if s.ctxTimeouts {
@@ -576,7 +577,7 @@ func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []an
 		// within the time a client would wait for a reply (roundTrip), or
 		// never: late runs once more then. Waiting in the background for
 		// the reply instead would cost a goroutine on every attempt.
-		v, err = s.runOwn(tctx, c, args)
+		v, err = s.runOwn(tctx, pl, c, args)
 		var answered redis.Error // Redis ran the script, and said no
 		if err != nil && id != "" && !errors.As(err, &answered) {
 			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
@@ -599,7 +600,7 @@ func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []an
 				r.panicked = recover()
 				done <- r
 			}()
-			r.v, r.err = s.runOwn(tctx, c, args)
+			r.v, r.err = s.runOwn(tctx, pl, c, args)
 		}()
 		select {
 		case r := <-done:
@@ -631,10 +632,10 @@ func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []an
 	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// runOwn runs c in a round trip of its own, whose place in s's pipe it
+// runOwn runs c in a round trip of its own, whose place pl in s's pipe it
 // gives up as the round trip ends.
-func (s *Semaphore) runOwn(ctx context.Context, c *call, args []any) (any, error) {
-	defer s.pipe.ended(nil)
+func (s *Semaphore) runOwn(ctx context.Context, pl *place, c *call, args []any) (any, error) {
+	defer s.pipe.ended(pl, nil)
 	return c.run(ctx, s.client, args)
 }
 
