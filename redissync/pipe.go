@@ -3,6 +3,7 @@ package redissync
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -105,6 +106,11 @@ func (p *pipe) pipeline(batch []*op) {
 	for batch != nil {
 		p.run(batch)
 		clear(batch)
+		// The callers just answered are runnable, and most send their
+		// next script at once (a Release after an Acquire): let them
+		// queue it before the queue goes, so that it joins this next
+		// round trip rather than waiting a whole one for the one after.
+		runtime.Gosched()
 		batch = p.ended(batch)
 	}
 }
