@@ -495,19 +495,26 @@ type call struct {
 }
 
 // run runs the script by its hash, and by its source if Redis does not know
-// it yet, as Script.Run does.
-func (c *call) run(ctx context.Context, client redis.UniversalClient, args []any) (any, error) {
-	v, err := client.Do(ctx, c.command(args)...).Result()
+// it yet, as Script.Run does. cmd is its command, from command.
+func (c *call) run(ctx context.Context, client redis.UniversalClient, cmd []any) (any, error) {
+	v, err := client.Do(ctx, cmd...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = c.sc.Eval(ctx, client, c.keyStrings(), args...).Result()
+		v, err = c.sc.Eval(ctx, client, c.keyStrings(), c.args(cmd)...).Result()
 	}
 	return v, err
 }
 
-// command returns the EVALSHA command of c with args.
+// command returns the EVALSHA command of c with args: made once per call of
+// a script, and the only copy of args kept, so that the caller's variadic
+// arguments stay on its stack.
 func (c *call) command(args []any) []any {
 	cmd := make([]any, 0, len(c.head)+len(c.keys)+len(args))
 	return append(append(append(cmd, c.head...), c.keys...), args...)
+}
+
+// args returns the script's arguments in cmd, a command of c.
+func (c *call) args(cmd []any) []any {
+	return cmd[len(c.head)+len(c.keys):]
 }
 
 // keyStrings returns c's keys as strings, for Script.Eval.
@@ -530,50 +537,14 @@ func (s *Semaphore) eval(ctx context.Context, c *call, args ...any) (any, error)
 // waiting for ends (the script may have run after all), it takes back what
 // the attempt left in Redis. An id of "" takes nothing back.
 func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...any) (any, error) {
-	tctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	cmd := c.command(args)
 	var v any
 	var err error
-	if o := s.pipe.push(c, args); o != nil {
+	if o := s.pipe.push(c, cmd); o != nil {
 		// Queued for the next pipeline: round trips enough are under way.
-		v, err = s.wait(tctx, o, id)
-	} else if s.ctxTimeouts {
-		// The client ends the round trip at our deadline, and drops its
-		// connection with the script perhaps still on its way, to run
-		// after the caller took back what it left: a permit it grants
-		// would be held for a whole Lease. The bytes in flight reach Redis
-		// within the time a client would wait for a reply (roundTrip), or
-		// never: late runs once more then. Waiting in the background for
-		// the reply instead would cost a goroutine on every attempt.
-		v, err = s.runOwn(tctx, c, args)
-		var answered redis.Error // Redis ran the script, and said no
-		if err != nil && id != "" && !errors.As(err, &answered) {
-			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
-		}
+		v, err = s.wait(ctx, o, id)
 	} else {
-		// The client may wait for its ReadTimeout past ours: stop waiting
-		// for it. The round trip ends on its own, and late runs then.
-		type reply struct {
-			v   any
-			err error
-		}
-		done := make(chan reply, 1)
-		go func() {
-			v, err := s.runOwn(tctx, c, args)
-			done <- reply{v, err}
-		}()
-		select {
-		case r := <-done:
-			v, err = r.v, r.err
-		case <-tctx.Done():
-			err = tctx.Err()
-			if id != "" {
-				go func() {
-					<-done
-					s.takeBack(id)
-				}()
-			}
-		}
+		v, err = s.evalOwn(ctx, id, c, cmd)
 	}
 	if err == nil {
 		return v, nil
@@ -589,11 +560,57 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
+// evalOwn runs cmd, a command of c, in a round trip of its own, bounded by
+// ctx and the Timeout; for an attempt of id (not ""), it takes back what
+// the script leaves in Redis should it run after the call stopped waiting.
+func (s *Semaphore) evalOwn(ctx context.Context, id string, c *call, cmd []any) (v any, err error) {
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if s.ctxTimeouts {
+		// The client ends the round trip at our deadline, and drops its
+		// connection with the script perhaps still on its way, to run
+		// after the caller took back what it left: a permit it grants
+		// would be held for a whole Lease. The bytes in flight reach Redis
+		// within the time a client would wait for a reply (roundTrip), or
+		// never: late runs once more then. Waiting in the background for
+		// the reply instead would cost a goroutine on every attempt.
+		v, err = s.runOwn(tctx, c, cmd)
+		var answered redis.Error // Redis ran the script, and said no
+		if err != nil && id != "" && !errors.As(err, &answered) {
+			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+		}
+		return v, err
+	}
+	// The client may wait for its ReadTimeout past ours: stop waiting
+	// for it. The round trip ends on its own, and late runs then.
+	type reply struct {
+		v   any
+		err error
+	}
+	done := make(chan reply, 1)
+	go func() {
+		v, err := s.runOwn(tctx, c, cmd)
+		done <- reply{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-tctx.Done():
+		if id != "" {
+			go func() {
+				<-done
+				s.takeBack(id)
+			}()
+		}
+		return nil, tctx.Err()
+	}
+}
+
 // runOwn runs c in a round trip of its own, whose place in s's pipe it
 // gives up as the round trip ends.
-func (s *Semaphore) runOwn(ctx context.Context, c *call, args []any) (any, error) {
+func (s *Semaphore) runOwn(ctx context.Context, c *call, cmd []any) (any, error) {
 	defer s.pipe.ended(nil)
-	return c.run(ctx, s.client, args)
+	return c.run(ctx, s.client, cmd)
 }
 
 // newID returns an id unique across processes: "tag/lease/n", which the
