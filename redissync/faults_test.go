@@ -12,6 +12,11 @@ import (
 // TestRedisStopped: with Redis stopped (SIGSTOP), Acquire and TryAcquire fail
 // with ErrUnavailable, a waiter gives up at its next attempt, a holder sees
 // Lost, and nothing hangs; once Redis is back, the permit can be had again.
+//
+// The Lease (3 s) and the Timeout (500 ms) leave a loaded machine room: with
+// 600 ms and 100 ms, renewals late by a Timeout could lose the lease before
+// the stop (the waiter was then granted it, not refused), and a first
+// Acquire could miss its Timeout.
 func TestRedisStopped(t *testing.T) {
 	for _, ctxTimeouts := range []bool{false, true} {
 		name := "ContextTimeoutEnabled=false"
@@ -19,6 +24,7 @@ func TestRedisStopped(t *testing.T) {
 			name = "ContextTimeoutEnabled=true"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each on a Redis of its own, waiting out leases
 			b := ownRedis(t)
 			newClient := func() *redis.Client {
 				c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second,
@@ -27,7 +33,7 @@ func TestRedisStopped(t *testing.T) {
 				t.Cleanup(func() { _ = c.Close() })
 				return c
 			}
-			cfg := Config{Name: "stop", N: 1, Lease: 600 * time.Millisecond, Timeout: 100 * time.Millisecond,
+			cfg := Config{Name: "stop", N: 1, Lease: 3 * time.Second, Timeout: 500 * time.Millisecond,
 				Poll: 100 * time.Millisecond}
 			cfg.Client = newClient()
 			holding := mustNew(t, cfg)

@@ -3,6 +3,7 @@ package redissync
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -83,10 +84,10 @@ func (p *pipe) expire(pl *place) {
 
 // An op is a script waiting in a pipe's queue, then in a pipeline.
 type op struct {
-	c    *call
-	args []any
-	v    any
-	err  error
+	c   *call
+	cmd []any // c's command: see call.command
+	v   any
+	err error
 	// panicked is what the client panicked with (a hook of the user's)
 	// while it ran the pipeline, for the caller to panic with in turn.
 	panicked any
@@ -95,14 +96,14 @@ type op struct {
 
 // push queues a script for the next pipeline, unless a place for a round trip
 // is free: then it takes it and returns it, for the caller's round trip.
-func (p *pipe) push(c *call, args []any) (*op, *place) {
+func (p *pipe) push(c *call, cmd []any) (*op, *place) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.underway < maxUnderway {
 		p.underway++
 		return nil, p.take()
 	}
-	o := &op{c: c, args: args, done: make(chan struct{})}
+	o := &op{c: c, cmd: cmd, done: make(chan struct{})}
 	p.queue = append(p.queue, o)
 	return o, nil
 }
@@ -156,6 +157,11 @@ func (p *pipe) pipeline(batch []*op, pl *place) {
 	for batch != nil {
 		p.run(batch)
 		clear(batch)
+		// The callers just answered are runnable, and most send their
+		// next script at once (a Release after an Acquire): let them
+		// queue it before the queue goes, so that it joins this next
+		// round trip rather than waiting a whole one for the one after.
+		runtime.Gosched()
 		batch, pl = p.ended(pl, batch)
 	}
 }
@@ -184,9 +190,9 @@ func (p *pipe) run(batch []*op) {
 			for _, i := range which {
 				o := batch[i]
 				if eval {
-					cmds[i] = o.c.sc.Eval(ctx, pl, o.c.keyStrings(), o.args...)
+					cmds[i] = o.c.sc.Eval(ctx, pl, o.c.keyStrings(), o.c.args(o.cmd)...)
 				} else {
-					cmds[i] = pl.Do(ctx, o.c.command(o.args)...)
+					cmds[i] = pl.Do(ctx, o.cmd...)
 				}
 			}
 			return nil
@@ -201,7 +207,8 @@ func (p *pipe) run(batch []*op) {
 	// whole to those it refused.
 	again := all[:0]
 	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		// (HasErrorPrefix allocates even for no error.)
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			again = append(again, i)
 		}
 	}
@@ -223,19 +230,31 @@ func (p *pipe) run(batch []*op) {
 	}
 }
 
-// wait waits for o's reply until tctx ends. If tctx ends first, it returns
-// tctx's error, and for an attempt of id (not "") that Redis may yet run,
-// takes back what it leaves once its round trip has ended.
-func (s *Semaphore) wait(tctx context.Context, o *op, id string) (any, error) {
+// wait waits for o's reply until ctx ends or the Timeout passes. If either
+// comes first, it returns ctx.Err() or context.DeadlineExceeded, and for an
+// attempt of id (not "") that Redis may yet run, takes back what it leaves
+// once its round trip has ended.
+//
+// A timer of its own, not a context.WithTimeout: nothing but this wait
+// needs the deadline (the pipeline has its own), and a context costs
+// three allocations more on every script queued.
+func (s *Semaphore) wait(ctx context.Context, o *op, id string) (any, error) {
+	t := time.NewTimer(s.timeout)
+	var err error
 	select {
 	case <-o.done:
+		t.Stop()
 		return s.answer(o, id)
-	case <-tctx.Done():
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-t.C:
+		err = context.DeadlineExceeded
 	}
+	t.Stop()
 	if s.pipe.drop(o) {
-		return nil, tctx.Err() // never sent
+		return nil, err // never sent
 	}
-	// An answer that came as tctx ended is still an answer.
+	// An answer that came as the wait ended is still an answer.
 	select {
 	case <-o.done:
 		return s.answer(o, id)
@@ -251,7 +270,7 @@ func (s *Semaphore) wait(tctx context.Context, o *op, id string) (any, error) {
 			s.takeBack(id)
 		}()
 	}
-	return nil, tctx.Err()
+	return nil, err
 }
 
 // answer returns o's reply to its caller, who waited for it. If the client

@@ -509,19 +509,26 @@ type call struct {
 }
 
 // run runs the script by its hash, and by its source if Redis does not know
-// it yet, as Script.Run does.
-func (c *call) run(ctx context.Context, client redis.UniversalClient, args []any) (any, error) {
-	v, err := client.Do(ctx, c.command(args)...).Result()
+// it yet, as Script.Run does. cmd is its command, from command.
+func (c *call) run(ctx context.Context, client redis.UniversalClient, cmd []any) (any, error) {
+	v, err := client.Do(ctx, cmd...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = c.sc.Eval(ctx, client, c.keyStrings(), args...).Result()
+		v, err = c.sc.Eval(ctx, client, c.keyStrings(), c.args(cmd)...).Result()
 	}
 	return v, err
 }
 
-// command returns the EVALSHA command of c with args.
+// command returns the EVALSHA command of c with args: made once per call of
+// a script, and the only copy of args kept, so that the caller's variadic
+// arguments stay on its stack.
 func (c *call) command(args []any) []any {
 	cmd := make([]any, 0, len(c.head)+len(c.keys)+len(args))
 	return append(append(append(cmd, c.head...), c.keys...), args...)
+}
+
+// args returns the script's arguments in cmd, a command of c.
+func (c *call) args(cmd []any) []any {
+	return cmd[len(c.head)+len(c.keys):]
 }
 
 // keyStrings returns c's keys as strings, for Script.Eval.
@@ -562,61 +569,15 @@ func (s *Semaphore) evalThen(ctx context.Context, id string, c *call, args ...an
 }
 
 // evalRound is evalThen but for a panic of the client's.
-func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []any) (v any, err error) {
-	tctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	o, pl := s.pipe.push(c, args)
-	if o != nil {
+func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []any) (any, error) {
+	cmd := c.command(args)
+	var v any
+	var err error
+	if o, pl := s.pipe.push(c, cmd); o != nil {
 		// Queued for the next pipeline: round trips enough are under way.
-		v, err = s.wait(tctx, o, id)
-	} else if s.ctxTimeouts {
-		// The client ends the round trip at our deadline, and drops its
-		// connection with the script perhaps still on its way, to run
-		// after the caller took back what it left: a permit it grants
-		// would be held for a whole Lease. The bytes in flight reach Redis
-		// within the time a client would wait for a reply (roundTrip), or
-		// never: late runs once more then. Waiting in the background for
-		// the reply instead would cost a goroutine on every attempt.
-		v, err = s.runOwn(tctx, pl, c, args)
-		var answered redis.Error // Redis ran the script, and said no
-		if err != nil && id != "" && !errors.As(err, &answered) {
-			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
-		}
+		v, err = s.wait(ctx, o, id)
 	} else {
-		// The client may wait for its ReadTimeout past ours: stop waiting
-		// for it. The round trip ends on its own, and late runs then.
-		// A panic of the client's (a hook of the user's) is recovered
-		// there and raised again here, in the caller's goroutine: left
-		// alone, it would end the program.
-		type reply struct {
-			v        any
-			err      error
-			panicked any
-		}
-		done := make(chan reply, 1)
-		go func() {
-			var r reply
-			defer func() {
-				r.panicked = recover()
-				done <- r
-			}()
-			r.v, r.err = s.runOwn(tctx, pl, c, args)
-		}()
-		select {
-		case r := <-done:
-			if r.panicked != nil {
-				panic(r.panicked)
-			}
-			v, err = r.v, r.err
-		case <-tctx.Done():
-			err = tctx.Err()
-			if id != "" {
-				go func() {
-					<-done
-					s.takeBack(id)
-				}()
-			}
-		}
+		v, err = s.evalOwn(ctx, id, pl, c, cmd)
 	}
 	if err == nil {
 		return v, nil
@@ -632,11 +593,69 @@ func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []an
 	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// runOwn runs c in a round trip of its own, whose place pl in s's pipe it
-// gives up as the round trip ends.
-func (s *Semaphore) runOwn(ctx context.Context, pl *place, c *call, args []any) (any, error) {
+// evalOwn runs cmd, a command of c, in a round trip of its own, in place pl
+// of s's pipe, bounded by ctx and the Timeout; for an attempt of id (not
+// ""), it takes back what the script leaves in Redis should it run after the
+// call stopped waiting.
+func (s *Semaphore) evalOwn(ctx context.Context, id string, pl *place, c *call, cmd []any) (v any, err error) {
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if s.ctxTimeouts {
+		// The client ends the round trip at our deadline, and drops its
+		// connection with the script perhaps still on its way, to run
+		// after the caller took back what it left: a permit it grants
+		// would be held for a whole Lease. The bytes in flight reach Redis
+		// within the time a client would wait for a reply (roundTrip), or
+		// never: late runs once more then. Waiting in the background for
+		// the reply instead would cost a goroutine on every attempt.
+		v, err = s.runOwn(tctx, pl, c, cmd)
+		var answered redis.Error // Redis ran the script, and said no
+		if err != nil && id != "" && !errors.As(err, &answered) {
+			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+		}
+		return v, err
+	}
+	// The client may wait for its ReadTimeout past ours: stop waiting for
+	// it. The round trip ends on its own, and late runs then. A panic of
+	// the client's (a hook of the user's) is recovered there and raised
+	// again here, in the caller's goroutine: left alone, it would end the
+	// program.
+	type reply struct {
+		v        any
+		err      error
+		panicked any
+	}
+	done := make(chan reply, 1)
+	go func() {
+		var r reply
+		defer func() {
+			r.panicked = recover()
+			done <- r
+		}()
+		r.v, r.err = s.runOwn(tctx, pl, c, cmd)
+	}()
+	select {
+	case r := <-done:
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		return r.v, r.err
+	case <-tctx.Done():
+		if id != "" {
+			go func() {
+				<-done
+				s.takeBack(id)
+			}()
+		}
+		return nil, tctx.Err()
+	}
+}
+
+// runOwn runs cmd, a command of c, in a round trip of its own, whose place
+// pl in s's pipe it gives up as the round trip ends.
+func (s *Semaphore) runOwn(ctx context.Context, pl *place, c *call, cmd []any) (any, error) {
 	defer s.pipe.ended(pl, nil)
-	return c.run(ctx, s.client, args)
+	return c.run(ctx, s.client, cmd)
 }
 
 // newID returns an id unique across processes: "tag/lease/n", which the
