@@ -32,7 +32,7 @@ func TestReviewS4_HookPanicEndsProgramWithoutCtxTimeouts(t *testing.T) {
 		}
 		warm(t, s)
 		h.cmdPanics.Store(true)
-		_, _, r := acquireRecovering(func() (*Permit, error) { return s.Acquire(context.Background()) })
+		_, r, _ := acquireRecovering(func() (*Permit, error) { return s.Acquire(context.Background()) })
 		if r != errHookPanic {
 			t.Fatalf("Acquire panicked with %v; want the hook's panic", r)
 		}

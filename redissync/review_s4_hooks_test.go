@@ -59,10 +59,10 @@ func hookedClient(t *testing.T, b backend, ctxTimeouts bool) (*redis.Client, *pa
 }
 
 // acquireRecovering runs acquire and returns what it panicked with.
-func acquireRecovering(acquire func() (*Permit, error)) (p *Permit, err error, panicked any) {
+func acquireRecovering(acquire func() (*Permit, error)) (p *Permit, panicked any, err error) {
 	defer func() { panicked = recover() }()
 	p, err = acquire()
-	return p, err, nil
+	return p, nil, err
 }
 
 // Regression: a client hook (the user's code) that panics after the
@@ -83,7 +83,7 @@ func TestReviewS4_HookPanicKeepsPermitOwnRoundTrip(t *testing.T) {
 			ctx := context.Background()
 			warm(t, s) // else the hook panics at the NOSCRIPT, before the script runs
 			h.cmdPanics.Store(true)
-			p, err, r := acquireRecovering(func() (*Permit, error) { return s.Acquire(ctx) })
+			p, r, err := acquireRecovering(func() (*Permit, error) { return s.Acquire(ctx) })
 			h.cmdPanics.Store(false)
 			if r != errHookPanic {
 				t.Fatalf("Acquire = %v, %v, panicking with %v; want the hook's panic", p, err, r)
@@ -122,12 +122,12 @@ func TestReviewS4_HookPanicKeepsPermitPipeline(t *testing.T) {
 			}
 			resA, resB := make(chan result, 1), make(chan result, 1)
 			go func() {
-				p, err, r := acquireRecovering(func() (*Permit, error) { return k.Acquire(ctx, "a") })
+				p, r, err := acquireRecovering(func() (*Permit, error) { return k.Acquire(ctx, "a") })
 				resA <- result{p, err, r}
 			}()
 			<-h.atGate // a's round trip is under way, held
 			go func() {
-				p, err, r := acquireRecovering(func() (*Permit, error) { return k.Acquire(ctx, "b") })
+				p, r, err := acquireRecovering(func() (*Permit, error) { return k.Acquire(ctx, "b") })
 				resB <- result{p, err, r}
 			}()
 			for queued := 0; queued == 0; time.Sleep(time.Millisecond) {
