@@ -26,7 +26,10 @@ func realBackend(t *testing.T) backend {
 func TestMixedLeaseHandoff(t *testing.T) {
 	b := realBackend(t)
 	ctx := context.Background()
-	short := mustNew(t, Config{Client: b.client(t), Name: "mixed", N: 1, Lease: 300 * time.Millisecond, Poll: time.Second})
+	// The short Lease is a second, not less: the releaser must hold its
+	// permit until the waiter queues, renewing it, and a loaded machine may
+	// hold a renewal up by a good part of a short Lease.
+	short := mustNew(t, Config{Client: b.client(t), Name: "mixed", N: 1, Lease: time.Second, Poll: time.Second})
 	long := mustNew(t, Config{Client: b.client(t), Name: "mixed", N: 1, Lease: 6 * time.Second, Poll: time.Second})
 
 	p, err := short.Acquire(ctx)
@@ -53,8 +56,9 @@ func TestMixedLeaseHandoff(t *testing.T) {
 		t.Fatal("no permit")
 	}
 	defer q.Release(ctx)
-	// The waiter holds a permit of its own 6s Lease, as far as it knows.
-	deadline := time.Now().Add(1500 * time.Millisecond)
+	// The waiter holds a permit of its own 6s Lease, as far as it knows:
+	// past the short Lease, nobody else may take it.
+	deadline := time.Now().Add(2500 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		r, err := short.TryAcquire(ctx)
 		if err != nil && !errors.Is(err, ErrWouldWait) {
@@ -80,7 +84,9 @@ func TestMixedLeaseHandoff(t *testing.T) {
 func TestHandoffGivesTheWaitersLease(t *testing.T) {
 	b := realBackend(t)
 	ctx := context.Background()
-	const short, long = 300 * time.Millisecond, 6 * time.Second
+	// The short Lease is a second: each side holds its permit, renewing it,
+	// for a few round trips, which a loaded machine may stretch.
+	const short, long = time.Second, 6 * time.Second
 	for _, tc := range []struct{ releaser, waiter time.Duration }{{short, long}, {long, short}} {
 		name := fmt.Sprintf("lease%v-%v", tc.releaser, tc.waiter)
 		rel := mustNew(t, Config{Client: b.client(t), Name: name, N: 1, Lease: tc.releaser, Poll: time.Second})
