@@ -69,6 +69,10 @@ func TestLockCrashedHolderNewcomerKeepsBehindTheLine(t *testing.T) {
 			crashed := mustNew(t, cfg)
 			crashed.noRenew.Store(true)
 			cfg.Client = b.client(t)
+			// The newcomer's Lease is long: the lock it hands to the waiter
+			// (whose id names no Lease) is held for it, and must outlast the
+			// checks below however slow a loaded machine makes them.
+			cfg.Lease = time.Minute
 			newcomer := mustNew(t, cfg)
 			p, err := crashed.Acquire(ctx)
 			if err != nil {
