@@ -47,19 +47,22 @@ type pipe struct {
 	queue    []*op // waiting for a round trip, oldest first; guarded by mu
 }
 
-// A place is a round trip's place in its pipe, from push to ended. Past the
-// pipe's hold, a timer gives it up (expire).
+// A place is a round trip's place in its pipe, from push to ended, in a pipe
+// with a hold: past it, a timer gives the place up (expire). A pipe without
+// one hands out nil places, which only ended ends.
 type place struct {
-	timer *time.Timer // nil when the pipe has no hold
-	gone  bool        // ended, or given up by the timer; guarded by the pipe's mu
+	timer *time.Timer
+	gone  bool // ended, or given up by the timer; guarded by the pipe's mu
 }
 
-// take starts the hold of a place just taken; p.mu must be held.
+// take starts the hold of a place just taken, if p has a hold; p.mu must be
+// held.
 func (p *pipe) take() *place {
-	pl := new(place)
-	if p.hold > 0 {
-		pl.timer = time.AfterFunc(p.hold, func() { p.expire(pl) })
+	if p.hold == 0 {
+		return nil // nothing to give up: no allocation per round trip
 	}
+	pl := new(place)
+	pl.timer = time.AfterFunc(p.hold, func() { p.expire(pl) })
 	return pl
 }
 
@@ -131,13 +134,13 @@ func (p *pipe) drop(o *op) bool {
 func (p *pipe) ended(pl *place, running []*op) ([]*op, *place) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pl.timer != nil {
+	if pl != nil {
 		pl.timer.Stop()
+		if pl.gone {
+			return nil, nil
+		}
+		pl.gone = true
 	}
-	if pl.gone {
-		return nil, nil
-	}
-	pl.gone = true
 	if len(p.queue) == 0 {
 		p.underway--
 		return nil, nil

@@ -64,3 +64,29 @@ func TestPipeHoldGivesUpAHungPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestPipeWithoutHold: a pipe whose client ends its round trips by itself
+// starts no timer and allocates no place per round trip, and its places go
+// back as the round trips end.
+func TestPipeWithoutHold(t *testing.T) {
+	p := &pipe{}
+	o, pl := p.push(nil, nil)
+	if o != nil || pl != nil {
+		t.Fatalf("push = %v, %v; want the free place, with nothing to give up", o, pl)
+	}
+	if o, _ := p.push(nil, nil); o == nil || !p.drop(o) {
+		t.Fatal("a second script went while the only place was taken")
+	}
+	if b, next := p.ended(pl, nil); b != nil || next != nil {
+		t.Fatal("a round trip with nothing queued passed its place on")
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		_, pl := p.push(nil, nil)
+		p.ended(pl, nil)
+	}); allocs != 0 {
+		t.Errorf("%v allocations per round trip's place; want 0", allocs)
+	}
+	if p.underway != 0 {
+		t.Fatalf("%d round trips under way after every one ended", p.underway)
+	}
+}
