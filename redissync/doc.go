@@ -80,7 +80,11 @@
 // pipeline, so that under load neither Redis nor the client pays a system
 // call for each (on a 2-core machine, most of a contended lock's cost). A
 // call made while none is under way goes at once. The client's hooks see a
-// pipeline's scripts with a background context, not their callers'.
+// pipeline's scripts with a background context, not their callers'. With a
+// client without ContextTimeoutEnabled, which may never end a round trip on
+// a connection that stopped answering, a round trip keeps that one place for
+// its ReadTimeout (or the Timeout, if longer) at most: then the scripts
+// waiting go in a round trip of their own.
 //
 // Waiters are woken by pub/sub, on one more connection per client: every
 // Semaphore and Keyed made on the client shares it, subscribing each
