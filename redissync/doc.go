@@ -83,8 +83,8 @@
 // pipeline's scripts with a background context, not their callers'. With a
 // client without ContextTimeoutEnabled, which may never end a round trip on
 // a connection that stopped answering, a round trip keeps that one place for
-// its ReadTimeout (or the Timeout, if longer) at most: then the scripts
-// waiting go in a round trip of their own.
+// its ReadTimeout (3 seconds if it has none), or the Timeout if longer, at
+// most: then the scripts waiting go in a round trip of their own.
 //
 // Waiters are woken by pub/sub, on one more connection per client: every
 // Semaphore and Keyed made on the client shares it, subscribing each
