@@ -166,13 +166,15 @@ const flightYields = 2
 // cancelled. If the result comes at the moment ctx ends, Do may return it.
 // If fn panicked, Do panics with a *PanicError (see Flight).
 //
-// Do panics if fn is nil, or if key does not equal itself (a float NaN, or a
-// struct or interface holding one), which a map could never find again.
+// Do panics if fn is nil, if key does not equal itself (a float NaN, or a
+// struct or interface holding one), which a map could never find again, and
+// if key, of an interface type, holds a value that cannot be compared (a
+// slice, a map, a func).
 func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context) (V, error)) (v V, err error, shared bool) {
 	if fn == nil {
 		panic("ctxsync: Flight.Do with nil fn")
 	}
-	if key != key {
+	if !checkKey(key, "Flight.Do") {
 		// A NaN (or a struct or interface holding one) can be put in a map
 		// but never found again: its call would stay there for good.
 		panic("ctxsync: Flight.Do with a key not equal to itself (a NaN?)")
@@ -437,8 +439,12 @@ func (c *flightCall[K, V]) result(ctx context.Context, w *flightWaiter) (V, erro
 // Forget forgets the call in flight for key, if any: the next Do for key
 // starts a new call instead of joining it. The callers already waiting for
 // the forgotten call still get its result, and its ctx is cancelled only when
-// they have all left or fn returns.
+// they have all left or fn returns. Forget panics on a key that cannot be
+// compared, as Do does.
 func (f *Flight[K, V]) Forget(key K) {
+	if !checkKey(key, "Flight.Forget") {
+		return // a NaN: never in flight (see Do)
+	}
 	f.mu.Lock()
 	if c := f.lookupLocked(key); c != nil {
 		f.removeLocked(c)

@@ -112,9 +112,10 @@ type keyedEntry struct {
 	l    Lock
 }
 
-// shard returns the shard of key and the key's hash.
-func (k *KeyedLock[K]) shard(key K) (*keyedShard[K], uint64) {
-	h := maphash.Comparable(keyedSeed, key)
+// shard returns the shard of key and the key's hash. what names the method
+// called, for the panic of a key that cannot be compared (see hashKey).
+func (k *KeyedLock[K]) shard(key K, what string) (*keyedShard[K], uint64) {
+	h := hashKey(keyedSeed, key, what)
 	return &k.shards[h%keyedShards], h
 }
 
@@ -127,12 +128,14 @@ func (k *KeyedLock[K]) shard(key K) (*keyedShard[K], uint64) {
 // same moment that ctx ends, Lock either returns nil holding it or passes it
 // on to the next waiter and returns ctx.Err(); it is never lost.
 //
-// Lock panics if ctx is nil, and if key does not equal itself.
+// Lock panics if ctx is nil, and if key does not equal itself (a float NaN)
+// or, for an interface key type, holds a value that cannot be compared (a
+// slice, a map, a func).
 func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	if ctx == nil {
 		waitq.PanicNilCtx("ctxsync")
 	}
-	sh, h := k.shard(key)
+	sh, h := k.shard(key, "KeyedLock.Lock")
 	sh.mu.Lock()
 	e := sh.findLocked(key, h)
 	if e == nil {
@@ -163,9 +166,9 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 }
 
 // TryLock locks key if it is free and nobody waits for it, and reports whether
-// it did. It never waits. It panics if key does not equal itself.
+// it did. It never waits. It panics on a key that Lock panics on.
 func (k *KeyedLock[K]) TryLock(key K) bool {
-	sh, h := k.shard(key)
+	sh, h := k.shard(key, "KeyedLock.TryLock")
 	sh.mu.Lock()
 	e := sh.findLocked(key, h)
 	if e == nil {
@@ -185,10 +188,11 @@ func (k *KeyedLock[K]) TryLock(key K) bool {
 // Unlock unlocks key. If goroutines wait for it, the oldest one now holds it;
 // if none does, the key's lock is dropped.
 //
-// Unlock panics if key is not locked. As with Lock, the goroutine that unlocks
-// a key need not be the one that locked it.
+// Unlock panics if key is not locked, or cannot be compared (see Lock). As
+// with Lock, the goroutine that unlocks a key need not be the one that locked
+// it.
 func (k *KeyedLock[K]) Unlock(key K) {
-	sh, h := k.shard(key)
+	sh, h := k.shard(key, "KeyedLock.Unlock")
 	sh.mu.Lock()
 	e := sh.findLocked(key, h)
 	if e == nil || !e.l.Locked() {
