@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ctxsync/ctxsync/internal/keycheck"
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
@@ -174,7 +175,7 @@ func (f *Flight[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Contex
 	if fn == nil {
 		panic("ctxsync: Flight.Do with nil fn")
 	}
-	if !checkKey(key, "Flight.Do") {
+	if !keycheck.Equal(key, "ctxsync: Flight.Do") {
 		// A NaN (or a struct or interface holding one) can be put in a map
 		// but never found again: its call would stay there for good.
 		panic("ctxsync: Flight.Do with a key not equal to itself (a NaN?)")
@@ -442,7 +443,7 @@ func (c *flightCall[K, V]) result(ctx context.Context, w *flightWaiter) (V, erro
 // they have all left or fn returns. Forget panics on a key that cannot be
 // compared, as Do does.
 func (f *Flight[K, V]) Forget(key K) {
-	if !checkKey(key, "Flight.Forget") {
+	if !keycheck.Equal(key, "ctxsync: Flight.Forget") {
 		return // a NaN: never in flight (see Do)
 	}
 	f.mu.Lock()

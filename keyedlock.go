@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/ctxsync/ctxsync/internal/keycheck"
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
@@ -113,9 +114,9 @@ type keyedEntry struct {
 }
 
 // shard returns the shard of key and the key's hash. what names the method
-// called, for the panic of a key that cannot be compared (see hashKey).
+// called, for the panic of a key that cannot be compared (see keycheck).
 func (k *KeyedLock[K]) shard(key K, what string) (*keyedShard[K], uint64) {
-	h := hashKey(keyedSeed, key, what)
+	h := keycheck.Hash(keyedSeed, key, what)
 	return &k.shards[h%keyedShards], h
 }
 
@@ -135,7 +136,7 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	if ctx == nil {
 		waitq.PanicNilCtx("ctxsync")
 	}
-	sh, h := k.shard(key, "KeyedLock.Lock")
+	sh, h := k.shard(key, "ctxsync: KeyedLock.Lock")
 	sh.mu.Lock()
 	e := sh.findLocked(key, h)
 	if e == nil {
@@ -168,7 +169,7 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 // TryLock locks key if it is free and nobody waits for it, and reports whether
 // it did. It never waits. It panics on a key that Lock panics on.
 func (k *KeyedLock[K]) TryLock(key K) bool {
-	sh, h := k.shard(key, "KeyedLock.TryLock")
+	sh, h := k.shard(key, "ctxsync: KeyedLock.TryLock")
 	sh.mu.Lock()
 	e := sh.findLocked(key, h)
 	if e == nil {
@@ -192,7 +193,7 @@ func (k *KeyedLock[K]) TryLock(key K) bool {
 // with Lock, the goroutine that unlocks a key need not be the one that locked
 // it.
 func (k *KeyedLock[K]) Unlock(key K) {
-	sh, h := k.shard(key, "KeyedLock.Unlock")
+	sh, h := k.shard(key, "ctxsync: KeyedLock.Unlock")
 	sh.mu.Lock()
 	e := sh.findLocked(key, h)
 	if e == nil || !e.l.Locked() {
