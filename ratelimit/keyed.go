@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ctxsync/ctxsync/internal/keycheck"
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
@@ -45,6 +46,10 @@ const (
 // Keys live in shards with a lock each, so that callers with different keys
 // rarely contend. A key unused for the TTL may be evicted when new keys
 // arrive, and the number of keys is capped; see KeyedConfig.
+//
+// Every method that takes a key panics if the key does not equal itself (a
+// float NaN, which a map could never find again) or, for an interface key
+// type, holds a value that cannot be compared (a slice, a map, a func).
 //
 // Use NewKeyed; the zero Keyed is not usable: its methods panic. A Keyed must
 // not be copied after first use. It is safe for concurrent use by multiple
@@ -151,7 +156,7 @@ func (k *Keyed[K, L]) Get(key K) L {
 func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
 	k.check()
 	now := nowNs()
-	s := &k.shards[maphash.Comparable(k.seed, key)&k.mask]
+	s := &k.shards[keycheck.Hash(k.seed, key, "ratelimit: Keyed")&k.mask]
 	s.mu.RLock()
 	e := s.entries[key]
 	if e != nil {
@@ -190,6 +195,14 @@ func (e *keyedEntry[L]) use(now int64, wait bool) {
 // wait. The constructor runs without the lock: if it panics, nothing has
 // changed.
 func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *keyedEntry[L] {
+	if key != key {
+		// A NaN (or a struct or interface holding one) would be put in
+		// the map and never found again: each call would get a new
+		// limiter, with a fresh allowance, and leave it in the map for
+		// good. Here, on the way to a first insert, the check costs the
+		// calls of known keys nothing.
+		panic("ratelimit: Keyed key not equal to itself (a NaN?)")
+	}
 	e := &keyedEntry[L]{lim: k.newLimit(key)}
 	if isNil(e.lim) {
 		// Now, rather than as a nil dereference at the key's every use.
