@@ -460,7 +460,8 @@ func TestFlightAcrossBubbles(t *testing.T) {
 }
 
 // TestHammerFlight runs callers on a few keys with random cancellation, and
-// fns that return, fail, panic, call runtime.Goexit, or wait for their ctx.
+// fns that return, fail, panic, call runtime.Goexit, or wait for their ctx,
+// while calls are forgotten, by callers and by fns for their own key.
 // It checks that every result went to a caller of its key, that shared is
 // true exactly for results that went to more than one caller, that no caller
 // whose ctx lives was failed with a ctx error, and at the end that no call is
@@ -489,7 +490,10 @@ func TestHammerFlight(t *testing.T) {
 		}
 		cxRun(8, func(_ int, r *rand.Rand) {
 			for range 100 {
-				key, mode, pause := r.IntN(3), r.IntN(8), time.Duration(r.IntN(100))*time.Microsecond
+				key, mode, pause := r.IntN(3), r.IntN(9), time.Duration(r.IntN(100))*time.Microsecond
+				if r.IntN(8) == 0 {
+					f.Forget(r.IntN(3)) // the next Do starts a call beside the forgotten one
+				}
 				fn := func(ctx context.Context) (int, error) {
 					started.Add(1)
 					defer ended.Add(1)
@@ -511,6 +515,9 @@ func TestHammerFlight(t *testing.T) {
 						}
 					case 3:
 						return v, errors.New("failed")
+					case 4:
+						f.Forget(key) // from inside the call: its callers keep it
+						time.Sleep(pause)
 					default:
 						time.Sleep(pause)
 					}
