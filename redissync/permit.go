@@ -147,6 +147,9 @@ func (p *Permit) endLocked(cause error) {
 // its lease at the latest. So give Release a ctx that has not ended, not one
 // that may have ended with the work the permit guarded: with a done ctx it
 // gives nothing back, and the next in line waits for the lease to end.
+//
+// If a client hook panics in Release, the permit is given back, by a round
+// trip bounded by the Timeout, before the panic goes on to the caller.
 func (p *Permit) Release(ctx context.Context) error {
 	p.check()
 	if ctx == nil {
@@ -164,7 +167,21 @@ func (p *Permit) Release(ctx context.Context) error {
 	p.endLocked(errReleased)
 	p.mu.Unlock()
 	s := p.s
+	// A client hook (the user's code) may panic before the script is sent,
+	// or after it ran. Either way the panic goes on to the caller with
+	// nothing held: the permit, no longer renewed, would otherwise be held
+	// by nobody for the rest of its lease, and its key kept in the Keyed.
+	// The take-back runs the release again; after one that ran, it finds
+	// nothing to give.
+	returned := false
+	defer func() {
+		if !returned {
+			s.takeBackPanicked(p.id)
+			p.unkey()
+		}
+	}()
 	held, err := s.releaseProven(ctx, p.id, proven)
+	returned = true
 	p.unkey()
 	if err != nil {
 		return err

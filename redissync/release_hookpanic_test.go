@@ -1,0 +1,85 @@
+package redissync
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// errEarlyHookPanic is what earlyPanicHook panics with.
+var errEarlyHookPanic = errors.New("a client hook panics before sending")
+
+// earlyPanicHook is a client hook of the user's that, once armed, panics
+// once before the command it wraps is sent: the script never reaches Redis.
+type earlyPanicHook struct{ armed atomic.Bool }
+
+func (h *earlyPanicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *earlyPanicHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.armed.CompareAndSwap(true, false) {
+			panic(errEarlyHookPanic)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *earlyPanicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.armed.CompareAndSwap(true, false) {
+			panic(errEarlyHookPanic)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Regression: a client hook (the user's code) that panicked in Release
+// before the release script was sent reached the caller, as it should, but
+// the permit stayed in Redis for its whole Lease, held by nobody, and not
+// renewed: the next in line waited for the Lease to end. The Keyed kept the
+// key, too, for good. User code that panics must leave nothing held: the
+// permit is given back, as when the caller of an Acquire gives up, and the
+// key is dropped.
+func TestReleaseHookPanicGivesThePermitBack(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
+				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = c.Close() })
+			h := &earlyPanicHook{}
+			c.AddHook(h)
+			k, err := NewKeyedLock(b.config(c, "releasehookpanic", 1, time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			p, err := k.Acquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.armed.Store(true)
+			var r any
+			func() {
+				defer func() { r = recover() }()
+				_ = p.Release(ctx)
+			}()
+			if r != errEarlyHookPanic {
+				t.Fatalf("Release panicked with %v; want the hook's panic", r)
+			}
+			if n := k.Len(); n != 0 {
+				t.Errorf("Keyed.Len() = %d after a Release that panicked; want 0: the key is kept for good", n)
+			}
+			q, err := k.TryAcquire(ctx, "a")
+			if err != nil {
+				t.Fatalf("TryAcquire after a Release that the hook's panic ended = %v; want the permit, which nobody holds", err)
+			}
+			if err := q.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
