@@ -2,6 +2,7 @@ package redissync
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,8 +265,15 @@ func (p *Permit) tick() {
 	p.t.Reset(max(min(time.Until(p.next), time.Until(p.until)), 0))
 }
 
-// renew extends the lease.
-func (p *Permit) renew(ctx context.Context) (bool, error) {
+// renew extends the lease. It runs in a timer's goroutine, where a panic of
+// the client's (a hook of the user's) would end the program, with nobody to
+// receive it: it counts as a renewal that failed, tried again sooner.
+func (p *Permit) renew(ctx context.Context) (renewed bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			renewed, err = false, fmt.Errorf("%w: a client hook panicked: %v", ErrUnavailable, r)
+		}
+	}()
 	s := p.s
 	v, err := s.eval(ctx, s.renewCall, p.id, s.leaseArg, s.keyTTLArg)
 	if err != nil {

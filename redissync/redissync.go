@@ -288,17 +288,28 @@ func (s *Semaphore) granted(ctx context.Context, id string, token int64, until, 
 // that when Redis had stopped answering. What Redis has not confirmed by
 // then is given back in the background, in a round trip of its own: the
 // release script is idempotent, so it may run twice.
+//
+// A panic of the client's (a hook of the user's) in that first round trip
+// goes on to the caller, once the release is on its way in the background.
 func (s *Semaphore) abandon(ctx context.Context, id string, by time.Time) {
 	ctx = context.WithoutCancel(ctx) // its values, for the client's hooks
 	if time.Until(by) > 0 {
 		bctx, cancel := context.WithDeadline(ctx, by)
+		returned := false
+		defer func() {
+			if !returned {
+				cancel()
+				go s.releaseQuietly(ctx, id)
+			}
+		}()
 		_, err := s.release(bctx, id)
+		returned = true
 		cancel()
 		if err == nil {
 			return
 		}
 	}
-	go func() { _, _ = s.release(ctx, id) }()
+	go s.releaseQuietly(ctx, id)
 }
 
 // release runs the release script for id, and reports whether it held a
@@ -409,24 +420,24 @@ func (s *Semaphore) take(ctx context.Context, id string) (int64, error) {
 	return token, nil
 }
 
-// takeBackPanicked is takeBack for an attempt whose round trip panicked. A
-// second panic of the client's, in takeBack's own round trip, is dropped:
-// the caller gets the first.
-func (s *Semaphore) takeBackPanicked(id string) {
-	ok := false
-	defer func() {
-		if !ok {
-			_ = recover()
-		}
-	}()
-	s.takeBack(id)
-	ok = true
-}
+// takeBackPanicked is takeBack for an attempt whose round trip panicked:
+// the caller gets that first panic, and a second one, in takeBack's own
+// round trip, is dropped.
+func (s *Semaphore) takeBackPanicked(id string) { s.takeBack(id) }
 
 // takeBack gives up whatever an attempt of id that landed after its caller
 // gave up left in Redis: a place in line, or a permit.
-func (s *Semaphore) takeBack(id string) {
-	_, _ = s.release(context.Background(), id)
+func (s *Semaphore) takeBack(id string) { s.releaseQuietly(context.Background(), id) }
+
+// releaseQuietly runs the release script for id, for a call that cannot
+// report its outcome: a take-back, in a timer's goroutine or one of its own,
+// or in a caller whose round trip panicked. A panic of the client's (a hook
+// of the user's) is dropped here, as an error is: in the background nobody
+// could receive it, and it would end the program. What the release did not
+// give back is left to its lease, as when Redis does not answer.
+func (s *Semaphore) releaseQuietly(ctx context.Context, id string) {
+	defer func() { _ = recover() }()
+	_, _ = s.release(ctx, id)
 }
 
 type attemptResult struct {
