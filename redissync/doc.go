@@ -80,7 +80,11 @@
 // pipeline, so that under load neither Redis nor the client pays a system
 // call for each (on a 2-core machine, most of a contended lock's cost). A
 // call made while none is under way goes at once. The client's hooks see a
-// pipeline's scripts with a background context, not their callers'. With a
+// pipeline's scripts with a background context, not their callers'. A hook
+// that panics reaches the caller whose call it ran in, once what the call
+// held or left in line is given back; one that panics in a round trip run
+// in the background (a take-back, a renewal) is dropped, as a failed round
+// trip: nobody is there to receive it. With a
 // client without ContextTimeoutEnabled, which may never end a round trip on
 // a connection that stopped answering, a round trip keeps that one place for
 // its ReadTimeout (3 seconds if it has none), or the Timeout if longer, at
