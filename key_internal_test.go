@@ -3,28 +3,18 @@ package ctxsync
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// panicOf returns what f panics with, or nil.
-func panicOf(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
-}
+	"github.com/ctxsync/ctxsync/internal/testutil"
+)
 
 // requirePackagePanic checks that f panics with a message naming the package
 // and the method called.
 func requirePackagePanic(t *testing.T, what string, f func()) {
 	t.Helper()
-	p := panicOf(f)
-	require.NotNil(t, p, "%s did not panic", what)
-	msg, ok := p.(string)
-	require.True(t, ok, "%s panicked with %T %v, not a message of the package", what, p, p)
-	require.True(t, strings.HasPrefix(msg, "ctxsync: "+what), "%s panicked with %q", what, msg)
+	testutil.RequirePanicPrefix(t, "ctxsync: "+what, f)
 }
 
 // A key type made of interfaces compiles with any value in it, and one that
@@ -83,6 +73,6 @@ func TestKeyNaN(t *testing.T) {
 	require.Zero(t, f.Len())
 	f.Forget(nan) // finds nothing, as for any key not in flight
 	var k KeyedLock[float64]
-	requirePackagePanic(t, "ctxsync: KeyedLock key not equal"[len("ctxsync: "):], func() { k.Lock(ctx, nan) })
+	requirePackagePanic(t, "KeyedLock key not equal", func() { k.Lock(ctx, nan) })
 	require.Zero(t, k.Len())
 }

@@ -3,11 +3,12 @@ package keycheck
 import (
 	"hash/maphash"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -16,14 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // naming the trouble (the runtime's words for it differ between releases).
 func requireRaised(t *testing.T, f func()) {
 	t.Helper()
-	var p any
-	func() {
-		defer func() { p = recover() }()
-		f()
-	}()
-	msg, ok := p.(string)
-	require.True(t, ok, "panicked with %T %v", p, p)
-	require.True(t, strings.HasPrefix(msg, "p: M with a key that cannot be compared ("), msg)
+	testutil.RequirePanicPrefix(t, "p: M with a key that cannot be compared (", f)
 }
 
 func TestEqual(t *testing.T) {
