@@ -22,7 +22,9 @@ func ExampleLimiter() {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
 
-	l, err := redislimit.New(redislimit.Config{Client: client, Rate: 2, Burst: 3})
+	// Timeout bounds each call's wait for Redis; the default, 100 ms, suits
+	// a server nearby and not loaded.
+	l, err := redislimit.New(redislimit.Config{Client: client, Rate: 2, Burst: 3, Timeout: time.Second})
 	if err != nil {
 		panic(err)
 	}
@@ -62,7 +64,7 @@ func ExampleHandle() {
 	defer srv.Close()
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()
-	l, _ := redislimit.New(redislimit.Config{Client: client, Rate: 1, Burst: 2})
+	l, _ := redislimit.New(redislimit.Config{Client: client, Rate: 1, Burst: 2, Timeout: time.Second})
 
 	var upstream ratelimit.Limiter = l.For("upstream-api")
 	fmt.Println(upstream.AllowN(2), upstream.AllowN(1))
@@ -106,7 +108,8 @@ func ExampleConfig_limits() {
 	l, err := redislimit.New(redislimit.Config{
 		Client: client,
 		Rate:   35, Burst: 350, // 350 per 10 s
-		Limits: []redislimit.Limit{{Rate: 10000.0 / 3600, Burst: 10000}}, // and 10,000 per hour
+		Limits:  []redislimit.Limit{{Rate: 10000.0 / 3600, Burst: 10000}}, // and 10,000 per hour
+		Timeout: time.Second,                                              // the default, 100 ms, suits a server nearby and not loaded
 	})
 	if err != nil {
 		panic(err)
