@@ -233,13 +233,13 @@ func (s *Semaphore) init(cfg Config, sh *shape, name, suffix string) {
 	}
 	s.keys = s.keyArr[:]
 	s.calls[0] = call{sc: sh.acquireSc, head: sh.acquire, keys: s.keyArgs[:]}
-	s.calls[1] = call{sc: sh.releaseSc, head: sh.release, keys: s.keyArgs[:]}
+	s.calls[1] = call{sc: sh.releaseSc, head: sh.release, keys: s.keyArgs[:], frees: true}
 	s.calls[2] = call{sc: sh.renewSc, head: sh.renew, keys: s.keyArgs[:1]}
 	s.acquireCall, s.releaseCall, s.renewCall = &s.calls[0], &s.calls[1], &s.calls[2]
 	if s.lock {
 		s.takeKeys = [2]any{s.keyArgs[0], s.keyArgs[3]}
 		s.calls[3] = call{sc: sh.takeSc, head: sh.take, keys: s.takeKeys[:]}
-		s.calls[4] = call{sc: sh.giveSc, head: sh.give, keys: s.keyArgs[:1]}
+		s.calls[4] = call{sc: sh.giveSc, head: sh.give, keys: s.keyArgs[:1], frees: true}
 		s.takeCall, s.giveCall = &s.calls[3], &s.calls[4]
 	}
 }

@@ -517,6 +517,9 @@ type call struct {
 	sc   *redis.Script
 	head []any // shared: never written
 	keys []any // the Semaphore's: never written
+	// frees says the script gives permits back (a release): a pipeline
+	// sends it before the others.
+	frees bool
 }
 
 // run runs the script by its hash, and by its source if Redis does not know
