@@ -29,10 +29,19 @@ func isInterface[K comparable]() bool {
 // Equal returns key == key: false for a NaN or a value holding one, which a
 // map could never find again. If key cannot be compared it panics, with what
 // (a package's name and a method, "ctxsync: Flight.Do") leading the message.
+//
+// Equal and Hash are small enough to be inlined, and their callers' keys of
+// a type that is not an interface pay nothing more than the comparison or
+// the hash: a function with a deferred call is never inlined, so the
+// recover is in functions of their own, called for interface types only.
 func Equal[K comparable](key K, what string) bool {
-	if !isInterface[K]() {
-		return key == key
+	if isInterface[K]() {
+		return equalChecked(key, what)
 	}
+	return key == key
+}
+
+func equalChecked[K comparable](key K, what string) bool {
 	defer raise(what)
 	return key == key
 }
@@ -40,9 +49,13 @@ func Equal[K comparable](key K, what string) bool {
 // Hash returns the hash of key with seed. If key cannot be compared it
 // panics, with what leading the message.
 func Hash[K comparable](seed maphash.Seed, key K, what string) uint64 {
-	if !isInterface[K]() {
-		return maphash.Comparable(seed, key)
+	if isInterface[K]() {
+		return hashChecked(seed, key, what)
 	}
+	return maphash.Comparable(seed, key)
+}
+
+func hashChecked[K comparable](seed maphash.Seed, key K, what string) uint64 {
 	defer raise(what)
 	return maphash.Comparable(seed, key)
 }
