@@ -124,11 +124,19 @@ func (k *Keyed) Acquire(ctx context.Context, key string) (*Permit, error) {
 		return nil, err
 	}
 	e := k.ref(key)
+	// A client hook (the user's code) may panic in the call, which takes
+	// back what it left in Redis; the key's use ends with it too.
+	kept := false
+	defer func() {
+		if !kept {
+			k.unref(key, e)
+		}
+	}()
 	p, err := e.s.Acquire(ctx)
 	if err != nil {
-		k.unref(key, e)
 		return nil, err
 	}
+	kept = true
 	return p, nil // its use of key passes to p: see Permit.unkey
 }
 
@@ -141,11 +149,19 @@ func (k *Keyed) TryAcquire(ctx context.Context, key string) (*Permit, error) {
 		return nil, err
 	}
 	e := k.ref(key)
+	// A client hook (the user's code) may panic in the call, which takes
+	// back what it left in Redis; the key's use ends with it too.
+	kept := false
+	defer func() {
+		if !kept {
+			k.unref(key, e)
+		}
+	}()
 	p, err := e.s.TryAcquire(ctx)
 	if err != nil {
-		k.unref(key, e)
 		return nil, err
 	}
+	kept = true
 	return p, nil // its use of key passes to p: see Permit.unkey
 }
 

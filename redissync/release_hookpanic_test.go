@@ -83,3 +83,52 @@ func TestReleaseHookPanicGivesThePermitBack(t *testing.T) {
 		})
 	}
 }
+
+// Regression: a client hook that panicked in a Keyed's Acquire or
+// TryAcquire reached the caller with what the call left in Redis taken back,
+// but the Keyed kept the key's Semaphore for good: Len stayed 1, with
+// nobody holding or waiting for the key. Nothing of a key is kept after a
+// call that failed, by an error or a panic.
+func TestKeyedAcquireHookPanicKeepsNoKey(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
+				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = c.Close() })
+			h := &earlyPanicHook{}
+			c.AddHook(h)
+			k, err := NewKeyedLock(b.config(c, "keyedhookpanic", 1, time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for name, acquire := range map[string]func() (*Permit, error){
+				"Acquire":    func() (*Permit, error) { return k.Acquire(ctx, "a") },
+				"TryAcquire": func() (*Permit, error) { return k.TryAcquire(ctx, "a") },
+			} {
+				h.armed.Store(true)
+				var r any
+				func() {
+					defer func() { r = recover() }()
+					_, _ = acquire()
+				}()
+				if r != errEarlyHookPanic {
+					t.Fatalf("%s panicked with %v; want the hook's panic", name, r)
+				}
+				if n := k.Len(); n != 0 {
+					t.Errorf("Keyed.Len() = %d after a %s that panicked; want 0", n, name)
+				}
+			}
+			p, err := k.TryAcquire(ctx, "a")
+			if err != nil {
+				t.Fatalf("TryAcquire = %v; want the permit, which nobody holds", err)
+			}
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := k.Len(); n != 0 {
+				t.Errorf("Keyed.Len() = %d after the Release; want 0", n)
+			}
+		})
+	}
+}
