@@ -144,6 +144,28 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	id := s.newID()
+	returned := false
+	defer s.takeBackOnPanic(id, &returned)
+	p, err := s.acquire(ctx, id)
+	returned = true
+	return p, err
+}
+
+// takeBackOnPanic, deferred by Acquire and TryAcquire, takes back what an
+// attempt of id got or left in Redis if the call did not return: a method of
+// the caller's ctx (the caller's code) or a client hook panicked, perhaps
+// after a permit was granted or handed to id, which nobody would then hold.
+// The panic goes on to the caller once the round trip is over. (A panic
+// that evalThen or abandon saw first was taken back there too: the release
+// script may run twice.)
+func (s *Semaphore) takeBackOnPanic(id string, returned *bool) {
+	if !*returned {
+		s.takeBack(id)
+	}
+}
+
+// acquire is Acquire for an attempt of id.
+func (s *Semaphore) acquire(ctx context.Context, id string) (*Permit, error) {
 	if s.takeCall != nil && !s.contended.Load() {
 		// The lock's fast way, which never puts id in line, so that
 		// nothing can be handed to it meanwhile: it needs no wake-up.
@@ -247,6 +269,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	id := s.newID()
+	returned := false
+	defer s.takeBackOnPanic(id, &returned)
+	p, err := s.tryAcquire(ctx, id)
+	returned = true
+	return p, err
+}
+
+// tryAcquire is TryAcquire for an attempt of id.
+func (s *Semaphore) tryAcquire(ctx context.Context, id string) (*Permit, error) {
 	sent := time.Now()
 	r, err := s.attempt(ctx, id, "0", false)
 	if err != nil {
@@ -612,7 +643,7 @@ func (s *Semaphore) evalRound(ctx context.Context, id string, c *call, args []an
 // ""), it takes back what the script leaves in Redis should it run after the
 // call stopped waiting.
 func (s *Semaphore) evalOwn(ctx context.Context, id string, pl *place, c *call, cmd []any) (v any, err error) {
-	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	tctx, cancel := s.withTimeout(ctx, pl)
 	defer cancel()
 	if s.ctxTimeouts {
 		// The client ends the round trip at our deadline, and drops its
@@ -663,6 +694,22 @@ func (s *Semaphore) evalOwn(ctx context.Context, id string, pl *place, c *call, 
 		}
 		return nil, tctx.Err()
 	}
+}
+
+// withTimeout returns ctx bounded by the Timeout, for a round trip of its
+// own in place pl. Making it calls ctx's methods, the caller's code: if one
+// panics, pl is given up before the panic goes on, else the pipe would have
+// lost it for good, and with it (maxUnderway) every later call.
+func (s *Semaphore) withTimeout(ctx context.Context, pl *place) (context.Context, context.CancelFunc) {
+	made := false
+	defer func() {
+		if !made {
+			s.pipe.ended(pl, nil)
+		}
+	}()
+	tctx, cancel := context.WithTimeout(ctx, s.timeout)
+	made = true
+	return tctx, cancel
 }
 
 // runOwn runs cmd, a command of c, in a round trip of its own, whose place
