@@ -268,24 +268,46 @@ func b2i(b bool) int {
 // three allocations more on every script queued.
 func (s *Semaphore) wait(ctx context.Context, o *op, id string) (any, error) {
 	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	// ctx's Done and Err are the caller's code: if one panics, o is given
+	// up as at ctx's end, else it would go on to Redis with nobody to take
+	// back what it leaves there.
+	settled := false
+	defer func() {
+		if !settled {
+			s.giveUp(o, id)
+		}
+	}()
 	var err error
 	select {
 	case <-o.done:
-		t.Stop()
+		settled = true
 		return s.answer(o, id)
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-t.C:
 		err = context.DeadlineExceeded
 	}
-	t.Stop()
+	settled = true
+	if v, answered, aerr := s.giveUp(o, id); answered {
+		return v, aerr
+	}
+	return nil, err
+}
+
+// giveUp ends a wait for o: o is taken out of the queue if it was never
+// sent; its answer is returned, answered true, if it came meanwhile; else,
+// for an attempt of id (not ""), what the script leaves is taken back once
+// it has run.
+func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 	if s.pipe.drop(o) {
-		return nil, err // never sent
+		return nil, false, nil // never sent
 	}
 	// An answer that came as the wait ended is still an answer.
 	select {
 	case <-o.done:
-		return s.answer(o, id)
+		v, err = s.answer(o, id)
+		return v, true, err
 	default:
 	}
 	if id != "" {
@@ -298,7 +320,7 @@ func (s *Semaphore) wait(ctx context.Context, o *op, id string) (any, error) {
 			s.takeBack(id)
 		}()
 	}
-	return nil, err
+	return nil, false, nil
 }
 
 // answer returns o's reply to its caller, who waited for it. If the client
