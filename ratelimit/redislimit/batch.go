@@ -58,6 +58,10 @@ type batcher struct {
 func (l *Limiter) roundTrip(parent context.Context, c *call) (int64, error) {
 	ctx, cancel := context.WithTimeout(parent, l.timeout)
 	defer cancel()
+	// parent's methods are the caller's code, which may panic: they are
+	// called before the call takes a place among the round trips under way,
+	// which a panic would otherwise keep for good.
+	endless := parent.Done() == nil
 	b := &l.batch
 	if b.max > 0 {
 		b.mu.Lock()
@@ -67,7 +71,7 @@ func (l *Limiter) roundTrip(parent context.Context, c *call) (int64, error) {
 		b.underway++
 		b.mu.Unlock()
 	}
-	if l.ctxTimeouts && parent.Done() == nil {
+	if l.ctxTimeouts && endless {
 		// Only the deadline can end the wait, and the client keeps to it:
 		// no goroutine needed.
 		defer l.lone()

@@ -1,0 +1,72 @@
+package redislimit
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
+)
+
+// onceCtx is a caller's ctx whose PanicAt'th method call panics with
+// testutil.ErrCtxPanic, once.
+type onceCtx struct {
+	context.Context
+	PanicAt int32
+	calls   atomic.Int32
+}
+
+func (c *onceCtx) hook() {
+	if c.calls.Add(1) == c.PanicAt {
+		panic(testutil.ErrCtxPanic)
+	}
+}
+
+func (c *onceCtx) Err() error                  { c.hook(); return c.Context.Err() }
+func (c *onceCtx) Done() <-chan struct{}       { c.hook(); return c.Context.Done() }
+func (c *onceCtx) Value(key any) any           { c.hook(); return c.Context.Value(key) }
+func (c *onceCtx) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }
+
+// Regression: a caller's ctx is the caller's code, and its Done was called
+// after the call took a place among the Limiter's round trips under way: a
+// panic there kept the place for good, and with MaxRoundTrips 1 every later
+// call queued behind a round trip that never ends, and followed the Policy
+// at its Timeout. Whichever method call of ctx panics, the Limiter is left
+// whole.
+func TestCtxPanicKeepsNoRoundTrip(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for _, ctxTimeouts := range []bool{true, false} {
+			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, MaxRetries: -1,
+				ContextTimeoutEnabled: ctxTimeouts})
+			t.Cleanup(func() { _ = c.Close() })
+			l := newLimiter(t, Config{Client: c, Rate: 1000, Burst: 1000, Prefix: b.prefix, MaxRoundTrips: 1,
+				Timeout: time.Second})
+			bg := context.Background()
+			for n := int32(1); ; n++ {
+				ctx := &onceCtx{Context: bg, PanicAt: n}
+				r := testutil.PanicOf(func() { _, _ = l.TakeContext(ctx, "k", 1) })
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					l.batch.mu.Lock()
+					u := l.batch.underway
+					l.batch.mu.Unlock()
+					if u == 0 {
+						break
+					}
+					require.False(t, time.Now().After(deadline),
+						"ContextTimeoutEnabled=%v, ctx panicking at call %d: %d round trips hold a place", ctxTimeouts, n, u)
+				}
+				d, err := l.TakeContext(bg, "k", 1)
+				require.NoError(t, err, "ContextTimeoutEnabled=%v, ctx panicking at call %d", ctxTimeouts, n)
+				require.True(t, d.Allowed)
+				if r == nil {
+					break
+				}
+				require.Equal(t, testutil.ErrCtxPanic, r)
+			}
+		}
+	})
+}
