@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // pubsubConns returns how many pub/sub connections Redis has, as CLIENT
@@ -288,7 +290,7 @@ func TestKeyedNothingKept(t *testing.T) {
 }
 
 // TestHammerKeyed: goroutines of two processes lock random keys of a few
-// dozen, with random cancellation, while the pub/sub connections are
+// dozen, with random cancellation and ctxs that panic, while the pub/sub connections are
 // killed at random. No key has two holders at once, tokens of a key grow,
 // and nothing is left once they stop.
 func TestHammerKeyed(t *testing.T) {
@@ -310,7 +312,7 @@ func TestHammerKeyed(t *testing.T) {
 			var mu sync.Mutex
 			inside := make(map[string]int)
 			last := make(map[string]int64)
-			var served, cancelled, over atomic.Int64
+			var served, cancelled, panicked, over atomic.Int64
 			stop := time.Now().Add(time.Second)
 			var wg sync.WaitGroup
 			for g := range 12 {
@@ -321,12 +323,27 @@ func TestHammerKeyed(t *testing.T) {
 						actx, cancel := context.WithTimeout(ctx, time.Duration(rand.N(30))*time.Millisecond)
 						var p *Permit
 						var err error
-						if rand.N(4) == 0 {
-							p, err = k.TryAcquire(actx, key)
-						} else {
-							p, err = k.Acquire(actx, key)
+						var callCtx context.Context = actx
+						if rand.N(8) == 0 {
+							// The caller's code panics, at one of its
+							// ctx's method calls: nothing may be kept.
+							callCtx = &onceCtx{Context: actx, PanicAt: 1 + rand.Int32N(8)}
 						}
+						r := testutil.PanicOf(func() {
+							if rand.N(4) == 0 {
+								p, err = k.TryAcquire(callCtx, key)
+							} else {
+								p, err = k.Acquire(callCtx, key)
+							}
+						})
 						cancel()
+						if r != nil {
+							if r != testutil.ErrCtxPanic {
+								t.Errorf("Acquire panicked with %v", r)
+							}
+							panicked.Add(1)
+							continue
+						}
 						if err != nil {
 							if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrWouldWait) {
 								t.Errorf("Acquire: %v", err)
@@ -365,10 +382,23 @@ func TestHammerKeyed(t *testing.T) {
 			if over.Load() > 0 {
 				t.Errorf("more than %d holders of a key, %d times", n, over.Load())
 			}
-			t.Logf("%d served, %d gave up", served.Load(), cancelled.Load())
+			t.Logf("%d served, %d gave up, %d panicked", served.Load(), cancelled.Load(), panicked.Load())
 			for _, k := range ks {
 				if k.Len() != 0 {
 					t.Errorf("Len %d", k.Len())
+				}
+				// Every round trip's place in the pipe given back, once the
+				// take-backs still on their way have ended.
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+					k.pipe.mu.Lock()
+					u, q := k.pipe.underway, len(k.pipe.queue)
+					k.pipe.mu.Unlock()
+					if u == 0 && q == 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%d round trips under way, %d scripts queued, after every call ended", u, q)
+					}
 				}
 			}
 			noHubs(t)
