@@ -14,12 +14,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxsync/ctxsync/internal/testutil"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
 
 // hammer runs goroutines that make random calls to l for d, with contexts
-// cancelled at random (before the call, during it, or never) and short
-// deadlines, and checks each result; it returns the events granted. On a
+// cancelled at random (before the call, during it, or never), short
+// deadlines, and now and then a ctx whose method panics, and checks each result; it returns the events granted. On a
 // loaded machine every call of d may time out: it goes on then, for up to
 // 10 s more, until one is granted.
 func hammer(t *testing.T, l *Limiter, d time.Duration) int64 {
@@ -42,6 +43,25 @@ func hammer(t *testing.T, l *Limiter, d time.Duration) int64 {
 					time.AfterFunc(time.Duration(rand.N(300))*time.Microsecond, cancel)
 				case 2:
 					ctx, cancel = context.WithTimeout(ctx, time.Duration(rand.N(2000))*time.Microsecond)
+				}
+				if rand.N(8) == 0 {
+					// The caller's code panics, at one of its ctx's
+					// method calls: the call leaves nothing behind (the
+					// checks after the hammer), and the events it may have
+					// taken count for nobody.
+					pctx := &onceCtx{Context: ctx, PanicAt: 1 + rand.Int32N(6)}
+					r := testutil.PanicOf(func() {
+						if rand.N(4) == 0 {
+							_ = l.WaitN(pctx, "h", 1)
+						} else {
+							_, _ = l.TakeContext(pctx, "h", 1)
+						}
+					})
+					if r != nil && r != testutil.ErrCtxPanic {
+						t.Errorf("panicked with %v", r)
+					}
+					cancel()
+					continue
 				}
 				n := 1 + rand.N(3)
 				var err error
