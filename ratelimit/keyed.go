@@ -142,7 +142,7 @@ func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedConfi
 // once unused for the TTL (see KeyedConfig): a caller that keeps the limiter
 // longer may hold one that the Keyed has since replaced.
 func (k *Keyed[K, L]) Get(key K) L {
-	e, _ := k.entry(key, false)
+	e, _ := k.entry(key, false, "ratelimit: Keyed.Get")
 	return e.lim
 }
 
@@ -152,11 +152,12 @@ func (k *Keyed[K, L]) Get(key K) L {
 // caller counted among its waiters, before the shard's lock is released, so
 // that no eviction of idle keys can come between finding the entry and
 // using it: the events the caller takes would be lost with it, and the key's
-// next limiter would start full.
-func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
+// next limiter would start full. what names the method called, for the
+// panic of a key that cannot be compared (see keycheck).
+func (k *Keyed[K, L]) entry(key K, wait bool, what string) (*keyedEntry[L], int64) {
 	k.check()
 	now := nowNs()
-	s := &k.shards[keycheck.Hash(k.seed, key, "ratelimit: Keyed")&k.mask]
+	s := &k.shards[keycheck.Hash(k.seed, key, what)&k.mask]
 	s.mu.RLock()
 	e := s.entries[key]
 	if e != nil {
@@ -266,7 +267,7 @@ func (k *Keyed[K, L]) Allow(key K) bool { return k.AllowN(key, 1) }
 // AllowN panics if n is below 1.
 func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 	checkN(n, "Keyed.AllowN")
-	e, now := k.entry(key, false)
+	e, now := k.entry(key, false, "ratelimit: Keyed.AllowN")
 	if e.ns != nil {
 		return e.ns.allowAt(n, now)
 	}
@@ -283,7 +284,7 @@ func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	e, _ := k.entry(key, true)
+	e, _ := k.entry(key, true, "ratelimit: Keyed.WaitN")
 	defer func() {
 		e.lastUsed.Store(nowNs()) // used until now
 		e.waiting.Add(-1)
@@ -303,7 +304,7 @@ func (k *Keyed[K, L]) waitRequest(ctx context.Context, key K, n int, label strin
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	e, now := k.entry(key, true)
+	e, now := k.entry(key, true, "ratelimit: Keyed.WaitN")
 	if e.ns != nil && e.ns.allowAt(n, now) {
 		e.waiting.Add(-1) // used at now, which entry marked
 		return nil
@@ -324,7 +325,7 @@ func (k *Keyed[K, L]) keyed() any { return k }
 // Take panics if n is below 1.
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	checkN(n, "Keyed.Take")
-	e, now := k.entry(key, false)
+	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
 	if e.ns != nil {
 		return e.ns.takeAt(n, now) // one clock read in all, as AllowN
 	}
@@ -337,7 +338,7 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 // quietTakeKey is Take counted by no Tally around the key's limiter (see
 // quietTake).
 func (k *Keyed[K, L]) quietTakeKey(key K, n int) Decision {
-	e, now := k.entry(key, false)
+	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
 	if e.ns != nil {
 		return e.ns.takeAt(n, now)
 	}
