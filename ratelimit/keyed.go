@@ -361,7 +361,15 @@ func (k *Keyed[K, L]) Len() int {
 // Limiter returns the limiter of key as a Limiter of its own: a handle to use
 // where a single Limiter is expected. The handle is a Taker too, whose Take is
 // the Keyed's.
-func (k *Keyed[K, L]) Limiter(key K) Limiter { return keyedHandle[K, L]{k, key} }
+//
+// Limiter panics on a key that the Keyed's other methods panic on, at once
+// rather than at the handle's every use, far from the call that made it.
+func (k *Keyed[K, L]) Limiter(key K) Limiter {
+	if !keycheck.Equal(key, "ratelimit: Keyed.Limiter") {
+		panic("ratelimit: Keyed.Limiter with a key not equal to itself (a NaN?)")
+	}
+	return keyedHandle[K, L]{k, key}
+}
 
 type keyedHandle[K comparable, L Limiter] struct {
 	k   *Keyed[K, L]
