@@ -170,6 +170,9 @@ func (k *Keyed[K, L]) entry(key K, wait bool, what string) (*keyedEntry[L], int6
 	return e, now
 }
 
+// errKeyedNaN is the panic of a key that does not equal itself.
+const errKeyedNaN = "ratelimit: Keyed key not equal to itself (a NaN?)"
+
 // errZeroKeyed is the panic of a zero Keyed's first use.
 const errZeroKeyed = "ratelimit: use NewKeyed; the zero Keyed is not usable"
 
@@ -202,7 +205,7 @@ func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *
 		// limiter, with a fresh allowance, and leave it in the map for
 		// good. Here, on the way to a first insert, the check costs the
 		// calls of known keys nothing.
-		panic("ratelimit: Keyed key not equal to itself (a NaN?)")
+		panic(errKeyedNaN)
 	}
 	e := &keyedEntry[L]{lim: k.newLimit(key)}
 	if isNil(e.lim) {
@@ -281,6 +284,10 @@ func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	checkN(n, "Keyed.WaitN")
 	k.check() // the zero Keyed panics even with a done ctx
+	// And so does a bad key: misuse panics whatever the state of ctx.
+	if !keycheck.Equal(key, "ratelimit: Keyed.WaitN") {
+		panic(errKeyedNaN)
+	}
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
