@@ -24,3 +24,11 @@ func TestKeyedLimiterBadKeyPanicsAtOnce(t *testing.T) {
 	require.Zero(t, ka.Len())
 	require.True(t, kf.Limiter(1).AllowN(1))
 }
+
+// Regression: Limiter of a zero Keyed returned a handle without a word,
+// although the Keyed's doc says its methods panic: the handle panicked at
+// its every use, far from the mistake. Limiter panics at once.
+func TestZeroKeyedLimiterPanicsAtOnce(t *testing.T) {
+	var k Keyed[string, *TokenBucket]
+	testutil.RequirePanicPrefix(t, errZeroKeyed, func() { k.Limiter("a") })
+}
