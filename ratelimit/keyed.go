@@ -369,9 +369,11 @@ func (k *Keyed[K, L]) Len() int {
 // where a single Limiter is expected. The handle is a Taker too, whose Take is
 // the Keyed's.
 //
-// Limiter panics on a key that the Keyed's other methods panic on, at once
-// rather than at the handle's every use, far from the call that made it.
+// Limiter panics on a zero Keyed, and on a key that the Keyed's other
+// methods panic on, at once rather than at the handle's every use, far from
+// the call that made it.
 func (k *Keyed[K, L]) Limiter(key K) Limiter {
+	k.check()
 	if !keycheck.Equal(key, "ratelimit: Keyed.Limiter") {
 		panic("ratelimit: Keyed.Limiter with a key not equal to itself (a NaN?)")
 	}
