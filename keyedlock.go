@@ -59,9 +59,12 @@ var keyedSeed = maphash.MakeSeed()
 // one per request.
 //
 // A key must equal itself: a float NaN (or a struct or interface holding one)
-// would never be found again, and Lock and TryLock panic for it. A key whose
-// dynamic type cannot be hashed (an interface holding a slice) panics as a
-// map index would. Either panic leaves the KeyedLock as it was.
+// would never be found again, and Lock and TryLock panic for it. A key of an
+// interface type that holds a value that cannot be hashed (a slice, a map, a
+// func) panics in every method, with a message naming the package and the
+// method; a struct key with such a value in an interface field panics as a
+// map index would. Every such panic comes before any lock is taken, and
+// leaves the KeyedLock as it was.
 //
 // In the terminology of the Go memory model, the n'th call to Unlock(k) is
 // synchronized before the m'th successful call to Lock or TryLock of a key

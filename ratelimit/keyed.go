@@ -142,7 +142,7 @@ func NewKeyed[K comparable, L Limiter](newLimiter func(key K) L, opts KeyedConfi
 // once unused for the TTL (see KeyedConfig): a caller that keeps the limiter
 // longer may hold one that the Keyed has since replaced.
 func (k *Keyed[K, L]) Get(key K) L {
-	e, _ := k.entry(key, false)
+	e, _ := k.entry(key, false, "ratelimit: Keyed.Get")
 	return e.lim
 }
 
@@ -152,11 +152,12 @@ func (k *Keyed[K, L]) Get(key K) L {
 // caller counted among its waiters, before the shard's lock is released, so
 // that no eviction of idle keys can come between finding the entry and
 // using it: the events the caller takes would be lost with it, and the key's
-// next limiter would start full.
-func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
+// next limiter would start full. what names the method called, for the
+// panic of a key that cannot be compared (see keycheck).
+func (k *Keyed[K, L]) entry(key K, wait bool, what string) (*keyedEntry[L], int64) {
 	k.check()
 	now := nowNs()
-	s := &k.shards[keycheck.Hash(k.seed, key, "ratelimit: Keyed")&k.mask]
+	s := &k.shards[keycheck.Hash(k.seed, key, what)&k.mask]
 	s.mu.RLock()
 	e := s.entries[key]
 	if e != nil {
@@ -168,6 +169,9 @@ func (k *Keyed[K, L]) entry(key K, wait bool) (*keyedEntry[L], int64) {
 	}
 	return e, now
 }
+
+// errKeyedNaN is the panic of a key that does not equal itself.
+const errKeyedNaN = "ratelimit: Keyed key not equal to itself (a NaN?)"
 
 // errZeroKeyed is the panic of a zero Keyed's first use.
 const errZeroKeyed = "ratelimit: use NewKeyed; the zero Keyed is not usable"
@@ -201,7 +205,7 @@ func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *
 		// limiter, with a fresh allowance, and leave it in the map for
 		// good. Here, on the way to a first insert, the check costs the
 		// calls of known keys nothing.
-		panic("ratelimit: Keyed key not equal to itself (a NaN?)")
+		panic(errKeyedNaN)
 	}
 	e := &keyedEntry[L]{lim: k.newLimit(key)}
 	if isNil(e.lim) {
@@ -266,7 +270,7 @@ func (k *Keyed[K, L]) Allow(key K) bool { return k.AllowN(key, 1) }
 // AllowN panics if n is below 1.
 func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 	checkN(n, "Keyed.AllowN")
-	e, now := k.entry(key, false)
+	e, now := k.entry(key, false, "ratelimit: Keyed.AllowN")
 	if e.ns != nil {
 		return e.ns.allowAt(n, now)
 	}
@@ -280,10 +284,14 @@ func (k *Keyed[K, L]) AllowN(key K, n int) bool {
 func (k *Keyed[K, L]) WaitN(ctx context.Context, key K, n int) error {
 	checkN(n, "Keyed.WaitN")
 	k.check() // the zero Keyed panics even with a done ctx
+	// And so does a bad key: misuse panics whatever the state of ctx.
+	if !keycheck.Equal(key, "ratelimit: Keyed.WaitN") {
+		panic(errKeyedNaN)
+	}
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	e, _ := k.entry(key, true)
+	e, _ := k.entry(key, true, "ratelimit: Keyed.WaitN")
 	defer func() {
 		e.lastUsed.Store(nowNs()) // used until now
 		e.waiting.Add(-1)
@@ -303,7 +311,7 @@ func (k *Keyed[K, L]) waitRequest(ctx context.Context, key K, n int, label strin
 	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
 		return err
 	}
-	e, now := k.entry(key, true)
+	e, now := k.entry(key, true, "ratelimit: Keyed.WaitN")
 	if e.ns != nil && e.ns.allowAt(n, now) {
 		e.waiting.Add(-1) // used at now, which entry marked
 		return nil
@@ -324,7 +332,7 @@ func (k *Keyed[K, L]) keyed() any { return k }
 // Take panics if n is below 1.
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	checkN(n, "Keyed.Take")
-	e, now := k.entry(key, false)
+	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
 	if e.ns != nil {
 		return e.ns.takeAt(n, now) // one clock read in all, as AllowN
 	}
@@ -337,7 +345,7 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 // quietTakeKey is Take counted by no Tally around the key's limiter (see
 // quietTake).
 func (k *Keyed[K, L]) quietTakeKey(key K, n int) Decision {
-	e, now := k.entry(key, false)
+	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
 	if e.ns != nil {
 		return e.ns.takeAt(n, now)
 	}
@@ -360,7 +368,17 @@ func (k *Keyed[K, L]) Len() int {
 // Limiter returns the limiter of key as a Limiter of its own: a handle to use
 // where a single Limiter is expected. The handle is a Taker too, whose Take is
 // the Keyed's.
-func (k *Keyed[K, L]) Limiter(key K) Limiter { return keyedHandle[K, L]{k, key} }
+//
+// Limiter panics on a zero Keyed, and on a key that the Keyed's other
+// methods panic on, at once rather than at the handle's every use, far from
+// the call that made it.
+func (k *Keyed[K, L]) Limiter(key K) Limiter {
+	k.check()
+	if !keycheck.Equal(key, "ratelimit: Keyed.Limiter") {
+		panic("ratelimit: Keyed.Limiter with a key not equal to itself (a NaN?)")
+	}
+	return keyedHandle[K, L]{k, key}
+}
 
 type keyedHandle[K comparable, L Limiter] struct {
 	k   *Keyed[K, L]

@@ -32,8 +32,8 @@ func TestKeyedNaNKey(t *testing.T) {
 // panics in the package's words, and leaves the Keyed usable.
 func TestKeyedKeyThatCannotBeCompared(t *testing.T) {
 	k := NewKeyed(func(any) *TokenBucket { return NewTokenBucket(1, 1) }, KeyedConfig{})
-	testutil.RequirePanicPrefix(t, "ratelimit: Keyed with a key that cannot be compared", func() { k.Allow([]int{1}) })
-	testutil.RequirePanicPrefix(t, "ratelimit: Keyed with a key that cannot be compared", func() { k.Take(map[int]int{}, 1) })
+	testutil.RequirePanicPrefix(t, "ratelimit: Keyed.AllowN with a key that cannot be compared", func() { k.Allow([]int{1}) })
+	testutil.RequirePanicPrefix(t, "ratelimit: Keyed.Take with a key that cannot be compared", func() { k.Take(map[int]int{}, 1) })
 	require.True(t, k.Allow("a"))
 	require.Equal(t, 1, k.Len())
 }

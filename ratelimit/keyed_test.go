@@ -115,7 +115,7 @@ func TestKeyedWaitersLeave(t *testing.T) {
 		done := make(chan error)
 		go func() { done <- k.WaitN(ctx, "k", 1) }()
 		synctest.Wait()
-		e, _ := k.entry("k", false)
+		e, _ := k.entry("k", false, "ratelimit: Keyed.Get")
 		require.Equal(t, int32(1), e.waiting.Load())
 		cancel()
 		require.Equal(t, context.Canceled, <-done)

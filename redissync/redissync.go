@@ -367,17 +367,22 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 	if proven {
 		p = "1"
 	}
-	v, err := s.eval(ctx, s.releaseCall, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg, p)
-	if err != nil {
-		// The script may have run and handed permits to waiters of this
-		// Semaphore, whom only its lost reply would have told: wake them
-		// all to ask again, else they sleep until their poll, by which
-		// time a permit held for them may have lapsed, and their place too.
-		s.mu.Lock()
-		for _, w := range s.waiters {
-			signal(w, grant{})
+	// The script may have run and handed permits to waiters of this
+	// Semaphore, whom only its reply would have told. If the reply is lost,
+	// to an error or to a panic of the client's (a hook of the user's, after
+	// the script ran), they are all woken to ask again, else they sleep
+	// until their poll, by which time a permit held for them may have
+	// lapsed, and their place too.
+	returned := false
+	defer func() {
+		if !returned {
+			s.wakeWaiters()
 		}
-		s.mu.Unlock()
+	}()
+	v, err := s.eval(ctx, s.releaseCall, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg, p)
+	returned = true
+	if err != nil {
+		s.wakeWaiters()
 		return false, err
 	}
 	if held, ok := v.(int64); ok {
@@ -449,6 +454,16 @@ func (s *Semaphore) take(ctx context.Context, id string) (int64, error) {
 		s.contended.Store(true)
 	}
 	return token, nil
+}
+
+// wakeWaiters wakes every waiter of s to ask Redis again: a release's reply,
+// which would have named those it handed permits to, was lost.
+func (s *Semaphore) wakeWaiters() {
+	s.mu.Lock()
+	for _, w := range s.waiters {
+		signal(w, grant{})
+	}
+	s.mu.Unlock()
 }
 
 // takeBackPanicked is takeBack for an attempt whose round trip panicked:
