@@ -19,9 +19,10 @@ import (
 // goes at once, by itself: an uncontended call waits for nobody.
 //
 // One, as measured (BenchmarkRedisKeyedLockContended, 32 goroutines on 4
-// clients, a 2-core machine): about 22,000 takes a second with 1, 18,000
-// with 2 and 10,000 with 4. Each round trip more under way is one more that
-// carries a script or two where it could carry the lot.
+// clients, a 2-core machine): two under way take 8 to 10% fewer locks a
+// second than one, and four about half as many. Each round trip more under
+// way is one more that carries a script or two where it could carry the
+// lot, and pays its system calls for them.
 const maxUnderway = 1
 
 // A pipe carries the scripts of a Semaphore, or of every key of a Keyed,
