@@ -20,7 +20,11 @@ func TestReviewM7_PipeHoldHammer(t *testing.T) {
 			p := &pipe{hold: time.Second, timeout: time.Second}
 			r := rand.New(rand.NewPCG(seed, 1))
 			var mu sync.Mutex
-			rnd := func(n int) time.Duration { mu.Lock(); defer mu.Unlock(); return time.Duration(r.IntN(n)) * time.Millisecond }
+			rnd := func(n int) time.Duration {
+				mu.Lock()
+				defer mu.Unlock()
+				return time.Duration(r.IntN(n)) * time.Millisecond
+			}
 			var wg sync.WaitGroup
 			for g := 0; g < 8; g++ {
 				wg.Go(func() {
