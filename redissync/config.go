@@ -271,6 +271,9 @@ func honoursDeadlines(c redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
 		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		// Each shard is a Client made with the Ring's flag.
+		return c.Options().ContextTimeoutEnabled
 	}
 	return false
 }
@@ -284,6 +287,10 @@ func readTimeout(c redis.UniversalClient) time.Duration {
 	case *redis.Client:
 		d = c.Options().ReadTimeout
 	case *redis.ClusterClient:
+		d = c.Options().ReadTimeout
+	case *redis.Ring:
+		// Passed as it is to each shard's Client: a Ring's own Options
+		// keep the user's value, not go-redis's reading of it.
 		d = c.Options().ReadTimeout
 	}
 	if d <= 0 {

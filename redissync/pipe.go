@@ -314,6 +314,12 @@ func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 	if id != "" {
 		go func() {
 			<-o.done
+			if o.panicked != nil {
+				// The panic hides whether the client gave the
+				// pipeline up unanswered: see takeBackPanicked.
+				s.takeBackPanicked(id)
+				return
+			}
 			if s.unanswered(o.err) {
 				time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
 				return

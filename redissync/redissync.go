@@ -468,8 +468,17 @@ func (s *Semaphore) wakeWaiters() {
 
 // takeBackPanicked is takeBack for an attempt whose round trip panicked:
 // the caller gets that first panic, and a second one, in takeBack's own
-// round trip, is dropped.
-func (s *Semaphore) takeBackPanicked(id string) { s.takeBack(id) }
+// round trip, is dropped. A client that honours deadlines may have given
+// up the round trip unanswered before a hook panicked, which hides the
+// error: its bytes may yet land after this take-back, and what they leave
+// is taken back again once they no longer can (see evalOwn). A panic is
+// rare enough for the timer.
+func (s *Semaphore) takeBackPanicked(id string) {
+	if s.ctxTimeouts {
+		time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+	}
+	s.takeBack(id)
+}
 
 // takeBack gives up whatever an attempt of id that landed after its caller
 // gave up left in Redis: a place in line, or a permit.
