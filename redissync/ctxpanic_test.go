@@ -3,35 +3,11 @@ package redissync
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
-
-// onceCtx is a caller's ctx whose PanicAt'th method call panics with
-// testutil.ErrCtxPanic, once. (A ctx that panicked for good would panic
-// again in the context package's own timer goroutines, through the contexts
-// made from it, which no code of this package can catch.)
-type onceCtx struct {
-	context.Context
-	PanicAt int32
-	calls   atomic.Int32
-}
-
-func (c *onceCtx) hook() {
-	if c.calls.Add(1) == c.PanicAt {
-		panic(testutil.ErrCtxPanic)
-	}
-}
-
-func (c *onceCtx) Err() error                  { c.hook(); return c.Context.Err() }
-func (c *onceCtx) Done() <-chan struct{}       { c.hook(); return c.Context.Done() }
-func (c *onceCtx) Value(key any) any           { c.hook(); return c.Context.Value(key) }
-func (c *onceCtx) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }
 
 // A caller's ctx is the caller's code: whichever of its method calls
 // panics (once), in Acquire, TryAcquire or Release of a Keyed lock, the panic reaches the
@@ -42,9 +18,7 @@ func TestCtxPanicLeavesNothing(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, ctxTimeouts := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/ContextTimeoutEnabled=%v", b.name, ctxTimeouts), func(t *testing.T) {
-				c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-					WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts})
-				t.Cleanup(func() { _ = c.Close() })
+				c := b.strictClient(t, ctxTimeouts)
 				k, err := NewKeyedLock(b.config(c, "ctxpanic", 1, time.Minute))
 				if err != nil {
 					t.Fatal(err)
@@ -84,7 +58,7 @@ func TestCtxPanicLeavesNothing(t *testing.T) {
 								t.Fatal(err)
 							}
 						}
-						ctx := &onceCtx{Context: bg, PanicAt: n}
+						ctx := &testutil.OnceCtx{Context: bg, PanicAt: n}
 						var r any
 						var p *Permit
 						done := make(chan struct{})
@@ -130,7 +104,7 @@ func TestCtxPanicLeavesNothing(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					ctx := &onceCtx{Context: bg, PanicAt: n}
+					ctx := &testutil.OnceCtx{Context: bg, PanicAt: n}
 					r := testutil.PanicOf(func() { err = p.Release(ctx) })
 					if r == nil {
 						if err != nil {
@@ -183,7 +157,7 @@ func TestCtxPanicQueuedLeavesNothing(t *testing.T) {
 				aDone := make(chan result, 1)
 				go func() {
 					var res result
-					res.r = testutil.PanicOf(func() { res.p, res.err = k.Acquire(&onceCtx{Context: bg, PanicAt: n}, "a") })
+					res.r = testutil.PanicOf(func() { res.p, res.err = k.Acquire(&testutil.OnceCtx{Context: bg, PanicAt: n}, "a") })
 					aDone <- res
 				}()
 				var a result

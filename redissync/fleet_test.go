@@ -327,7 +327,7 @@ func TestHammerKeyed(t *testing.T) {
 						if rand.N(8) == 0 {
 							// The caller's code panics, at one of its
 							// ctx's method calls: nothing may be kept.
-							callCtx = &onceCtx{Context: actx, PanicAt: 1 + rand.Int32N(8)}
+							callCtx = &testutil.OnceCtx{Context: actx, PanicAt: 1 + rand.Int32N(8)}
 						}
 						r := testutil.PanicOf(func() {
 							if rand.N(4) == 0 {

@@ -4,16 +4,12 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // hookedLock returns a Lock on a client whose earlyPanicHook the test arms.
 func hookedLock(t *testing.T, b backend, name string, lease time.Duration) (*Semaphore, *earlyPanicHook) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-		WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = c.Close() })
+	c := b.strictClient(t, true)
 	h := &earlyPanicHook{}
 	c.AddHook(h)
 	s, err := NewLock(b.config(c, name, 1, lease))

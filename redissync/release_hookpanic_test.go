@@ -47,9 +47,7 @@ func (h *earlyPanicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 func TestReleaseHookPanicGivesThePermitBack(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { _ = c.Close() })
+			c := b.strictClient(t, true)
 			h := &earlyPanicHook{}
 			c.AddHook(h)
 			k, err := NewKeyedLock(b.config(c, "releasehookpanic", 1, time.Minute))
@@ -92,9 +90,7 @@ func TestReleaseHookPanicGivesThePermitBack(t *testing.T) {
 func TestKeyedAcquireHookPanicKeepsNoKey(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { _ = c.Close() })
+			c := b.strictClient(t, true)
 			h := &earlyPanicHook{}
 			c.AddHook(h)
 			k, err := NewKeyedLock(b.config(c, "keyedhookpanic", 1, time.Minute))

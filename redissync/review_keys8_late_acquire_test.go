@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A client hook that panics after an Acquire's or TryAcquire's script ran,
@@ -14,9 +12,7 @@ import (
 func TestKeyedAcquireLateHookPanicKeepsNothing(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { _ = c.Close() })
+			c := b.strictClient(t, true)
 			h := &latePanicHook{}
 			c.AddHook(h)
 			for _, lock := range []bool{false, true} {

@@ -51,9 +51,7 @@ func (h *latePanicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 func TestReleaseLateHookPanicWakesTheWaiter(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { _ = c.Close() })
+			c := b.strictClient(t, true)
 			h := &latePanicHook{}
 			c.AddHook(h)
 			cfg := b.config(c, "releaselatepanic", 1, time.Minute)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Regression: a pipelined attempt whose caller gave up is taken back by
@@ -20,9 +18,7 @@ import (
 func TestReviewM7_GiveUpAfterPipelinePanicTakesBackLate(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { _ = c.Close() })
+			c := b.strictClient(t, true)
 			cfg := b.config(c, "m7giveuppanic", 1, time.Minute)
 			cfg.Timeout = 200 * time.Millisecond
 			s := mustNew(t, cfg)

@@ -50,9 +50,7 @@ func (h *panickingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 }
 
 func hookedClient(t *testing.T, b backend, ctxTimeouts bool) (*redis.Client, *panickingHook) {
-	c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-		WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts})
-	t.Cleanup(func() { _ = c.Close() })
+	c := b.strictClient(t, ctxTimeouts)
 	h := &panickingHook{atGate: make(chan struct{}, 1)}
 	c.AddHook(h)
 	return c, h

@@ -42,6 +42,16 @@ func (b backend) client(t testing.TB) *redis.Client {
 	return c
 }
 
+// strictClient returns a client of b, closed when the test ends, whose
+// calls fail within a second and are never retried, honouring deadlines or
+// not as ctxTimeouts says: the client of the tests of client hooks.
+func (b backend) strictClient(t testing.TB, ctxTimeouts bool) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: time.Second,
+		WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // config returns a Config for a Semaphore of n permits named name on c.
 func (b backend) config(c redis.UniversalClient, name string, n int, lease time.Duration) Config {
 	return Config{Client: c, Name: name, N: n, Lease: lease, Prefix: b.prefix, Poll: 200 * time.Millisecond}

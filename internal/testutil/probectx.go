@@ -104,3 +104,35 @@ func ProbeCall(t testing.TB, locks []TryLocker, panicAt int32, call func(ctx con
 	}
 	return ctx.Calls()
 }
+
+// A OnceCtx is a caller's Context whose PanicAt'th method call panics with
+// ErrCtxPanic, once: the caller's code that panics, at a point the test
+// chooses. (A ProbeCtx panics from then on, at every call: a primitive that
+// makes contexts from the caller's would have it panic again in the context
+// package's own timer goroutines, which no code of the library can catch.)
+type OnceCtx struct {
+	context.Context
+	PanicAt int32
+
+	calls atomic.Int32
+}
+
+func (c *OnceCtx) hook() {
+	if c.calls.Add(1) == c.PanicAt {
+		panic(ErrCtxPanic)
+	}
+}
+
+// Err panics if it is the PanicAt'th call, then returns the Context's Err.
+func (c *OnceCtx) Err() error { c.hook(); return c.Context.Err() }
+
+// Done panics if it is the PanicAt'th call, then returns the Context's Done.
+func (c *OnceCtx) Done() <-chan struct{} { c.hook(); return c.Context.Done() }
+
+// Value panics if it is the PanicAt'th call, then returns the Context's
+// Value.
+func (c *OnceCtx) Value(key any) any { c.hook(); return c.Context.Value(key) }
+
+// Deadline panics if it is the PanicAt'th call, then returns the Context's
+// Deadline.
+func (c *OnceCtx) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }

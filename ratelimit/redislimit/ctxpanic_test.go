@@ -2,7 +2,6 @@ package redislimit
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,25 +10,6 @@ import (
 
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
-
-// onceCtx is a caller's ctx whose PanicAt'th method call panics with
-// testutil.ErrCtxPanic, once.
-type onceCtx struct {
-	context.Context
-	PanicAt int32
-	calls   atomic.Int32
-}
-
-func (c *onceCtx) hook() {
-	if c.calls.Add(1) == c.PanicAt {
-		panic(testutil.ErrCtxPanic)
-	}
-}
-
-func (c *onceCtx) Err() error                  { c.hook(); return c.Context.Err() }
-func (c *onceCtx) Done() <-chan struct{}       { c.hook(); return c.Context.Done() }
-func (c *onceCtx) Value(key any) any           { c.hook(); return c.Context.Value(key) }
-func (c *onceCtx) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }
 
 // Regression: a caller's ctx is the caller's code, and its Done was called
 // after the call took a place among the Limiter's round trips under way: a
@@ -47,7 +27,7 @@ func TestCtxPanicKeepsNoRoundTrip(t *testing.T) {
 				Timeout: time.Second})
 			bg := context.Background()
 			for n := int32(1); ; n++ {
-				ctx := &onceCtx{Context: bg, PanicAt: n}
+				ctx := &testutil.OnceCtx{Context: bg, PanicAt: n}
 				r := testutil.PanicOf(func() { _, _ = l.TakeContext(ctx, "k", 1) })
 				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 					l.batch.mu.Lock()

@@ -49,7 +49,7 @@ func hammer(t *testing.T, l *Limiter, d time.Duration) int64 {
 					// method calls: the call leaves nothing behind (the
 					// checks after the hammer), and the events it may have
 					// taken count for nobody.
-					pctx := &onceCtx{Context: ctx, PanicAt: 1 + rand.Int32N(6)}
+					pctx := &testutil.OnceCtx{Context: ctx, PanicAt: 1 + rand.Int32N(6)}
 					r := testutil.PanicOf(func() {
 						if rand.N(4) == 0 {
 							_ = l.WaitN(pctx, "h", 1)
