@@ -158,6 +158,15 @@ func (p *pipe) ended(pl *place, running []*op) ([]*op, *place) {
 // pipeline runs batch in the round trip of place pl, then the scripts queued
 // meanwhile, until none is.
 func (p *pipe) pipeline(batch []*op, pl *place) {
+	over := false
+	defer func() {
+		if !over {
+			// A client hook called runtime.Goexit in run: this goroutine
+			// ends, and its place passes to the scripts queued, or is
+			// freed, as at the end of any round trip (see run).
+			p.ended(pl, nil)
+		}
+	}()
 	for batch != nil {
 		p.run(batch)
 		clear(batch)
@@ -168,21 +177,35 @@ func (p *pipe) pipeline(batch []*op, pl *place) {
 		runtime.Gosched()
 		batch, pl = p.ended(pl, batch)
 	}
+	over = true
 }
+
+// errPipelineGoexit is the error of the scripts of a pipeline in which a
+// client hook called runtime.Goexit.
+var errPipelineGoexit = errors.New("redissync: a client hook called runtime.Goexit in a pipeline")
 
 // run sends every script of batch in one pipeline, and tells each its
 // reply. The pipeline carries no caller's context (it serves them all): the
 // client's hooks see a background one. It ends at the Timeout.
 func (p *pipe) run(batch []*op) {
 	told := 0
+	returned := false
 	defer func() {
 		// A panic of the client goes to every caller still waiting; the
-		// pipe goes on with the scripts queued meanwhile.
-		if r := recover(); r != nil {
-			for _, o := range batch[told:] {
+		// pipe goes on with the scripts queued meanwhile. A Goexit (for
+		// which recover returns nil) ends the goroutine: its callers get
+		// an error, and the pipeline's place passes on (see pipeline).
+		if returned {
+			return
+		}
+		r := recover()
+		for _, o := range batch[told:] {
+			if r != nil {
 				o.panicked = r
-				close(o.done)
+			} else {
+				o.err = errPipelineGoexit
 			}
+			close(o.done)
 		}
 	}()
 	freesFirst(batch)
@@ -233,6 +256,7 @@ func (p *pipe) run(batch []*op) {
 		told++
 		close(o.done)
 	}
+	returned = true
 }
 
 // freesFirst puts the releases of batch first, in their order, then the
@@ -335,8 +359,14 @@ func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 // reach Redis, as one sent alone may (see evalThen): what it leaves is taken
 // back once it would have.
 func (s *Semaphore) answer(o *op, id string) (any, error) {
-	if id != "" && s.unanswered(o.err) {
-		time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+	if id != "" {
+		switch {
+		case o.err == errPipelineGoexit:
+			// The script may have run, its reply lost with the goroutine.
+			s.takeBack(id)
+		case s.unanswered(o.err):
+			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+		}
 	}
 	return o.result()
 }
