@@ -26,22 +26,7 @@ func TestCtxPanicLeavesNothing(t *testing.T) {
 				bg := context.Background()
 				check := func(what string, n int32) {
 					t.Helper()
-					if l := k.Len(); l != 0 {
-						t.Fatalf("%s, ctx panicking at call %d: Keyed.Len() = %d; want 0", what, n, l)
-					}
-					// Every round trip's place in the pipe given back (a take-back
-					// may still be on its way): one lost would be lost for good.
-					for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-						k.pipe.mu.Lock()
-						u := k.pipe.underway
-						k.pipe.mu.Unlock()
-						if u == 0 {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("%s, ctx panicking at call %d: %d round trips still hold a place", what, n, u)
-						}
-					}
+					awaitKeyedIdle(t, k, fmt.Sprintf("%s, ctx panicking at call %d", what, n))
 					p, err := k.TryAcquire(bg, "a")
 					if err != nil {
 						t.Fatalf("%s, ctx panicking at call %d: TryAcquire = %v; the lock is held by nobody", what, n, err)
@@ -198,21 +183,10 @@ func TestCtxPanicQueuedLeavesNothing(t *testing.T) {
 					}
 					break
 				}
-				t.Logf("n=%d returned-before-gate=%v r=%v err=%v", n, returned, a.r, a.err)
 				if a.r != testutil.ErrCtxPanic {
 					t.Fatalf("Acquire panicked with %v", a.r)
 				}
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-					k.pipe.mu.Lock()
-					u := k.pipe.underway
-					k.pipe.mu.Unlock()
-					if u == 0 && k.Len() == 0 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("ctx panicking at call %d: %d round trips hold a place, Keyed.Len() = %d", n, u, k.Len())
-					}
-				}
+				awaitKeyedIdle(t, k, fmt.Sprintf("ctx panicking at call %d", n))
 				p, err := k.TryAcquire(bg, "a")
 				if err != nil {
 					t.Fatalf("ctx panicking at call %d: TryAcquire = %v; the lock is held by nobody", n, err)

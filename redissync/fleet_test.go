@@ -387,19 +387,7 @@ func TestHammerKeyed(t *testing.T) {
 				if k.Len() != 0 {
 					t.Errorf("Len %d", k.Len())
 				}
-				// Every round trip's place in the pipe given back, once the
-				// take-backs still on their way have ended.
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-					k.pipe.mu.Lock()
-					u, q := k.pipe.underway, len(k.pipe.queue)
-					k.pipe.mu.Unlock()
-					if u == 0 && q == 0 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%d round trips under way, %d scripts queued, after every call ended", u, q)
-					}
-				}
+				awaitKeyedIdle(t, k, "after every call ended")
 			}
 			noHubs(t)
 			deadline := time.Now().Add(5 * time.Second)

@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// hookedLock returns a Lock on a client whose earlyPanicHook the test arms.
-func hookedLock(t *testing.T, b backend, name string, lease time.Duration) (*Semaphore, *earlyPanicHook) {
+// hookedLock returns a Lock on a client whose armedHook, panicking before
+// the command is sent, the test arms.
+func hookedLock(t *testing.T, b backend, name string, lease time.Duration) (*Semaphore, *armedHook) {
 	t.Helper()
 	c := b.strictClient(t, true)
-	h := &earlyPanicHook{}
+	h := &armedHook{value: errEarlyHookPanic}
 	c.AddHook(h)
 	s, err := NewLock(b.config(c, name, 1, lease))
 	if err != nil {

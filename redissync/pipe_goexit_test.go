@@ -86,17 +86,7 @@ func TestPipelineGoexitLeavesNothing(t *testing.T) {
 			if err := pa.Release(bg); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-				k.pipe.mu.Lock()
-				u := k.pipe.underway
-				k.pipe.mu.Unlock()
-				if u == 0 && k.Len() == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d round trips hold a place, Keyed.Len() = %d", u, k.Len())
-				}
-			}
+			awaitKeyedIdle(t, k, "after a Goexit in a pipeline")
 			p, err := k.TryAcquire(bg, "b")
 			if err != nil {
 				t.Fatalf("TryAcquire = %v; the lock is held by nobody", err)

@@ -10,30 +10,45 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// errEarlyHookPanic is what earlyPanicHook panics with.
+// errEarlyHookPanic is what an armedHook that is not late panics with.
 var errEarlyHookPanic = errors.New("a client hook panics before sending")
 
-// earlyPanicHook is a client hook of the user's that, once armed, panics
-// once before the command it wraps is sent: the script never reaches Redis.
-type earlyPanicHook struct{ armed atomic.Bool }
+// armedHook is a client hook of the user's that, once armed, panics once
+// with value: before the command or pipeline it wraps is sent, so that the
+// script never reaches Redis; or, if late, after one that ran without error
+// (not a NOSCRIPT, say), so that the script ran in Redis and its reply is
+// lost with the panic.
+type armedHook struct {
+	armed atomic.Bool
+	late  bool
+	value error
+}
 
-func (h *earlyPanicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *armedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *earlyPanicHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.armed.CompareAndSwap(true, false) {
-			panic(errEarlyHookPanic)
-		}
-		return next(ctx, cmd)
+// fire panics with h's value if h is armed and err, the wrapped call's, fits
+// its kind (nil for one not sent yet).
+func (h *armedHook) fire(sent bool, err error) {
+	if sent == h.late && err == nil && h.armed.CompareAndSwap(true, false) {
+		panic(h.value)
 	}
 }
 
-func (h *earlyPanicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *armedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.fire(false, nil)
+		err := next(ctx, cmd)
+		h.fire(true, err)
+		return err
+	}
+}
+
+func (h *armedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.armed.CompareAndSwap(true, false) {
-			panic(errEarlyHookPanic)
-		}
-		return next(ctx, cmds)
+		h.fire(false, nil)
+		err := next(ctx, cmds)
+		h.fire(true, err)
+		return err
 	}
 }
 
@@ -48,7 +63,7 @@ func TestReleaseHookPanicGivesThePermitBack(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.strictClient(t, true)
-			h := &earlyPanicHook{}
+			h := &armedHook{value: errEarlyHookPanic}
 			c.AddHook(h)
 			k, err := NewKeyedLock(b.config(c, "releasehookpanic", 1, time.Minute))
 			if err != nil {
@@ -91,7 +106,7 @@ func TestKeyedAcquireHookPanicKeepsNoKey(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.strictClient(t, true)
-			h := &earlyPanicHook{}
+			h := &armedHook{value: errEarlyHookPanic}
 			c.AddHook(h)
 			k, err := NewKeyedLock(b.config(c, "keyedhookpanic", 1, time.Minute))
 			if err != nil {

@@ -13,7 +13,7 @@ func TestKeyedAcquireLateHookPanicKeepsNothing(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.strictClient(t, true)
-			h := &latePanicHook{}
+			h := &armedHook{late: true, value: errLateHookPanic}
 			c.AddHook(h)
 			for _, lock := range []bool{false, true} {
 				cfg := b.config(c, "keyedlatepanic", 1, time.Minute)

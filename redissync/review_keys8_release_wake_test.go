@@ -3,42 +3,12 @@ package redissync
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// errLateHookPanic is what latePanicHook panics with.
+// errLateHookPanic is what a late armedHook panics with.
 var errLateHookPanic = errors.New("a client hook panics after the reply")
-
-// latePanicHook is a client hook of the user's that, once armed, panics
-// once after a command it wraps has run without error (not a NOSCRIPT, say):
-// the script ran in Redis, and its reply is lost with the panic.
-type latePanicHook struct{ armed atomic.Bool }
-
-func (h *latePanicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *latePanicHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil && h.armed.CompareAndSwap(true, false) {
-			panic(errLateHookPanic)
-		}
-		return err
-	}
-}
-
-func (h *latePanicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		if err == nil && h.armed.CompareAndSwap(true, false) {
-			panic(errLateHookPanic)
-		}
-		return err
-	}
-}
 
 // Regression: a client hook that panicked in Release after the release
 // script ran lost the script's reply, which names the waiters it handed the
@@ -52,7 +22,7 @@ func TestReleaseLateHookPanicWakesTheWaiter(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.strictClient(t, true)
-			h := &latePanicHook{}
+			h := &armedHook{late: true, value: errLateHookPanic}
 			c.AddHook(h)
 			cfg := b.config(c, "releaselatepanic", 1, time.Minute)
 			cfg.Poll = time.Hour // a waiter is woken, not polled

@@ -52,6 +52,26 @@ func (b backend) strictClient(t testing.TB, ctxTimeouts bool) *redis.Client {
 	return c
 }
 
+// awaitKeyedIdle waits until k holds no key, has no round trip under way and
+// no script queued, and fails t if that has not come within 10 s: take-backs
+// may still be on their way when a test's calls have returned, but a place
+// in the pipe, or a key, kept past them is kept for good.
+func awaitKeyedIdle(t testing.TB, k *Keyed, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		k.pipe.mu.Lock()
+		u, q := k.pipe.underway, len(k.pipe.queue)
+		k.pipe.mu.Unlock()
+		l := k.Len()
+		if u == 0 && q == 0 && l == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d round trips under way, %d scripts queued, %d keys held", what, u, q, l)
+		}
+	}
+}
+
 // config returns a Config for a Semaphore of n permits named name on c.
 func (b backend) config(c redis.UniversalClient, name string, n int, lease time.Duration) Config {
 	return Config{Client: c, Name: name, N: n, Lease: lease, Prefix: b.prefix, Poll: 200 * time.Millisecond}
