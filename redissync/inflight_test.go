@@ -76,17 +76,7 @@ func TestAbandonedAttemptLandingLateLeavesNothing(t *testing.T) {
 					// with ContextTimeoutEnabled, within the client's
 					// ReadTimeout: not held for the Lease.
 					time.Sleep(400 * time.Millisecond)
-					deadline := time.Now().Add(s.roundTrip + time.Second)
-					for {
-						held, queued := counts(t, s)
-						if held == 0 && queued == 0 {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("%v after an Acquire given up: %d held, %d queued", s.roundTrip+time.Second, held, queued)
-						}
-						time.Sleep(20 * time.Millisecond)
-					}
+					awaitEmpty(t, s, s.roundTrip+time.Second, "after an Acquire given up")
 				})
 			}
 		}

@@ -10,6 +10,22 @@ import (
 	"time"
 )
 
+// awaitEmpty waits until nobody holds a permit of s nor waits in its line,
+// and fails t, saying what and the counts, if that has not come within
+// within: what a call that gave up left is taken back in the background.
+func awaitEmpty(t testing.TB, s *Semaphore, within time.Duration, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		held, queued := counts(t, s)
+		if held == 0 && queued == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v %s: %d held, %d queued", within, what, held, queued)
+		}
+	}
+}
+
 // counts returns the permits held and the waiters in line, as Redis has them.
 func counts(t testing.TB, s *Semaphore) (held, queued int64) {
 	t.Helper()

@@ -37,18 +37,7 @@ func TestReviewM7_GiveUpAfterPipelinePanicTakesBackLate(t *testing.T) {
 			if err != nil || !r.granted {
 				t.Fatalf("the late attempt: %+v, %v; want it granted", r, err)
 			}
-			deadline := time.Now().Add(s.roundTrip + time.Second)
-			for {
-				held, queued := counts(t, s)
-				if held == 0 && queued == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%v after the pipeline panicked: %d held, %d queued; want the late attempt taken back",
-						s.roundTrip+time.Second, held, queued)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			awaitEmpty(t, s, s.roundTrip+time.Second, "after the pipeline panicked (the late attempt not taken back)")
 		})
 	}
 }

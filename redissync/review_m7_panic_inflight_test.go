@@ -75,18 +75,7 @@ func TestReviewM7_HookPanicOnUnansweredAttemptTakenBackLate(t *testing.T) {
 			h.armed.Store(false)
 			// The attempt lands 300 ms after it was sent.
 			time.Sleep(400 * time.Millisecond)
-			deadline := time.Now().Add(s.roundTrip + time.Second)
-			for {
-				held, queued := counts(t, s)
-				if held == 0 && queued == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%v after an Acquire whose hook panicked on its unanswered attempt: %d held, %d queued; want the attempt taken back",
-						s.roundTrip+time.Second, held, queued)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			awaitEmpty(t, s, s.roundTrip+time.Second, "after an Acquire whose hook panicked on its unanswered attempt (not taken back)")
 		})
 	}
 }
