@@ -196,11 +196,13 @@
 // waiter at the head of the line, for the waiter's own Lease, and tells that
 // waiter by pub/sub, on a channel of its Semaphore alone (which its client's
 // one subscription listens to while the Semaphore has waiters) (or, when
-// the waiter shares the releaser's Semaphore, by the releaser's own reply);
-// it holds the permit with no further round trip. A slow poll (Config.Poll) makes up
-// for a lost message and for a lease that ends with no Release. A waiter that
-// stops asking, because its process died, loses its place after a few Polls;
-// one that dies just as a permit is handed to it holds it for a Lease.
+// the waiter shares the releaser's Semaphore, by the releaser's own reply,
+// read even when it comes after the releaser stopped waiting for it); it
+// holds the permit with no further round trip. A slow poll (Config.Poll)
+// makes up for a lost message and for a lease that ends with no Release. A
+// waiter that stops asking, because its process died, loses its place after
+// a few Polls; one that dies just as a permit is handed to it holds it for a
+// Lease.
 //
 // An idle Name costs a few keys that expire, and one that does not: the last
 // fencing token, which must outlive everything else for tokens to keep

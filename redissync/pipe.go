@@ -323,7 +323,8 @@ func (s *Semaphore) wait(ctx context.Context, o *op, id string) (any, error) {
 // giveUp ends a wait for o: o is taken out of the queue if it was never
 // sent; its answer is returned, answered true, if it came meanwhile; else,
 // for an attempt of id (not ""), what the script leaves is taken back once
-// it has run.
+// it has run, and the reply of a release is read when it comes (see
+// lateRelease).
 func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 	if s.pipe.drop(o) {
 		return nil, false, nil // never sent
@@ -335,7 +336,8 @@ func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 		return v, true, err
 	default:
 	}
-	if id != "" {
+	switch {
+	case id != "":
 		go func() {
 			<-o.done
 			if o.panicked != nil {
@@ -350,6 +352,14 @@ func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 			}
 			s.takeBack(id)
 		}()
+	case o.c == s.releaseCall:
+		go func() {
+			<-o.done
+			s.lateRelease(o.v, o.err, o.panicked)
+			if s.unanswered(o.err) {
+				s.lateWake(o.c)
+			}
+		}()
 	}
 	return nil, false, nil
 }
@@ -359,14 +369,16 @@ func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 // reach Redis, as one sent alone may (see evalThen): what it leaves is taken
 // back once it would have.
 func (s *Semaphore) answer(o *op, id string) (any, error) {
-	if id != "" {
-		switch {
-		case o.err == errPipelineGoexit:
-			// The script may have run, its reply lost with the goroutine.
-			s.takeBack(id)
-		case s.unanswered(o.err):
-			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+	switch {
+	case id == "":
+		if s.unanswered(o.err) {
+			s.lateWake(o.c)
 		}
+	case o.err == errPipelineGoexit:
+		// The script may have run, its reply lost with the goroutine.
+		s.takeBack(id)
+	case s.unanswered(o.err):
+		time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
 	}
 	return o.result()
 }

@@ -385,6 +385,13 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 		s.wakeWaiters()
 		return false, err
 	}
+	return s.handOut(v)
+}
+
+// handOut reads the reply of a release script: whether the released id held
+// its permit, and the waiters of this process it handed permits to, whom it
+// tells.
+func (s *Semaphore) handOut(v any) (bool, error) {
 	if held, ok := v.(int64); ok {
 		return held == 1, nil
 	}
@@ -454,6 +461,34 @@ func (s *Semaphore) take(ctx context.Context, id string) (int64, error) {
 		s.contended.Store(true)
 	}
 	return token, nil
+}
+
+// lateRelease takes the reply of a release script whose caller stopped
+// waiting for it, when it comes: v, err and panicked, the client's panic.
+//
+// The caller woke every waiter of s as it gave up (see releaseProven), but
+// the script was still on its way: a waiter whose new attempt reached Redis
+// first found nothing, and would sleep until its Poll while the permit that
+// the script then handed it is held for nobody, its lease running. The reply
+// names it: it is told now. A reply lost again wakes every waiter again.
+func (s *Semaphore) lateRelease(v any, err error, panicked any) {
+	if panicked == nil && err == nil {
+		if _, err = s.handOut(v); err == nil {
+			return
+		}
+	}
+	s.wakeWaiters()
+}
+
+// lateWake wakes every waiter of s once more when a client that honours
+// deadlines has dropped, unanswered, a round trip of c whose bytes may yet
+// reach Redis (see evalOwn): if c is the release script, it may run after
+// the waiters woken at its failure asked again, and hand one of them a
+// permit that only its lost reply would have named.
+func (s *Semaphore) lateWake(c *call) {
+	if c == s.releaseCall {
+		time.AfterFunc(s.roundTrip, s.wakeWaiters)
+	}
 }
 
 // wakeWaiters wakes every waiter of s to ask Redis again: a release's reply,
@@ -679,8 +714,12 @@ func (s *Semaphore) evalOwn(ctx context.Context, id string, pl *place, c *call, 
 		// the reply instead would cost a goroutine on every attempt.
 		v, err = s.runOwn(tctx, pl, c, cmd)
 		var answered redis.Error // Redis ran the script, and said no
-		if err != nil && id != "" && !errors.As(err, &answered) {
-			time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+		if err != nil && !errors.As(err, &answered) {
+			if id != "" {
+				time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
+			} else {
+				s.lateWake(c)
+			}
 		}
 		return v, err
 	}
@@ -714,6 +753,11 @@ func (s *Semaphore) evalOwn(ctx context.Context, id string, pl *place, c *call, 
 			go func() {
 				<-done
 				s.takeBack(id)
+			}()
+		} else if c == s.releaseCall {
+			go func() {
+				r := <-done
+				s.lateRelease(r.v, r.err, r.panicked)
 			}()
 		}
 		return nil, tctx.Err()
