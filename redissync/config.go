@@ -278,9 +278,14 @@ func honoursDeadlines(c redis.UniversalClient) bool {
 	return false
 }
 
+// goRedisReadTimeout is go-redis's default ReadTimeout (since v9.22, the
+// least version this module requires).
+const goRedisReadTimeout = 5 * time.Second
+
 // readTimeout returns c's ReadTimeout: how long it waits for a reply when
-// no deadline bounds it (go-redis's default, 3 seconds, if it is not set or
-// the read has no deadline).
+// no deadline bounds it (go-redis's default if it is not set), or 3
+// seconds for a client whose reads have no deadline at all, which may wait
+// for good: a pipe's hold must end.
 func readTimeout(c redis.UniversalClient) time.Duration {
 	var d time.Duration
 	switch c := c.(type) {
@@ -290,8 +295,11 @@ func readTimeout(c redis.UniversalClient) time.Duration {
 		d = c.Options().ReadTimeout
 	case *redis.Ring:
 		// Passed as it is to each shard's Client: a Ring's own Options
-		// keep the user's value, not go-redis's reading of it.
-		d = c.Options().ReadTimeout
+		// keep the user's value, not go-redis's reading of it, in which 0
+		// is the default (what a Client's Options hold instead).
+		if d = c.Options().ReadTimeout; d == 0 {
+			d = goRedisReadTimeout
+		}
 	}
 	if d <= 0 {
 		d = 3 * time.Second
