@@ -3,6 +3,7 @@ package redissync
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,27 +12,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// gateHook holds back the next command or pipeline once armed, as a slow
-// network would, until the test opens its gate: then it reaches Redis, even
-// if its caller has stopped waiting. With ctxTimeouts it answers its caller
-// at the caller's deadline, as a client that honours deadlines does, and its
-// bytes land later, on their own.
+// gateHook holds back the next script (a command or a pipeline of them)
+// once armed, as a slow network would, until the test opens its gate: then
+// it reaches Redis, even if its caller has stopped waiting. With
+// ctxTimeouts it answers its caller at the caller's deadline, as a client
+// that honours deadlines does, and its bytes land later, on their own.
+// Other commands (the pub/sub connection's) go through.
 type gateHook struct {
 	ctxTimeouts bool
 
 	mu   sync.Mutex
-	gate chan struct{} // the armed gate, for the next command; nil: none
+	gate chan struct{} // the armed gate, for the next script; nil: none
 
-	held  chan struct{} // told when a command is held
-	after atomic.Int32  // commands and pipelines answered since then
+	held    chan struct{} // told when a script is held
+	scripts atomic.Int32  // scripts (or pipelines) answered, but the held
 }
 
 func newGateHook(ctxTimeouts bool) *gateHook {
 	return &gateHook{ctxTimeouts: ctxTimeouts, held: make(chan struct{}, 1)}
 }
 
-// arm makes the gate of the next command or pipeline, which the returned
-// func opens.
+// arm makes the gate of the next script, which the returned func opens.
 func (h *gateHook) arm() (open func()) {
 	g := make(chan struct{})
 	h.mu.Lock()
@@ -48,17 +49,24 @@ func (h *gateHook) take() chan struct{} {
 	return g
 }
 
+func isScript(cmd redis.Cmder) bool {
+	name := strings.ToLower(cmd.Name())
+	return name == "evalsha" || name == "eval"
+}
+
 func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !isScript(cmd) {
+			return next(ctx, cmd)
+		}
 		g := h.take()
 		if g == nil {
 			err := next(ctx, cmd)
-			h.after.Add(1)
+			h.scripts.Add(1)
 			return err
 		}
-		h.after.Store(0)
 		h.held <- struct{}{}
 		if h.ctxTimeouts {
 			// The caller's command is answered now; a copy of it lands.
@@ -78,16 +86,29 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || !isScript(cmds[0]) {
+			return next(ctx, cmds) // a connection's set-up
+		}
 		g := h.take()
 		if g == nil {
 			err := next(ctx, cmds)
-			h.after.Add(1)
+			h.scripts.Add(1)
 			return err
 		}
-		h.after.Store(0)
 		h.held <- struct{}{}
 		<-g
 		return next(context.WithoutCancel(ctx), cmds)
+	}
+}
+
+// awaitScripts waits until h has answered n scripts, and fails t if that
+// has not come within 10 s.
+func (h *gateHook) awaitScripts(t *testing.T, n int32) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); h.scripts.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d scripts answered within 10 s; want %d", h.scripts.Load(), n)
+		}
 	}
 }
 
@@ -140,29 +161,23 @@ func TestReleaseLateReplyReachesTheWaiter(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := make(chan error, 1)
-				var q *Permit
+				// The waiter: told at once, it returns; else at a lease's
+				// end (a minute).
+				got := make(chan acquired, 1)
+				before := h.scripts.Load()
 				go func() {
-					// At once once told; a minute (a lease's end) if not.
 					wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 					defer cancel()
-					var err error
-					q, err = s.Acquire(wctx)
-					got <- err
+					p, err := s.Acquire(wctx)
+					got <- acquired{p, err}
 				}()
-				for { // until the waiter is in Redis's line
-					s.mu.Lock()
-					n := len(s.waiters)
-					s.mu.Unlock()
-					if n == 1 {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
-				time.Sleep(50 * time.Millisecond)
+				// Its attempt puts it in line; its subscription, once
+				// made, wakes it to ask once more. Then it sleeps.
+				h.awaitScripts(t, before+2)
 
 				rctx, cancel := context.WithTimeout(ctx, time.Second)
 				defer cancel()
+				asked := h.scripts.Load()
 				open := h.arm()
 				defer open()
 				released := make(chan error, 1)
@@ -204,22 +219,23 @@ func TestReleaseLateReplyReachesTheWaiter(t *testing.T) {
 				// Woken by the failed Release, the waiter asks again,
 				// and its attempt is answered (at the hold's end,
 				// without ctxTimeouts) before the script runs.
-				for h.after.Load() == 0 {
+				for h.scripts.Load() == asked {
 					select {
-					case err := <-got:
+					case a := <-got:
 						// Its attempt waited past its Timeout in
 						// the pipe: the machine was too slow for
 						// the 1 s between the hold's end and it.
-						t.Skipf("the waiter's Acquire = %v before the release ran: the case was not reached", err)
+						t.Skipf("the waiter's Acquire = %v before the release ran: the case was not reached", a.err)
 					default:
 					}
 					time.Sleep(time.Millisecond)
 				}
 				open()
-				if err := <-got; err != nil {
-					t.Fatalf("the waiter's Acquire = %v after the release script handed it a permit; want it told", err)
+				a := <-got
+				if a.err != nil {
+					t.Fatalf("the waiter's Acquire = %v after the release script handed it a permit; want it told", a.err)
 				}
-				if err := q.Release(ctx); err != nil {
+				if err := a.p.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if err := p2.Release(ctx); err != nil {
