@@ -77,6 +77,23 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 	}
 }
 
+// callerGaveUp reports whether err, Base's error for a request sent with
+// ctx, is the caller cancelling it: context.Canceled, or the cause of a ctx
+// cancelled with one (context.WithCancelCause, a group's first failure),
+// which is what net/http returns then.
+func callerGaveUp(ctx context.Context, err error) bool {
+	switch cerr := ctx.Err(); {
+	case cerr == nil:
+		return false
+	case errors.Is(err, context.Canceled):
+		return true
+	case cerr != context.Canceled:
+		return false // a deadline: the service was too slow
+	}
+	cause := context.Cause(ctx)
+	return cause != nil && errors.Is(err, cause)
+}
+
 // retryAfter returns the seconds a shed client is told to wait: twice the
 // latency of a call, at least 1, as Retry-After counts in whole seconds.
 func retryAfter(latency time.Duration) int64 {
@@ -115,7 +132,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // the body: as an overload failure if Base failed (a timeout, a refused
 // connection) or answered 429, 503 or 504 (the response still goes to the
 // caller, with no error); as by Ignore if the request's ctx was cancelled
-// (the caller gave up) or Base panicked (the panic goes on); as a success
+// (the caller gave up: Base returned context.Canceled, or the cause the ctx
+// was cancelled with, as net/http does) or Base panicked (the panic goes on); as a success
 // otherwise. A request that net/http refuses to send (a header field it
 // cannot write, no host) goes to Base without a Ticket: it is a bug of the
 // caller, and says nothing of the service. A request that is shed, or whose
@@ -168,7 +186,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := base.RoundTrip(req)
 	finished = true
 	switch {
-	case err != nil && errors.Is(err, context.Canceled) && req.Context().Err() != nil:
+	case err != nil && callerGaveUp(req.Context(), err):
 		ticket.Ignore()
 	case err != nil:
 		ticket.Done(err)
