@@ -85,3 +85,56 @@ func httpxHost(u string) string {
 	}
 	return req.URL.Host
 }
+
+// TestReviewSeams9_ExecuteCauseIsNoFailure pins the same defect in
+// Breaker.Execute, which breaker.Transport's fix did not reach: a call
+// made through Do from the tasks of a group, as the README pairs them,
+// whose ctx the group cancels with its first failure as the cause, fails
+// in net/http with that cause, not context.Canceled, and the breaker
+// counted it as a failure of the dependency and opened. A call whose error
+// is the cause of its ctx's end counts as that end would: a cancellation is
+// ignored.
+func TestReviewSeams9_ExecuteCauseIsNoFailure(t *testing.T) {
+	const slow = 4
+	arrived := make(chan struct{}, slow)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done() // answers only when the client gives up
+	}))
+	defer srv.Close()
+	conns := &http.Transport{}
+	defer conns.CloseIdleConnections()
+	client := &http.Client{Transport: conns}
+	b := New(Settings{FailureThreshold: 2})
+	errBad := errors.New("a task failed")
+
+	g, _ := group.New(context.Background(), group.Options{})
+	for range slow {
+		_ = g.Go(func(ctx context.Context) error {
+			_, err := Do(ctx, b, func(ctx context.Context) (int, error) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				if err != nil {
+					return 0, err
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					return 0, err
+				}
+				defer resp.Body.Close()
+				return resp.StatusCode, nil
+			})
+			return err
+		})
+	}
+	_ = g.Go(func(context.Context) error {
+		for range slow {
+			<-arrived // every call is in flight
+		}
+		return errBad
+	})
+	require.ErrorIs(t, g.Wait(), errBad)
+	m := b.Metrics()
+	require.Equal(t, Closed, m.State, "state after the group gave up on its calls")
+	require.Zero(t, m.Total.Failures, "failures counted for calls the caller cancelled: %+v", m.Total)
+	require.EqualValues(t, slow, m.Total.Ignored, "ignored: %+v", m.Total)
+}
