@@ -26,9 +26,8 @@ import (
 // Each host's breaker is made from Settings at the first request to it. A
 // request's outcome is judged when Base returns, before the caller reads the
 // body: a transport error is a failure (but context.Canceled, ignored by
-// default: the caller gave up; for a ctx cancelled with a cause, which
-// net/http returns, the breaker's functions see an error that matches both
-// the cause and context.Canceled), as is a response with a status of 500 or
+// default: the caller gave up, also when its ctx was cancelled with a cause,
+// which net/http returns: see Breaker.Execute), as is a response with a status of 500 or
 // above; any other response, 4xx included, is a success, since the host
 // answered and the fault is the request's. The breaker sees a 5xx response
 // as a *StatusError, which Settings.IsFailure and IsIgnored may judge
@@ -156,7 +155,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = base.RoundTrip(req)
 		switch {
 		case err != nil:
-			return cancelled(req.Context(), err)
+			return err
 		case resp == nil:
 			return errNoResponse
 		case resp.StatusCode >= 500:
@@ -166,9 +165,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil
 	})
 	done = true
-	if c, ok := err.(*causeError); ok {
-		err = c.err // the caller gets net/http's error, as Base gave it
-	}
 	switch {
 	case !sent:
 		// Refused, or the ctx was done: a RoundTripper closes the body of
@@ -179,30 +175,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	return resp, err
-}
-
-// causeError is the error the breaker judges for a request whose ctx was
-// cancelled with a cause (context.WithCancelCause, a group's first
-// failure): net/http fails it with the cause, not context.Canceled, and the
-// breaker would take the caller giving up for a failure of the host. It
-// matches both, so that the default IsIgnored ignores it and a user's
-// IsIgnored or IsFailure still finds the cause. RoundTrip returns err.
-type causeError struct{ err error }
-
-func (e *causeError) Error() string   { return e.err.Error() }
-func (e *causeError) Unwrap() []error { return []error{e.err, context.Canceled} }
-
-// cancelled returns err, the error of Base for a request sent with ctx, as
-// the breaker is to judge it: a *causeError if ctx was cancelled and err is
-// its cause, else err.
-func cancelled(ctx context.Context, err error) error {
-	if errors.Is(err, context.Canceled) || ctx.Err() != context.Canceled {
-		return err
-	}
-	if cause := context.Cause(ctx); cause == nil || !errors.Is(err, cause) {
-		return err
-	}
-	return &causeError{err: err}
 }
 
 // Check returns the mistake in t's Settings or MaxHosts that RoundTrip would
