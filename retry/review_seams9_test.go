@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ctxsync/ctxsync/ratelimit"
 	"github.com/ctxsync/ctxsync/retry"
 )
 
@@ -63,6 +65,45 @@ func TestReviewSeams9_HedgedFailuresCloseEachBodyOnce(t *testing.T) {
 			if n := b.closed.Load(); n != 1 {
 				t.Errorf("body of attempt %d closed %d times, want 1", i, n)
 			}
+		}
+	})
+}
+
+// TestReviewSeams9_ExceedsBurstIsNotRetried pins a defect of retry.Transport
+// over ratelimit.Transport: a request that costs more than the limiter can
+// ever allow fails with ratelimit.ErrExceedsBurst, every time, and
+// Transport retried it as any transport error: MaxAttempts attempts, the
+// backoff's waits between them, retries of the shared Budget spent, for the
+// same error. Like a certificate that did not verify, it is the attempt's
+// last: the request fails at once with NotRetryable.
+func TestReviewSeams9_ExceedsBurstIsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tally ratelimit.Tally
+		rl := &ratelimit.Transport{
+			Base: roundTripperFunc(func(*http.Request) (*http.Response, error) {
+				t.Error("a request past the burst was sent")
+				return nil, errors.New("sent")
+			}),
+			Limiter: tally.Wrap(ratelimit.NewTokenBucket(10, 5)),
+			Cost:    func(*http.Request) int { return 6 }, // the burst is 5
+		}
+		rt := &retry.Transport{Base: rl, Policy: retry.Policy{MaxAttempts: 4, InitialDelay: time.Second}}
+		req, _ := http.NewRequest(http.MethodGet, "http://svc.example/x", nil)
+		start := time.Now()
+		_, err := rt.RoundTrip(req)
+		took := time.Since(start)
+		if !errors.Is(err, ratelimit.ErrExceedsBurst) {
+			t.Fatalf("RoundTrip = %v, want ErrExceedsBurst", err)
+		}
+		var rerr *retry.Error
+		if errors.As(err, &rerr) && (rerr.Attempts != 1 || rerr.Reason != retry.NotRetryable) {
+			t.Errorf("RoundTrip = %v: %d attempts, reason %v; want 1 attempt, NotRetryable", err, rerr.Attempts, rerr.Reason)
+		}
+		if c := tally.Counts(); c.WaitFailed != 1 {
+			t.Errorf("Tally = %+v, want WaitFailed 1: one attempt at the limiter", c)
+		}
+		if took != 0 {
+			t.Errorf("RoundTrip took %v of backoff for an error no retry can cure, want 0", took)
 		}
 	})
 }
