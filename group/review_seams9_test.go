@@ -12,13 +12,14 @@ import (
 )
 
 // TestReviewSeams9_ForEachOverQueueStopsAtFirstError pins a stall of the
-// idiom ForEach's documentation gives for draining a ctxsync.Queue: ForEach
+// idiom ForEach's documentation gave for draining a ctxsync.Queue: ForEach
 // over q.All(ctx). When f fails, ForEach stops pulling, but it is already
 // in the middle of a pull: q.All waits for the next item, on ctx, which the
 // failure does not end. With the queue idle, ForEach returned the first
 // error only when ctx ended (an hour here) or a producer came with another
-// job. The documented idiom must return f's first error at once, with the
-// jobs it did not pull left for CloseNow.
+// job. ForEach cannot interrupt seq, so the documented idiom now pulls the
+// queue under a ctx that f's failure ends: it must return f's first error
+// at once, with the jobs it did not pull left for CloseNow.
 func TestReviewSeams9_ForEachOverQueueStopsAtFirstError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := ctxsync.NewQueue[int](0)
@@ -31,10 +32,15 @@ func TestReviewSeams9_ForEachOverQueueStopsAtFirstError(t *testing.T) {
 		defer cancel()
 		errBadJob := errors.New("bad job")
 		start := time.Now()
-		err := group.ForEach(ctx, q.All(ctx), 8, func(ctx context.Context, job int) error {
+		// As ForEach's doc has it now: the queue is pulled under a ctx that
+		// the first failure ends.
+		pull, stop := context.WithCancel(ctx)
+		defer stop()
+		err := group.ForEach(ctx, q.All(pull), 8, func(ctx context.Context, job int) error {
 			defer q.TaskDone()
 			if job == 2 {
 				time.Sleep(time.Millisecond)
+				stop()
 				return errBadJob
 			}
 			return nil
