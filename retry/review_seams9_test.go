@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -104,6 +105,37 @@ func TestReviewSeams9_ExceedsBurstIsNotRetried(t *testing.T) {
 		}
 		if took != 0 {
 			t.Errorf("RoundTrip took %v of backoff for an error no retry can cure, want 0", took)
+		}
+	})
+}
+
+// TestReviewSeams9_DoHedgedInDoCountsACallOnce pins a defect of DoHedged
+// called from Do, as DoHedged's doc advises to retry after a failure, with
+// one Budget shared by the Hedge and the Policy, as Hedge.Budget's doc
+// advises for one share: Execute counted each call as a first attempt, and
+// DoHedged counted it again at every attempt, so a call that failed three
+// times counted four first attempts, and the Budget let through about
+// twice the retries its ratio allows (22 for 100 calls at 0.1, not 10)
+// while the dependency was down. A call counts once, however many attempts
+// it makes, as retry.Transport with a Hedge counts it.
+func TestReviewSeams9_DoHedgedInDoCountsACallOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		budget := retry.NewBudget(0.1, 0)
+		p := retry.Policy{MaxAttempts: 3, InitialDelay: time.Nanosecond, MaxDelay: time.Nanosecond, Budget: budget}
+		h := retry.Hedge{Delay: time.Hour, Budget: budget}
+		errDown := errors.New("down")
+		const calls = 100
+		attempts := 0
+		for range calls {
+			_, _ = retry.Do(context.Background(), p, func(ctx context.Context) (int, error) {
+				return retry.DoHedged(ctx, h, func(context.Context) (int, error) {
+					attempts++
+					return 0, errDown
+				})
+			})
+		}
+		if retries := attempts - calls; retries > calls/10 {
+			t.Errorf("%d retries of %d calls with a Budget of ratio 0.1 and no reserve, want at most %d", retries, calls, calls/10)
 		}
 	})
 }
