@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ctxsync/ctxsync/adaptive"
 	"github.com/ctxsync/ctxsync/group"
+	"github.com/ctxsync/ctxsync/ratelimit"
 )
 
 // TestReviewSeams9_TransportGroupCancelIsIgnored pins a defect of
@@ -73,4 +77,48 @@ func TestReviewSeams9_TransportGroupCancelIsIgnored(t *testing.T) {
 	if got := l.Limit(); got != 32 {
 		t.Fatalf("Limit() = %d after the group gave up on its requests, want 32: a cancelled request is no overload", got)
 	}
+}
+
+// TestReviewSeams9_MiddlewareOverAPerClientLimit pins a defect of
+// adaptive.Middleware in front of ratelimit.Middleware, a per-client limit:
+// the 429 that the rate limit answers a client over its quota says that
+// client sends too much (RFC 6585), not that the service is overloaded, yet
+// Middleware finished its Ticket as an overload failure. One greedy client
+// at twice its quota, a twentieth of the traffic, drove the limit from 20 to
+// 1 in seconds, for a service whose latency never moved, and the others'
+// requests were shed with 503. A 429 of the handler leaves the limit alone.
+func TestReviewSeams9_MiddlewareOverAPerClientLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := adaptive.New(adaptive.Config{InitialLimit: 20, MaxLimit: 40})
+		perClient := ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket {
+			return ratelimit.NewTokenBucket(20, 5)
+		}, ratelimit.KeyedConfig{})
+		quota := ratelimit.Middleware(perClient, ratelimit.MiddlewareConfig{
+			Key: func(r *http.Request) string { return r.Header.Get("X-Client") },
+		})
+		app := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			time.Sleep(10 * time.Millisecond) // the service: always as fast
+		})
+		h := adaptive.Middleware(lim)(quota(app))
+
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		client := func(name string, every time.Duration) {
+			for ctx.Err() == nil {
+				req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+				req.Header.Set("X-Client", name)
+				h.ServeHTTP(httptest.NewRecorder(), req)
+				time.Sleep(every)
+			}
+		}
+		for c := range 10 {
+			wg.Go(func() { client(strconv.Itoa(c), 90*time.Millisecond) }) // about 10 a second: within quota
+		}
+		wg.Go(func() { client("greedy", 20*time.Millisecond) }) // about 33 a second: past its 20
+		wg.Wait()
+		if got := lim.Limit(); got < 10 {
+			t.Errorf("Limit() = %d after a client went past its quota, want about 20: the service never slowed (%d requests shed)", got, lim.Shed())
+		}
+	})
 }
