@@ -39,9 +39,12 @@ func checkLimiter(l *Limiter, what string) {
 // seconds (at least 1), and a short text body; one whose client went away
 // while it waited gets no answer. The Ticket of a request that went through
 // is finished when the handler returns: as an overload failure if the
-// handler answered 429, 503 or 504, as by Ignore if it panicked (the panic
-// goes on) or if its client went away, and as a success otherwise, so that
-// the handler's latency moves the limit.
+// handler answered 503 or 504; as by Ignore if it answered 429, if it
+// panicked (the panic goes on) or if its client went away; and as a success
+// otherwise, so that the handler's latency moves the limit. A 429 says that
+// one client sent too much (a per-client limit such as ratelimit.Middleware
+// answers it), not that the service is overloaded: counted as overload, one
+// greedy client would drive the limit down for all.
 //
 // Middleware panics if l is nil or was not made by New.
 func Middleware(l *Limiter) func(http.Handler) http.Handler {
@@ -66,6 +69,8 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 			next.ServeHTTP(sw, r)
 			finished = true
 			switch {
+			case sw.code == http.StatusTooManyRequests:
+				t.Ignore() // a client over its quota: see above
 			case overloadStatus(sw.code):
 				t.Done(&StatusError{StatusCode: sw.code, Status: strconv.Itoa(sw.code) + " " + http.StatusText(sw.code)})
 			case r.Context().Err() != nil:
