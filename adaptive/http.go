@@ -11,10 +11,10 @@ import (
 	"github.com/ctxsync/ctxsync/internal/httpx"
 )
 
-// StatusError is the error a Ticket is finished with, by Transport or
-// Middleware, for a response of status 429, 503 or 504: the service saying it
-// is overloaded. It is the same type as retry.StatusError and
-// breaker.StatusError.
+// StatusError is the error a Ticket is finished with, by Transport for a
+// response of status 429, 503 or 504, by Middleware for 503 or 504: the
+// service saying it is overloaded. It is the same type as retry.StatusError
+// and breaker.StatusError.
 type StatusError = httpx.StatusError
 
 // overloadStatus reports whether an HTTP status says the service is
