@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync/adaptive"
+	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/group"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
@@ -121,4 +122,57 @@ func TestReviewSeams9_MiddlewareOverAPerClientLimit(t *testing.T) {
 			t.Errorf("Limit() = %d after a client went past its quota, want about 20: the service never slowed (%d requests shed)", got, lim.Shed())
 		}
 	})
+}
+
+// TestReviewSeams9_TransportOverABreaker pins a defect of adaptive.Transport
+// over breaker.Transport: a request that the breaker refuses never reached
+// the service, yet Transport finished its Ticket with the refusal, an
+// overload failure, and each window of refusals cut the limit (AIMD: by a
+// tenth), so that the service, once back, found its clients throttled to a
+// limit that had fallen while it was not even called. And Transport hid the
+// breaker's Precheck from a ratelimit.Transport in front of it, which then
+// spent an event of its limit on each request the breaker would refuse. A
+// refused request takes no Ticket and no event, and leaves the limit alone:
+// Transport asks Base's Precheck first, and has one, as ratelimit.Transport
+// does.
+func TestReviewSeams9_TransportOverABreaker(t *testing.T) {
+	var now atomic.Int64
+	l := adaptive.New(adaptive.Config{
+		Algorithm: adaptive.AIMD, InitialLimit: 16, MinLimit: 1, MaxLimit: 16,
+		Clock: func() time.Duration { return time.Duration(now.Add(int64(10 * time.Millisecond))) },
+	})
+	br := &breaker.Transport{Base: rtFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Body: http.NoBody, Request: r}, nil
+	})}
+	var tally ratelimit.Tally
+	client := &http.Client{Transport: &ratelimit.Transport{
+		Base:    &adaptive.Transport{Base: br, Limiter: l},
+		Limiter: tally.Wrap(ratelimit.NewTokenBucket(1e6, 1000)),
+	}}
+	get := func() error {
+		resp, err := client.Get("http://svc.example/x")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(); err != nil {
+		t.Fatal(err)
+	}
+	br.Breaker("svc.example").ForceOpen()
+	waited := tally.Counts().Waited
+	for range 60 {
+		if err := get(); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("request to an open breaker = %v, want ErrOpen", err)
+		}
+	}
+	if got := l.Limit(); got != 16 {
+		t.Errorf("Limit() = %d after 60 requests the breaker refused, want 16: none reached the service", got)
+	}
+	if got := tally.Counts().Waited - waited; got != 0 {
+		t.Errorf("the rate limit in front spent %d events on requests the breaker refused, want 0", got)
+	}
+	if got := l.InFlight(); got != 0 {
+		t.Errorf("InFlight() = %d, want 0", got)
+	}
 }
