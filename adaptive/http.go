@@ -145,6 +145,16 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // ctx ends while it waits, gets no response, and its body is closed, as
 // http.RoundTripper requires.
 //
+// A request that a breaker refuses never reaches the service, and must not
+// count as an overload failure. Inside breaker.Transport, Transport sees
+// only the requests it lets through. With breaker.Transport as Base (or
+// anything with a method Precheck(*http.Request) error), Transport asks
+// Precheck first and returns its refusal at once, without a Ticket; a
+// breaker that opens while the request waits for its Ticket still refuses
+// it after, which then counts. Transport has a Precheck method too, which
+// passes on Base's, so that a ratelimit.Transport in front of it takes no
+// event for a request the breaker would refuse.
+//
 // The zero Transport has no Limiter: RoundTrip panics. Its fields must not
 // change after first use. It is safe for concurrent use by multiple
 // goroutines.
@@ -155,6 +165,43 @@ type Transport struct {
 	// Limiter holds the requests in flight. It must be set, and made by
 	// New.
 	Limiter *Limiter
+}
+
+// prechecker is a RoundTripper that can tell, before a request is sent, that
+// it would refuse it at once: breaker.Transport, or a ratelimit.Transport in
+// front of one. Structural, so that this package need not import them.
+type prechecker interface {
+	Precheck(req *http.Request) error
+}
+
+// Precheck returns Base's Precheck(req), if Base has that method, else nil:
+// the error that a breaker behind Transport would refuse req with now. It
+// lets a ratelimit.Transport in front of this one skip its wait for a
+// request that would be refused anyway.
+func (t *Transport) Precheck(req *http.Request) error {
+	if p, ok := t.Base.(prechecker); ok {
+		return p.Precheck(req)
+	}
+	return nil
+}
+
+// precheck returns the error a request fails with before it takes a
+// Ticket: its ctx's, if done (the caller's own error is the one it can act
+// on), or p's refusal. Either way, or if p panics (a breaker's Key or OnCall
+// is the user's code), the request's body is closed, as a RoundTripper
+// must.
+func precheck(p prechecker, req *http.Request) (err error) {
+	refused := true
+	defer func() {
+		if refused {
+			httpx.CloseBody(req)
+		}
+	}()
+	if err = req.Context().Err(); err == nil {
+		err = p.Precheck(req)
+	}
+	refused = err != nil
+	return err
 }
 
 // Check returns the mistake RoundTrip would panic with, as an error whose
@@ -176,6 +223,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if !httpx.WellFormed(req) {
 		return base.RoundTrip(req)
+	}
+	if p, ok := base.(prechecker); ok {
+		if err := precheck(p, req); err != nil {
+			return nil, err
+		}
 	}
 	ticket, err := t.Limiter.Acquire(req.Context())
 	if err != nil {
