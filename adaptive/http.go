@@ -145,15 +145,16 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // ctx ends while it waits, gets no response, and its body is closed, as
 // http.RoundTripper requires.
 //
-// A request that a breaker refuses never reaches the service, and must not
-// count as an overload failure. Inside breaker.Transport, Transport sees
-// only the requests it lets through. With breaker.Transport as Base (or
-// anything with a method Precheck(*http.Request) error), Transport asks
-// Precheck first and returns its refusal at once, without a Ticket; a
-// breaker that opens while the request waits for its Ticket still refuses
-// it after, which then counts. Transport has a Precheck method too, which
-// passes on Base's, so that a ratelimit.Transport in front of it takes no
-// event for a request the breaker would refuse.
+// With a breaker, put Transport in front of breaker.Transport: behind it,
+// the requests Transport sheds, which never reach the service, would count
+// as failures of the host and open its breaker. A request that the breaker
+// refuses never reaches the service either, and must not count as an
+// overload failure: if Base has a method Precheck(*http.Request) error, as
+// breaker.Transport has, Transport asks it first and returns its refusal at
+// once, without a Ticket (a breaker that opens while the request waits for
+// its Ticket still refuses it after, which then counts). Transport has a
+// Precheck method too, which passes on Base's, so that a ratelimit.Transport
+// in front of it takes no event for a request the breaker would refuse.
 //
 // The zero Transport has no Limiter: RoundTrip panics. Its fields must not
 // change after first use. It is safe for concurrent use by multiple
