@@ -145,9 +145,14 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // ctx ends while it waits, gets no response, and its body is closed, as
 // http.RoundTripper requires.
 //
-// With a breaker, put Transport in front of breaker.Transport: behind it,
-// the requests Transport sheds, which never reach the service, would count
-// as failures of the host and open its breaker. A request that the breaker
+// With the other transports, nest Transport between ratelimit.Transport and
+// breaker.Transport: retry.Transport outermost, then the rate limit, then
+// Transport, then the breaker. Outside the rate limit, a Ticket would be
+// held while its request waits for the limiter, and the wait would count as
+// the service's latency: under a rate the limiter holds, the limit falls to
+// a few, and the rest are shed. Inside the breaker, the requests Transport
+// sheds, which never reach the service, would count as failures of the host
+// and open its breaker. A request that the breaker
 // refuses never reaches the service either, and must not count as an
 // overload failure: if Base has a method Precheck(*http.Request) error, as
 // breaker.Transport has, Transport asks it first and returns its refusal at
