@@ -91,8 +91,8 @@ func (c *seams9Count) Precheck(r *http.Request) error {
 
 // TestReviewSeams9_FullStackHammer: the README's client stack, every layer
 // at once: retry.Transport with a Hedge and a Budget shared with its
-// Policy, a global ratelimit.Transport, a per-host one, breaker.Transport,
-// adaptive.Transport, over a service that is slow, fails in every way and
+// Policy, a global ratelimit.Transport, a per-host one, adaptive.Transport,
+// breaker.Transport, over a service that is slow, fails in every way and
 // answers the ctx's cause when a request is given up; callers whose ctxs
 // end by deadline, by a cancel, or by a cancel with a cause, at random
 // moments, and who read their bodies, or not, or close them early. After
@@ -106,15 +106,17 @@ func TestReviewSeams9_FullStackHammer(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 9))
 			svc := &seams9Service{rng: rand.New(rand.NewPCG(seed, 10))}
 			lim := adaptive.New(adaptive.Config{InitialLimit: 8, MinLimit: 1, MaxLimit: 16})
-			toAdaptive := &seams9Count{base: &adaptive.Transport{Base: svc, Limiter: lim}}
-			br := &breaker.Transport{Base: toAdaptive,
+			// In the order adaptive.Transport's doc gives: retry, the rate
+			// limits, adaptive, the breaker; a counter at each seam.
+			toSvc := &seams9Count{base: svc}
+			br := &breaker.Transport{Base: toSvc,
 				Settings: breaker.Settings{FailureThreshold: 3, OpenTimeout: time.Second}}
-			toBreaker := &seams9Count{base: br}
+			toAdaptive := &seams9Count{base: &adaptive.Transport{Base: br, Limiter: lim}}
 			var hostTally, allTally ratelimit.Tally
 			perHost := ratelimit.NewKeyed(func(string) ratelimit.Taker {
 				return hostTally.Wrap(ratelimit.NewTokenBucket(20, 4))
 			}, ratelimit.KeyedConfig{})
-			hostRL := &ratelimit.Transport{Base: toBreaker, PerHost: perHost}
+			hostRL := &ratelimit.Transport{Base: toAdaptive, PerHost: perHost}
 			toHost := &seams9Count{base: hostRL}
 			allRL := &ratelimit.Transport{Base: toHost, Limiter: allTally.Wrap(ratelimit.NewTokenBucket(40, 8))}
 			budget := retry.NewBudget(0.5, 5)
@@ -178,8 +180,8 @@ func TestReviewSeams9_FullStackHammer(t *testing.T) {
 			if c := allTally.Counts(); c.Waited != toHost.calls.Load() {
 				t.Errorf("global Tally %+v: Waited should be the %d requests it let through", c, toHost.calls.Load())
 			}
-			if c := hostTally.Counts(); c.Waited != toBreaker.calls.Load() {
-				t.Errorf("per-host Tally %+v: Waited should be the %d requests it let through", c, toBreaker.calls.Load())
+			if c := hostTally.Counts(); c.Waited != toAdaptive.calls.Load() {
+				t.Errorf("per-host Tally %+v: Waited should be the %d requests it let through", c, toAdaptive.calls.Load())
 			}
 			var total breaker.Counts
 			for h := range 3 {
@@ -191,8 +193,8 @@ func TestReviewSeams9_FullStackHammer(t *testing.T) {
 					total.Ignored += m.Ignored
 				}
 			}
-			if total.Requests != toAdaptive.calls.Load() || total.Requests != total.Successes+total.Failures+total.Ignored {
-				t.Errorf("breakers' Total %+v: Requests should be the %d requests they let through", total, toAdaptive.calls.Load())
+			if total.Requests != toSvc.calls.Load() || total.Requests != total.Successes+total.Failures+total.Ignored {
+				t.Errorf("breakers' Total %+v: Requests should be the %d requests they let through", total, toSvc.calls.Load())
 			}
 			t.Logf("seed %d: service %d calls, global %+v, per host %+v", seed, svc.calls.Load(), allTally.Counts(), hostTally.Counts())
 
