@@ -11,10 +11,10 @@ import (
 	"github.com/ctxsync/ctxsync/internal/httpx"
 )
 
-// StatusError is the error a Ticket is finished with, by Transport or
-// Middleware, for a response of status 429, 503 or 504: the service saying it
-// is overloaded. It is the same type as retry.StatusError and
-// breaker.StatusError.
+// StatusError is the error a Ticket is finished with, by Transport for a
+// response of status 429, 503 or 504, by Middleware for 503 or 504: the
+// service saying it is overloaded. It is the same type as retry.StatusError
+// and breaker.StatusError.
 type StatusError = httpx.StatusError
 
 // overloadStatus reports whether an HTTP status says the service is
@@ -39,9 +39,12 @@ func checkLimiter(l *Limiter, what string) {
 // seconds (at least 1), and a short text body; one whose client went away
 // while it waited gets no answer. The Ticket of a request that went through
 // is finished when the handler returns: as an overload failure if the
-// handler answered 429, 503 or 504, as by Ignore if it panicked (the panic
-// goes on) or if its client went away, and as a success otherwise, so that
-// the handler's latency moves the limit.
+// handler answered 503 or 504; as by Ignore if it answered 429, if it
+// panicked (the panic goes on) or if its client went away; and as a success
+// otherwise, so that the handler's latency moves the limit. A 429 says that
+// one client sent too much (a per-client limit such as ratelimit.Middleware
+// answers it), not that the service is overloaded: counted as overload, one
+// greedy client would drive the limit down for all.
 //
 // Middleware panics if l is nil or was not made by New.
 func Middleware(l *Limiter) func(http.Handler) http.Handler {
@@ -66,6 +69,8 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 			next.ServeHTTP(sw, r)
 			finished = true
 			switch {
+			case sw.code == http.StatusTooManyRequests:
+				t.Ignore() // a client over its quota: see above
 			case overloadStatus(sw.code):
 				t.Done(&StatusError{StatusCode: sw.code, Status: strconv.Itoa(sw.code) + " " + http.StatusText(sw.code)})
 			case r.Context().Err() != nil:
@@ -75,6 +80,23 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 			}
 		})
 	}
+}
+
+// callerGaveUp reports whether err, Base's error for a request sent with
+// ctx, is the caller cancelling it: context.Canceled, or the cause of a ctx
+// cancelled with one (context.WithCancelCause, a group's first failure),
+// which is what net/http returns then.
+func callerGaveUp(ctx context.Context, err error) bool {
+	switch cerr := ctx.Err(); {
+	case cerr == nil:
+		return false
+	case errors.Is(err, context.Canceled):
+		return true
+	case cerr != context.Canceled:
+		return false // a deadline: the service was too slow
+	}
+	cause := context.Cause(ctx)
+	return cause != nil && errors.Is(err, cause)
 }
 
 // retryAfter returns the seconds a shed client is told to wait: twice the
@@ -115,12 +137,29 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // the body: as an overload failure if Base failed (a timeout, a refused
 // connection) or answered 429, 503 or 504 (the response still goes to the
 // caller, with no error); as by Ignore if the request's ctx was cancelled
-// (the caller gave up) or Base panicked (the panic goes on); as a success
+// (the caller gave up: Base returned context.Canceled, or the cause the ctx
+// was cancelled with, as net/http does) or Base panicked (the panic goes on); as a success
 // otherwise. A request that net/http refuses to send (a header field it
 // cannot write, no host) goes to Base without a Ticket: it is a bug of the
 // caller, and says nothing of the service. A request that is shed, or whose
 // ctx ends while it waits, gets no response, and its body is closed, as
 // http.RoundTripper requires.
+//
+// With the other transports, nest Transport between ratelimit.Transport and
+// breaker.Transport: retry.Transport outermost, then the rate limit, then
+// Transport, then the breaker. Outside the rate limit, a Ticket would be
+// held while its request waits for the limiter, and the wait would count as
+// the service's latency: under a rate the limiter holds, the limit falls to
+// a few, and the rest are shed. Inside the breaker, the requests Transport
+// sheds, which never reach the service, would count as failures of the host
+// and open its breaker. A request that the breaker
+// refuses never reaches the service either, and must not count as an
+// overload failure: if Base has a method Precheck(*http.Request) error, as
+// breaker.Transport has, Transport asks it first and returns its refusal at
+// once, without a Ticket (a breaker that opens while the request waits for
+// its Ticket still refuses it after, which then counts). Transport has a
+// Precheck method too, which passes on Base's, so that a ratelimit.Transport
+// in front of it takes no event for a request the breaker would refuse.
 //
 // The zero Transport has no Limiter: RoundTrip panics. Its fields must not
 // change after first use. It is safe for concurrent use by multiple
@@ -132,6 +171,43 @@ type Transport struct {
 	// Limiter holds the requests in flight. It must be set, and made by
 	// New.
 	Limiter *Limiter
+}
+
+// prechecker is a RoundTripper that can tell, before a request is sent, that
+// it would refuse it at once: breaker.Transport, or a ratelimit.Transport in
+// front of one. Structural, so that this package need not import them.
+type prechecker interface {
+	Precheck(req *http.Request) error
+}
+
+// Precheck returns Base's Precheck(req), if Base has that method, else nil:
+// the error that a breaker behind Transport would refuse req with now. It
+// lets a ratelimit.Transport in front of this one skip its wait for a
+// request that would be refused anyway.
+func (t *Transport) Precheck(req *http.Request) error {
+	if p, ok := t.Base.(prechecker); ok {
+		return p.Precheck(req)
+	}
+	return nil
+}
+
+// precheck returns the error a request fails with before it takes a
+// Ticket: its ctx's, if done (the caller's own error is the one it can act
+// on), or p's refusal. Either way, or if p panics (a breaker's Key or OnCall
+// is the user's code), the request's body is closed, as a RoundTripper
+// must.
+func precheck(p prechecker, req *http.Request) (err error) {
+	refused := true
+	defer func() {
+		if refused {
+			httpx.CloseBody(req)
+		}
+	}()
+	if err = req.Context().Err(); err == nil {
+		err = p.Precheck(req)
+	}
+	refused = err != nil
+	return err
 }
 
 // Check returns the mistake RoundTrip would panic with, as an error whose
@@ -154,6 +230,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !httpx.WellFormed(req) {
 		return base.RoundTrip(req)
 	}
+	if p, ok := base.(prechecker); ok {
+		if err := precheck(p, req); err != nil {
+			return nil, err
+		}
+	}
 	ticket, err := t.Limiter.Acquire(req.Context())
 	if err != nil {
 		httpx.CloseBody(req)
@@ -168,7 +249,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := base.RoundTrip(req)
 	finished = true
 	switch {
-	case err != nil && errors.Is(err, context.Canceled) && req.Context().Err() != nil:
+	case err != nil && callerGaveUp(req.Context(), err):
 		ticket.Ignore()
 	case err != nil:
 		ticket.Done(err)

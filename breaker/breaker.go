@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -194,6 +195,12 @@ func New(s Settings) *Breaker {
 // fn's error, or an *OpenError (errors.Is ErrOpen) without calling fn if the
 // breaker refuses. A panic in fn counts as a failure and goes on.
 //
+// An error of fn that is the cause its ctx ended with (context.WithCancelCause,
+// a group's first failure; net/http fails a request so) is judged as the
+// ctx's end: Settings' functions see an error that matches both the cause and
+// ctx.Err(), so that a call the caller gave up on is ignored by default, as
+// one that returns context.Canceled is. Execute still returns fn's error.
+//
 // A ctx that is already done fails at once with ctx.Err(), without calling fn
 // or counting anything.
 //
@@ -230,14 +237,45 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 		}
 	}()
 	err := fn(ctx)
+	judged := err
+	if err != nil {
+		// ctx is the caller's code: if it panics, the call counts as
+		// one whose fn panicked.
+		judged = endedBy(ctx, err)
+	}
 	ok = true
 	if fast && err == nil {
 		b.succeeded(s)
 		return nil
 	}
-	b.finish(s, err, !fast, start)
+	b.finish(s, judged, !fast, start)
 	return err
 }
+
+// endedBy returns err, the error of a call made with ctx, as the breaker is
+// to judge it: a *causeError if ctx has ended and err is the cause it ended
+// with, else err. A caller's ctx cancelled with a cause fails a request in
+// net/http with that cause, not context.Canceled: judged as it is, the
+// caller giving up would count as a failure of the dependency.
+func endedBy(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	if cause := context.Cause(ctx); cause == nil || cause == cerr || !errors.Is(err, cause) {
+		return err
+	}
+	return &causeError{err: err, ended: cerr}
+}
+
+// causeError is the error the breaker judges for a call that failed with
+// the cause of its ctx's end: it matches both, so that the default
+// IsIgnored ignores a cancellation, and a user's IsIgnored or IsFailure
+// still finds the cause. Execute returns err itself.
+type causeError struct{ err, ended error }
+
+func (e *causeError) Error() string   { return e.err.Error() }
+func (e *causeError) Unwrap() []error { return []error{e.err, e.ended} }
 
 // Do runs fn through b as Execute does, and returns its result.
 func Do[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {

@@ -26,7 +26,8 @@ import (
 // Each host's breaker is made from Settings at the first request to it. A
 // request's outcome is judged when Base returns, before the caller reads the
 // body: a transport error is a failure (but context.Canceled, ignored by
-// default: the caller gave up), as is a response with a status of 500 or
+// default: the caller gave up, also when its ctx was cancelled with a cause,
+// which net/http returns: see Breaker.Execute), as is a response with a status of 500 or
 // above; any other response, 4xx included, is a success, since the host
 // answered and the fault is the request's. The breaker sees a 5xx response
 // as a *StatusError, which Settings.IsFailure and IsIgnored may judge

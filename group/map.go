@@ -100,18 +100,28 @@ func MapAll[T, R any](ctx context.Context, items []T, limit int, f func(ctx cont
 // as Wait does, and a call of f that ends in runtime.Goexit fails with
 // ErrGoexit; a panic in seq goes on up once the items in flight have
 // returned. ForEach cannot interrupt seq itself: an iterator that may block
-// waiting for its next item should watch ctx too.
+// waiting for its next item should watch ctx too, and a ctx that f ends as
+// it fails, or ForEach, in the middle of that pull when f fails, returns its
+// error only once seq yields again or ctx ends.
 //
 // No item that ForEach pulls is dropped: f gets every one. An item that seq
 // yields after ctx ended or a call failed, while ForEach was pulling it, goes
 // to f with its context already done, so that f sees it and can finish it,
 // give it back or mark it undone, as it would an item whose context ended
 // while f ran. So a stream whose items must each be accounted for, as a
-// ctxsync.Queue's with Join, can be drained by ForEach and shut down:
+// ctxsync.Queue's with Join, can be drained by ForEach and shut down. The
+// queue is pulled under a ctx of its own, which the first failure ends: an
+// idle queue's All would wait for the next job on ctx alone.
 //
-//	err := group.ForEach(ctx, q.All(ctx), 8, func(ctx context.Context, job Job) error {
+//	pull, stop := context.WithCancel(ctx)
+//	defer stop()
+//	err := group.ForEach(ctx, q.All(pull), 8, func(ctx context.Context, job Job) error {
 //		defer q.TaskDone()
-//		return handle(ctx, job) // or save job for later if ctx is done
+//		err := handle(ctx, job) // or save job for later if ctx is done
+//		if err != nil {
+//			stop() // ends the pull under way: ForEach returns err
+//		}
+//		return err
 //	})
 //	for _, job := range q.CloseNow() { // the jobs ForEach did not pull
 //		saveForLater(job)

@@ -2,13 +2,13 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
+	"github.com/ctxsync/ctxsync/internal/httpx"
 )
 
 // A Limiter decides whether events may happen now, or waits until they may.
@@ -70,7 +70,7 @@ const (
 // ErrExceedsBurst is returned by WaitN when n is larger than the limiter can
 // ever allow at once: more than the burst of a token bucket, or than the limit
 // of a window.
-var ErrExceedsBurst = errors.New("ratelimit: n exceeds the limiter's burst")
+var ErrExceedsBurst = httpx.ErrExceedsBurst // one value: retry.Transport does not retry it
 
 // ErrWouldExceedDeadline is returned by WaitN when the events could not be
 // allowed before the deadline of its ctx: WaitN returns at once rather than

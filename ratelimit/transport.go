@@ -83,11 +83,31 @@ type KeyWaiter interface {
 // Set one of Limiter and PerHost: RoundTrip panics, with a message that
 // begins with "ratelimit:", if both are nil (or nil pointers) or both are
 // set, if Key is set without PerHost, or if Cost returns a negative number.
-// To apply both a global and a per-host limit, nest two Transports.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may
 // be copied (the copies share its limiter). Its fields must not change while
 // it is in use.
+//
+// # A global and a per-host limit
+//
+// To apply both, nest two Transports, the global one outside. The inner
+// limit then holds at the wire, each request sent at its pace; the outer one
+// is taken before the inner wait, so it paces the requests that enter that
+// wait, not those sent: a request that waits for its host goes out long after
+// its global event, perhaps together with one whose event came then, past
+// the global burst; and a request the inner limiter refuses (its deadline too
+// close, a cost past the burst) has spent a global event. Where both limits
+// must hold at the wire, use one Transport whose PerHost is a Keyed of
+// Combineds, each All of the host's limiter and one global limiter that they
+// share: a request then takes from both at once, when it is sent.
+//
+//	global := ratelimit.NewTokenBucket(100, 10)
+//	perHost := ratelimit.NewKeyed(func(string) *ratelimit.Combined {
+//		return ratelimit.All(ratelimit.NewTokenBucket(10, 5), global)
+//	}, ratelimit.KeyedConfig{})
+//
+// The Combineds serve their own waiters in order, but not each other's: a
+// host's waiter may see another host's requests take the global events first.
 type Transport struct {
 	// Base sends the requests; nil means http.DefaultTransport.
 	Base http.RoundTripper

@@ -359,6 +359,10 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 		panic(first.pv) // runFirst has ended the call
 	}
 	var last *hedgeResult[T] // the failure to return if none is better
+	// firstFreed reports that the first attempt's result was freed as an
+	// older failure, when a copy's failure came after it: its value must
+	// not be dropped again (a response's body closed twice).
+	firstFreed := false
 	for {
 		c.mu.Lock()
 		var older *hedgeResult[T]
@@ -381,6 +385,7 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 			// copy's Permanent failure came through final.
 			out = last
 		}
+		firstFreed = firstFreed || older == &first
 		if out == nil {
 			wake := c.wake // made: a copy is in flight
 			c.mu.Unlock()
@@ -403,7 +408,7 @@ func (c *hedgeCall[T]) settle(first hedgeResult[T]) (T, context.CancelFunc, erro
 		c.free(older)
 		// Values no one will see: the first attempt's and the last
 		// failure's, unless returned.
-		if out != &first {
+		if out != &first && !firstFreed {
 			c.freeValue(&first)
 		}
 		if last != nil && last != out && last != &first {

@@ -24,7 +24,9 @@ import (
 // HostnameError or CertificateInvalidError: not trusted, for another host,
 // expired), and a request that net/http's Transport refuses to send (a
 // scheme it does not serve, a method that is not a token, a header or
-// trailer field it cannot write, no host in the URL). Such an attempt is the
+// trailer field it cannot write, no host in the URL), and
+// ratelimit.ErrExceedsBurst, of a request that costs more than a
+// ratelimit.Transport's limiter ever allows. Such an attempt is the
 // last, whatever Policy.Retryable says, as if Permanent had marked its
 // error; the *Error says NotRetryable, and errors.As still finds the error
 // Base gave.

@@ -12,7 +12,8 @@ import (
 
 // cannotSucceed reports whether err, the transport error of sending req, is
 // one that sending req again cannot cure: the server's certificate was not
-// verified, or req is one that net/http refuses to send. Retrying those
+// verified, req is one that net/http refuses to send, or one that costs more
+// than a ratelimit.Transport's limiter ever allows. Retrying those
 // spends attempts, waits and the shared Budget for the same error.
 //
 // net/http reports a request it refuses with unexported errors, told apart
@@ -26,6 +27,11 @@ func cannotSucceed(req *http.Request, err error) bool {
 	// An attempt that failed with a method that is not a token failed on
 	// it: HTTP/1.1 refuses such a method, every time.
 	if !httpx.WellFormed(req) || !httpx.TokenMethod(req) || unsupportedScheme(req, err) {
+		return true
+	}
+	// A ratelimit.Transport in Base refused a request that costs more
+	// than its limiter ever allows: so it will every time.
+	if errors.Is(err, httpx.ErrExceedsBurst) {
 		return true
 	}
 	// The certificate errors last: errors.As allocates, the checks above

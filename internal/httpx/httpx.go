@@ -11,6 +11,12 @@ import (
 	"time"
 )
 
+// ErrExceedsBurst is ratelimit.ErrExceedsBurst, the error of a request that
+// costs more than its limiter can ever allow. It lives here so that
+// retry.Transport can tell it, without importing ratelimit, as an error
+// that sending the request again cannot cure.
+var ErrExceedsBurst = errors.New("ratelimit: n exceeds the limiter's burst")
+
 // StatusError is an HTTP response seen as an error by the client transports:
 // breaker.StatusError and retry.StatusError are this one type, so that a
 // program that stacks them matches a status with either name. Its fields say
