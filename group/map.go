@@ -100,9 +100,9 @@ func MapAll[T, R any](ctx context.Context, items []T, limit int, f func(ctx cont
 // as Wait does, and a call of f that ends in runtime.Goexit fails with
 // ErrGoexit; a panic in seq goes on up once the items in flight have
 // returned. ForEach cannot interrupt seq itself: an iterator that may block
-// waiting for its next item should watch ctx too, and a ctx that f ends as
-// it fails, or ForEach, in the middle of that pull when f fails, returns its
-// error only once seq yields again or ctx ends.
+// waiting for its next item should watch ctx too. And when f fails while
+// ForEach waits in such a pull, ForEach returns only once seq yields again
+// or ends: the example below ends its pull at the first failure.
 //
 // No item that ForEach pulls is dropped: f gets every one. An item that seq
 // yields after ctx ended or a call failed, while ForEach was pulling it, goes

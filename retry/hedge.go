@@ -58,8 +58,14 @@ type Hedge struct {
 
 	// Budget caps the hedges to a share of the calls (NewBudget(0.1, 1):
 	// at most 10% more calls, plus 10 in any 10 seconds). Share it among
-	// the calls to one service, and with the Policy that retries them if
-	// hedges and retries together should stay within one share. Required.
+	// the calls to one service. Required.
+	//
+	// A Transport with a Hedge may share it with its Policy, so that
+	// hedges and retries together stay within one share: a request counts
+	// once. DoHedged called from Do (or Execute) must not: Do counts the
+	// call, and each DoHedged counts it again, at every attempt, so that
+	// one Budget given to both lets through about twice its share of
+	// retries while the service fails. Give the Policy a Budget of its own.
 	Budget *Budget
 }
 
@@ -97,7 +103,8 @@ func (h Hedge) Validate() error {
 // copies still running are cancelled, and drop their results.
 //
 // The hedges count as retries in h.Budget, and each call as a first
-// attempt.
+// attempt: called from Do, each attempt of Do's counts, so Do's Policy
+// needs a Budget other than h's (see Hedge.Budget).
 //
 // The first attempt runs in the caller's goroutine, so that a call answered
 // before Delay (most of them) costs no goroutine; copies run in goroutines
