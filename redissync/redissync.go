@@ -493,7 +493,28 @@ func (s *Semaphore) lateWake(c *call) {
 
 // wakeWaiters wakes every waiter of s to ask Redis again: a release's reply,
 // which would have named those it handed permits to, was lost.
+//
+// For a Keyed's Semaphore, the waiters of its key's Semaphore are woken too,
+// if the Keyed has made the key a new one: a Release whose script is late
+// lets go of the key, which the Keyed then forgets, and the key's next
+// waiter here waits on a new Semaphore, with the Keyed's tag, which the
+// script names in its reply, not by pub/sub. Only one Semaphore of a key has
+// waiters: a forgotten one had none, and gets no more.
 func (s *Semaphore) wakeWaiters() {
+	s.wakeOwn()
+	if k := s.keyed; k != nil {
+		k.mu.Lock()
+		e := k.keys[s.key]
+		k.mu.Unlock()
+		// One lock at a time: holding two Semaphores' could deadlock.
+		if e != nil && e.s != s {
+			e.s.wakeOwn()
+		}
+	}
+}
+
+// wakeOwn wakes every waiter of s to ask Redis again.
+func (s *Semaphore) wakeOwn() {
 	s.mu.Lock()
 	for _, w := range s.waiters {
 		signal(w, grant{})
