@@ -356,7 +356,11 @@ func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 		go func() {
 			<-o.done
 			s.lateRelease(o.v, o.err, o.panicked)
-			if s.unanswered(o.err) {
+			// A panic hides whether the client gave the pipeline up
+			// unanswered, as for an attempt (see takeBackPanicked):
+			// with a client that honours deadlines, its bytes may yet
+			// land, and nobody runs the release again here.
+			if s.unanswered(o.err) || (o.panicked != nil && s.ctxTimeouts) {
 				s.lateWake(o.c)
 			}
 		}()
