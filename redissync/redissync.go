@@ -377,6 +377,13 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 	defer func() {
 		if !returned {
 			s.wakeWaiters()
+			// A panic hides whether a client that honours deadlines
+			// gave the round trip up unanswered (see takeBackPanicked):
+			// its bytes may yet land, and a take-back, which drops the
+			// panic, is not run again.
+			if s.ctxTimeouts {
+				s.lateWake(s.releaseCall)
+			}
 		}
 	}()
 	v, err := s.eval(ctx, s.releaseCall, s.nArg, id, s.wakeArg, s.leaseArg, s.keyTTLArg, p)
