@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,6 +47,14 @@ type pipe struct {
 	mu       sync.Mutex
 	underway int   // guarded by mu
 	queue    []*op // waiting for a round trip, oldest first; guarded by mu
+
+	// The release round trips that a client honouring deadlines dropped
+	// unanswered, counted, and when the last noted can no longer land, on
+	// the waiters' clock: see lateWake and lateCap.
+	lateGen  atomic.Uint64
+	lateMu   sync.Mutex
+	lateSeen uint64    // the lateGen that set lateBy; guarded by lateMu
+	lateBy   time.Time // guarded by lateMu
 }
 
 // A place is a round trip's place in its pipe, from push to ended, in a pipe
@@ -355,10 +364,15 @@ func (s *Semaphore) giveUp(o *op, id string) (v any, answered bool, err error) {
 	case o.c == s.releaseCall:
 		go func() {
 			<-o.done
-			s.lateRelease(o.v, o.err, o.panicked)
-			if s.unanswered(o.err) {
+			// A panic hides whether the client gave the pipeline up
+			// unanswered, as for an attempt (see takeBackPanicked):
+			// with a client that honours deadlines, its bytes may yet
+			// land, and nobody runs the release again here. Noted
+			// before lateRelease wakes the waiters: see lateWake.
+			if s.unanswered(o.err) || (o.panicked != nil && s.ctxTimeouts) {
 				s.lateWake(o.c)
 			}
+			s.lateRelease(o.v, o.err, o.panicked)
 		}()
 	}
 	return nil, false, nil

@@ -217,6 +217,7 @@ func (s *Semaphore) acquire(ctx context.Context, id string) (*Permit, error) {
 		if r.rank >= 0 && r.rank < int64(s.n) && r.untilFree >= 0 {
 			wait = min(wait, time.Duration(r.untilFree+1)*time.Millisecond)
 		}
+		wait = s.lateCap(wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -376,6 +377,13 @@ func (s *Semaphore) releaseProven(ctx context.Context, id string, proven bool) (
 	returned := false
 	defer func() {
 		if !returned {
+			// A panic hides whether a client that honours deadlines
+			// gave the round trip up unanswered (see takeBackPanicked):
+			// its bytes may yet land, and a take-back, which drops the
+			// panic, is not run again.
+			if s.ctxTimeouts {
+				s.lateWake(s.releaseCall)
+			}
 			s.wakeWaiters()
 		}
 	}()
@@ -480,20 +488,74 @@ func (s *Semaphore) lateRelease(v any, err error, panicked any) {
 	s.wakeWaiters()
 }
 
-// lateWake wakes every waiter of s once more when a client that honours
+// lateWake has every waiter of s ask once more when a client that honours
 // deadlines has dropped, unanswered, a round trip of c whose bytes may yet
 // reach Redis (see evalOwn): if c is the release script, it may run after
 // the waiters woken at its failure asked again, and hand one of them a
-// permit that only its lost reply would have named.
+// permit that only its lost reply would have named. It is called before
+// those waiters are woken, so that each finds it noted once it has asked
+// again, and bounds its next sleep by the time the bytes can no longer land
+// (see lateCap); a waiter that comes meanwhile does too.
+//
+// The waiters time it, each on its own clock, rather than a timer of the
+// caller's: a timer made in a testing/synctest bubble stops with the bubble,
+// and a Release may be called in one while the waiters wait outside it. It
+// is noted on s's pipe, which a Keyed's keys share: a Release that gives up
+// lets go of its key, and the key's next waiter here may wait on a new
+// Semaphore (the waiters of the other keys ask once more for nothing).
 func (s *Semaphore) lateWake(c *call) {
 	if c == s.releaseCall {
-		time.AfterFunc(s.roundTrip, s.wakeWaiters)
+		s.pipe.lateGen.Add(1)
 	}
+}
+
+// lateCap bounds wait, the sleep of a waiter of s that has just asked
+// Redis, by when the release round trips that lateWake noted can no longer
+// land: a roundTrip after the first waiter to have asked once the latest
+// was noted read its clock here, which was after that round trip failed.
+func (s *Semaphore) lateCap(wait time.Duration) time.Duration {
+	p := s.pipe
+	g := p.lateGen.Load()
+	if g == 0 {
+		return wait // none ever: no lock, no clock read
+	}
+	now := time.Now()
+	p.lateMu.Lock()
+	if g > p.lateSeen { // never back to an older one's, read before
+		p.lateSeen, p.lateBy = g, now.Add(s.roundTrip)
+	}
+	by := p.lateBy
+	p.lateMu.Unlock()
+	if d := by.Sub(now); d > 0 {
+		return min(wait, d)
+	}
+	return wait
 }
 
 // wakeWaiters wakes every waiter of s to ask Redis again: a release's reply,
 // which would have named those it handed permits to, was lost.
+//
+// For a Keyed's Semaphore, the waiters of its key's Semaphore are woken too,
+// if the Keyed has made the key a new one: a Release whose script is late
+// lets go of the key, which the Keyed then forgets, and the key's next
+// waiter here waits on a new Semaphore, with the Keyed's tag, which the
+// script names in its reply, not by pub/sub. Only one Semaphore of a key has
+// waiters: a forgotten one had none, and gets no more.
 func (s *Semaphore) wakeWaiters() {
+	s.wakeOwn()
+	if k := s.keyed; k != nil {
+		k.mu.Lock()
+		e := k.keys[s.key]
+		k.mu.Unlock()
+		// One lock at a time: holding two Semaphores' could deadlock.
+		if e != nil && e.s != s {
+			e.s.wakeOwn()
+		}
+	}
+}
+
+// wakeOwn wakes every waiter of s to ask Redis again.
+func (s *Semaphore) wakeOwn() {
 	s.mu.Lock()
 	for _, w := range s.waiters {
 		signal(w, grant{})
