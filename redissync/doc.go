@@ -197,8 +197,9 @@
 // waiter by pub/sub, on a channel of its Semaphore alone (which its client's
 // one subscription listens to while the Semaphore has waiters) (or, when
 // the waiter shares the releaser's Semaphore, by the releaser's own reply,
-// read even when it comes after the releaser stopped waiting for it); it
-// holds the permit with no further round trip. A slow poll (Config.Poll)
+// read even when it comes after the releaser stopped waiting for it; if it
+// is lost, the waiters ask again, and once more when it can no longer
+// come); it holds the permit with no further round trip. A slow poll (Config.Poll)
 // makes up for a lost message and for a lease that ends with no Release. A
 // waiter that stops asking, because its process died, loses its place after
 // a few Polls; one that dies just as a permit is handed to it holds it for a
