@@ -401,8 +401,16 @@ func (s *Semaphore) answer(o *op, id string) (any, error) {
 // Redis: a client that honours deadlines gave up on it, and Redis did not
 // say no.
 func (s *Semaphore) unanswered(err error) bool {
+	return err != nil && s.ctxTimeouts && !saidNo(err)
+}
+
+// saidNo reports whether err is Redis's answer: the script ran, and failed.
+// A function of its own, called only for an error: the target of errors.As
+// escapes, and would cost every round trip an allocation where it is
+// declared.
+func saidNo(err error) bool {
 	var answered redis.Error
-	return err != nil && s.ctxTimeouts && !errors.As(err, &answered)
+	return errors.As(err, &answered)
 }
 
 // result returns o's reply, or panics with the client's panic.

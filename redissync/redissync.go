@@ -775,8 +775,7 @@ func (s *Semaphore) evalOwn(ctx context.Context, id string, pl *place, c *call, 
 		// never: late runs once more then. Waiting in the background for
 		// the reply instead would cost a goroutine on every attempt.
 		v, err = s.runOwn(tctx, pl, c, cmd)
-		var answered redis.Error // Redis ran the script, and said no
-		if err != nil && !errors.As(err, &answered) {
+		if err != nil && !saidNo(err) {
 			if id != "" {
 				time.AfterFunc(s.roundTrip, func() { s.takeBack(id) })
 			} else {
