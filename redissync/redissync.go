@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -851,7 +852,14 @@ func (s *Semaphore) runOwn(ctx context.Context, pl *place, c *call, cmd []any) (
 // newID returns an id unique across processes: "tag/lease/n", which the
 // scripts read (see scripts.go).
 func (s *Semaphore) newID() string {
-	return s.idPrefix + strconv.FormatUint(s.ids.Add(1), 36)
+	// One allocation, the string's: a Builder grown to fit hands its
+	// buffer over, where FormatUint and a concatenation made two.
+	var n [13]byte // a uint64 in base 36
+	var b strings.Builder
+	b.Grow(len(s.idPrefix) + len(n))
+	b.WriteString(s.idPrefix)
+	b.Write(strconv.AppendUint(n[:0], s.ids.Add(1), 36))
+	return b.String()
 }
 
 // randomHex returns 24 random hex digits: a Semaphore's tag, unique across
