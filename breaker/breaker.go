@@ -294,7 +294,8 @@ func Do[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, err
 // Allow is the two-step form of Execute, for code that cannot wrap the call in
 // a function: it asks whether a call may go ahead, and if so returns done,
 // which must be called exactly once with the call's error when it ends. If the
-// call is refused, Allow returns an *OpenError and done is nil.
+// call is refused, Allow returns an *OpenError and done is nil. done judges
+// an error that is the cause ctx ended with as Execute does: as ctx's end.
 //
 // A ctx that is already done fails at once with ctx.Err().
 func (b *Breaker) Allow(ctx context.Context) (done func(err error), err error) {
@@ -314,7 +315,20 @@ func (b *Breaker) Allow(ctx context.Context) (done func(err error), err error) {
 		if called.Swap(true) {
 			panic("breaker: done called twice")
 		}
-		b.finish(s, err, true, start)
+		judged := err
+		if err != nil {
+			// ctx is the caller's code: if it panics, the call is
+			// judged by its error as it is, and the panic goes on.
+			looked := false
+			defer func() {
+				if !looked {
+					b.finish(s, err, true, start)
+				}
+			}()
+			judged = endedBy(ctx, err)
+			looked = true
+		}
+		b.finish(s, judged, true, start)
 	}, nil
 }
 
