@@ -63,17 +63,24 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 			finished := false
 			defer func() {
 				if !finished {
-					t.Ignore() // the handler panicked: its latency says nothing
+					t.Ignore() // the handler, or r's ctx, panicked: its latency says nothing
 				}
 			}()
 			next.ServeHTTP(sw, r)
+			// r's ctx may be the code of a middleware in front: looked at
+			// before the Ticket counts as finished, so that if it panics
+			// the deferred Ignore still gives the Ticket back.
+			gone := false
+			if sw.code != http.StatusTooManyRequests && !overloadStatus(sw.code) {
+				gone = r.Context().Err() != nil
+			}
 			finished = true
 			switch {
 			case sw.code == http.StatusTooManyRequests:
 				t.Ignore() // a client over its quota: see above
 			case overloadStatus(sw.code):
 				t.Done(&StatusError{StatusCode: sw.code, Status: strconv.Itoa(sw.code) + " " + http.StatusText(sw.code)})
-			case r.Context().Err() != nil:
+			case gone:
 				t.Ignore()
 			default:
 				t.Done(nil)
@@ -243,13 +250,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	finished := false
 	defer func() {
 		if !finished {
-			ticket.Ignore() // Base panicked
+			ticket.Ignore() // Base, or the ctx, panicked
 		}
 	}()
 	resp, err := base.RoundTrip(req)
+	// The ctx is the caller's code: looked at before the Ticket counts as
+	// finished, so that if it panics the deferred Ignore gives it back.
+	gaveUp := err != nil && callerGaveUp(req.Context(), err)
 	finished = true
 	switch {
-	case err != nil && callerGaveUp(req.Context(), err):
+	case gaveUp:
 		ticket.Ignore()
 	case err != nil:
 		ticket.Done(err)

@@ -199,7 +199,9 @@ func New(s Settings) *Breaker {
 // a group's first failure; net/http fails a request so) is judged as the
 // ctx's end: Settings' functions see an error that matches both the cause and
 // ctx.Err(), so that a call the caller gave up on is ignored by default, as
-// one that returns context.Canceled is. Execute still returns fn's error.
+// one that returns context.Canceled is. Execute still returns fn's error. If
+// ctx panics as Execute looks at it then, fn's error is judged as it is, and
+// the panic goes on.
 //
 // A ctx that is already done fails at once with ctx.Err(), without calling fn
 // or counting anything.
@@ -231,16 +233,20 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 	// go on. (Written here rather than in a helper: a call fewer on the fast
 	// path.)
 	ok := false
+	returned := error(errPanic)
 	defer func() {
 		if !ok {
-			b.finish(s, errPanic, true, start)
+			b.finish(s, returned, true, start)
 		}
 	}()
 	err := fn(ctx)
 	judged := err
 	if err != nil {
-		// ctx is the caller's code: if it panics, the call counts as
-		// one whose fn panicked.
+		// ctx is the caller's code: if it panics, fn's error is judged
+		// as it is, as Allow's done does. fn returned: counted as its
+		// panic, a bug of one caller's ctx would be a failure of the
+		// dependency, and could open the breaker for every caller.
+		returned = err
 		judged = endedBy(ctx, err)
 	}
 	ok = true
