@@ -48,13 +48,9 @@ type pipe struct {
 	underway int   // guarded by mu
 	queue    []*op // waiting for a round trip, oldest first; guarded by mu
 
-	// The release round trips that a client honouring deadlines dropped
-	// unanswered, counted, and when the last noted can no longer land, on
-	// the waiters' clock: see lateWake and lateCap.
-	lateGen  atomic.Uint64
-	lateMu   sync.Mutex
-	lateSeen uint64    // the lateGen that set lateBy; guarded by lateMu
-	lateBy   time.Time // guarded by lateMu
+	// lateGen counts the release round trips that a client honouring
+	// deadlines dropped unanswered: see lateWake and lateCap.
+	lateGen atomic.Uint64
 }
 
 // A place is a round trip's place in its pipe, from push to ended, in a pipe

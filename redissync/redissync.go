@@ -197,6 +197,7 @@ func (s *Semaphore) acquire(ctx context.Context, id string) (*Permit, error) {
 	defer s.leave(id)
 
 	subscribed, again := false, false
+	var late lateBound // see lateCap
 	for {
 		sent := time.Now()
 		r, err := s.attempt(ctx, id, s.entryArg, again)
@@ -218,7 +219,7 @@ func (s *Semaphore) acquire(ctx context.Context, id string) (*Permit, error) {
 		if r.rank >= 0 && r.rank < int64(s.n) && r.untilFree >= 0 {
 			wait = min(wait, time.Duration(r.untilFree+1)*time.Millisecond)
 		}
-		wait = s.lateCap(wait)
+		wait = s.lateCap(wait, &late)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -496,7 +497,7 @@ func (s *Semaphore) lateRelease(v any, err error, panicked any) {
 // permit that only its lost reply would have named. It is called before
 // those waiters are woken, so that each finds it noted once it has asked
 // again, and bounds its next sleep by the time the bytes can no longer land
-// (see lateCap); a waiter that comes meanwhile does too.
+// (see lateCap); a waiter that comes afterwards does too.
 //
 // The waiters time it, each on its own clock, rather than a timer of the
 // caller's: a timer made in a testing/synctest bubble stops with the bubble,
@@ -510,26 +511,36 @@ func (s *Semaphore) lateWake(c *call) {
 	}
 }
 
+// A lateBound is a waiter's record of the release round trips that
+// lateWake noted, on the waiter's own clock: waiters in a testing/synctest
+// bubble and outside it, whose clocks differ, share a pipe.
+type lateBound struct {
+	seen  uint64    // the pipe's lateGen when the waiter last looked; 0 at first
+	until time.Time // when the bytes of the last noted can no longer land; zero once past
+}
+
 // lateCap bounds wait, the sleep of a waiter of s that has just asked
 // Redis, by when the release round trips that lateWake noted can no longer
-// land: a roundTrip after the first waiter to have asked once the latest
-// was noted read its clock here, which was after that round trip failed.
-func (s *Semaphore) lateCap(wait time.Duration) time.Duration {
-	p := s.pipe
-	g := p.lateGen.Load()
-	if g == 0 {
-		return wait // none ever: no lock, no clock read
+// land, as b records them: a roundTrip after the waiter first looked once
+// one was noted, which was after it failed. Until then the waiter's attempts
+// may have reached Redis before those bytes, which may hand it a permit
+// that nobody tells it of. A waiter that comes after a late release is
+// bounded too: it may have come while the bytes could still land, which
+// costs it one more attempt at most. It reads no clock unless a late release
+// was noted since the waiter last looked, or its bound has yet to pass.
+func (s *Semaphore) lateCap(wait time.Duration, b *lateBound) time.Duration {
+	if g := s.pipe.lateGen.Load(); g != b.seen {
+		b.seen = g
+		b.until = time.Now().Add(s.roundTrip)
+		return min(wait, s.roundTrip)
 	}
-	now := time.Now()
-	p.lateMu.Lock()
-	if g > p.lateSeen { // never back to an older one's, read before
-		p.lateSeen, p.lateBy = g, now.Add(s.roundTrip)
+	if b.until.IsZero() {
+		return wait
 	}
-	by := p.lateBy
-	p.lateMu.Unlock()
-	if d := by.Sub(now); d > 0 {
+	if d := time.Until(b.until); d > 0 {
 		return min(wait, d)
 	}
+	b.until = time.Time{}
 	return wait
 }
 
