@@ -36,3 +36,21 @@ func TestAllowCauseIsNoFailure(t *testing.T) {
 	require.EqualValues(t, 1, m.Total.Failures, "the call's error, judged as it is: %+v", m.Total)
 	require.Equal(t, Open, m.State)
 }
+
+// TestOnCallGetsTheCallsError: a call judged as its ctx's end because it
+// failed with the ctx's cause is reported to OnCall with the call's own
+// error, as CallEvent.Err says, not the breaker's judging of it.
+func TestOnCallGetsTheCallsError(t *testing.T) {
+	var got []error
+	b := New(Settings{OnCall: func(e CallEvent) { got = append(got, e.Err) }})
+	errBad := errors.New("a task failed")
+	failed := fmt.Errorf("get: %w", errBad)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done, err := b.Allow(ctx)
+	require.NoError(t, err)
+	cancel(errBad)
+	done(failed)
+	require.Len(t, got, 1)
+	require.Same(t, failed, got[0])
+	require.EqualValues(t, 1, b.Metrics().Total.Ignored)
+}

@@ -191,7 +191,11 @@ func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 		case failure:
 			o = Failure
 		}
-		defer b.s.OnCall(CallEvent{Name: b.s.Name, Outcome: o, State: State(s & stateMask), Duration: time.Duration(max(0, now-start)), Err: err})
+		ev := err
+		if c, ok := err.(*causeError); ok {
+			ev = c.err // the call's own error, as CallEvent.Err says
+		}
+		defer b.s.OnCall(CallEvent{Name: b.s.Name, Outcome: o, State: State(s & stateMask), Duration: time.Duration(max(0, now-start)), Err: ev})
 	}
 	if slow {
 		b.slow.Add(1)
