@@ -4,29 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ctxsync/ctxsync/adaptive"
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
-
-// armedCtx is a caller's ctx that panics, once armed, at its next method
-// call: the caller's code failing as RoundTrip looks at it after Base.
-type armedCtx struct {
-	context.Context
-	armed atomic.Bool
-}
-
-func (c *armedCtx) hook() {
-	if c.armed.CompareAndSwap(true, false) {
-		panic(testutil.ErrCtxPanic)
-	}
-}
-
-func (c *armedCtx) Err() error            { c.hook(); return c.Context.Err() }
-func (c *armedCtx) Value(key any) any     { c.hook(); return c.Context.Value(key) }
-func (c *armedCtx) Done() <-chan struct{} { c.hook(); return c.Context.Done() }
 
 // TestReviewM10TransportCtxPanicAfterBase: since the request's ctx was
 // cancelled with a cause counts as the caller giving up, RoundTrip looks at
@@ -39,9 +21,9 @@ func (c *armedCtx) Done() <-chan struct{} { c.hook(); return c.Context.Done() }
 // panic of Base).
 func TestReviewM10TransportCtxPanicAfterBase(t *testing.T) {
 	l := adaptive.New(adaptive.Config{InitialLimit: 4})
-	ctx := &armedCtx{Context: context.Background()}
+	ctx := &testutil.ArmedCtx{Context: context.Background()}
 	base := rtFunc(func(r *http.Request) (*http.Response, error) {
-		ctx.armed.Store(true)
+		ctx.Arm()
 		return nil, errors.New("connection refused")
 	})
 	tr := &adaptive.Transport{Base: base, Limiter: l}
@@ -66,9 +48,9 @@ func TestReviewM10TransportCtxPanicAfterBase(t *testing.T) {
 // Ignore and the panic goes on.
 func TestReviewM10MiddlewareCtxPanicAfterHandler(t *testing.T) {
 	l := adaptive.New(adaptive.Config{InitialLimit: 4})
-	ctx := &armedCtx{Context: context.Background()}
+	ctx := &testutil.ArmedCtx{Context: context.Background()}
 	h := adaptive.Middleware(l)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx.armed.Store(true)
+		ctx.Arm()
 	}))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://example.test/", nil)
 	if err != nil {

@@ -3,29 +3,12 @@ package breaker
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
-
-// armedCtx panics, once armed, at its next method call.
-type armedCtx struct {
-	context.Context
-	armed atomic.Bool
-}
-
-func (c *armedCtx) hook() {
-	if c.armed.CompareAndSwap(true, false) {
-		panic(testutil.ErrCtxPanic)
-	}
-}
-
-func (c *armedCtx) Err() error            { c.hook(); return c.Context.Err() }
-func (c *armedCtx) Value(key any) any     { c.hook(); return c.Context.Value(key) }
-func (c *armedCtx) Done() <-chan struct{} { c.hook(); return c.Context.Done() }
 
 // TestReviewM10ExecuteCtxPanicJudgesFnError: Execute now looks at its ctx
 // after fn returned an error (is it the cause the ctx ended with?), and if
@@ -44,10 +27,10 @@ func TestReviewM10ExecuteCtxPanicJudgesFnError(t *testing.T) {
 			s.OnCall = func(CallEvent) {} // off the fast path
 		}
 		b := New(s)
-		ctx := &armedCtx{Context: context.Background()}
+		ctx := &testutil.ArmedCtx{Context: context.Background()}
 		p := testutil.PanicOf(func() {
 			_ = b.Execute(ctx, func(context.Context) error {
-				ctx.armed.Store(true)
+				ctx.Arm()
 				return errNotFound
 			})
 		})

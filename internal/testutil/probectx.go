@@ -136,3 +136,33 @@ func (c *OnceCtx) Value(key any) any { c.hook(); return c.Context.Value(key) }
 // Deadline panics if it is the PanicAt'th call, then returns the Context's
 // Deadline.
 func (c *OnceCtx) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }
+
+// An ArmedCtx is a caller's Context that panics with ErrCtxPanic at its
+// next method call once armed, once: the caller's code failing at a moment
+// the test chooses (in a function the code under test calls, say).
+type ArmedCtx struct {
+	context.Context
+
+	armed atomic.Bool
+}
+
+// Arm makes the next method call of c panic.
+func (c *ArmedCtx) Arm() { c.armed.Store(true) }
+
+func (c *ArmedCtx) hook() {
+	if c.armed.CompareAndSwap(true, false) {
+		panic(ErrCtxPanic)
+	}
+}
+
+// Err panics if c is armed, then returns the Context's Err.
+func (c *ArmedCtx) Err() error { c.hook(); return c.Context.Err() }
+
+// Done panics if c is armed, then returns the Context's Done.
+func (c *ArmedCtx) Done() <-chan struct{} { c.hook(); return c.Context.Done() }
+
+// Value panics if c is armed, then returns the Context's Value.
+func (c *ArmedCtx) Value(key any) any { c.hook(); return c.Context.Value(key) }
+
+// Deadline panics if c is armed, then returns the Context's Deadline.
+func (c *ArmedCtx) Deadline() (time.Time, bool) { c.hook(); return c.Context.Deadline() }
