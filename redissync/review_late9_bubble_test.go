@@ -20,9 +20,20 @@ import (
 type dropHook struct {
 	armed atomic.Bool
 	after atomic.Int32 // commands answered since a command was dropped
+	lateBytes
+}
 
+// lateBytes keeps a command a hook dropped, for the test to land later.
+type lateBytes struct {
 	mu      sync.Mutex
 	pending func() // lands the dropped command; guarded by mu
+}
+
+// keep keeps f, which lands the command dropped last.
+func (l *lateBytes) keep(f func()) {
+	l.mu.Lock()
+	l.pending = f
+	l.mu.Unlock()
 }
 
 func (h *dropHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -35,9 +46,7 @@ func (h *dropHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		late := redis.NewCmd(context.Background(), cmd.Args()...)
-		h.mu.Lock()
-		h.pending = func() { _ = next(context.Background(), late) }
-		h.mu.Unlock()
+		h.keep(func() { _ = next(context.Background(), late) })
 		h.after.Store(0)
 		<-ctx.Done()
 		cmd.SetErr(ctx.Err())
@@ -50,11 +59,11 @@ func (h *dropHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 // land sends the command dropped last, which runs in Redis.
-func (h *dropHook) land() {
-	h.mu.Lock()
-	f := h.pending
-	h.pending = nil
-	h.mu.Unlock()
+func (l *lateBytes) land() {
+	l.mu.Lock()
+	f := l.pending
+	l.pending = nil
+	l.mu.Unlock()
 	if f != nil {
 		f()
 	}

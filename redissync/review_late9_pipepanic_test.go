@@ -3,7 +3,6 @@ package redissync
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,8 +24,7 @@ type dropPanicPipeHook struct {
 	armed atomic.Bool
 	after atomic.Int32 // commands and pipelines answered since the drop
 
-	mu      sync.Mutex
-	pending func() // guarded by mu
+	lateBytes
 	dropped chan struct{}
 }
 
@@ -55,23 +53,11 @@ func (h *dropPanicPipeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 		for i, c := range cmds {
 			copies[i] = redis.NewCmd(context.Background(), c.Args()...)
 		}
-		h.mu.Lock()
-		h.pending = func() { _ = next(context.Background(), copies) }
-		h.mu.Unlock()
+		h.keep(func() { _ = next(context.Background(), copies) })
 		<-ctx.Done()
 		h.after.Store(0)
 		close(h.dropped)
 		panic(errDroppedPipePanic)
-	}
-}
-
-func (h *dropPanicPipeHook) land() {
-	h.mu.Lock()
-	f := h.pending
-	h.pending = nil
-	h.mu.Unlock()
-	if f != nil {
-		f()
 	}
 }
 
