@@ -163,14 +163,8 @@ func TestReleaseLateReplyReachesTheWaiter(t *testing.T) {
 				}
 				// The waiter: told at once, it returns; else at a lease's
 				// end (a minute).
-				got := make(chan acquired, 1)
 				before := h.scripts.Load()
-				go func() {
-					wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-					defer cancel()
-					p, err := s.Acquire(wctx)
-					got <- acquired{p, err}
-				}()
+				got := goAcquire(s, 10*time.Second)
 				// Its attempt puts it in line; its subscription, once
 				// made, wakes it to ask once more. Then it sleeps.
 				h.awaitScripts(t, before+2)

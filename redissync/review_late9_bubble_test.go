@@ -93,24 +93,10 @@ func TestReviewLate9LateWakeOfAReleaseInABubble(t *testing.T) {
 			cfg.Timeout = 2 * time.Second
 			s := mustNew(t, cfg)
 			warm(t, s)
-			p1, err := s.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p2, err := s.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make(chan error, 1)
-			var q *Permit
-			go func() {
-				// At once once told; a minute (a lease's end) if not.
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				var err error
-				q, err = s.Acquire(wctx)
-				got <- err
-			}()
+			held := acquireN(t, s, 2)
+			p1, p2 := held[0], held[1]
+			// At once once told; a minute (a lease's end) if not.
+			got := goAcquire(s, 10*time.Second)
 			waitQueued(t, s, 1)
 			waitSubscribed(t, s)
 
@@ -126,18 +112,19 @@ func TestReviewLate9LateWakeOfAReleaseInABubble(t *testing.T) {
 			// attempt is answered before the script lands.
 			for h.after.Load() == 0 {
 				select {
-				case err := <-got:
-					t.Fatalf("the waiter's Acquire = %v before the release landed", err)
+				case a := <-got:
+					t.Fatalf("the waiter's Acquire = %v before the release landed", a.err)
 				default:
 				}
 				time.Sleep(time.Millisecond)
 			}
 			time.Sleep(50 * time.Millisecond)
 			h.land()
-			if err := <-got; err != nil {
-				t.Fatalf("the waiter's Acquire = %v after the late release script handed it a permit; want it woken to ask again", err)
+			a := <-got
+			if a.err != nil {
+				t.Fatalf("the waiter's Acquire = %v after the late release script handed it a permit; want it woken to ask again", a.err)
 			}
-			if err := q.Release(ctx); err != nil {
+			if err := a.p.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if err := p2.Release(ctx); err != nil {

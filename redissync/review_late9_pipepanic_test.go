@@ -85,24 +85,10 @@ func TestReviewLate9PipelinedLateReleaseHookPanicWakesAgain(t *testing.T) {
 			cfg.Timeout = 2 * time.Second
 			s := mustNew(t, cfg)
 			warm(t, s)
-			p1, err := s.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p2, err := s.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make(chan error, 1)
-			var q *Permit
-			go func() {
-				// At once once told; a minute (a lease's end) if not.
-				wctx, cancel := context.WithTimeout(ctx, 12*time.Second)
-				defer cancel()
-				var err error
-				q, err = s.Acquire(wctx)
-				got <- err
-			}()
+			held := acquireN(t, s, 2)
+			p1, p2 := held[0], held[1]
+			// At once once told; a minute (a lease's end) if not.
+			got := goAcquire(s, 12*time.Second)
 			waitQueued(t, s, 1)
 			waitSubscribed(t, s)
 
@@ -149,16 +135,17 @@ func TestReviewLate9PipelinedLateReleaseHookPanicWakesAgain(t *testing.T) {
 				}
 				last = n
 				select {
-				case err := <-got:
-					t.Fatalf("the waiter's Acquire = %v before the release landed", err)
+				case a := <-got:
+					t.Fatalf("the waiter's Acquire = %v before the release landed", a.err)
 				default:
 				}
 			}
 			h.land()
-			if err := <-got; err != nil {
-				t.Fatalf("the waiter's Acquire = %v after the late release script handed it a permit; want it woken to ask again", err)
+			a := <-got
+			if a.err != nil {
+				t.Fatalf("the waiter's Acquire = %v after the late release script handed it a permit; want it woken to ask again", a.err)
 			}
-			if err := q.Release(ctx); err != nil {
+			if err := a.p.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if err := p2.Release(ctx); err != nil {

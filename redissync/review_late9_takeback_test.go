@@ -132,16 +132,8 @@ func TestReviewLate9TakeBackHookPanicWakesAgain(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 			h.land() // the attempt lands: its id holds the second permit
-			got := make(chan error, 1)
-			var q *Permit
-			go func() {
-				// At once once told; a minute (a lease's end) if not.
-				wctx, cancel := context.WithTimeout(ctx, 12*time.Second)
-				defer cancel()
-				var err error
-				q, err = s.Acquire(wctx)
-				got <- err
-			}()
+			// At once once told; a minute (a lease's end) if not.
+			got := goAcquire(s, 12*time.Second)
 			waitQueued(t, s, 1)
 			waitSubscribed(t, s)
 			if !<-h.dropped { // the take-back, a roundTrip on
@@ -151,18 +143,19 @@ func TestReviewLate9TakeBackHookPanicWakesAgain(t *testing.T) {
 			// and is answered before the take-back's bytes land.
 			for h.after.Load() == 0 {
 				select {
-				case err := <-got:
-					t.Fatalf("the waiter's Acquire = %v before the take-back landed", err)
+				case a := <-got:
+					t.Fatalf("the waiter's Acquire = %v before the take-back landed", a.err)
 				default:
 				}
 				time.Sleep(time.Millisecond)
 			}
 			time.Sleep(50 * time.Millisecond)
 			h.land()
-			if err := <-got; err != nil {
-				t.Fatalf("the waiter's Acquire = %v after the late take-back handed it a permit; want it woken to ask again", err)
+			a := <-got
+			if a.err != nil {
+				t.Fatalf("the waiter's Acquire = %v after the late take-back handed it a permit; want it woken to ask again", a.err)
 			}
-			if err := q.Release(ctx); err != nil {
+			if err := a.p.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if err := p1.Release(ctx); err != nil {

@@ -163,3 +163,16 @@ func (p *redisProcess) kill() {
 		_ = p.cmd.Wait()
 	}
 }
+
+// goAcquire runs an Acquire of s, bounded by d, in a goroutine of its own;
+// its outcome comes on the channel returned.
+func goAcquire(s *Semaphore, d time.Duration) <-chan acquired {
+	got := make(chan acquired, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		p, err := s.Acquire(ctx)
+		got <- acquired{p, err}
+	}()
+	return got
+}
