@@ -110,23 +110,7 @@ func TestReviewLate9LateWakeOfAReleaseInABubble(t *testing.T) {
 			})
 			// Woken by the failed Release, the waiter asks again, and its
 			// attempt is answered before the script lands.
-			for h.after.Load() == 0 {
-				select {
-				case a := <-got:
-					t.Fatalf("the waiter's Acquire = %v before the release landed", a.err)
-				default:
-				}
-				time.Sleep(time.Millisecond)
-			}
-			time.Sleep(50 * time.Millisecond)
-			h.land()
-			a := <-got
-			if a.err != nil {
-				t.Fatalf("the waiter's Acquire = %v after the late release script handed it a permit; want it woken to ask again", a.err)
-			}
-			if err := a.p.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			landThenServed(t, &h.after, got, h.land, "release script")
 			if err := p2.Release(ctx); err != nil {
 				t.Fatal(err)
 			}

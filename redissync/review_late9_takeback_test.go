@@ -141,23 +141,7 @@ func TestReviewLate9TakeBackHookPanicWakesAgain(t *testing.T) {
 			}
 			// Woken at the take-back's failure, the waiter asks again,
 			// and is answered before the take-back's bytes land.
-			for h.after.Load() == 0 {
-				select {
-				case a := <-got:
-					t.Fatalf("the waiter's Acquire = %v before the take-back landed", a.err)
-				default:
-				}
-				time.Sleep(time.Millisecond)
-			}
-			time.Sleep(50 * time.Millisecond)
-			h.land()
-			a := <-got
-			if a.err != nil {
-				t.Fatalf("the waiter's Acquire = %v after the late take-back handed it a permit; want it woken to ask again", a.err)
-			}
-			if err := a.p.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			landThenServed(t, &h.after, got, h.land, "take-back")
 			if err := p1.Release(ctx); err != nil {
 				t.Fatal(err)
 			}

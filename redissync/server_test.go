@@ -176,3 +176,29 @@ func goAcquire(s *Semaphore, d time.Duration) <-chan acquired {
 	}()
 	return got
 }
+
+// landThenServed waits until a script has been answered since the late
+// bytes were dropped (after counts them: the waiter's new attempt, which
+// reached Redis first), lands them, and fails t unless the waiter's Acquire
+// (got) then returns the permit they handed it, which it gives back. what
+// names the late script.
+func landThenServed(t *testing.T, after *atomic.Int32, got <-chan acquired, land func(), what string) {
+	t.Helper()
+	for after.Load() == 0 {
+		select {
+		case a := <-got:
+			t.Fatalf("the waiter's Acquire = %v before the %s landed", a.err, what)
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	land()
+	a := <-got
+	if a.err != nil {
+		t.Fatalf("the waiter's Acquire = %v after the late %s handed it a permit; want it woken to ask again", a.err, what)
+	}
+	if err := a.p.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
