@@ -1,9 +1,11 @@
 package adaptive
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,8 +42,11 @@ func checkLimiter(l *Limiter, what string) {
 // while it waited gets no answer. The Ticket of a request that went through
 // is finished when the handler returns: as an overload failure if the
 // handler answered 503 or 504; as by Ignore if it answered 429, if it
-// panicked (the panic goes on) or if its client went away; and as a success
-// otherwise, so that the handler's latency moves the limit. A 429 says that
+// panicked (the panic goes on), if its client went away or if it took the
+// connection over (http.Hijacker: a WebSocket's life is not a call's
+// latency); and as a success otherwise, so that the handler's latency moves
+// the limit. The handler's writer is an http.Flusher and an http.Hijacker,
+// as net/http's own is, for handlers that stream or upgrade. A 429 says that
 // one client sent too much (a per-client limit such as ratelimit.Middleware
 // answers it), not that the service is overloaded: counted as overload, one
 // greedy client would drive the limit down for all.
@@ -71,11 +76,13 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 			// before the Ticket counts as finished, so that if it panics
 			// the deferred Ignore still gives the Ticket back.
 			gone := false
-			if sw.code != http.StatusTooManyRequests && !overloadStatus(sw.code) {
+			if !sw.hijacked && sw.code != http.StatusTooManyRequests && !overloadStatus(sw.code) {
 				gone = r.Context().Err() != nil
 			}
 			finished = true
 			switch {
+			case sw.hijacked:
+				t.Ignore() // the connection's life, not a call's latency
 			case sw.code == http.StatusTooManyRequests:
 				t.Ignore() // a client over its quota: see above
 			case overloadStatus(sw.code):
@@ -116,11 +123,15 @@ func retryAfter(latency time.Duration) int64 {
 	return int64(math.Min(s, 3600))
 }
 
-// statusWriter notes the status a handler answers with. Unwrap lets
-// http.ResponseController reach the writer's Flush and deadlines.
+// statusWriter notes the status a handler answers with, and whether it took
+// the connection over. It has the writer's Flush and Hijack as methods, for
+// the handlers that assert http.Flusher or http.Hijacker on their writer, as
+// net/http's own has them; Unwrap lets http.ResponseController reach the
+// rest (deadlines, full duplex).
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code     int
+	hijacked bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -131,6 +142,26 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush sends what the handler wrote so far, if the writer underneath can
+// (http.ResponseController's Flush reports whether it could: FlushError).
+func (w *statusWriter) Flush() { _ = w.FlushError() }
+
+func (w *statusWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection to the handler, if the writer underneath can
+// (HTTP/1; http.ErrNotSupported otherwise). The connection's life from then
+// on (a WebSocket's, minutes or hours) is not the latency of a call, and
+// its Ticket is ignored.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.hijacked = true
+	}
+	return c, rw, err
+}
 
 // Transport is an http.RoundTripper that sends each request through Base with
 // a Ticket of Limiter, so that a client holds no more requests in flight to a
