@@ -69,7 +69,10 @@ const (
 
 // ErrExceedsBurst is returned by WaitN when n is larger than the limiter can
 // ever allow at once: more than the burst of a token bucket, or than the limit
-// of a window.
+// of a window. "Ever" is at the burst the limiter has when it answers: a
+// TokenBucket's SetBurst may raise it later, and the same call then goes
+// through. No wait of the caller's can do that, so retry.Transport does not
+// retry the error.
 var ErrExceedsBurst = httpx.ErrExceedsBurst // one value: retry.Transport does not retry it
 
 // ErrWouldExceedDeadline is returned by WaitN when the events could not be
