@@ -70,7 +70,8 @@ func (s *semSource) collect(out []sample) []sample {
 
 // AddWeighted adds w under name: each scrape reads its Capacity, Available
 // and Waiting, as semaphore_capacity, semaphore_available and
-// semaphore_waiters.
+// semaphore_waiters. A scrape never gives more units available than
+// capacity, even while w is resized.
 //
 // AddWeighted returns an error wrapping ErrDuplicateName if a semaphore or a
 // Weighted was added under name already. It panics if w is nil or name is
@@ -95,11 +96,34 @@ type weightedSource struct {
 func (s *weightedSource) size() int { return 3 }
 
 func (s *weightedSource) collect(out []sample) []sample {
+	capacity, available := weightedPair(s.w)
 	return append(out,
-		s.available.at(float64(s.w.Available())),
-		s.capacity.at(float64(s.w.Capacity())),
+		s.available.at(float64(available)),
+		s.capacity.at(float64(capacity)),
 		s.waiters.at(float64(s.w.Waiting())),
 	)
+}
+
+// weightedPair reads w's capacity and free units as a pair that keeps
+// available <= capacity, as every moment of a Weighted does: a dashboard
+// takes capacity - available for the units held. Two reads apart do not
+// keep it: a Resize that shrinks w between them gives the old, larger free
+// units beside the new capacity, and so does one half done (Resize sets the
+// capacity before it takes the units away). So the capacity is read on
+// both sides of the free units, and all three read again while it moved;
+// after a few tries, each spoiled by a Resize, the free units are cut to
+// the capacity: a Resize under way leaves them no more than that as it
+// ends.
+func weightedPair(w Weighted) (capacity, available int64) {
+	for range 4 {
+		before := w.Capacity()
+		available = w.Available()
+		capacity = w.Capacity()
+		if before == capacity && available <= capacity {
+			return capacity, available
+		}
+	}
+	return capacity, min(available, capacity)
 }
 
 // AddQueue adds q under name: each scrape reads its Len and Unfinished, as
