@@ -117,7 +117,8 @@ func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Re
 // ObserveWeighted registers a callback that reads w at each collection and
 // reports ctxsync.weighted.capacity, ctxsync.weighted.available and
 // ctxsync.weighted.waiting, with the ctxsync.weighted.name attribute set to
-// name. It returns the registration, whose Unregister stops it. It fails on
+// name; never more units available than capacity, even while w is resized.
+// It returns the registration, whose Unregister stops it. It fails on
 // an empty name, a nil w, a bad option, or an instrument the Meter refuses
 // to make.
 func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Registration, error) {
@@ -132,12 +133,35 @@ func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Regi
 			return nil, err
 		}
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			o.ObserveInt64(capacity, w.Capacity(), all...)
-			o.ObserveInt64(avail, w.Available(), all...)
+			c, a := weightedPair(w)
+			o.ObserveInt64(capacity, c, all...)
+			o.ObserveInt64(avail, a, all...)
 			o.ObserveInt64(waiting, int64(w.Waiting()), all...)
 			return nil
 		}, capacity, avail, waiting)
 	})
+}
+
+// weightedPair reads w's capacity and free units as a pair that keeps
+// available <= capacity, as every moment of a Weighted does: capacity -
+// available is the units held. Two reads apart do not keep it: a Resize
+// that grows w between them gives the old capacity beside the new free
+// units, and one half done (Resize sets the capacity before it takes the
+// units away) gives the new, smaller capacity beside the old free units.
+// So the capacity is read on both sides of the free units, and all three
+// read again while it moved; after a few tries, each spoiled by a Resize,
+// the free units are cut to the capacity: a Resize under way leaves them
+// no more than that as it ends.
+func weightedPair(w WeightedSource) (capacity, available int64) {
+	for range 4 {
+		before := w.Capacity()
+		available = w.Available()
+		capacity = w.Capacity()
+		if before == capacity && available <= capacity {
+			return capacity, available
+		}
+	}
+	return capacity, min(available, capacity)
 }
 
 // ObserveQueue registers a callback that reads q at each collection and
