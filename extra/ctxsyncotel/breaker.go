@@ -3,6 +3,7 @@ package ctxsyncotel
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -54,6 +55,9 @@ type BreakerMetrics struct {
 	pending [breaker.HalfOpen + 2]int64
 
 	observed atomic.Bool
+
+	totalsMu sync.Mutex
+	totals   map[string]*callTotals // guarded by totalsMu; see callTotals
 }
 
 // breakerOpts are the options of the attribute sets of one breaker's name,
@@ -254,7 +258,11 @@ func (m *BreakerMetrics) firstOpts(to breaker.State) *breakerOpts {
 
 // Observe registers a callback that reads b.Metrics at each collection and
 // reports ctxsync.breaker.state (1 for the state b is in, 0 for the two
-// others) and ctxsync.breaker.calls (the Total counts, by outcome). It
+// others) and ctxsync.breaker.calls (the Total counts, by outcome). The
+// counter never goes down: it carries on through a Reset of b, which
+// zeroes Total (the calls b counted between the last collection and the
+// Reset are lost to it), and through another breaker observed later under
+// the same name, whose counts add to it. It
 // returns the registration, whose Unregister stops it. A BreakerMetrics
 // observes one breaker at a time: Observe fails while an earlier
 // registration is in force, as it does for a nil b, for metrics made with
@@ -305,8 +313,11 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 	for o := breaker.Success; o <= breaker.Rejected; o++ {
 		outcomes[o] = observeOpts(m.set(name, BreakerOutcomeKey.String(o.String())))
 	}
+	totals := m.callTotals(name)
+	totals.observing(b)
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		bm := b.Metrics()
+		seq := totals.start()
+		bm := b.Metrics() // may run OnStateChange: outside totals' lock
 		for st := breaker.Closed; st <= breaker.HalfOpen; st++ {
 			v := int64(0)
 			if st == bm.State {
@@ -314,10 +325,10 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 			}
 			o.ObserveInt64(state, v, states[st]...)
 		}
-		o.ObserveInt64(calls, bm.Total.Successes, outcomes[breaker.Success]...)
-		o.ObserveInt64(calls, bm.Total.Failures, outcomes[breaker.Failure]...)
-		o.ObserveInt64(calls, bm.Total.Ignored, outcomes[breaker.Ignored]...)
-		o.ObserveInt64(calls, bm.Total.Rejected, outcomes[breaker.Rejected]...)
+		n := totals.counts(seq, bm.Total)
+		for out := breaker.Success; out <= breaker.Rejected; out++ {
+			o.ObserveInt64(calls, n[out], outcomes[out]...)
+		}
 		return nil
 	}, state, calls)
 }

@@ -102,9 +102,11 @@
 //	ctxsync.adaptive.shed                   counter (O)          {call}         calls refused with ErrShed
 //	ctxsync.adaptive.latency                gauge (O)            s              the baseline latency
 //
-// Counters read from a snapshot go down when what they read is reset
-// (Breaker.Reset zeroes ctxsync.breaker.calls); a back end reads that as a
-// restart of the counter.
+// Counters read from a snapshot never go down, though what they read may:
+// Breaker.Reset zeroes the breaker's Total, and ctxsync.breaker.calls
+// carries on from where it was (see BreakerMetrics.Observe), since an
+// observable counter cannot mark a restart with a new start time, and a
+// delta reader would get a negative delta.
 //
 // # Cost
 //

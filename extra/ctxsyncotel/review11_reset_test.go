@@ -3,6 +3,7 @@ package ctxsyncotel_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -113,5 +114,60 @@ func TestReview11BreakerCallsNeverGoDown(t *testing.T) {
 			want += 2
 			check("a second breaker of 2 failures")
 		})
+	}
+}
+
+// TestReview11BreakerCallsTwoReaders: two readers collect at once while the
+// breaker is called and Reset: each sees ctxsync.breaker.calls never go
+// down, and at the end neither counts more failures than were made.
+func TestReview11BreakerCallsTwoReaders(t *testing.T) {
+	r1, r2 := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r1), sdkmetric.WithReader(r2))
+	defer mp.Shutdown(context.Background())
+	m, err := ctxsyncotel.NewBreakerMetrics("b", ctxsyncotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := breaker.New(breaker.Settings{})
+	reg, err := m.Observe(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, r := range []*sdkmetric.ManualReader{r1, r2} {
+		wg.Go(func() {
+			var last int64
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, _ := review11Calls(t, r)
+				if v := got["failure"]; v < last {
+					t.Errorf("calls{failure} went down from %d to %d", last, v)
+					return
+				} else {
+					last = v
+				}
+			}
+		})
+	}
+	made := 0
+	for i := range 3000 {
+		_ = b.Execute(context.Background(), func(context.Context) error { return errors.New("down") })
+		made++
+		if i%100 == 99 {
+			b.Reset()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for _, r := range []*sdkmetric.ManualReader{r1, r2} {
+		if got, _ := review11Calls(t, r); got["failure"] > int64(made) {
+			t.Errorf("calls{failure} = %d, more than the %d failures made", got["failure"], made)
+		}
 	}
 }
