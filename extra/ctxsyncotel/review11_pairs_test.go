@@ -73,3 +73,44 @@ func TestReview11WeightedAvailableWithinCapacity(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// drainedBetweenReads is a queue whose items are all taken and marked done
+// just after each read of its length: the consumers that run between a
+// collection's read of Len and its read of Unfinished.
+type drainedBetweenReads struct{ *ctxsync.Queue[int] }
+
+func (q drainedBetweenReads) Len() int {
+	n := q.Queue.Len()
+	for {
+		if _, ok := q.TryGet(); !ok {
+			break
+		}
+		q.TaskDone()
+	}
+	return n
+}
+
+// TestReview11QueueLengthWithinUnfinished pins a defect: a collection read
+// a queue's Len and Unfinished apart, so that consumers that took and
+// finished items between them gave ctxsync.queue.length above
+// ctxsync.queue.unfinished, a pair no moment of the queue holds (the items
+// in the queue are unfinished): the tasks in progress (unfinished - length)
+// came out negative. Found here: length 5 beside unfinished 0. The right
+// behaviour: each collection gives a pair with length <= unfinished.
+func TestReview11QueueLengthWithinUnfinished(t *testing.T) {
+	r, mp := newProvider(t)
+	q := ctxsync.NewQueue[int](0)
+	reg, err := ctxsyncotel.ObserveQueue("q", drainedBetweenReads{q}, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	for i := range 5 {
+		q.TryPut(i)
+	}
+	c := collect(t, r)
+	name := attrString("ctxsync.queue.name", "q")
+	if l, u := c.point(t, "ctxsync.queue.length", name), c.point(t, "ctxsync.queue.unfinished", name); l > u {
+		t.Errorf("one collection: ctxsync.queue.length %d > ctxsync.queue.unfinished %d", l, u)
+	}
+}
