@@ -167,7 +167,8 @@ func weightedPair(w WeightedSource) (capacity, available int64) {
 // ObserveQueue registers a callback that reads q at each collection and
 // reports ctxsync.queue.length (items in the queue) and
 // ctxsync.queue.unfinished (items put and not yet TaskDone), with the
-// ctxsync.queue.name attribute set to name. It returns the registration,
+// ctxsync.queue.name attribute set to name; never a length above the
+// unfinished tasks, even while consumers finish them. It returns the registration,
 // whose Unregister stops it. It fails on an empty name, a nil q, a bad
 // option, or an instrument the Meter refuses to make.
 func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
@@ -188,14 +189,33 @@ func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registrati
 		getters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("get")))
 		putters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("put")))
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			o.ObserveInt64(length, int64(q.Len()), all...)
-			o.ObserveInt64(unfinished, int64(q.Unfinished()), all...)
+			l, u := queuePair(q)
+			o.ObserveInt64(length, int64(l), all...)
+			o.ObserveInt64(unfinished, int64(u), all...)
 			o.ObserveInt64(capacity, int64(q.Cap()), all...)
 			o.ObserveInt64(waiting, int64(q.Getters()), getters...)
 			o.ObserveInt64(waiting, int64(q.Putters()), putters...)
 			return nil
 		}, length, unfinished, capacity, waiting)
 	})
+}
+
+// queuePair reads q's length and unfinished tasks as a pair that keeps
+// length <= unfinished, as every moment of a queue does (an item in the
+// queue is unfinished): unfinished - length is the tasks in progress. Two
+// reads apart do not keep it: consumers that take items and mark them done
+// between the reads leave fewer unfinished than the length read. So the two
+// are read again while they disagree; after a few tries, each spoiled by
+// consumers, the length is cut to the unfinished tasks, read last.
+func queuePair(q QueueSource) (length, unfinished int) {
+	for range 4 {
+		length = q.Len()
+		unfinished = q.Unfinished()
+		if length <= unfinished {
+			return length, unfinished
+		}
+	}
+	return min(length, unfinished), unfinished
 }
 
 // observe, for the function fn, checks name, src and opts, reads src once
