@@ -3,8 +3,10 @@ package ctxsyncotel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -85,8 +87,8 @@ func (o *breakerOpts) state(st breaker.State) []metric.AddOption {
 }
 
 // NewBreakerMetrics makes the instruments of the breaker called name, the
-// value of the ctxsync.breaker.name attribute. It fails on a bad option, or
-// an instrument the Meter refuses to make.
+// value of the ctxsync.breaker.name attribute. It fails on a name that is
+// not UTF-8, a bad option, or an instrument the Meter refuses to make.
 //
 // An empty name means the breaker's own, its Settings.Name, so that the name
 // is written once: OnCall reads it from each event, Observe from its
@@ -99,8 +101,12 @@ func (o *breakerOpts) state(st breaker.State) []metric.AddOption {
 // event, and holds the changes told before that until it is learned; so
 // metrics made with no name count the changes of one breaker. A name given
 // wins over the breakers' own. OnCall panics, and Observe fails, for a
-// breaker with no Settings.Name (see OnCall and Observe).
+// breaker with no Settings.Name, or one that is not UTF-8 (see OnCall and
+// Observe).
 func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
+	if err := checkUTF8("breaker", name); err != nil {
+		return nil, err
+	}
 	c, err := applyOptions(opts)
 	if err != nil {
 		return nil, err
@@ -127,6 +133,9 @@ func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
 		make: func(name string) *breakerOpts {
 			if name == "" {
 				panic(`ctxsyncotel: the OnCall of NewBreakerMetrics("") told of a breaker with no Settings.Name: name the breaker, or give NewBreakerMetrics a name`)
+			}
+			if !utf8.ValidString(name) {
+				panic(fmt.Sprintf(`ctxsyncotel: the OnCall of NewBreakerMetrics("") told of a breaker whose Settings.Name %q is not UTF-8`, name))
 			}
 			return m.opts(name)
 		},
@@ -183,8 +192,8 @@ func (m *BreakerMetrics) check() {
 // state, at no cost to the calls.
 //
 // Made with no name, OnCall measures each call under the event's Name, the
-// breaker's Settings.Name; told of a call of a breaker with no name, it
-// panics, before calling next, at the breaker's first call, in that call's
+// breaker's Settings.Name; told of a call of a breaker with no name (or one
+// that is not UTF-8), it panics, before calling next, at the breaker's first call, in that call's
 // goroutine. Name the breaker, or give NewBreakerMetrics a name.
 func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallEvent) {
 	m.check()
@@ -279,6 +288,8 @@ func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 		name = m.name // given, it wins
 	} else if name == "" {
 		return nil, errors.New(`ctxsyncotel: BreakerMetrics.Observe of a breaker with no Settings.Name, for metrics made by NewBreakerMetrics(""): name the breaker, or give NewBreakerMetrics a name`)
+	} else if err := checkUTF8("breaker", name); err != nil {
+		return nil, err
 	}
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + name + " is observed already")

@@ -14,8 +14,9 @@
 // take no lock but the SDK's. Each hook constructor takes the user's own
 // hook, called after ours.
 //
-// Names are the user's to choose, one per pool, breaker, limiter or
-// primitive observed: two sources observed under one name report the same
+// Names are the user's to choose, in UTF-8 (OTLP carries them as protobuf
+// strings, and one that is not UTF-8 would fail a whole export), one per
+// pool, breaker, limiter or primitive observed: two sources observed under one name report the same
 // series, which the SDK then merges or overwrites. A pool and a breaker
 // carry their own (pool.Config.Name, breaker.Settings.Name): give it there,
 // once, and "" to NewPoolMetrics or NewBreakerMetrics, whose hooks then read

@@ -3,7 +3,9 @@ package ctxsyncotel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -59,8 +61,8 @@ type poolOpts struct {
 // NewPoolMetrics makes the instruments of the pool called name, the value of
 // the db.client.connection.pool.name attribute ("server:port/db" for a pool
 // of connections to a database, as the conventions suggest; any name unique
-// in the program otherwise). It fails on a bad option, or an instrument the
-// Meter refuses to make.
+// in the program otherwise). It fails on a name that is not UTF-8, a bad
+// option, or an instrument the Meter refuses to make.
 //
 // An empty name means the pool's own, its Config.Name, so that the name is
 // written once: the hooks read it from each event, Observe from its pool's
@@ -69,8 +71,11 @@ type poolOpts struct {
 // by several pools, or an Observe of a pool other than the one the hooks
 // serve, measure each under its own name. A name given wins over the
 // pools' own. The hooks panic, and Observe fails, for a pool with no
-// Config.Name (see Hooks and Observe).
+// Config.Name, or one that is not UTF-8 (see Hooks and Observe).
 func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
+	if err := checkUTF8("pool", name); err != nil {
+		return nil, err
+	}
 	c, err := applyOptions(opts)
 	if err != nil {
 		return nil, err
@@ -98,6 +103,9 @@ func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
 		m.own = &byName[*poolOpts]{make: func(name string) *poolOpts {
 			if name == "" {
 				panic(`ctxsyncotel: the hooks of NewPoolMetrics("") told of a pool with no Config.Name: name the pool, or give NewPoolMetrics a name`)
+			}
+			if !utf8.ValidString(name) {
+				panic(fmt.Sprintf(`ctxsyncotel: the hooks of NewPoolMetrics("") told of a pool whose Config.Name %q is not UTF-8`, name))
 			}
 			return m.opts(name)
 		}}
@@ -153,8 +161,8 @@ func (m *PoolMetrics) check() {
 // db.client.connection.use_time is not measured.
 //
 // Made with no name, the hooks measure each event under the event's Name,
-// the pool's Config.Name; told of an event of a pool with no name, they
-// panic, before calling next, at the first event of the pool, in the
+// the pool's Config.Name; told of an event of a pool with no name (or one
+// that is not UTF-8), they panic, before calling next, at the first event of the pool, in the
 // goroutine of the event: for OnCreate the pool's own, where a panic ends
 // the program (see pool.Pool). Name the pool, or give NewPoolMetrics a
 // name.
@@ -214,6 +222,8 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 		name = m.name // given, it wins
 	} else if name == "" {
 		return nil, errors.New(`ctxsyncotel: PoolMetrics.Observe of a pool with no Config.Name, for metrics made by NewPoolMetrics(""): name the pool, or give NewPoolMetrics a name`)
+	} else if err := checkUTF8("pool", name); err != nil {
+		return nil, err
 	}
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + name + " is observed already")
