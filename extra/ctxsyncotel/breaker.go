@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -58,8 +57,7 @@ type BreakerMetrics struct {
 
 	observed atomic.Bool
 
-	totalsMu sync.Mutex
-	totals   map[string]*callTotals // guarded by totalsMu; see callTotals
+	calls countersByName // ctxsync.breaker.calls of each name, by outcome
 }
 
 // breakerOpts are the options of the attribute sets of one breaker's name,
@@ -324,7 +322,7 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 	for o := breaker.Success; o <= breaker.Rejected; o++ {
 		outcomes[o] = observeOpts(m.set(name, BreakerOutcomeKey.String(o.String())))
 	}
-	totals := m.callTotals(name)
+	totals := m.calls.of(name, int(breaker.Rejected)+1)
 	totals.observing(b)
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := totals.start()
@@ -336,7 +334,12 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 			}
 			o.ObserveInt64(state, v, states[st]...)
 		}
-		n := totals.counts(seq, bm.Total)
+		var n [breaker.Rejected + 1]int64
+		n[breaker.Success] = bm.Total.Successes
+		n[breaker.Failure] = bm.Total.Failures
+		n[breaker.Ignored] = bm.Total.Ignored
+		n[breaker.Rejected] = bm.Total.Rejected
+		totals.apply(seq, n[:])
 		for out := breaker.Success; out <= breaker.Rejected; out++ {
 			o.ObserveInt64(calls, n[out], outcomes[out]...)
 		}

@@ -104,10 +104,13 @@
 //	ctxsync.adaptive.latency                gauge (O)            s              the baseline latency
 //
 // Counters read from a snapshot never go down, though what they read may:
-// Breaker.Reset zeroes the breaker's Total, and ctxsync.breaker.calls
-// carries on from where it was (see BreakerMetrics.Observe), since an
-// observable counter cannot mark a restart with a new start time, and a
-// delta reader would get a negative delta.
+// Breaker.Reset zeroes the breaker's Total, and a pool, breaker or Tally
+// observed once an earlier one's registration ended (one made anew on a
+// reload) starts from its own counts. The counters carry on from where
+// they were, since an observable counter cannot mark a restart with a new
+// start time, and a delta reader would get a negative delta: the new
+// source's counts add to them, and the counts a breaker made between the
+// last collection and its Reset are lost to them.
 //
 // # Cost
 //
