@@ -191,8 +191,9 @@ func (m *BreakerMetrics) check() {
 //
 // Made with no name, OnCall measures each call under the event's Name, the
 // breaker's Settings.Name; told of a call of a breaker with no name (or one
-// that is not UTF-8), it panics, before calling next, at the breaker's first call, in that call's
-// goroutine. Name the breaker, or give NewBreakerMetrics a name.
+// that is not UTF-8), it panics, before calling next, at the breaker's first
+// call, in that call's goroutine. Name the breaker, or give
+// NewBreakerMetrics a name.
 func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallEvent) {
 	m.check()
 	return func(e breaker.CallEvent) {
@@ -265,17 +266,18 @@ func (m *BreakerMetrics) firstOpts(to breaker.State) *breakerOpts {
 
 // Observe registers a callback that reads b.Metrics at each collection and
 // reports ctxsync.breaker.state (1 for the state b is in, 0 for the two
-// others) and ctxsync.breaker.calls (the Total counts, by outcome). The
-// counter never goes down: it carries on through a Reset of b, which
-// zeroes Total (the calls b counted between the last collection and the
-// Reset are lost to it), and through another breaker observed later under
-// the same name, whose counts add to it. It
+// others) and ctxsync.breaker.calls (the Total counts, by outcome). It
 // returns the registration, whose Unregister stops it. A BreakerMetrics
 // observes one breaker at a time: Observe fails while an earlier
 // registration is in force, as it does for a nil b, for metrics made with
 // no name of a breaker with no Settings.Name, or for an instrument the Meter
 // refuses to make. It reads b once, and with it b's own name, if m has
 // none: it panics with b's panic if b is the zero Breaker.
+//
+// The counter never goes down: it carries on through a Reset of b, which
+// zeroes Total (the calls b counted between the last collection and the
+// Reset are lost to it), and a breaker observed under the name once the
+// registration of another ended adds its counts to it.
 func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	m.check()
 	if isNil(b) {
