@@ -52,8 +52,8 @@ type LockSource interface {
 // reports ctxsync.lock.waiting (goroutines waiting for it) and, if l has a
 // method Locked() bool, ctxsync.lock.held (1 while it is held, else 0), with
 // the ctxsync.lock.name attribute set to name. It returns the registration,
-// whose Unregister stops it. It fails on an empty name or one that is not UTF-8, a nil l, a bad
-// option, or an instrument the Meter refuses to make.
+// whose Unregister stops it. It fails on an empty name or one that is not
+// UTF-8, a nil l, a bad option, or an instrument the Meter refuses to make.
 func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration, error) {
 	locked, _ := l.(interface{ Locked() bool })
 	read := func() {
@@ -95,8 +95,9 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // ObserveSemaphore registers a callback that reads s at each collection and
 // reports ctxsync.semaphore.available and ctxsync.semaphore.waiting, with
 // the ctxsync.semaphore.name attribute set to name. It returns the
-// registration, whose Unregister stops it. It fails on an empty name or one that is not UTF-8, a nil
-// s, a bad option, or an instrument the Meter refuses to make.
+// registration, whose Unregister stops it. It fails on an empty name or one
+// that is not UTF-8, a nil s, a bad option, or an instrument the Meter
+// refuses to make.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
 	return observe("ObserveSemaphore", "semaphore", name, s, func() { s.Available(); s.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		avail, err1 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.available",
@@ -118,9 +119,9 @@ func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Re
 // reports ctxsync.weighted.capacity, ctxsync.weighted.available and
 // ctxsync.weighted.waiting, with the ctxsync.weighted.name attribute set to
 // name; never more units available than capacity, even while w is resized.
-// It returns the registration, whose Unregister stops it. It fails on
-// an empty name or one that is not UTF-8, a nil w, a bad option, or an instrument the Meter refuses
-// to make.
+// It returns the registration, whose Unregister stops it. It fails on an
+// empty name or one that is not UTF-8, a nil w, a bad option, or an
+// instrument the Meter refuses to make.
 func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Registration, error) {
 	return observe("ObserveWeighted", "weighted", name, w, func() { w.Capacity(); w.Available(); w.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		capacity, err1 := m.Int64ObservableUpDownCounter("ctxsync.weighted.capacity",
@@ -168,9 +169,10 @@ func weightedPair(w WeightedSource) (capacity, available int64) {
 // reports ctxsync.queue.length (items in the queue) and
 // ctxsync.queue.unfinished (items put and not yet TaskDone), with the
 // ctxsync.queue.name attribute set to name; never a length above the
-// unfinished tasks, even while consumers finish them. It returns the registration,
-// whose Unregister stops it. It fails on an empty name or one that is not UTF-8, a nil q, a bad
-// option, or an instrument the Meter refuses to make.
+// unfinished tasks, even while consumers finish them. It returns the
+// registration, whose Unregister stops it. It fails on an empty name or one
+// that is not UTF-8, a nil q, a bad option, or an instrument the Meter
+// refuses to make.
 func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
 	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished(); q.Cap(); q.Getters(); q.Putters() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		length, err1 := m.Int64ObservableUpDownCounter("ctxsync.queue.length",

@@ -165,10 +165,10 @@ func (m *PoolMetrics) check() {
 //
 // Made with no name, the hooks measure each event under the event's Name,
 // the pool's Config.Name; told of an event of a pool with no name (or one
-// that is not UTF-8), they panic, before calling next, at the first event of the pool, in the
-// goroutine of the event: for OnCreate the pool's own, where a panic ends
-// the program (see pool.Pool). Name the pool, or give NewPoolMetrics a
-// name.
+// that is not UTF-8), they panic, before calling next, at the first event of
+// the pool, in the goroutine of the event: for OnCreate the pool's own,
+// where a panic ends the program (see pool.Pool). Name the pool, or give
+// NewPoolMetrics a name.
 func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	m.check()
 	h := next

@@ -53,8 +53,8 @@ type LimiterMetrics struct {
 
 // NewLimiterMetrics makes the instruments of the limiter (or limiters)
 // called name, the value of the ctxsync.ratelimit.name attribute. It fails
-// on an empty name or one that is not UTF-8, a bad option, or an instrument the Meter refuses to
-// make.
+// on an empty name or one that is not UTF-8, a bad option, or an instrument
+// the Meter refuses to make.
 func NewLimiterMetrics(name string, opts ...Option) (*LimiterMetrics, error) {
 	c, err := newConfig("limiter", name, opts)
 	if err != nil {
