@@ -18,7 +18,10 @@ import (
 // carries on from where it was: a new source's counts add to those
 // counted, and a fall is taken for a reset, what was read before it being
 // added to a base. The counts a source made between the last collection
-// and its reset are lost to the counter; none is counted twice.
+// and its reset are lost to the counter. None is counted twice, but for a
+// source observed again after another (A, then B, then A): only the source
+// read last is known, so A's counts are added once more. Knowing every
+// source seen would keep an entry for each pool made on each reload.
 type counters struct {
 	seq atomic.Uint64 // numbers the reads of the sources
 
