@@ -3,7 +3,9 @@ package ctxsyncotel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -54,6 +56,8 @@ type BreakerMetrics struct {
 	pending [breaker.HalfOpen + 2]int64
 
 	observed atomic.Bool
+
+	calls countersByName // ctxsync.breaker.calls of each name, by outcome
 }
 
 // breakerOpts are the options of the attribute sets of one breaker's name,
@@ -81,8 +85,8 @@ func (o *breakerOpts) state(st breaker.State) []metric.AddOption {
 }
 
 // NewBreakerMetrics makes the instruments of the breaker called name, the
-// value of the ctxsync.breaker.name attribute. It fails on a bad option, or
-// an instrument the Meter refuses to make.
+// value of the ctxsync.breaker.name attribute. It fails on a name that is
+// not UTF-8, a bad option, or an instrument the Meter refuses to make.
 //
 // An empty name means the breaker's own, its Settings.Name, so that the name
 // is written once: OnCall reads it from each event, Observe from its
@@ -95,8 +99,12 @@ func (o *breakerOpts) state(st breaker.State) []metric.AddOption {
 // event, and holds the changes told before that until it is learned; so
 // metrics made with no name count the changes of one breaker. A name given
 // wins over the breakers' own. OnCall panics, and Observe fails, for a
-// breaker with no Settings.Name (see OnCall and Observe).
+// breaker with no Settings.Name, or one that is not UTF-8 (see OnCall and
+// Observe).
 func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
+	if err := checkUTF8("breaker", name); err != nil {
+		return nil, err
+	}
 	c, err := applyOptions(opts)
 	if err != nil {
 		return nil, err
@@ -123,6 +131,9 @@ func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
 		make: func(name string) *breakerOpts {
 			if name == "" {
 				panic(`ctxsyncotel: the OnCall of NewBreakerMetrics("") told of a breaker with no Settings.Name: name the breaker, or give NewBreakerMetrics a name`)
+			}
+			if !utf8.ValidString(name) {
+				panic(fmt.Sprintf(`ctxsyncotel: the OnCall of NewBreakerMetrics("") told of a breaker whose Settings.Name %q is not UTF-8`, name))
 			}
 			return m.opts(name)
 		},
@@ -179,9 +190,10 @@ func (m *BreakerMetrics) check() {
 // state, at no cost to the calls.
 //
 // Made with no name, OnCall measures each call under the event's Name, the
-// breaker's Settings.Name; told of a call of a breaker with no name, it
-// panics, before calling next, at the breaker's first call, in that call's
-// goroutine. Name the breaker, or give NewBreakerMetrics a name.
+// breaker's Settings.Name; told of a call of a breaker with no name (or one
+// that is not UTF-8), it panics, before calling next, at the breaker's first
+// call, in that call's goroutine. Name the breaker, or give
+// NewBreakerMetrics a name.
 func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallEvent) {
 	m.check()
 	return func(e breaker.CallEvent) {
@@ -261,6 +273,11 @@ func (m *BreakerMetrics) firstOpts(to breaker.State) *breakerOpts {
 // no name of a breaker with no Settings.Name, or for an instrument the Meter
 // refuses to make. It reads b once, and with it b's own name, if m has
 // none: it panics with b's panic if b is the zero Breaker.
+//
+// The counter never goes down: it carries on through a Reset of b, which
+// zeroes Total (the calls b counted between the last collection and the
+// Reset are lost to it), and a breaker observed under the name once the
+// registration of another ended adds its counts to it.
 func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	m.check()
 	if isNil(b) {
@@ -271,6 +288,8 @@ func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 		name = m.name // given, it wins
 	} else if name == "" {
 		return nil, errors.New(`ctxsyncotel: BreakerMetrics.Observe of a breaker with no Settings.Name, for metrics made by NewBreakerMetrics(""): name the breaker, or give NewBreakerMetrics a name`)
+	} else if err := checkUTF8("breaker", name); err != nil {
+		return nil, err
 	}
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + name + " is observed already")
@@ -305,8 +324,11 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 	for o := breaker.Success; o <= breaker.Rejected; o++ {
 		outcomes[o] = observeOpts(m.set(name, BreakerOutcomeKey.String(o.String())))
 	}
+	totals := m.calls.of(name, int(breaker.Rejected)+1)
+	totals.observing(b)
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		bm := b.Metrics()
+		seq := totals.start()
+		bm := b.Metrics() // may run OnStateChange: outside totals' lock
 		for st := breaker.Closed; st <= breaker.HalfOpen; st++ {
 			v := int64(0)
 			if st == bm.State {
@@ -314,10 +336,15 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 			}
 			o.ObserveInt64(state, v, states[st]...)
 		}
-		o.ObserveInt64(calls, bm.Total.Successes, outcomes[breaker.Success]...)
-		o.ObserveInt64(calls, bm.Total.Failures, outcomes[breaker.Failure]...)
-		o.ObserveInt64(calls, bm.Total.Ignored, outcomes[breaker.Ignored]...)
-		o.ObserveInt64(calls, bm.Total.Rejected, outcomes[breaker.Rejected]...)
+		var n [breaker.Rejected + 1]int64
+		n[breaker.Success] = bm.Total.Successes
+		n[breaker.Failure] = bm.Total.Failures
+		n[breaker.Ignored] = bm.Total.Ignored
+		n[breaker.Rejected] = bm.Total.Rejected
+		totals.apply(seq, n[:])
+		for out := breaker.Success; out <= breaker.Rejected; out++ {
+			o.ObserveInt64(calls, n[out], outcomes[out]...)
+		}
 		return nil
 	}, state, calls)
 }

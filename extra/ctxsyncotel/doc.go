@@ -14,8 +14,9 @@
 // take no lock but the SDK's. Each hook constructor takes the user's own
 // hook, called after ours.
 //
-// Names are the user's to choose, one per pool, breaker, limiter or
-// primitive observed: two sources observed under one name report the same
+// Names are the user's to choose, in UTF-8 (OTLP carries them as protobuf
+// strings, and one that is not UTF-8 would fail a whole export), one per
+// pool, breaker, limiter or primitive observed: two sources observed under one name report the same
 // series, which the SDK then merges or overwrites. A pool and a breaker
 // carry their own (pool.Config.Name, breaker.Settings.Name): give it there,
 // once, and "" to NewPoolMetrics or NewBreakerMetrics, whose hooks then read
@@ -102,9 +103,14 @@
 //	ctxsync.adaptive.shed                   counter (O)          {call}         calls refused with ErrShed
 //	ctxsync.adaptive.latency                gauge (O)            s              the baseline latency
 //
-// Counters read from a snapshot go down when what they read is reset
-// (Breaker.Reset zeroes ctxsync.breaker.calls); a back end reads that as a
-// restart of the counter.
+// Counters read from a snapshot never go down, though what they read may:
+// Breaker.Reset zeroes the breaker's Total, and a pool, breaker or Tally
+// observed once an earlier one's registration ended (one made anew on a
+// reload) starts from its own counts. The counters carry on from where
+// they were, since an observable counter cannot mark a restart with a new
+// start time, and a delta reader would get a negative delta: the new
+// source's counts add to them, and the counts a breaker made between the
+// last collection and its Reset are lost to them.
 //
 // # Cost
 //

@@ -52,8 +52,8 @@ type LockSource interface {
 // reports ctxsync.lock.waiting (goroutines waiting for it) and, if l has a
 // method Locked() bool, ctxsync.lock.held (1 while it is held, else 0), with
 // the ctxsync.lock.name attribute set to name. It returns the registration,
-// whose Unregister stops it. It fails on an empty name, a nil l, a bad
-// option, or an instrument the Meter refuses to make.
+// whose Unregister stops it. It fails on an empty name or one that is not
+// UTF-8, a nil l, a bad option, or an instrument the Meter refuses to make.
 func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration, error) {
 	locked, _ := l.(interface{ Locked() bool })
 	read := func() {
@@ -95,8 +95,9 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // ObserveSemaphore registers a callback that reads s at each collection and
 // reports ctxsync.semaphore.available and ctxsync.semaphore.waiting, with
 // the ctxsync.semaphore.name attribute set to name. It returns the
-// registration, whose Unregister stops it. It fails on an empty name, a nil
-// s, a bad option, or an instrument the Meter refuses to make.
+// registration, whose Unregister stops it. It fails on an empty name or one
+// that is not UTF-8, a nil s, a bad option, or an instrument the Meter
+// refuses to make.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
 	return observe("ObserveSemaphore", "semaphore", name, s, func() { s.Available(); s.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		avail, err1 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.available",
@@ -117,9 +118,10 @@ func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Re
 // ObserveWeighted registers a callback that reads w at each collection and
 // reports ctxsync.weighted.capacity, ctxsync.weighted.available and
 // ctxsync.weighted.waiting, with the ctxsync.weighted.name attribute set to
-// name. It returns the registration, whose Unregister stops it. It fails on
-// an empty name, a nil w, a bad option, or an instrument the Meter refuses
-// to make.
+// name; never more units available than capacity, even while w is resized.
+// It returns the registration, whose Unregister stops it. It fails on an
+// empty name or one that is not UTF-8, a nil w, a bad option, or an
+// instrument the Meter refuses to make.
 func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Registration, error) {
 	return observe("ObserveWeighted", "weighted", name, w, func() { w.Capacity(); w.Available(); w.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		capacity, err1 := m.Int64ObservableUpDownCounter("ctxsync.weighted.capacity",
@@ -132,20 +134,45 @@ func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Regi
 			return nil, err
 		}
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			o.ObserveInt64(capacity, w.Capacity(), all...)
-			o.ObserveInt64(avail, w.Available(), all...)
+			c, a := weightedPair(w)
+			o.ObserveInt64(capacity, c, all...)
+			o.ObserveInt64(avail, a, all...)
 			o.ObserveInt64(waiting, int64(w.Waiting()), all...)
 			return nil
 		}, capacity, avail, waiting)
 	})
 }
 
+// weightedPair reads w's capacity and free units as a pair that keeps
+// available <= capacity, as every moment of a Weighted does: capacity -
+// available is the units held. Two reads apart do not keep it: a Resize
+// that grows w between them gives the old capacity beside the new free
+// units, and one half done (Resize sets the capacity before it takes the
+// units away) gives the new, smaller capacity beside the old free units.
+// So the capacity is read on both sides of the free units, and all three
+// read again while it moved; after a few tries, each spoiled by a Resize,
+// the free units are cut to the capacity: a Resize under way leaves them
+// no more than that as it ends.
+func weightedPair(w WeightedSource) (capacity, available int64) {
+	for range 4 {
+		before := w.Capacity()
+		available = w.Available()
+		capacity = w.Capacity()
+		if before == capacity && available <= capacity {
+			return capacity, available
+		}
+	}
+	return capacity, min(available, capacity)
+}
+
 // ObserveQueue registers a callback that reads q at each collection and
 // reports ctxsync.queue.length (items in the queue) and
 // ctxsync.queue.unfinished (items put and not yet TaskDone), with the
-// ctxsync.queue.name attribute set to name. It returns the registration,
-// whose Unregister stops it. It fails on an empty name, a nil q, a bad
-// option, or an instrument the Meter refuses to make.
+// ctxsync.queue.name attribute set to name; never a length above the
+// unfinished tasks, even while consumers finish them. It returns the
+// registration, whose Unregister stops it. It fails on an empty name or one
+// that is not UTF-8, a nil q, a bad option, or an instrument the Meter
+// refuses to make.
 func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
 	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished(); q.Cap(); q.Getters(); q.Putters() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
 		length, err1 := m.Int64ObservableUpDownCounter("ctxsync.queue.length",
@@ -164,14 +191,33 @@ func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registrati
 		getters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("get")))
 		putters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("put")))
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			o.ObserveInt64(length, int64(q.Len()), all...)
-			o.ObserveInt64(unfinished, int64(q.Unfinished()), all...)
+			l, u := queuePair(q)
+			o.ObserveInt64(length, int64(l), all...)
+			o.ObserveInt64(unfinished, int64(u), all...)
 			o.ObserveInt64(capacity, int64(q.Cap()), all...)
 			o.ObserveInt64(waiting, int64(q.Getters()), getters...)
 			o.ObserveInt64(waiting, int64(q.Putters()), putters...)
 			return nil
 		}, length, unfinished, capacity, waiting)
 	})
+}
+
+// queuePair reads q's length and unfinished tasks as a pair that keeps
+// length <= unfinished, as every moment of a queue does (an item in the
+// queue is unfinished): unfinished - length is the tasks in progress. Two
+// reads apart do not keep it: consumers that take items and mark them done
+// between the reads leave fewer unfinished than the length read. So the two
+// are read again while they disagree; after a few tries, each spoiled by
+// consumers, the length is cut to the unfinished tasks, read last.
+func queuePair(q QueueSource) (length, unfinished int) {
+	for range 4 {
+		length = q.Len()
+		unfinished = q.Unfinished()
+		if length <= unfinished {
+			return length, unfinished
+		}
+	}
+	return min(length, unfinished), unfinished
 }
 
 // observe, for the function fn, checks name, src and opts, reads src once

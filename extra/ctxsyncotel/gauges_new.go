@@ -63,8 +63,9 @@ func observeInt(fn, what, name string, src any, get func() int64, opts []Option,
 // ObserveFlight registers a callback that reads f at each collection and
 // reports ctxsync.flight.calls (calls in flight that a Do would join), with
 // the ctxsync.flight.name attribute set to name. It returns the
-// registration, whose Unregister stops it. It fails on an empty name, a nil
-// f, a bad option, or an instrument the Meter refuses to make.
+// registration, whose Unregister stops it. It fails on an empty name or one
+// that is not UTF-8, a nil f, a bad option, or an instrument the Meter
+// refuses to make.
 func ObserveFlight(name string, f LenSource, opts ...Option) (metric.Registration, error) {
 	return observeInt("ObserveFlight", "flight", name, f, func() int64 { return int64(f.Len()) }, opts,
 		func(m metric.Meter) (metric.Observable, error) {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -90,7 +91,21 @@ func newConfig(what, name string, opts []Option) (*config, error) {
 	if name == "" {
 		return nil, fmt.Errorf("ctxsyncotel: empty %s name", what)
 	}
+	if err := checkUTF8(what, name); err != nil {
+		return nil, err
+	}
 	return applyOptions(opts)
+}
+
+// checkUTF8 returns an error if name, of a what, is not UTF-8. A name is
+// the value of an attribute, which OTLP carries as a protobuf string: one
+// that is not UTF-8 fails the encoding of the whole export, every other
+// metric of the process with it.
+func checkUTF8(what, name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("ctxsyncotel: %s name %q is not UTF-8", what, name)
+	}
+	return nil
 }
 
 // applyOptions is newConfig with no name to check: for the pool's and the

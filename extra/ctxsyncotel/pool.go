@@ -3,7 +3,10 @@ package ctxsyncotel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -48,6 +51,8 @@ type PoolMetrics struct {
 	own        *byName[*poolOpts] // else those of each name seen
 
 	observed atomic.Bool // an Observe is registered
+
+	counts countersByName // the counters read from Stats, of each name; see poolCounts
 }
 
 // poolOpts are the options of the attribute set of one pool's name.
@@ -59,8 +64,8 @@ type poolOpts struct {
 // NewPoolMetrics makes the instruments of the pool called name, the value of
 // the db.client.connection.pool.name attribute ("server:port/db" for a pool
 // of connections to a database, as the conventions suggest; any name unique
-// in the program otherwise). It fails on a bad option, or an instrument the
-// Meter refuses to make.
+// in the program otherwise). It fails on a name that is not UTF-8, a bad
+// option, or an instrument the Meter refuses to make.
 //
 // An empty name means the pool's own, its Config.Name, so that the name is
 // written once: the hooks read it from each event, Observe from its pool's
@@ -69,8 +74,11 @@ type poolOpts struct {
 // by several pools, or an Observe of a pool other than the one the hooks
 // serve, measure each under its own name. A name given wins over the
 // pools' own. The hooks panic, and Observe fails, for a pool with no
-// Config.Name (see Hooks and Observe).
+// Config.Name, or one that is not UTF-8 (see Hooks and Observe).
 func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
+	if err := checkUTF8("pool", name); err != nil {
+		return nil, err
+	}
 	c, err := applyOptions(opts)
 	if err != nil {
 		return nil, err
@@ -98,6 +106,9 @@ func NewPoolMetrics(name string, opts ...Option) (*PoolMetrics, error) {
 		m.own = &byName[*poolOpts]{make: func(name string) *poolOpts {
 			if name == "" {
 				panic(`ctxsyncotel: the hooks of NewPoolMetrics("") told of a pool with no Config.Name: name the pool, or give NewPoolMetrics a name`)
+			}
+			if !utf8.ValidString(name) {
+				panic(fmt.Sprintf(`ctxsyncotel: the hooks of NewPoolMetrics("") told of a pool whose Config.Name %q is not UTF-8`, name))
 			}
 			return m.opts(name)
 		}}
@@ -153,11 +164,11 @@ func (m *PoolMetrics) check() {
 // db.client.connection.use_time is not measured.
 //
 // Made with no name, the hooks measure each event under the event's Name,
-// the pool's Config.Name; told of an event of a pool with no name, they
-// panic, before calling next, at the first event of the pool, in the
-// goroutine of the event: for OnCreate the pool's own, where a panic ends
-// the program (see pool.Pool). Name the pool, or give NewPoolMetrics a
-// name.
+// the pool's Config.Name; told of an event of a pool with no name (or one
+// that is not UTF-8), they panic, before calling next, at the first event of
+// the pool, in the goroutine of the event: for OnCreate the pool's own,
+// where a panic ends the program (see pool.Pool). Name the pool, or give
+// NewPoolMetrics a name.
 func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	m.check()
 	h := next
@@ -202,6 +213,10 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 // with no Config.Name, or for an instrument the Meter refuses to make. It
 // reads p once, and with it p's own name, if m has none: it panics with p's
 // panic if p is the zero Pool.
+//
+// The counters never go down: a pool observed under a name once the
+// registration of another ended (a pool made anew on a reload) adds its
+// counts to theirs, and the same pool observed again carries on.
 func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	m.check()
 	if isNil(p) {
@@ -214,6 +229,8 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 		name = m.name // given, it wins
 	} else if name == "" {
 		return nil, errors.New(`ctxsyncotel: PoolMetrics.Observe of a pool with no Config.Name, for metrics made by NewPoolMetrics(""): name the pool, or give NewPoolMetrics a name`)
+	} else if err := checkUTF8("pool", name); err != nil {
+		return nil, err
 	}
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + name + " is observed already")
@@ -225,6 +242,13 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	}
 	return &registration{Registration: reg, release: &m.observed}, nil
 }
+
+// poolCounts are the counters read from Stats, in the order the callback
+// of observe puts them: the acquires, empty acquires, waits and canceled
+// acquires; the wait duration, in nanoseconds; the resources created, the
+// failures to create and the errors of Close; the resources closed, by
+// reason (idle, lifetime, health, destroy, pool).
+type poolCounts [13]int64
 
 func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, error) {
 	meter := m.cfg.meter()
@@ -272,7 +296,10 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 	for r := pool.ClosedIdle; r <= pool.ClosedPool; r++ {
 		reasons[r] = observeOpts(m.set(name, attribute.String("ctxsync.pool.close.reason", r.String())))
 	}
+	counts := m.counts.of(name, len(poolCounts{}))
+	counts.observing(p)
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		seq := counts.start()
 		s := p.Stats()
 		o.ObserveInt64(count, int64(s.Idle), idle...)
 		o.ObserveInt64(count, int64(s.InUse), used...)
@@ -281,19 +308,23 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 		o.ObserveInt64(pending, int64(s.Waiting), all...)
 		o.ObserveInt64(constructing, int64(s.Constructing), all...)
 		o.ObserveInt64(closing, int64(s.Closing), all...)
-		o.ObserveInt64(acquires, s.AcquireCount, all...)
-		o.ObserveInt64(empty, s.EmptyAcquires, all...)
-		o.ObserveInt64(waits, s.WaitCount, all...)
-		o.ObserveInt64(canceled, s.CanceledAcquires, all...)
-		o.ObserveFloat64(waited, s.WaitDuration.Seconds(), all...)
-		o.ObserveInt64(created, s.Created, all...)
-		o.ObserveInt64(failures, s.CreateFailures, all...)
-		o.ObserveInt64(closeErrs, s.CloseErrors, all...)
-		o.ObserveInt64(closed, s.ClosedIdle, reasons[pool.ClosedIdle]...)
-		o.ObserveInt64(closed, s.ClosedLifetime, reasons[pool.ClosedLifetime]...)
-		o.ObserveInt64(closed, s.ClosedHealth, reasons[pool.ClosedHealth]...)
-		o.ObserveInt64(closed, s.ClosedDestroy, reasons[pool.ClosedDestroy]...)
-		o.ObserveInt64(closed, s.ClosedPool, reasons[pool.ClosedPool]...)
+		n := poolCounts{
+			s.AcquireCount, s.EmptyAcquires, s.WaitCount, s.CanceledAcquires, int64(s.WaitDuration),
+			s.Created, s.CreateFailures, s.CloseErrors,
+			s.ClosedIdle, s.ClosedLifetime, s.ClosedHealth, s.ClosedDestroy, s.ClosedPool,
+		}
+		counts.apply(seq, n[:])
+		o.ObserveInt64(acquires, n[0], all...)
+		o.ObserveInt64(empty, n[1], all...)
+		o.ObserveInt64(waits, n[2], all...)
+		o.ObserveInt64(canceled, n[3], all...)
+		o.ObserveFloat64(waited, time.Duration(n[4]).Seconds(), all...)
+		o.ObserveInt64(created, n[5], all...)
+		o.ObserveInt64(failures, n[6], all...)
+		o.ObserveInt64(closeErrs, n[7], all...)
+		for i, r := range [...]pool.CloseReason{pool.ClosedIdle, pool.ClosedLifetime, pool.ClosedHealth, pool.ClosedDestroy, pool.ClosedPool} {
+			o.ObserveInt64(closed, n[8+i], reasons[r]...)
+		}
 		return nil
 	}, count, maxConns, minIdle, pending, constructing, closing, acquires, empty, waits, canceled,
 		waited, created, failures, closeErrs, closed)

@@ -47,12 +47,14 @@ type LimiterMetrics struct {
 	failed       []metric.RecordOption
 
 	observed atomic.Bool
+
+	counts countersByName // the counters read from the Tallies' Counts; see counters
 }
 
 // NewLimiterMetrics makes the instruments of the limiter (or limiters)
 // called name, the value of the ctxsync.ratelimit.name attribute. It fails
-// on an empty name, a bad option, or an instrument the Meter refuses to
-// make.
+// on an empty name or one that is not UTF-8, a bad option, or an instrument
+// the Meter refuses to make.
 func NewLimiterMetrics(name string, opts ...Option) (*LimiterMetrics, error) {
 	c, err := newConfig("limiter", name, opts)
 	if err != nil {
@@ -106,6 +108,10 @@ func (m *LimiterMetrics) OnWait(next func(time.Duration, error)) func(time.Durat
 // observes one Tally at a time: Observe fails while an earlier registration
 // is in force, as it does for a nil t or an instrument the Meter refuses to
 // make.
+//
+// The counters never go down: a Tally observed once the registration of
+// another ended (one made anew on a reload) adds its counts to theirs, and
+// the same Tally observed again carries on.
 func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	m.check()
 	if isNil(t) {
@@ -130,12 +136,17 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	refused := observeOpts(m.set(LimiterDecisionKey.String("refused")))
 	taken := observeOpts(m.set(LimiterWaitKey.String("taken")))
 	failed := observeOpts(m.set(LimiterWaitKey.String("failed")))
+	counts := m.counts.of(m.name, 4)
+	counts.observing(t)
 	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		seq := counts.start()
 		c := t.Counts()
-		o.ObserveInt64(decisions, c.Allowed, allowed...)
-		o.ObserveInt64(decisions, c.Refused, refused...)
-		o.ObserveInt64(waits, c.Waited, taken...)
-		o.ObserveInt64(waits, c.WaitFailed, failed...)
+		n := [...]int64{c.Allowed, c.Refused, c.Waited, c.WaitFailed}
+		counts.apply(seq, n[:])
+		o.ObserveInt64(decisions, n[0], allowed...)
+		o.ObserveInt64(decisions, n[1], refused...)
+		o.ObserveInt64(waits, n[2], taken...)
+		o.ObserveInt64(waits, n[3], failed...)
 		return nil
 	}, decisions, waits))
 	if err != nil {

@@ -70,7 +70,8 @@ func (s *semSource) collect(out []sample) []sample {
 
 // AddWeighted adds w under name: each scrape reads its Capacity, Available
 // and Waiting, as semaphore_capacity, semaphore_available and
-// semaphore_waiters.
+// semaphore_waiters. A scrape never gives more units available than
+// capacity, even while w is resized.
 //
 // AddWeighted returns an error wrapping ErrDuplicateName if a semaphore or a
 // Weighted was added under name already. It panics if w is nil or name is
@@ -95,17 +96,41 @@ type weightedSource struct {
 func (s *weightedSource) size() int { return 3 }
 
 func (s *weightedSource) collect(out []sample) []sample {
+	capacity, available := weightedPair(s.w)
 	return append(out,
-		s.available.at(float64(s.w.Available())),
-		s.capacity.at(float64(s.w.Capacity())),
+		s.available.at(float64(available)),
+		s.capacity.at(float64(capacity)),
 		s.waiters.at(float64(s.w.Waiting())),
 	)
+}
+
+// weightedPair reads w's capacity and free units as a pair that keeps
+// available <= capacity, as every moment of a Weighted does: a dashboard
+// takes capacity - available for the units held. Two reads apart do not
+// keep it: a Resize that shrinks w between them gives the old, larger free
+// units beside the new capacity, and so does one half done (Resize sets the
+// capacity before it takes the units away). So the capacity is read on
+// both sides of the free units, and all three read again while it moved;
+// after a few tries, each spoiled by a Resize, the free units are cut to
+// the capacity: a Resize under way leaves them no more than that as it
+// ends.
+func weightedPair(w Weighted) (capacity, available int64) {
+	for range 4 {
+		before := w.Capacity()
+		available = w.Available()
+		capacity = w.Capacity()
+		if before == capacity && available <= capacity {
+			return capacity, available
+		}
+	}
+	return capacity, min(available, capacity)
 }
 
 // AddQueue adds q under name: each scrape reads its Len and Unfinished, as
 // queue_items and queue_unfinished_tasks, and if q is a QueueWaiters, its
 // Cap, as queue_capacity, and its Getters and Putters, as queue_waiters
-// with side "get" and "put".
+// with side "get" and "put". A scrape never gives more items than
+// unfinished tasks, even while consumers finish them.
 //
 // AddQueue returns an error wrapping ErrDuplicateName if a queue was added
 // under name already. It panics if q is nil or name is empty.
@@ -138,12 +163,32 @@ type queueSource struct {
 func (s *queueSource) size() int { return 5 }
 
 func (s *queueSource) collect(out []sample) []sample {
-	out = append(out, s.items.at(float64(s.q.Len())), s.unfinished.at(float64(s.q.Unfinished())))
+	items, unfinished := queuePair(s.q)
+	out = append(out, s.items.at(float64(items)), s.unfinished.at(float64(unfinished)))
 	if s.w != nil {
 		out = append(out, s.capacity.at(float64(s.w.Cap())),
 			s.getters.at(float64(s.w.Getters())), s.putters.at(float64(s.w.Putters())))
 	}
 	return out
+}
+
+// queuePair reads q's items and unfinished tasks as a pair that keeps
+// items <= unfinished, as every moment of a queue does (an item in the
+// queue is unfinished): a dashboard takes unfinished - items for the tasks
+// in progress. Two reads apart do not keep it: consumers that take items
+// and mark them done between the reads leave fewer unfinished than the
+// items read. So the two are read again while they disagree; after a few
+// tries, each spoiled by consumers, the items are cut to the unfinished
+// tasks, read last.
+func queuePair(q Queue) (items, unfinished int) {
+	for range 4 {
+		items = q.Len()
+		unfinished = q.Unfinished()
+		if items <= unfinished {
+			return items, unfinished
+		}
+	}
+	return min(items, unfinished), unfinished
 }
 
 // AddWaiter adds w under name: each scrape reads its Waiting, as waiters.

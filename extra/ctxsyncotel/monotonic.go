@@ -1,0 +1,103 @@
+package ctxsyncotel
+
+import (
+	"reflect"
+	"sync"
+	"sync/atomic"
+)
+
+// counters keep the counters that Observe reads from a source's snapshot
+// monotonic, as an OpenTelemetry counter must be, for one name of a
+// BreakerMetrics, PoolMetrics or LimiterMetrics. What they read may fall:
+// Breaker.Reset zeroes a breaker's Total, and a new pool, breaker or Tally
+// observed under the name once the first registration ends (one made anew
+// on a reload of the configuration) starts from its own counts. Reported
+// as read, the counter would fall; a back end tells a restart of a
+// cumulative counter by a new start time, which an observable instrument
+// cannot give, and a delta reader would get a negative delta. So each count
+// carries on from where it was: a new source's counts add to those
+// counted, and a fall is taken for a reset, what was read before it being
+// added to a base. The counts a source made between the last collection
+// and its reset are lost to the counter. None is counted twice, but for a
+// source observed again after another (A, then B, then A): only the source
+// read last is known, so A's counts are added once more. Knowing every
+// source seen would keep an entry for each pool made on each reload.
+type counters struct {
+	seq atomic.Uint64 // numbers the reads of the sources
+
+	mu      sync.Mutex
+	src     uintptr // the address of the source read last; not a reference, to keep none alive
+	applied uint64  // the seq of the read last applied
+	last    []int64 // the counts read last
+	base    []int64 // counted before the last reset, and from earlier sources
+}
+
+// countersByName are the counters of each name a metrics type observed.
+type countersByName struct {
+	mu sync.Mutex
+	m  map[string]*counters // guarded by mu
+}
+
+// of returns the counters of name, n of them, made at its first Observe.
+func (c *countersByName) of(name string, n int) *counters {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*counters{}
+	}
+	k := c.m[name]
+	if k == nil {
+		k = &counters{last: make([]int64, n), base: make([]int64, n)}
+		c.m[name] = k
+	}
+	return k
+}
+
+// observing tells c that src is now read under its name. A source other
+// than the one read before adds its counts to those counted: its own start
+// from 0, and are no reset of the other's. The same source observed again,
+// after Unregister, carries on. A source is known by its address, which
+// keeps nothing alive; one that is not a pointer is taken for the same
+// source, lest it be counted twice (a new one then carries on from the
+// counts read last, as after a reset).
+func (c *counters) observing(src any) {
+	var id uintptr
+	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer {
+		id = v.Pointer()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == 0 || id == c.src {
+		return
+	}
+	c.src = id
+	for i := range c.last {
+		c.base[i] += c.last[i]
+		c.last[i] = 0
+	}
+}
+
+// start numbers a read of the source: take it before the read.
+func (c *counters) start() uint64 { return c.seq.Add(1) }
+
+// apply turns v, the counts that the read numbered seq gave, into the
+// counters' values, in place. Two collections (of two readers) may read the
+// source in one order and get here in the other: a read older than one
+// applied already is not applied, lest its smaller counts pass for a
+// reset; it reports the newer values instead.
+func (c *counters) apply(seq uint64, v []int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq > c.applied {
+		c.applied = seq
+		for i, n := range v {
+			if n < c.last[i] { // reset since the last read
+				c.base[i] += c.last[i]
+			}
+			c.last[i] = n
+		}
+	}
+	for i := range v {
+		v[i] = c.base[i] + c.last[i]
+	}
+}
