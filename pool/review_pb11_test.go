@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,4 +88,56 @@ func TestReviewPB11_GiveBackAfterCloseByHolderPanics(t *testing.T) {
 		require.NotPanics(t, r.Destroy)
 		l.check(t)
 	})
+}
+
+// Regression: MinIdle was topped up only when an Acquire took the idle
+// resources below it (a wake-up then, useless when the pool was full) and at
+// each HealthCheckPeriod. A place freed later, by a Destroy, a Release past
+// MaxLifetime or a failed HealthCheck at Acquire, woke nobody: a pool of
+// MaxSize 1 and MinIdle 1 whose resource was destroyed kept no resource
+// ready for a whole period (a minute by default; an hour here), though
+// Config.MinIdle promises idle resources "kept ready, made in the
+// background". Right: a close that frees a place the pool needs for MinIdle
+// wakes the background goroutine, as the Acquire did.
+func TestReviewPB11_MinIdleRefilledAfterClose(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(*Config[*conn])
+		giveUp func(*Resource[*conn])
+	}{
+		{"Destroy", nil, (*Resource[*conn]).Destroy},
+		{"ReleasePastLifetime", func(c *Config[*conn]) {
+			c.MaxLifetime = time.Minute
+			c.MaxLifetimeJitter = NoLifetimeJitter
+		}, func(r *Resource[*conn]) {
+			time.Sleep(2 * time.Minute)
+			r.Release()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLedger()
+				cfg := l.config(1)
+				cfg.MinIdle = 1
+				cfg.HealthCheckPeriod = time.Hour
+				if tc.setup != nil {
+					tc.setup(&cfg)
+				}
+				p := mustNew(t, cfg)
+				synctest.Wait()
+				require.Equal(t, 1, p.Stats().Idle, "not topped up at start")
+				r, err := p.Acquire(t.Context())
+				require.NoError(t, err)
+				synctest.Wait()
+				tc.giveUp(r)
+				synctest.Wait()
+				// assert, not require: the pool must still be closed,
+				// or its goroutine would outlive the bubble.
+				assert.Equal(t, 1, p.Stats().Idle, "MinIdle not topped up after the place freed: %+v", p.Stats())
+				require.NoError(t, p.Close(t.Context()))
+				l.check(t)
+			})
+		})
+	}
 }
