@@ -356,6 +356,17 @@ func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
 	return v, false, err
 }
 
+// refillLocked wakes the maintainer if the idle resources, with those being
+// made, are below MinIdle: a place just freed (a Destroy, a Release past
+// MaxLifetime, a failed check) may be the one the top-up lacked when an
+// Acquire took the idle ones below MinIdle, with the pool full; without this
+// the top-up would wait for the next HealthCheckPeriod. p.q must be locked.
+func (p *Pool[T]) refillLocked() {
+	if p.cfg.MinIdle > 0 && !p.closed && len(p.idle)+p.making < p.cfg.MinIdle {
+		p.wake()
+	}
+}
+
 // wake makes the maintainer look early, to top MinIdle up.
 func (p *Pool[T]) wake() {
 	select {
@@ -447,6 +458,13 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	}
 
 	p.q.Lock()
+	// This top-up answers the wake-ups sent meanwhile, by the closes of
+	// this very sweep among others: left, one would run the next sweep at
+	// once, and health-check again every idle resource just checked.
+	select {
+	case <-p.kick:
+	default:
+	}
 	for !p.closed && len(p.idle)+p.making < p.cfg.MinIdle && p.totalLocked() < p.cfg.MaxSize {
 		p.startMaking(context.Background())
 	}

@@ -245,6 +245,7 @@ func (p *Pool[T]) closeQuietly(r *Resource[T]) {
 			p.stats.CloseErrors++
 		}
 		p.fillLocked(context.Background())
+		p.refillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
 	}()
