@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -140,4 +141,54 @@ func TestReviewPB11_MinIdleRefilledAfterClose(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Regression: the background sweep took every idle resource due for a
+// HealthCheck out of the pool at once, counted as in use, then checked them
+// one after the other. While the first check ran (up to HealthCheckTimeout,
+// 5 seconds by default, for a backend that hangs), an Acquire found no idle
+// resource and the pool full, and waited, though the others sat healthy and
+// unchecked; each was handed out only once the checks before it had ended,
+// and Stats showed them all in use. Right: the sweep takes out only the
+// resource it is checking; the others stay idle, for an Acquire to take
+// (and check itself, if due).
+func TestReviewPB11_SweepLeavesUncheckedResourcesIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger()
+		cfg := l.config(3)
+		cfg.HealthCheckPeriod = time.Minute
+		cfg.HealthCheckTimeout = time.Hour
+		gate := make(chan struct{})
+		var slowOnce atomic.Bool
+		cfg.HealthCheck = func(ctx context.Context, c *conn) error {
+			if c.id == 1 && slowOnce.CompareAndSwap(false, true) {
+				<-gate // the backend hangs on this one
+			}
+			return nil
+		}
+		p := mustNew(t, cfg)
+		rs := acquireN(t, p, 3)
+		for _, r := range rs { // idle oldest first: conn 1 is checked first
+			r.Release()
+		}
+		time.Sleep(time.Minute + time.Second) // the sweep runs, and hangs on conn 1
+		synctest.Wait()
+		s := p.Stats()
+		assert.Equal(t, 2, s.Idle, "resources not under a check are idle: %+v", s)
+		assert.Equal(t, 1, s.InUse, "%+v", s)
+
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		r, err := p.Acquire(ctx)
+		cancel()
+		if assert.NoError(t, err, "Acquire waited for the sweep's check of another resource") {
+			assert.NotEqual(t, 1, r.Value().id)
+			r.Release()
+		}
+		close(gate)
+		synctest.Wait()
+		requireWhole(t, p)
+		require.Equal(t, 3, p.Stats().Idle)
+		require.NoError(t, p.Close(t.Context()))
+		l.check(t)
+	})
 }
