@@ -23,8 +23,8 @@ import (
 //
 // A hook that calls Close is as a function of Config that does (see Close):
 // Close waits for what the hook's goroutine holds (the resource OnAcquire's
-// Acquire is about to return, the checks of the sweep still to run), and so
-// returns only when its ctx ends.
+// Acquire is about to return), or for that goroutine to end (the sweep's),
+// and so returns only when its ctx ends.
 //
 // The events of one resource may be told out of order: the Acquire handed
 // a resource fresh from New may tell OnAcquire, and even Destroy it and

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/ctxsync/ctxsync/breaker"
@@ -399,7 +400,7 @@ func (p *Pool[T]) maintain() {
 // used lately, and makes resources until MinIdle are idle or being made.
 func (p *Pool[T]) sweep(ctx context.Context) {
 	now := p.now()
-	var expired, check []*Resource[T]
+	var expired, due []*Resource[T]
 	p.q.Lock()
 	if p.closed {
 		p.q.Unlock()
@@ -415,46 +416,35 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	}()
 	keep := p.idle[:0]
 	for _, r := range p.idle {
-		switch reason := p.expiry(r, now); {
-		case reason != 0:
+		if reason := p.expiry(r, now); reason != 0 {
 			p.retireLocked(r, reason)
 			expired = append(expired, r)
-		case p.cfg.HealthCheck != nil && idleFor(r, now) >= int64(p.cfg.HealthCheckSkip):
-			// Out of the pool for its check, counted as in use so that
-			// MaxSize and Close account for it. Close does not take it
-			// from us, even when it gives up waiting: the check's end
-			// hands it back, and it is closed then.
-			r.state = stateChecked
-			p.inUse++
-			check = append(check, r)
-		default:
-			keep = append(keep, r)
+			continue
 		}
+		if p.cfg.HealthCheck != nil && idleFor(r, now) >= int64(p.cfg.HealthCheckSkip) {
+			// Due for a check, but left idle until its turn: taken out
+			// all at once, the resources would wait out each other's
+			// checks (a hung backend's, up to HealthCheckTimeout each)
+			// while Acquires, finding none idle and the pool full,
+			// waited with them.
+			due = append(due, r)
+		}
+		keep = append(keep, r)
 	}
 	clear(p.idle[len(keep):])
 	p.idle = keep
 	p.fillLocked(context.Background())
 	p.q.Unlock()
 
-	// Should Close or HealthCheck panic, the resources still to be checked
-	// go back before the panic goes on (see Pool).
-	i := -1 // the check under way; -1 while the expired ones are closed
-	defer func() {
-		if i < len(check) {
-			p.unsweep(check[i+1:])
-		}
-	}()
 	p.closeValues(expired)
-	for i = 0; i < len(check); i++ {
-		if p.isClosed() {
-			// Closed meanwhile (a check or a Close may even have closed
-			// it): no more checks on values about to be closed.
-			rest := check[i:]
-			i = len(check)
-			p.unsweep(rest)
-			break
+	for _, r := range due {
+		if !p.takeForCheck(r, now) {
+			if p.isClosed() {
+				break // no more checks on values about to be closed
+			}
+			continue
 		}
-		p.sweepCheck(ctx, check[i])
+		p.sweepCheck(ctx, r)
 	}
 
 	p.q.Lock()
@@ -504,15 +494,25 @@ func (p *Pool[T]) isClosed() bool {
 	return p.closed
 }
 
-// unsweep gives back the resources a sweep took for checks it will not run.
-func (p *Pool[T]) unsweep(rs []*Resource[T]) {
-	var closed []*Resource[T]
+// takeForCheck takes r out of the idle resources for the sweep's check, if
+// it is still idle, still due at now (an Acquire may have taken it, and
+// used it, or checked it, since the sweep looked), and the pool is open. It
+// is then counted as in use, so that MaxSize and Close account for it. Close
+// does not take it from the sweep, even when it gives up waiting: the
+// check's end hands it back, and it is closed then.
+func (p *Pool[T]) takeForCheck(r *Resource[T], now int64) bool {
 	p.q.Lock()
-	for _, r := range rs {
-		if p.releaseLocked(r) {
-			closed = append(closed, r)
-		}
+	defer p.q.Unlock()
+	if p.closed || r.state != stateIdle || idleFor(r, now) < int64(p.cfg.HealthCheckSkip) {
+		return false
 	}
-	p.q.Unlock()
-	p.closeValues(closed)
+	// The resources due are the least recently used: near the front.
+	i := slices.Index(p.idle, r)
+	if i < 0 {
+		panic("ctxsync: bug: idle resource not among the idle ones")
+	}
+	p.idle = slices.Delete(p.idle, i, i+1)
+	r.state = stateChecked
+	p.inUse++
+	return true
 }
