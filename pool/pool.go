@@ -26,7 +26,7 @@ type Stats struct {
 	Name string // Config.Name
 
 	Idle         int // resources ready in the pool
-	InUse        int // resources acquired and not yet released
+	InUse        int // resources acquired and not yet released, or under the background HealthCheck
 	Total        int // Idle + InUse + Constructing + Closing
 	Max          int // Config.MaxSize
 	MinIdle      int // Config.MinIdle
