@@ -192,3 +192,48 @@ func TestReviewPB11_SweepLeavesUncheckedResourcesIdle(t *testing.T) {
 		l.check(t)
 	})
 }
+
+// Regression: Close cancels the ctx of the background HealthCheck under way,
+// and a check that honours its ctx then fails with context.Canceled: the
+// sweep counted that resource as closed for failing its check
+// (Stats.ClosedHealth, Hooks.OnClose with ClosedHealth) and told
+// Hooks.OnHealthCheckFail "context canceled", so that every Close that
+// met a background check raised a false health failure on the dashboards.
+// The same check at Acquire, ended with its caller's ctx, is given the
+// benefit of the doubt and not told, and a resource checked at Acquire
+// when Close comes is closed for ClosedPool. Right: a background check
+// that failed as Close ended its ctx closes its resource for ClosedPool,
+// and is not told as a failed check.
+func TestReviewPB11_CloseDuringBackgroundCheckIsNoHealthFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		l := newLedger()
+		cfg := l.config(1)
+		cfg.HealthCheckPeriod = time.Minute
+		checking := make(chan struct{})
+		var block atomic.Bool
+		cfg.HealthCheck = func(ctx context.Context, _ *conn) error {
+			if !block.Load() {
+				return nil
+			}
+			close(checking)
+			<-ctx.Done() // a slow backend; Close cancels the check
+			return ctx.Err()
+		}
+		cfg.Hooks = rec.hooks()
+		p := mustNew(t, cfg)
+		acquireWithin(t, p).Release()
+		synctest.Wait()
+		rec.take()
+		block.Store(true)
+		time.Sleep(time.Minute) // the sweep checks the resource
+		<-checking
+		require.NoError(t, p.Close(t.Context()))
+		synctest.Wait()
+		s := p.Stats()
+		assert.Zero(t, s.ClosedHealth, "%+v", s)
+		assert.Equal(t, int64(1), s.ClosedPool, "%+v", s)
+		assert.Equal(t, []string{"close pool"}, rec.take())
+		l.check(t)
+	})
+}
