@@ -64,7 +64,9 @@ type Hooks struct {
 	// (and OnClose told), its place free: even one closed for the pool's
 	// Close meanwhile. A check that panicked is told with an error that
 	// says so. A check at Acquire that fails as the Acquire's ctx ends is
-	// not told: it may have failed for that, and its resource goes back.
+	// not told: it may have failed for that, and its resource goes back;
+	// nor is a background check that fails with the cancellation of its
+	// ctx by Close, whose resource is closed for ClosedPool.
 	OnHealthCheckFail func(error)
 }
 

@@ -467,6 +467,14 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 	failed := true
 	err := errHealthCheckPanicked
 	defer func() {
+		if cerr := ctx.Err(); failed && cerr != nil && errors.Is(err, cerr) {
+			// Only Close cancels ctx, the pool's own: a check that
+			// failed with that cancellation failed for it, not for the
+			// resource. Its resource goes back, and so is closed for
+			// the pool's Close, not told as a failed check. (A check
+			// that failed otherwise meanwhile is told, as every one.)
+			failed = false
+		}
 		p.q.Lock()
 		closeIt := true
 		if failed {
