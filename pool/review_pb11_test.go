@@ -237,3 +237,40 @@ func TestReviewPB11_CloseDuringBackgroundCheckIsNoHealthFailure(t *testing.T) {
 		l.check(t)
 	})
 }
+
+// pb11Key is a ctx value key for TestReviewPB11_NewGetsTheWaitersValues.
+type pb11Key struct{}
+
+// Regression: Config.New promises the values of the context of the Acquire
+// that asked for the resource (a trace span to hang New's under, say). But
+// when the Acquire waited in a full pool and a place freed later (a Destroy,
+// a failed New, a close), the call to New made for it was started there with
+// context.Background(): New saw none of the waiter's values. Right: the call
+// to New made for a waiting Acquire gets that Acquire's values, whoever
+// frees the place.
+func TestReviewPB11_NewGetsTheWaitersValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := make(chan any, 2)
+		p := mustNew(t, Config[int]{
+			MaxSize: 1,
+			New: func(ctx context.Context) (int, error) {
+				seen <- ctx.Value(pb11Key{})
+				return 1, nil
+			},
+		})
+		held, err := p.Acquire(context.WithValue(t.Context(), pb11Key{}, "holder"))
+		require.NoError(t, err)
+		require.Equal(t, "holder", <-seen)
+		got := make(chan *Resource[int])
+		go func() {
+			r, err := p.Acquire(context.WithValue(t.Context(), pb11Key{}, "waiter"))
+			assert.NoError(t, err)
+			got <- r
+		}()
+		synctest.Wait() // the waiter is queued, the pool full
+		held.Destroy()  // frees the place: New is called for the waiter
+		(<-got).Release()
+		assert.Equal(t, "waiter", <-seen, "New for a waiting Acquire lacks its ctx's values")
+		require.NoError(t, p.Close(t.Context()))
+	})
+}
