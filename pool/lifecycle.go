@@ -40,7 +40,7 @@ func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
 		return true
 	}
 	p.closeLocked(r, reason)
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 	p.closeValue(r)
 	return true
@@ -157,7 +157,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}
 	p.stats.AcquireCount--
 	p.closeLocked(r, ClosedHealth)
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 	p.closeFailed(r, err)
 	return false, nil
@@ -209,7 +209,7 @@ func (p *Pool[T]) checkPanicked(r *Resource[T]) {
 		p.closeLocked(r, ClosedPool)
 	} else {
 		p.closeLocked(r, ClosedHealth)
-		p.fillLocked(context.Background())
+		p.fillLocked()
 	}
 	p.q.Unlock()
 	p.closeFailed(r, errHealthCheckPanicked)
@@ -228,10 +228,21 @@ func (p *Pool[T]) healthCheck(ctx context.Context, r *Resource[T]) error {
 }
 
 // fillLocked starts making resources for the waiters that no call to New
-// under way will serve, while the pool has room. p.q must be locked.
-func (p *Pool[T]) fillLocked(ctx context.Context) {
-	for p.q.Len() > p.making && p.totalLocked() < p.cfg.MaxSize && !p.closed {
-		p.startMaking(ctx)
+// under way will serve, while the pool has room, each with the values of the
+// ctx of the waiter it is made for (see Config.New), whoever freed the
+// place. p.q must be locked.
+func (p *Pool[T]) fillLocked() {
+	if p.q.Len() <= p.making || p.totalLocked() >= p.cfg.MaxSize || p.closed {
+		return // the common case: no queue walk
+	}
+	// A resource goes to the oldest waiter: the calls under way serve the
+	// first p.making of them.
+	w := p.q.Front()
+	for i := 0; i < p.making && w != nil; i++ {
+		w = p.q.Next(w)
+	}
+	for ; w != nil && p.totalLocked() < p.cfg.MaxSize; w = p.q.Next(w) {
+		p.startMaking(w.Val.ask)
 	}
 }
 
@@ -279,7 +290,7 @@ func (p *Pool[T]) make(parent context.Context) {
 			}
 			p.q.Grant(w, h)
 		}
-		p.fillLocked(context.Background())
+		p.fillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
 	}()
@@ -300,7 +311,7 @@ func (p *Pool[T]) make(parent context.Context) {
 		if w := p.errWaiterLocked(); w != nil {
 			p.q.Grant(w, handoff[T]{err: err})
 		}
-		p.fillLocked(context.Background())
+		p.fillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
 		return
@@ -433,7 +444,7 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	}
 	clear(p.idle[len(keep):])
 	p.idle = keep
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 
 	p.closeValues(expired)
@@ -479,7 +490,7 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 		closeIt := true
 		if failed {
 			p.closeLocked(r, ClosedHealth)
-			p.fillLocked(context.Background())
+			p.fillLocked()
 		} else {
 			closeIt = p.releaseLocked(r)
 		}

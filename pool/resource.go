@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -118,7 +117,7 @@ func (r *Resource[T]) Release() {
 		p.closeLocked(r, ClosedPool)
 	} else if r.expires != 0 && now >= r.expires {
 		p.closeLocked(r, ClosedLifetime)
-		p.fillLocked(context.Background())
+		p.fillLocked()
 	} else {
 		r.lastUsed = now
 		if !p.releaseLocked(r) {
@@ -150,7 +149,7 @@ func (r *Resource[T]) Destroy() {
 		return
 	}
 	p.closeLocked(r, ClosedDestroy)
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 	p.closeValue(r)
 }
@@ -244,7 +243,7 @@ func (p *Pool[T]) closeQuietly(r *Resource[T]) {
 		if failed {
 			p.stats.CloseErrors++
 		}
-		p.fillLocked(context.Background())
+		p.fillLocked()
 		p.refillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
