@@ -93,8 +93,10 @@ type CreateEvent struct {
 	Name     string        // the pool's Config.Name, as in AcquireEvent
 	Duration time.Duration // how long New took
 	Err      error         // its error; nil if it made a resource
-	// Refused reports that Config.Breaker refused the call: New was not
-	// called, and Err is the breaker's *breaker.OpenError.
+	// Refused reports that New was not called, Config.Breaker having
+	// refused the call: Err is the breaker's *breaker.OpenError; or, when
+	// Close came as the call was about to be made, ctx.Err() of its
+	// cancelled ctx (a breaker does not call a function with a done ctx).
 	Refused bool
 }
 
