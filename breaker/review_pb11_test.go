@@ -47,8 +47,8 @@ func TestReviewPB11_TinyTimeWindowHoldsWindowDuration(t *testing.T) {
 // sent, so a ctx whose Err panics there reached the caller with the body
 // left open, where a RoundTripper must close the body of every request it
 // does not send; a panic at the ctx's next look, inside the breaker, did
-// close it. (adaptive.Transport covers both.) Right: the body is closed,
-// once, whichever look panics, and the host's breaker counts nothing.
+// close it. Right: the body is closed, once, whichever look panics, and the
+// host's breaker counts nothing.
 func TestReviewPB11_TransportCtxPanicClosesBody(t *testing.T) {
 	base := rtFunc(func(*http.Request) (*http.Response, error) { panic("sent") })
 	for at := int32(1); at <= 2; at++ {
