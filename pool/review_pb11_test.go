@@ -274,3 +274,47 @@ func TestReviewPB11_NewGetsTheWaitersValues(t *testing.T) {
 		require.NoError(t, p.Close(t.Context()))
 	})
 }
+
+// Regression: the resource that the top-up of MinIdle made goes to the
+// oldest waiting Acquire if one came meanwhile, as every new resource does;
+// but then the idle resources stayed below MinIdle, with room in the pool,
+// until the next HealthCheckPeriod: nothing woke the top-up again, and the
+// next Acquire waited for a call to New. Right: a new resource handed to a
+// waiter, leaving the idle ones below MinIdle, wakes the top-up.
+func TestReviewPB11_MinIdleRefilledAfterTopUpServedAWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gate atomic.Pointer[chan struct{}]
+		p := mustNew(t, Config[int]{
+			MaxSize: 3, MinIdle: 1, HealthCheckPeriod: time.Hour,
+			New: func(context.Context) (int, error) {
+				if g := gate.Load(); g != nil {
+					<-*g
+				}
+				return 1, nil
+			},
+		})
+		synctest.Wait()
+		require.Equal(t, 1, p.Stats().Idle, "not topped up at start")
+		g := make(chan struct{})
+		gate.Store(&g)
+		a1, err := p.Acquire(t.Context()) // takes the idle one: the top-up starts New
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, 1, p.Stats().Constructing)
+		got := make(chan *Resource[int])
+		go func() {
+			r, err := p.Acquire(t.Context()) // served by the top-up's resource
+			assert.NoError(t, err)
+			got <- r
+		}()
+		synctest.Wait()
+		gate.Store(nil)
+		close(g)
+		a2 := <-got
+		synctest.Wait()
+		assert.Equal(t, 1, p.Stats().Idle, "MinIdle not topped up again: %+v", p.Stats())
+		a1.Release()
+		a2.Release()
+		require.NoError(t, p.Close(t.Context()))
+	})
+}
