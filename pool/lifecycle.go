@@ -326,6 +326,9 @@ func (p *Pool[T]) make(parent context.Context) {
 	p.live[r] = struct{}{}
 	p.inUse++
 	closeIt := p.releaseLocked(r)
+	// Handed to a waiter, a resource the top-up made for MinIdle leaves
+	// the idle ones short: look again now, not at the next period.
+	p.refillLocked()
 	p.q.Unlock()
 	if closeIt {
 		p.closeValue(r)
@@ -371,8 +374,9 @@ func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
 // refillLocked wakes the maintainer if the idle resources, with those being
 // made, are below MinIdle: a place just freed (a Destroy, a Release past
 // MaxLifetime, a failed check) may be the one the top-up lacked when an
-// Acquire took the idle ones below MinIdle, with the pool full; without this
-// the top-up would wait for the next HealthCheckPeriod. p.q must be locked.
+// Acquire took the idle ones below MinIdle, with the pool full; and a
+// resource the top-up made may have gone to a waiter. Without this the
+// top-up would wait for the next HealthCheckPeriod. p.q must be locked.
 func (p *Pool[T]) refillLocked() {
 	if p.cfg.MinIdle > 0 && !p.closed && len(p.idle)+p.making < p.cfg.MinIdle {
 		p.wake()
