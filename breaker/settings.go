@@ -53,7 +53,8 @@ type Settings struct {
 	WindowDuration time.Duration
 
 	// WindowBuckets is the number of buckets of a time-based window, at
-	// most 1<<16. 0 means 10.
+	// most 1<<16. 0 means 10. A WindowDuration of fewer nanoseconds has
+	// one bucket per nanosecond.
 	WindowBuckets int
 
 	// MinimumCalls is the number of calls the window must hold before a rate

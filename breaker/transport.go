@@ -114,17 +114,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	// A done ctx fails before a breaker is made for a host that may be new:
-	// requests that are never sent should not push out the breakers held.
-	if err := req.Context().Err(); err != nil {
-		httpx.CloseBody(req)
-		return nil, err
-	}
-	if !httpx.WellFormed(req) {
-		// A request net/http will refuse to send is the caller's bug, not
-		// the host's failure: let Base refuse it, and count nothing.
-		return base.RoundTrip(req)
-	}
 	var (
 		resp *http.Response
 		sent bool
@@ -135,9 +124,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Settings' functions run after Base returned, as the outcome is
 		// recorded: if one panics, the panic goes on, and the response no
 		// one will see must not keep its connection. User code that runs
-		// before (Key, OnStateChange, Settings' functions on a refusal)
-		// may panic too: the request is not sent, and its body is closed
-		// as a RoundTripper must.
+		// before (the request's ctx, Key, OnStateChange, Settings'
+		// functions on a refusal) may panic too: the request is not sent,
+		// and its body is closed as a RoundTripper must.
 		if done {
 			return
 		}
@@ -148,6 +137,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			httpx.CloseBody(req)
 		}
 	}()
+	// A done ctx fails before a breaker is made for a host that may be new:
+	// requests that are never sent should not push out the breakers held.
+	if err := req.Context().Err(); err != nil {
+		done = true
+		httpx.CloseBody(req)
+		return nil, err
+	}
+	if !httpx.WellFormed(req) {
+		// A request net/http will refuse to send is the caller's bug, not
+		// the host's failure: let Base refuse it, and count nothing.
+		done = true // Base has the request, and closes its body
+		return base.RoundTrip(req)
+	}
 	b := t.breaker(t.key(req), true)
 	err := b.Execute(req.Context(), func(context.Context) error {
 		sent = true

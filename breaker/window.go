@@ -46,9 +46,13 @@ type bucket struct {
 
 func newWindow(s settings) *window {
 	if s.WindowDuration > 0 {
+		// A bucket lasts at least 1ns: a window shorter than that many
+		// nanoseconds gets fewer buckets, so that it spans WindowDuration
+		// rather than a nanosecond per bucket asked for.
+		n := min(int64(s.WindowBuckets), int64(s.WindowDuration))
 		w := &window{
-			bucketNs: max(1, int64(s.WindowDuration)/int64(s.WindowBuckets)),
-			buckets:  make([]bucket, s.WindowBuckets),
+			bucketNs: int64(s.WindowDuration) / n,
+			buckets:  make([]bucket, n),
 			latest:   math.MinInt64, // no time yet: the first is not stale
 		}
 		w.resetLocked()

@@ -13,9 +13,13 @@ import (
 // done; then it closes the resources still out, whose later Release or Destroy
 // does nothing, and returns ctx.Err(). A resource under a health check is
 // left to the check, whose end closes it: Config.Close never runs on a value
-// while Config.HealthCheck does. Close returns once the pool's goroutines
-// have ended, or ctx has (with ctx.Err()): New should honour its context.
-// Closing a closed pool waits again, as the first Close does.
+// while Config.HealthCheck does. Close returns once the pool's background
+// goroutine has ended and every call to New has returned, or ctx has (with
+// ctx.Err()): New should honour its context. The goroutine of a call to New
+// may still be telling Hooks.OnClose and Hooks.OnCreate of it then: they are
+// told once its place is free, so that they may call Close (see Hooks), and
+// Close does not wait for them. Closing a closed pool waits again, as the
+// first Close does.
 //
 // A Close called from a function of Config that the pool is running (a
 // HealthCheck, a Config.Close or a New, run for a caller or by the pool's own

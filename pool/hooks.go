@@ -23,8 +23,8 @@ import (
 //
 // A hook that calls Close is as a function of Config that does (see Close):
 // Close waits for what the hook's goroutine holds (the resource OnAcquire's
-// Acquire is about to return, the checks of the sweep still to run), and so
-// returns only when its ctx ends.
+// Acquire is about to return), or for that goroutine to end (the sweep's),
+// and so returns only when its ctx ends.
 //
 // The events of one resource may be told out of order: the Acquire handed
 // a resource fresh from New may tell OnAcquire, and even Destroy it and
@@ -64,7 +64,9 @@ type Hooks struct {
 	// (and OnClose told), its place free: even one closed for the pool's
 	// Close meanwhile. A check that panicked is told with an error that
 	// says so. A check at Acquire that fails as the Acquire's ctx ends is
-	// not told: it may have failed for that, and its resource goes back.
+	// not told: it may have failed for that, and its resource goes back;
+	// nor is a background check that fails with the cancellation of its
+	// ctx by Close, whose resource is closed for ClosedPool.
 	OnHealthCheckFail func(error)
 }
 
@@ -91,8 +93,10 @@ type CreateEvent struct {
 	Name     string        // the pool's Config.Name, as in AcquireEvent
 	Duration time.Duration // how long New took
 	Err      error         // its error; nil if it made a resource
-	// Refused reports that Config.Breaker refused the call: New was not
-	// called, and Err is the breaker's *breaker.OpenError.
+	// Refused reports that New was not called, Config.Breaker having
+	// refused the call: Err is the breaker's *breaker.OpenError; or, when
+	// Close came as the call was about to be made, ctx.Err() of its
+	// cancelled ctx (a breaker does not call a function with a done ctx).
 	Refused bool
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/ctxsync/ctxsync/breaker"
@@ -39,7 +40,7 @@ func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
 		return true
 	}
 	p.closeLocked(r, reason)
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 	p.closeValue(r)
 	return true
@@ -156,7 +157,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}
 	p.stats.AcquireCount--
 	p.closeLocked(r, ClosedHealth)
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 	p.closeFailed(r, err)
 	return false, nil
@@ -208,7 +209,7 @@ func (p *Pool[T]) checkPanicked(r *Resource[T]) {
 		p.closeLocked(r, ClosedPool)
 	} else {
 		p.closeLocked(r, ClosedHealth)
-		p.fillLocked(context.Background())
+		p.fillLocked()
 	}
 	p.q.Unlock()
 	p.closeFailed(r, errHealthCheckPanicked)
@@ -227,10 +228,21 @@ func (p *Pool[T]) healthCheck(ctx context.Context, r *Resource[T]) error {
 }
 
 // fillLocked starts making resources for the waiters that no call to New
-// under way will serve, while the pool has room. p.q must be locked.
-func (p *Pool[T]) fillLocked(ctx context.Context) {
-	for p.q.Len() > p.making && p.totalLocked() < p.cfg.MaxSize && !p.closed {
-		p.startMaking(ctx)
+// under way will serve, while the pool has room, each with the values of the
+// ctx of the waiter it is made for (see Config.New), whoever freed the
+// place. p.q must be locked.
+func (p *Pool[T]) fillLocked() {
+	if p.q.Len() <= p.making || p.totalLocked() >= p.cfg.MaxSize || p.closed {
+		return // the common case: no queue walk
+	}
+	// A resource goes to the oldest waiter: the calls under way serve the
+	// first p.making of them.
+	w := p.q.Front()
+	for i := 0; i < p.making && w != nil; i++ {
+		w = p.q.Next(w)
+	}
+	for ; w != nil && p.totalLocked() < p.cfg.MaxSize; w = p.q.Next(w) {
+		p.startMaking(w.Val.ask)
 	}
 }
 
@@ -278,7 +290,7 @@ func (p *Pool[T]) make(parent context.Context) {
 			}
 			p.q.Grant(w, h)
 		}
-		p.fillLocked(context.Background())
+		p.fillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
 	}()
@@ -299,7 +311,7 @@ func (p *Pool[T]) make(parent context.Context) {
 		if w := p.errWaiterLocked(); w != nil {
 			p.q.Grant(w, handoff[T]{err: err})
 		}
-		p.fillLocked(context.Background())
+		p.fillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
 		return
@@ -314,6 +326,9 @@ func (p *Pool[T]) make(parent context.Context) {
 	p.live[r] = struct{}{}
 	p.inUse++
 	closeIt := p.releaseLocked(r)
+	// Handed to a waiter, a resource the top-up made for MinIdle leaves
+	// the idle ones short: look again now, not at the next period.
+	p.refillLocked()
 	p.q.Unlock()
 	if closeIt {
 		p.closeValue(r)
@@ -356,6 +371,18 @@ func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
 	return v, false, err
 }
 
+// refillLocked wakes the maintainer if the idle resources, with those being
+// made, are below MinIdle: a place just freed (a Destroy, a Release past
+// MaxLifetime, a failed check) may be the one the top-up lacked when an
+// Acquire took the idle ones below MinIdle, with the pool full; and a
+// resource the top-up made may have gone to a waiter. Without this the
+// top-up would wait for the next HealthCheckPeriod. p.q must be locked.
+func (p *Pool[T]) refillLocked() {
+	if p.cfg.MinIdle > 0 && !p.closed && len(p.idle)+p.making < p.cfg.MinIdle {
+		p.wake()
+	}
+}
+
 // wake makes the maintainer look early, to top MinIdle up.
 func (p *Pool[T]) wake() {
 	select {
@@ -388,7 +415,7 @@ func (p *Pool[T]) maintain() {
 // used lately, and makes resources until MinIdle are idle or being made.
 func (p *Pool[T]) sweep(ctx context.Context) {
 	now := p.now()
-	var expired, check []*Resource[T]
+	var expired, due []*Resource[T]
 	p.q.Lock()
 	if p.closed {
 		p.q.Unlock()
@@ -404,49 +431,45 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	}()
 	keep := p.idle[:0]
 	for _, r := range p.idle {
-		switch reason := p.expiry(r, now); {
-		case reason != 0:
+		if reason := p.expiry(r, now); reason != 0 {
 			p.retireLocked(r, reason)
 			expired = append(expired, r)
-		case p.cfg.HealthCheck != nil && idleFor(r, now) >= int64(p.cfg.HealthCheckSkip):
-			// Out of the pool for its check, counted as in use so that
-			// MaxSize and Close account for it. Close does not take it
-			// from us, even when it gives up waiting: the check's end
-			// hands it back, and it is closed then.
-			r.state = stateChecked
-			p.inUse++
-			check = append(check, r)
-		default:
-			keep = append(keep, r)
+			continue
 		}
+		if p.cfg.HealthCheck != nil && idleFor(r, now) >= int64(p.cfg.HealthCheckSkip) {
+			// Due for a check, but left idle until its turn: taken out
+			// all at once, the resources would wait out each other's
+			// checks (a hung backend's, up to HealthCheckTimeout each)
+			// while Acquires, finding none idle and the pool full,
+			// waited with them.
+			due = append(due, r)
+		}
+		keep = append(keep, r)
 	}
 	clear(p.idle[len(keep):])
 	p.idle = keep
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 
-	// Should Close or HealthCheck panic, the resources still to be checked
-	// go back before the panic goes on (see Pool).
-	i := -1 // the check under way; -1 while the expired ones are closed
-	defer func() {
-		if i < len(check) {
-			p.unsweep(check[i+1:])
-		}
-	}()
 	p.closeValues(expired)
-	for i = 0; i < len(check); i++ {
-		if p.isClosed() {
-			// Closed meanwhile (a check or a Close may even have closed
-			// it): no more checks on values about to be closed.
-			rest := check[i:]
-			i = len(check)
-			p.unsweep(rest)
-			break
+	for _, r := range due {
+		if !p.takeForCheck(r, now) {
+			if p.isClosed() {
+				break // no more checks on values about to be closed
+			}
+			continue
 		}
-		p.sweepCheck(ctx, check[i])
+		p.sweepCheck(ctx, r)
 	}
 
 	p.q.Lock()
+	// This top-up answers the wake-ups sent meanwhile, by the closes of
+	// this very sweep among others: left, one would run the next sweep at
+	// once, and health-check again every idle resource just checked.
+	select {
+	case <-p.kick:
+	default:
+	}
 	for !p.closed && len(p.idle)+p.making < p.cfg.MinIdle && p.totalLocked() < p.cfg.MaxSize {
 		p.startMaking(context.Background())
 	}
@@ -459,11 +482,19 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 	failed := true
 	err := errHealthCheckPanicked
 	defer func() {
+		if cerr := ctx.Err(); failed && cerr != nil && errors.Is(err, cerr) {
+			// Only Close cancels ctx, the pool's own: a check that
+			// failed with that cancellation failed for it, not for the
+			// resource. Its resource goes back, and so is closed for
+			// the pool's Close, not told as a failed check. (A check
+			// that failed otherwise meanwhile is told, as every one.)
+			failed = false
+		}
 		p.q.Lock()
 		closeIt := true
 		if failed {
 			p.closeLocked(r, ClosedHealth)
-			p.fillLocked(context.Background())
+			p.fillLocked()
 		} else {
 			closeIt = p.releaseLocked(r)
 		}
@@ -486,15 +517,25 @@ func (p *Pool[T]) isClosed() bool {
 	return p.closed
 }
 
-// unsweep gives back the resources a sweep took for checks it will not run.
-func (p *Pool[T]) unsweep(rs []*Resource[T]) {
-	var closed []*Resource[T]
+// takeForCheck takes r out of the idle resources for the sweep's check, if
+// it is still idle, still due at now (an Acquire may have taken it, and
+// used it, or checked it, since the sweep looked), and the pool is open. It
+// is then counted as in use, so that MaxSize and Close account for it. Close
+// does not take it from the sweep, even when it gives up waiting: the
+// check's end hands it back, and it is closed then.
+func (p *Pool[T]) takeForCheck(r *Resource[T], now int64) bool {
 	p.q.Lock()
-	for _, r := range rs {
-		if p.releaseLocked(r) {
-			closed = append(closed, r)
-		}
+	defer p.q.Unlock()
+	if p.closed || r.state != stateIdle || idleFor(r, now) < int64(p.cfg.HealthCheckSkip) {
+		return false
 	}
-	p.q.Unlock()
-	p.closeValues(closed)
+	// The resources due are the least recently used: near the front.
+	i := slices.Index(p.idle, r)
+	if i < 0 {
+		panic("ctxsync: bug: idle resource not among the idle ones")
+	}
+	p.idle = slices.Delete(p.idle, i, i+1)
+	r.state = stateChecked
+	p.inUse++
+	return true
 }

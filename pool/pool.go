@@ -26,7 +26,7 @@ type Stats struct {
 	Name string // Config.Name
 
 	Idle         int // resources ready in the pool
-	InUse        int // resources acquired and not yet released
+	InUse        int // resources acquired and not yet released, or under the background HealthCheck
 	Total        int // Idle + InUse + Constructing + Closing
 	Max          int // Config.MaxSize
 	MinIdle      int // Config.MinIdle
@@ -156,11 +156,16 @@ type Pool[T any] struct {
 }
 
 // handoff is what a waiting Acquire receives: a resource, an error, or the
-// panic of the call to New made for it.
+// panic of the call to New made for it; and, while it waits, its ctx.
 type handoff[T any] struct {
 	r     *Resource[T]
 	err   error
 	panic *newPanic
+
+	// ask is the ctx of the waiting Acquire, while it is queued: a call to
+	// New made for it gets its values (see fillLocked). Every grant
+	// replaces it, so the pool keeps no caller's ctx once it is served.
+	ask context.Context
 }
 
 // A newPanic is what Acquire panics with when the call to Config.New that
@@ -330,8 +335,8 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		// Counted with the wait, whether for a release or a new resource,
 		// so that WaitDuration / WaitCount is the mean wait.
 		p.stats.WaitCount++
-		w := p.q.PushDone(done, handoff[T]{})
-		p.fillLocked(ctx)
+		w := p.q.PushDone(done, handoff[T]{ask: ctx})
+		p.fillLocked()
 		p.q.Unlock()
 		start := clock.Now() // off the lock: it costs more than the queueing
 

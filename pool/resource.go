@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -42,7 +41,7 @@ const (
 	stateIdle    resState = iota // in the pool
 	stateInUse                   // acquired
 	stateChecked                 // out of the pool for a health check, an Acquire's or the sweep's
-	stateClosed                  // closed; a late Release or Destroy is ignored
+	stateClosed                  // closed; a late Release or Destroy is ignored if closed for Pool.Close
 )
 
 // Value returns the resource. The zero Resource's is the zero T.
@@ -100,9 +99,9 @@ func formatStack(pcs []uintptr) string {
 // idle resources. A resource past MaxLifetime is closed instead. After Close
 // has closed r, Release does nothing.
 //
-// Release panics if r is not acquired: released already, say, or not from
-// Acquire. A panic of Config.Close, which Release may call, reaches the
-// caller once r's place in the pool is free.
+// Release panics if r is not acquired: released or destroyed already, say,
+// or not from Acquire. A panic of Config.Close, which Release may call,
+// reaches the caller once r's place in the pool is free.
 func (r *Resource[T]) Release() {
 	if r == nil || r.p == nil {
 		panic("pool: Release of a Resource not from Acquire")
@@ -118,7 +117,7 @@ func (r *Resource[T]) Release() {
 		p.closeLocked(r, ClosedPool)
 	} else if r.expires != 0 && now >= r.expires {
 		p.closeLocked(r, ClosedLifetime)
-		p.fillLocked(context.Background())
+		p.fillLocked()
 	} else {
 		r.lastUsed = now
 		if !p.releaseLocked(r) {
@@ -136,9 +135,9 @@ func (r *Resource[T]) Release() {
 // Destroy closes r instead of giving it back, for a resource that is broken;
 // its place in the pool frees. After Close has closed r, Destroy does nothing.
 //
-// Destroy panics if r is not acquired: released already, say, or not from
-// Acquire. A panic of Config.Close reaches the caller once r's place in the
-// pool is free.
+// Destroy panics if r is not acquired: released or destroyed already, say,
+// or not from Acquire. A panic of Config.Close reaches the caller once r's
+// place in the pool is free.
 func (r *Resource[T]) Destroy() {
 	if r == nil || r.p == nil {
 		panic("pool: Destroy of a Resource not from Acquire")
@@ -150,18 +149,27 @@ func (r *Resource[T]) Destroy() {
 		return
 	}
 	p.closeLocked(r, ClosedDestroy)
-	p.fillLocked(context.Background())
+	p.fillLocked()
 	p.q.Unlock()
 	p.closeValue(r)
 }
 
 // endUseLocked checks that r is acquired, and stops its leak report. It
-// returns false if Close closed r already. p.q must be locked.
+// returns false if r was closed for the pool's Close already. p.q must be
+// locked.
 func (r *Resource[T]) endUseLocked(fn string) bool {
 	switch r.state {
 	case stateInUse:
 	case stateClosed:
-		return false
+		// Closed for the pool's Close, by a Close that gave up waiting
+		// for r or by its holder's Release since: a late give-back is
+		// ignored, as Close promises. Closed by its holder otherwise
+		// (Destroy, a Release past MaxLifetime): given back already.
+		if r.closedFor == ClosedPool {
+			return false
+		}
+		r.p.q.Unlock()
+		panic("pool: " + fn + " of a resource not acquired (released already?)")
 	default:
 		r.p.q.Unlock()
 		panic("pool: " + fn + " of a resource not acquired (released already?)")
@@ -235,7 +243,8 @@ func (p *Pool[T]) closeQuietly(r *Resource[T]) {
 		if failed {
 			p.stats.CloseErrors++
 		}
-		p.fillLocked(context.Background())
+		p.fillLocked()
+		p.refillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
 	}()
