@@ -86,10 +86,14 @@ func TestReview11GoexitInPipelineKeepsNoPlace(t *testing.T) {
 		c := b.client(t)
 		h := new(goexitHook)
 		c.AddHook(h) // before the gate: the lone run passes it, then waits
-		g := newGate(c)
 		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 10, Prefix: b.prefix, MaxRoundTrips: 1,
 			Policy: FailClosed, Timeout: 2 * time.Second})
 		ctx := context.Background()
+		// Load the script: the lone run below must not send it again past
+		// the armed hook.
+		_, err := l.TakeContext(ctx, "warm", 1)
+		require.NoError(t, err)
+		g := newGate(c)
 		first := make(chan error, 1)
 		go func() {
 			_, err := l.TakeContext(ctx, "p", 1)
