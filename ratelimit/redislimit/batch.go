@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 
@@ -83,13 +84,24 @@ func (l *Limiter) roundTrip(parent context.Context, c *call) (int64, error) {
 	// the round trip's place when the client is done with it.
 	//
 	// A panic of the client reaches the caller if it is still waiting, and is
-	// lost if not: panicking in the goroutine would end the process.
+	// lost if not: panicking in the goroutine would end the process. A
+	// runtime.Goexit of the client (a hook's t.FailNow), for which recover
+	// finds nothing, is a round trip that Redis did not answer: without
+	// errGoexit, the zero reply would read as a grant.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer l.lone()
-		defer func() { c.panicked = recover() }()
+		returned := false
+		defer func() {
+			if !returned {
+				if c.panicked = recover(); c.panicked == nil {
+					c.err = errGoexit
+				}
+			}
+		}()
 		c.res, c.err = l.send(ctx, c)
+		returned = true
 	}()
 	select {
 	case <-done:
@@ -212,12 +224,28 @@ func (l *Limiter) roundTripEnded(running []*call) []*call {
 
 // pipeline runs batch, then the calls that queued meanwhile, until none waits.
 func (l *Limiter) pipeline(batch []*call) {
+	over := false
+	defer func() {
+		if !over {
+			// A client hook called runtime.Goexit in runBatch, which told
+			// its calls: this goroutine ends, and its round trip with it,
+			// its place passing to the calls queued (in a goroutine of
+			// their own) or freed. Kept, it would be lost for good, and
+			// with it every later call's turn.
+			l.roundTripEnded(nil)
+		}
+	}()
 	for batch != nil {
 		l.runBatch(batch)
 		clear(batch)
 		batch = l.roundTripEnded(batch)
 	}
+	over = true
 }
+
+// errGoexit is the error of a round trip in which a client hook called
+// runtime.Goexit: Redis did not answer, and the call follows the Policy.
+var errGoexit = errors.New("redislimit: a client hook called runtime.Goexit")
 
 // runBatch runs every call of batch in one pipeline, and tells each call its
 // result. The pipeline carries no caller's context: it serves them all, and
@@ -226,14 +254,23 @@ func (l *Limiter) runBatch(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	told := 0 // calls told their result
+	returned := false
 	defer func() {
 		// A panic of the client goes to every caller still waiting, and
-		// the pipeline goes on with the calls queued meanwhile.
-		if p := recover(); p != nil {
-			for _, c := range batch[told:] {
+		// the pipeline goes on with the calls queued meanwhile. A Goexit
+		// (for which recover finds nothing) ends the goroutine: its
+		// callers get errGoexit, and pipeline passes the place on.
+		if returned {
+			return
+		}
+		p := recover()
+		for _, c := range batch[told:] {
+			if p != nil {
 				c.panicked = p
-				close(c.done)
+			} else {
+				c.err = errGoexit
 			}
+			close(c.done)
 		}
 	}()
 	cmds := make([]redis.Cmder, len(batch))
@@ -288,6 +325,7 @@ func (l *Limiter) runBatch(batch []*call) {
 		told++
 		close(c.done)
 	}
+	returned = true
 }
 
 // honoursDeadlines reports whether c gives up when a context's deadline
