@@ -134,11 +134,15 @@ func (l *limit) remaining(debt int64) int64 {
 	return int64(math.Floor((l.tolerance - float64(debt)) / l.interval))
 }
 
+// window is the time the limit takes to refill from empty: the Window of
+// its Decisions.
+func (l *limit) window() time.Duration { return time.Duration(l.tolerance * 1e3) }
+
 func (l *limit) decision(allowed bool, remaining, retryUs, resetUs int64) ratelimit.Decision {
 	d := ratelimit.Decision{
 		Allowed:    allowed,
 		Limit:      l.burst,
-		Window:     time.Duration(l.tolerance * 1e3),
+		Window:     l.window(),
 		Remaining:  int(max(0, remaining)),
 		RetryAfter: time.Duration(retryUs) * time.Microsecond,
 		ResetAfter: time.Duration(resetUs) * time.Microsecond,

@@ -125,7 +125,8 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 // If Redis fails to answer within the Timeout, the decision follows the
 // Policy and the error, which matches ErrUnavailable, says why: a caller may
 // act on the decision alone. FailOpen's Decision has a Remaining of
-// ratelimit.Unknown; FailClosed's a RetryAfter of the Timeout; FailLocal's is
+// ratelimit.Unknown; FailClosed's a RetryAfter and ResetAfter of the
+// Timeout; both have the Limit and Window of Rate and Burst. FailLocal's is
 // the in-process bucket's. If ctx ends first, TakeContext returns ctx.Err()
 // and a zero Decision.
 //
@@ -177,13 +178,20 @@ func (l *Limiter) take(ctx context.Context, key string, n int, fn string) (ratel
 // fail decides by the Policy after Redis failed with err.
 func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error) {
 	err = l.failed(key, err)
+	// The Limit comes with its Window, which the Config gives: a quota of
+	// Burst per no time at all is what Middleware's headers would say. A
+	// refusal is not full again before it may ask again: a client that
+	// reads the reset header would come back at once, in a loop, for as
+	// long as Redis is down.
+	window := l.window()
 	switch l.policy {
 	case FailClosed:
-		return ratelimit.Decision{Allowed: false, Limit: l.burst, Remaining: 0, RetryAfter: l.timeout}, err
+		return ratelimit.Decision{Allowed: false, Limit: l.burst, Window: window, Remaining: 0,
+			RetryAfter: l.timeout, ResetAfter: l.timeout}, err
 	case FailLocal:
 		return l.local.Take(key, n), err
 	default:
-		return ratelimit.Decision{Allowed: true, Limit: l.burst, Remaining: ratelimit.Unknown}, err
+		return ratelimit.Decision{Allowed: true, Limit: l.burst, Window: window, Remaining: ratelimit.Unknown}, err
 	}
 }
 
