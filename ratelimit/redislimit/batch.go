@@ -243,6 +243,20 @@ func (l *Limiter) pipeline(batch []*call) {
 	over = true
 }
 
+// errNoReply is the error of a command that a pipeline left without a reply
+// and a hook without an error.
+var errNoReply = errors.New("redislimit: no reply in the pipeline")
+
+// delArgs returns the arguments of DEL of keys.
+func delArgs(keys []string) []any {
+	args := make([]any, 1+len(keys))
+	args[0] = "del"
+	for i, k := range keys {
+		args[i+1] = k
+	}
+	return args
+}
+
 // errGoexit is the error of a round trip in which a client hook called
 // runtime.Goexit: Redis did not answer, and the call follows the Policy.
 var errGoexit = errors.New("redislimit: a client hook called runtime.Goexit")
@@ -273,18 +287,23 @@ func (l *Limiter) runBatch(batch []*call) {
 			close(c.done)
 		}
 	}()
-	cmds := make([]redis.Cmder, len(batch))
+	// Every command is a *redis.Cmd, DEL included, so that one without a
+	// reply shows: go-redis gives Redis's nil as redis.Nil, and leaves the
+	// commands of a pipeline that a hook failed without sending it with no
+	// value and no error. An IntCmd's 0 would read as "nothing deleted".
+	cmds := make([]*redis.Cmd, len(batch))
 	keys := make([][]string, len(batch))
+	failed := make([]error, len(batch)) // the error of the pipeline that carried each
 	script := gcra
 	if l.more != nil {
 		script = gcraAll
 	}
 	send := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) {
-		_, _ = l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range which {
 				switch {
 				case batch[i].reset:
-					cmds[i] = p.Del(ctx, keys[i]...)
+					cmds[i] = p.Do(ctx, delArgs(keys[i])...)
 				case l.more == nil:
 					cmds[i] = eval(ctx, p, keys[i], l.tolArg, l.increment(batch[i].n))
 				default:
@@ -293,6 +312,9 @@ func (l *Limiter) runBatch(batch []*call) {
 			}
 			return nil
 		})
+		for _, i := range which {
+			failed[i] = err
+		}
 	}
 	all := make([]int, len(batch))
 	for i, c := range batch {
@@ -304,7 +326,7 @@ func (l *Limiter) runBatch(batch []*call) {
 	// with the calls it refused.
 	again := all[:0]
 	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			again = append(again, i)
 		}
 	}
@@ -312,15 +334,19 @@ func (l *Limiter) runBatch(batch []*call) {
 		send(script.Eval, again)
 	}
 	for i, c := range batch {
-		switch cmd := cmds[i].(type) {
-		case *redis.Cmd:
-			if l.more == nil {
-				c.res, c.err = cmd.Int64()
-			} else {
-				c.all, c.err = cmd.Int64Slice()
+		cmd := cmds[i]
+		switch {
+		case cmd.Val() == nil && cmd.Err() == nil:
+			// No reply: a hook failed the pipeline without a word to its
+			// commands. A Reset must not say it deleted the key.
+			c.err = failed[i]
+			if c.err == nil {
+				c.err = errNoReply
 			}
-		case *redis.IntCmd:
-			c.res, c.err = cmd.Result()
+		case l.more == nil || c.reset:
+			c.res, c.err = cmd.Int64()
+		default:
+			c.all, c.err = cmd.Int64Slice()
 		}
 		told++
 		close(c.done)
