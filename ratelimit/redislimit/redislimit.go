@@ -130,6 +130,12 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 // the in-process bucket's. If ctx ends first, TakeContext returns ctx.Err()
 // and a zero Decision.
 //
+// A call that gives up (its ctx ended, or the Timeout passed) while its
+// round trip is under way may yet have its events taken by Redis: they then
+// count against the limit for nobody, until the bucket refills. They are not
+// given back: Redis's answer may never come, and a give-back after others
+// have taken could give back more than the call took, and exceed the limit.
+//
 // More events than the Burst are never allowed, whatever the Policy: the
 // Decision says what the bucket holds, with a RetryAfter of ratelimit.Never.
 //
@@ -209,7 +215,8 @@ func (l *Limiter) failed(key string, err error) error {
 // so: it is TakeContext's Decision.Allowed. If Redis fails to answer within
 // the Timeout, the answer follows the Policy and the error, which matches
 // ErrUnavailable, says why; if ctx ends first, AllowN returns false and
-// ctx.Err().
+// ctx.Err(). A call that gives up during its round trip may have its events
+// taken for nobody, as TakeContext says.
 //
 // AllowN panics if key is empty or n is below 1.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (bool, error) {
@@ -238,7 +245,8 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // before an older waiter. It fails at once with ratelimit.ErrExceedsBurst if n
 // is above the burst, and with ratelimit.ErrWouldExceedDeadline once the
 // events cannot come before the deadline of ctx. Otherwise, on failure, it
-// returns ctx.Err().
+// returns ctx.Err(); if ctx ended during a round trip, the events of that
+// attempt may have been taken for nobody, as TakeContext says.
 //
 // While Redis is down, WaitN follows the Policy: FailOpen grants at once;
 // FailLocal grants when the in-process bucket has the events. When nothing
