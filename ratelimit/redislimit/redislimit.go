@@ -260,7 +260,12 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 //
 // WaitN panics if key is empty or n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
-	l.checkKeyN(key, n, "WaitN")
+	return l.waitN(ctx, key, n, "WaitN")
+}
+
+// waitN is WaitN, with the name of the caller for a panic.
+func (l *Limiter) waitN(ctx context.Context, key string, n int, fn string) error {
+	l.checkKeyN(key, n, fn)
 	// ctx first: a nil one panics and a done one fails whatever n is, as in
 	// ratelimit's WaitN.
 	if err := ctxErr(ctx); err != nil {
@@ -379,13 +384,23 @@ type Handle struct {
 }
 
 // AllowN reports whether n events may happen now, and takes them if so.
-func (h *Handle) AllowN(n int) bool { return h.limiter().Take(h.key, n).Allowed }
+// It panics if n is below 1.
+func (h *Handle) AllowN(n int) bool { return h.take(n, "Handle.AllowN").Allowed }
 
 // Take is AllowN with the details of the decision.
-func (h *Handle) Take(n int) ratelimit.Decision { return h.limiter().Take(h.key, n) }
+func (h *Handle) Take(n int) ratelimit.Decision { return h.take(n, "Handle.Take") }
 
 // WaitN waits until n events may happen, as Limiter.WaitN does.
-func (h *Handle) WaitN(ctx context.Context, n int) error { return h.limiter().WaitN(ctx, h.key, n) }
+func (h *Handle) WaitN(ctx context.Context, n int) error {
+	return h.limiter().waitN(ctx, h.key, n, "Handle.WaitN")
+}
+
+// take is the Limiter's Take, with the name of the Handle's method for a
+// panic: the caller's misuse names the call it made.
+func (h *Handle) take(n int, fn string) ratelimit.Decision {
+	d, _ := h.limiter().take(context.Background(), h.key, n, fn)
+	return d
+}
 
 // limiter returns h's Limiter, or panics if h is the zero Handle.
 func (h *Handle) limiter() *Limiter {
