@@ -249,6 +249,9 @@ func New(cfg Config) (*Limiter, error) {
 			// minutes at least.
 			ttl = max(ttl, time.Duration(math.Ceil(float64(burst)*1e9/rate))+time.Second)
 			shares = append(shares, share{rate, burst})
+			if i == 0 || burst < l.localMost {
+				l.localMost = burst
+			}
 		}
 		l.local = ratelimit.NewKeyed(func(string) ratelimit.Taker {
 			if len(shares) == 1 {

@@ -81,6 +81,10 @@ type Limiter struct {
 	failures atomic.Int64
 	batch    batcher
 
+	// localMost is the least burst of FailLocal's in-process buckets: a
+	// call for more is never granted by them.
+	localMost int
+
 	// ctxTimeouts reports that the client honours context deadlines
 	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
 	// itself. Otherwise a call runs in a goroutine that we stop waiting for.
@@ -127,7 +131,9 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 // act on the decision alone. FailOpen's Decision has a Remaining of
 // ratelimit.Unknown; FailClosed's a RetryAfter and ResetAfter of the
 // Timeout; both have the Limit and Window of Rate and Burst. FailLocal's is
-// the in-process bucket's. If ctx ends first, TakeContext returns ctx.Err()
+// the in-process bucket's, but for more events than that bucket ever holds
+// (LocalShare of the Burst) a RetryAfter of the Timeout rather than Never:
+// Redis back may grant them. If ctx ends first, TakeContext returns ctx.Err()
 // and a zero Decision.
 //
 // A call that gives up (its ctx ended, or the Timeout passed) while its
@@ -195,7 +201,16 @@ func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error)
 		return ratelimit.Decision{Allowed: false, Limit: l.burst, Window: window, Remaining: 0,
 			RetryAfter: l.timeout, ResetAfter: l.timeout}, err
 	case FailLocal:
-		return l.local.Take(key, n), err
+		d := l.local.Take(key, n)
+		if d.RetryAfter == ratelimit.Never {
+			// n is within the Burst (take refuses more before asking),
+			// above the local burst: no wait of the local bucket grants
+			// it, but Redis back may. Never would say no wait ever does,
+			// and Middleware would send no Retry-After: ask again after
+			// the Timeout, as FailClosed says.
+			d.RetryAfter = l.timeout
+		}
+		return d, err
 	default:
 		return ratelimit.Decision{Allowed: true, Limit: l.burst, Window: window, Remaining: ratelimit.Unknown}, err
 	}
@@ -292,7 +307,7 @@ func (l *Limiter) waitN(ctx context.Context, key string, n int, fn string) error
 		wait, known := d.RetryAfter, true
 		if err == nil {
 			backoff = 0
-		} else if l.policy == FailClosed || wait < 0 {
+		} else if l.policy == FailClosed || wait < 0 || (l.policy == FailLocal && n > l.localMost) {
 			// A guess, not a promise: back off, and wait for ctx to end
 			// rather than fail with ErrWouldExceedDeadline.
 			backoff = l.nextBackoff(backoff)
