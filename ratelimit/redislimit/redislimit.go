@@ -102,9 +102,9 @@ const (
 	errZeroHandle  = "redislimit: use Limiter.For; the zero Handle is not usable"
 )
 
-// check panics if l is the zero Limiter.
+// check panics if l is the zero Limiter, or nil.
 func (l *Limiter) check() {
-	if l.client == nil {
+	if l == nil || l.client == nil {
 		panic(errZeroLimiter)
 	}
 }
@@ -375,7 +375,12 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // stall of Redis under load counts every call made meanwhile, not the round
 // trips. A call whose ctx ended, and Reset, do not count. OnError hears of
 // the same failures.
-func (l *Limiter) Failures() int64 { return l.failures.Load() }
+func (l *Limiter) Failures() int64 {
+	if l == nil {
+		panic(errZeroLimiter) // the zero Limiter has none; a nil one is a bug
+	}
+	return l.failures.Load()
+}
 
 // For returns a handle on one key: a ratelimit.Limiter and ratelimit.Taker,
 // to use wherever one is expected.
@@ -417,9 +422,9 @@ func (h *Handle) take(n int, fn string) ratelimit.Decision {
 	return d
 }
 
-// limiter returns h's Limiter, or panics if h is the zero Handle.
+// limiter returns h's Limiter, or panics if h is the zero Handle, or nil.
 func (h *Handle) limiter() *Limiter {
-	if h.l == nil {
+	if h == nil || h.l == nil {
 		panic(errZeroHandle)
 	}
 	return h.l
