@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ import (
 // at once, in a loop, for as long as Redis is down. The Window is the
 // Limiter's own; a refusal's ResetAfter is no sooner than its RetryAfter.
 func TestReview11PolicyDecisionsStateTheWindow(t *testing.T) {
-	gone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), MaxRetries: -1})
+	gone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // nothing listens, and no other test can start a server there
 	t.Cleanup(func() { _ = gone.Close() })
 	for _, p := range []Policy{FailOpen, FailClosed} {
 		l := newLimiter(t, Config{Client: gone, Rate: 1, Burst: 10, Policy: p, Timeout: 50 * time.Millisecond})
