@@ -2,14 +2,18 @@ package redislimit
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -81,4 +85,42 @@ func TestReview11ClusterKeysShareASlot(t *testing.T) {
 		require.False(t, d.Allowed, "key %q: past the burst of 2, allowed", key)
 	}
 	require.Zero(t, l.Failures())
+}
+
+// TestReview11ClusterRoundTrips: on Redis Cluster (a ClusterClient), keys
+// whose hash tag is not empty are limited exactly, one limit or several,
+// through lone round trips and pipelines, across a SCRIPT FLUSH of every
+// node, and Reset works.
+func TestReview11ClusterRoundTrips(t *testing.T) {
+	c := clusterRedis(t)
+	ctx := context.Background()
+	for _, limits := range [][]Limit{nil, {{Rate: 1e-3, Burst: 30}}} {
+		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 20, MaxRoundTrips: 1, Limits: limits,
+			Prefix: fmt.Sprintf("cluster%d:", len(limits))})
+		var granted atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				for i := range 10 {
+					if g == 0 && i == 5 {
+						assert.NoError(t, c.ForEachShard(ctx, func(ctx context.Context, s *redis.Client) error {
+							return s.ScriptFlush(ctx).Err()
+						}))
+					}
+					d, err := l.TakeContext(ctx, fmt.Sprintf("k%d", i%3), 1)
+					assert.NoError(t, err)
+					if d.Allowed {
+						granted.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		require.EqualValues(t, 3*20, granted.Load(), "Limits %v: 3 keys, bursts of 20", limits)
+		require.NoError(t, l.Reset(ctx, "k1"))
+		d, err := l.TakeContext(ctx, "k1", 20)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "a whole burst after Reset")
+		require.Zero(t, l.Failures())
+	}
 }
