@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 
@@ -83,13 +84,24 @@ func (l *Limiter) roundTrip(parent context.Context, c *call) (int64, error) {
 	// the round trip's place when the client is done with it.
 	//
 	// A panic of the client reaches the caller if it is still waiting, and is
-	// lost if not: panicking in the goroutine would end the process.
+	// lost if not: panicking in the goroutine would end the process. A
+	// runtime.Goexit of the client (a hook's t.FailNow), for which recover
+	// finds nothing, is a round trip that Redis did not answer: without
+	// errGoexit, the zero reply would read as a grant.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer l.lone()
-		defer func() { c.panicked = recover() }()
+		returned := false
+		defer func() {
+			if !returned {
+				if c.panicked = recover(); c.panicked == nil {
+					c.err = errGoexit
+				}
+			}
+		}()
 		c.res, c.err = l.send(ctx, c)
+		returned = true
 	}()
 	select {
 	case <-done:
@@ -212,12 +224,42 @@ func (l *Limiter) roundTripEnded(running []*call) []*call {
 
 // pipeline runs batch, then the calls that queued meanwhile, until none waits.
 func (l *Limiter) pipeline(batch []*call) {
+	over := false
+	defer func() {
+		if !over {
+			// A client hook called runtime.Goexit in runBatch, which told
+			// its calls: this goroutine ends, and its round trip with it,
+			// its place passing to the calls queued (in a goroutine of
+			// their own) or freed. Kept, it would be lost for good, and
+			// with it every later call's turn.
+			l.roundTripEnded(nil)
+		}
+	}()
 	for batch != nil {
 		l.runBatch(batch)
 		clear(batch)
 		batch = l.roundTripEnded(batch)
 	}
+	over = true
 }
+
+// errNoReply is the error of a command that a pipeline left without a reply
+// and a hook without an error.
+var errNoReply = errors.New("redislimit: no reply in the pipeline")
+
+// delArgs returns the arguments of DEL of keys.
+func delArgs(keys []string) []any {
+	args := make([]any, 1+len(keys))
+	args[0] = "del"
+	for i, k := range keys {
+		args[i+1] = k
+	}
+	return args
+}
+
+// errGoexit is the error of a round trip in which a client hook called
+// runtime.Goexit: Redis did not answer, and the call follows the Policy.
+var errGoexit = errors.New("redislimit: a client hook called runtime.Goexit")
 
 // runBatch runs every call of batch in one pipeline, and tells each call its
 // result. The pipeline carries no caller's context: it serves them all, and
@@ -226,28 +268,42 @@ func (l *Limiter) runBatch(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	told := 0 // calls told their result
+	returned := false
 	defer func() {
 		// A panic of the client goes to every caller still waiting, and
-		// the pipeline goes on with the calls queued meanwhile.
-		if p := recover(); p != nil {
-			for _, c := range batch[told:] {
+		// the pipeline goes on with the calls queued meanwhile. A Goexit
+		// (for which recover finds nothing) ends the goroutine: its
+		// callers get errGoexit, and pipeline passes the place on.
+		if returned {
+			return
+		}
+		p := recover()
+		for _, c := range batch[told:] {
+			if p != nil {
 				c.panicked = p
-				close(c.done)
+			} else {
+				c.err = errGoexit
 			}
+			close(c.done)
 		}
 	}()
-	cmds := make([]redis.Cmder, len(batch))
+	// Every command is a *redis.Cmd, DEL included, so that one without a
+	// reply shows: go-redis gives Redis's nil as redis.Nil, and leaves the
+	// commands of a pipeline that a hook failed without sending it with no
+	// value and no error. An IntCmd's 0 would read as "nothing deleted".
+	cmds := make([]*redis.Cmd, len(batch))
 	keys := make([][]string, len(batch))
+	failed := make([]error, len(batch)) // the error of the pipeline that carried each
 	script := gcra
 	if l.more != nil {
 		script = gcraAll
 	}
 	send := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd, which []int) {
-		_, _ = l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range which {
 				switch {
 				case batch[i].reset:
-					cmds[i] = p.Del(ctx, keys[i]...)
+					cmds[i] = p.Do(ctx, delArgs(keys[i])...)
 				case l.more == nil:
 					cmds[i] = eval(ctx, p, keys[i], l.tolArg, l.increment(batch[i].n))
 				default:
@@ -256,6 +312,9 @@ func (l *Limiter) runBatch(batch []*call) {
 			}
 			return nil
 		})
+		for _, i := range which {
+			failed[i] = err
+		}
 	}
 	all := make([]int, len(batch))
 	for i, c := range batch {
@@ -267,7 +326,7 @@ func (l *Limiter) runBatch(batch []*call) {
 	// with the calls it refused.
 	again := all[:0]
 	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			again = append(again, i)
 		}
 	}
@@ -275,19 +334,24 @@ func (l *Limiter) runBatch(batch []*call) {
 		send(script.Eval, again)
 	}
 	for i, c := range batch {
-		switch cmd := cmds[i].(type) {
-		case *redis.Cmd:
-			if l.more == nil {
-				c.res, c.err = cmd.Int64()
-			} else {
-				c.all, c.err = cmd.Int64Slice()
+		cmd := cmds[i]
+		switch {
+		case cmd.Val() == nil && cmd.Err() == nil:
+			// No reply: a hook failed the pipeline without a word to its
+			// commands. A Reset must not say it deleted the key.
+			c.err = failed[i]
+			if c.err == nil {
+				c.err = errNoReply
 			}
-		case *redis.IntCmd:
-			c.res, c.err = cmd.Result()
+		case l.more == nil || c.reset:
+			c.res, c.err = cmd.Int64()
+		default:
+			c.all, c.err = cmd.Int64Slice()
 		}
 		told++
 		close(c.done)
 	}
+	returned = true
 }
 
 // honoursDeadlines reports whether c gives up when a context's deadline

@@ -51,9 +51,14 @@ type Config struct {
 
 	// Rate is the number of events per second allowed, for each key.
 	// Required, above 0. A token costs a whole number of microseconds,
-	// rounded up: a rate whose token is not a whole number of them is
-	// rounded down a little (2.999994 for 3), and above a million events
-	// per second it is a million. It is never exceeded.
+	// rounded up, so the rate kept is a million divided by a whole number:
+	// a rate whose token is not a whole number of microseconds is rounded
+	// down to the next such rate. That is a little for slow rates (2.999994
+	// for 3), but more as the token nears a microsecond: 110,000 a second is
+	// kept as 100,000, anything between half a million and a million as
+	// half a million, and anything above a million as a million. (The state
+	// is a time in whole microseconds of the server's clock, exact in the
+	// script's numbers.) It is never exceeded.
 	Rate float64
 
 	// Burst is the most events allowed at once. Required, at least 1.
@@ -249,6 +254,9 @@ func New(cfg Config) (*Limiter, error) {
 			// minutes at least.
 			ttl = max(ttl, time.Duration(math.Ceil(float64(burst)*1e9/rate))+time.Second)
 			shares = append(shares, share{rate, burst})
+			if i == 0 || burst < l.localMost {
+				l.localMost = burst
+			}
 		}
 		l.local = ratelimit.NewKeyed(func(string) ratelimit.Taker {
 			if len(shares) == 1 {

@@ -25,14 +25,18 @@ import (
 // Every number is a whole number of microseconds below 2^53, exact in Lua's
 // doubles; string.format writes the time without an exponent. A time the
 // script did not write is made sane first: not a number (or NaN) is a full
-// bucket; a time further ahead than an empty bucket's (a server's clock set
-// back, or another program's value) is an empty bucket, which refills at the
-// rate from now rather than when the clock catches up.
+// bucket, and so is a value of another type (a hash, say), whose GET fails
+// with WRONGTYPE (pcall: the error is a table, not a number), and which a
+// grant's SET replaces: with call, the script would fail at every call, and
+// the key follow the Policy for good; a time further ahead than an empty
+// bucket's (a server's clock set back, or another program's value) is an
+// empty bucket, which refills at the rate from now rather than when the
+// clock catches up.
 var gcra = redis.NewScript(`
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call("TIME")
 local now = t[1] * 1000000 + t[2]
-local tat = tonumber(redis.call("GET", KEYS[1]))
+local tat = tonumber(redis.pcall("GET", KEYS[1]))
 if not tat or tat ~= tat or tat < now then tat = now end
 if tat > now + tonumber(ARGV[1]) then tat = now + tonumber(ARGV[1]) end
 local new_tat = tat + ARGV[2]
@@ -55,7 +59,7 @@ local now = t[1] * 1000000 + t[2]
 local tats, out, ok = {}, {}, true
 for i = 1, #KEYS do
   local tol = tonumber(ARGV[2 * i - 1])
-  local tat = tonumber(redis.call("GET", KEYS[i]))
+  local tat = tonumber(redis.pcall("GET", KEYS[i]))
   if not tat or tat ~= tat or tat < now then tat = now end
   if tat > now + tol then tat = now + tol end
   tats[i] = tat
@@ -134,11 +138,15 @@ func (l *limit) remaining(debt int64) int64 {
 	return int64(math.Floor((l.tolerance - float64(debt)) / l.interval))
 }
 
+// window is the time the limit takes to refill from empty: the Window of
+// its Decisions.
+func (l *limit) window() time.Duration { return time.Duration(l.tolerance * 1e3) }
+
 func (l *limit) decision(allowed bool, remaining, retryUs, resetUs int64) ratelimit.Decision {
 	d := ratelimit.Decision{
 		Allowed:    allowed,
 		Limit:      l.burst,
-		Window:     time.Duration(l.tolerance * 1e3),
+		Window:     l.window(),
 		Remaining:  int(max(0, remaining)),
 		RetryAfter: time.Duration(retryUs) * time.Microsecond,
 		ResetAfter: time.Duration(resetUs) * time.Microsecond,

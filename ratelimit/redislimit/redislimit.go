@@ -81,6 +81,10 @@ type Limiter struct {
 	failures atomic.Int64
 	batch    batcher
 
+	// localMost is the least burst of FailLocal's in-process buckets: a
+	// call for more is never granted by them.
+	localMost int
+
 	// ctxTimeouts reports that the client honours context deadlines
 	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
 	// itself. Otherwise a call runs in a goroutine that we stop waiting for.
@@ -98,9 +102,9 @@ const (
 	errZeroHandle  = "redislimit: use Limiter.For; the zero Handle is not usable"
 )
 
-// check panics if l is the zero Limiter.
+// check panics if l is the zero Limiter, or nil.
 func (l *Limiter) check() {
-	if l.client == nil {
+	if l == nil || l.client == nil {
 		panic(errZeroLimiter)
 	}
 }
@@ -125,9 +129,18 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 // If Redis fails to answer within the Timeout, the decision follows the
 // Policy and the error, which matches ErrUnavailable, says why: a caller may
 // act on the decision alone. FailOpen's Decision has a Remaining of
-// ratelimit.Unknown; FailClosed's a RetryAfter of the Timeout; FailLocal's is
-// the in-process bucket's. If ctx ends first, TakeContext returns ctx.Err()
+// ratelimit.Unknown; FailClosed's a RetryAfter and ResetAfter of the
+// Timeout; both have the Limit and Window of Rate and Burst. FailLocal's is
+// the in-process bucket's, but for more events than that bucket ever holds
+// (LocalShare of the Burst) a RetryAfter of the Timeout rather than Never:
+// Redis back may grant them. If ctx ends first, TakeContext returns ctx.Err()
 // and a zero Decision.
+//
+// A call that gives up (its ctx ended, or the Timeout passed) while its
+// round trip is under way may yet have its events taken by Redis: they then
+// count against the limit for nobody, until the bucket refills. They are not
+// given back: Redis's answer may never come, and a give-back after others
+// have taken could give back more than the call took, and exceed the limit.
 //
 // More events than the Burst are never allowed, whatever the Policy: the
 // Decision says what the bucket holds, with a RetryAfter of ratelimit.Never.
@@ -177,13 +190,29 @@ func (l *Limiter) take(ctx context.Context, key string, n int, fn string) (ratel
 // fail decides by the Policy after Redis failed with err.
 func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error) {
 	err = l.failed(key, err)
+	// The Limit comes with its Window, which the Config gives: a quota of
+	// Burst per no time at all is what Middleware's headers would say. A
+	// refusal is not full again before it may ask again: a client that
+	// reads the reset header would come back at once, in a loop, for as
+	// long as Redis is down.
+	window := l.window()
 	switch l.policy {
 	case FailClosed:
-		return ratelimit.Decision{Allowed: false, Limit: l.burst, Remaining: 0, RetryAfter: l.timeout}, err
+		return ratelimit.Decision{Allowed: false, Limit: l.burst, Window: window, Remaining: 0,
+			RetryAfter: l.timeout, ResetAfter: l.timeout}, err
 	case FailLocal:
-		return l.local.Take(key, n), err
+		d := l.local.Take(key, n)
+		if d.RetryAfter == ratelimit.Never {
+			// n is within the Burst (take refuses more before asking),
+			// above the local burst: no wait of the local bucket grants
+			// it, but Redis back may. Never would say no wait ever does,
+			// and Middleware would send no Retry-After: ask again after
+			// the Timeout, as FailClosed says.
+			d.RetryAfter = l.timeout
+		}
+		return d, err
 	default:
-		return ratelimit.Decision{Allowed: true, Limit: l.burst, Remaining: ratelimit.Unknown}, err
+		return ratelimit.Decision{Allowed: true, Limit: l.burst, Window: window, Remaining: ratelimit.Unknown}, err
 	}
 }
 
@@ -201,7 +230,8 @@ func (l *Limiter) failed(key string, err error) error {
 // so: it is TakeContext's Decision.Allowed. If Redis fails to answer within
 // the Timeout, the answer follows the Policy and the error, which matches
 // ErrUnavailable, says why; if ctx ends first, AllowN returns false and
-// ctx.Err().
+// ctx.Err(). A call that gives up during its round trip may have its events
+// taken for nobody, as TakeContext says.
 //
 // AllowN panics if key is empty or n is below 1.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (bool, error) {
@@ -230,7 +260,8 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // before an older waiter. It fails at once with ratelimit.ErrExceedsBurst if n
 // is above the burst, and with ratelimit.ErrWouldExceedDeadline once the
 // events cannot come before the deadline of ctx. Otherwise, on failure, it
-// returns ctx.Err().
+// returns ctx.Err(); if ctx ended during a round trip, the events of that
+// attempt may have been taken for nobody, as TakeContext says.
 //
 // While Redis is down, WaitN follows the Policy: FailOpen grants at once;
 // FailLocal grants when the in-process bucket has the events. When nothing
@@ -244,7 +275,12 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 //
 // WaitN panics if key is empty or n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
-	l.checkKeyN(key, n, "WaitN")
+	return l.waitN(ctx, key, n, "WaitN")
+}
+
+// waitN is WaitN, with the name of the caller for a panic.
+func (l *Limiter) waitN(ctx context.Context, key string, n int, fn string) error {
+	l.checkKeyN(key, n, fn)
 	// ctx first: a nil one panics and a done one fails whatever n is, as in
 	// ratelimit's WaitN.
 	if err := ctxErr(ctx); err != nil {
@@ -271,7 +307,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 		wait, known := d.RetryAfter, true
 		if err == nil {
 			backoff = 0
-		} else if l.policy == FailClosed || wait < 0 {
+		} else if l.policy == FailClosed || wait < 0 || (l.policy == FailLocal && n > l.localMost) {
 			// A guess, not a promise: back off, and wait for ctx to end
 			// rather than fail with ErrWouldExceedDeadline.
 			backoff = l.nextBackoff(backoff)
@@ -339,7 +375,12 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // stall of Redis under load counts every call made meanwhile, not the round
 // trips. A call whose ctx ended, and Reset, do not count. OnError hears of
 // the same failures.
-func (l *Limiter) Failures() int64 { return l.failures.Load() }
+func (l *Limiter) Failures() int64 {
+	if l == nil {
+		panic(errZeroLimiter) // the zero Limiter has none; a nil one is a bug
+	}
+	return l.failures.Load()
+}
 
 // For returns a handle on one key: a ratelimit.Limiter and ratelimit.Taker,
 // to use wherever one is expected.
@@ -363,17 +404,27 @@ type Handle struct {
 }
 
 // AllowN reports whether n events may happen now, and takes them if so.
-func (h *Handle) AllowN(n int) bool { return h.limiter().Take(h.key, n).Allowed }
+// It panics if n is below 1.
+func (h *Handle) AllowN(n int) bool { return h.take(n, "Handle.AllowN").Allowed }
 
 // Take is AllowN with the details of the decision.
-func (h *Handle) Take(n int) ratelimit.Decision { return h.limiter().Take(h.key, n) }
+func (h *Handle) Take(n int) ratelimit.Decision { return h.take(n, "Handle.Take") }
 
 // WaitN waits until n events may happen, as Limiter.WaitN does.
-func (h *Handle) WaitN(ctx context.Context, n int) error { return h.limiter().WaitN(ctx, h.key, n) }
+func (h *Handle) WaitN(ctx context.Context, n int) error {
+	return h.limiter().waitN(ctx, h.key, n, "Handle.WaitN")
+}
 
-// limiter returns h's Limiter, or panics if h is the zero Handle.
+// take is the Limiter's Take, with the name of the Handle's method for a
+// panic: the caller's misuse names the call it made.
+func (h *Handle) take(n int, fn string) ratelimit.Decision {
+	d, _ := h.limiter().take(context.Background(), h.key, n, fn)
+	return d
+}
+
+// limiter returns h's Limiter, or panics if h is the zero Handle, or nil.
 func (h *Handle) limiter() *Limiter {
-	if h.l == nil {
+	if h == nil || h.l == nil {
 		panic(errZeroHandle)
 	}
 	return h.l
