@@ -273,17 +273,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	ticket, err := t.Limiter.Acquire(req.Context())
-	if err != nil {
-		httpx.CloseBody(req)
-		return nil, err
-	}
-	finished := false
+	var ticket *Ticket
+	sent, finished := false, false
 	defer func() {
-		if !finished {
+		switch {
+		case !sent:
+			// The ctx panicked in Acquire: the request is not sent, and
+			// its body is closed as a RoundTripper must.
+			httpx.CloseBody(req)
+		case !finished:
 			ticket.Ignore() // Base, or the ctx, panicked
 		}
 	}()
+	ticket, err := t.Limiter.Acquire(req.Context())
+	if err != nil {
+		return nil, err
+	}
+	sent = true
 	resp, err := base.RoundTrip(req)
 	// The ctx is the caller's code: looked at before the Ticket counts as
 	// finished, so that if it panics the deferred Ignore gives it back.

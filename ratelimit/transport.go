@@ -253,22 +253,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	ctx := req.Context()
-	// A done ctx fails first, even if the breaker behind would refuse too:
-	// the caller's own error is the one it can act on.
-	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
-		httpx.CloseBody(req)
-		return nil, err
-	}
-	// From here user code runs (Cost, Key, a Tally's OnWait, a limiter of
-	// the user's): if it panics, the request is not sent, and its body is
-	// closed as a RoundTripper must.
+	// From here user code runs (the request's ctx, Cost, Key, a Tally's
+	// OnWait, a limiter of the user's): if it panics, the request is not
+	// sent, and its body is closed as a RoundTripper must.
 	sent := false
 	defer func() {
 		if !sent {
 			httpx.CloseBody(req)
 		}
 	}()
+	ctx := req.Context()
+	// A done ctx fails first, even if the breaker behind would refuse too:
+	// the caller's own error is the one it can act on.
+	if err := waitq.CtxErr(ctx, "ratelimit"); err != nil {
+		return nil, err
+	}
 	n := 1
 	if t.Cost != nil {
 		if n = t.Cost(req); n < 0 {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/httpx"
@@ -166,6 +167,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !done && kept != nil && kept.Body != nil {
 			_ = kept.Body.Close()
 		}
+		// A panic before the first attempt (the request's ctx, looked at
+		// by Execute, is the caller's code) leaves the body unsent: it is
+		// closed, as a RoundTripper must, as for an error then.
+		if !done && attempts == 0 && req.Body != nil {
+			_ = req.Body.Close()
+		}
 	}()
 	if t.DelayFunc != nil {
 		p.DelayFunc = func(n int, err error) time.Duration {
@@ -192,7 +199,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			*r = *req // RoundTrip must not change req, only what it sends
 			r.Body = body
 		}
-		resp, again, err := t.sendAttempt(ctx, base, r, timeout, attempts == 1)
+		// Until base has r's body, it is the attempt's to close if the
+		// attempt ends without sending it: a panic of the ctx as the
+		// attempt's timeout is made from it (the caller's code), say.
+		// (A request with no body, the most common, costs nothing here.)
+		via := base
+		if r.Body != nil && r.Body != http.NoBody {
+			handed := new(atomic.Bool)
+			via = handing{base, r.Body, handed}
+			defer func() {
+				if !handed.Load() {
+					_ = r.Body.Close()
+				}
+			}()
+		}
+		resp, again, err := t.sendAttempt(ctx, via, r, timeout, attempts == 1)
 		switch {
 		case err != nil && cannotSucceed(r, err):
 			return Permanent(err)
@@ -225,6 +246,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	discard(kept)
 	return nil, err
+}
+
+// handing is a RoundTripper that notes when it hands body to base: the
+// body of one attempt of Transport's, which is the attempt's to close until
+// then.
+type handing struct {
+	base   http.RoundTripper
+	body   io.ReadCloser
+	handed *atomic.Bool
+}
+
+func (h handing) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == h.body {
+		h.handed.Store(true)
+	}
+	return h.base.RoundTrip(r)
 }
 
 // send sends r through base, under a timeout if not 0 that lasts until the

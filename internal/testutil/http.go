@@ -53,3 +53,65 @@ func Send(t testing.TB, rt http.RoundTripper, r *http.Request) (int, error) {
 	_ = resp.Body.Close()
 	return resp.StatusCode, nil
 }
+
+// countedBody is a request body that counts its Closes.
+type countedBody struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (b *countedBody) Close() error { b.closed.Add(1); return nil }
+
+// CtxPanicClosesBody sends a PUT with a body through the RoundTripper that
+// wrap makes over base, with a ctx that panics (ErrCtxPanic) at its at'th
+// method call, for at from 1 until a call in which the ctx was never asked
+// that often. Whether or not the panic reaches the caller, the body must
+// be closed exactly once, as http.RoundTripper requires: by the
+// RoundTripper if it did not hand the request to base, else by base (which
+// closes it here, as net/http's does).
+func CtxPanicClosesBody(t *testing.T, wrap func(base http.RoundTripper) http.RoundTripper) {
+	t.Helper()
+	for at := int32(1); ; at++ {
+		if at > 100 {
+			t.Fatal("the ctx was asked over 100 times in one call")
+		}
+		body := &countedBody{Reader: http.NoBody}
+		var sent atomic.Bool
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent.Store(true)
+			if r.Body != nil {
+				_ = r.Body.Close()
+			}
+			return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Body: http.NoBody, Request: r}, nil
+		})
+		ctx := &OnceCtx{Context: context.Background(), PanicAt: at}
+		// A PUT that can be sent again (GetBody gives the same body, so that
+		// every Close counts), which a retrying RoundTripper retries.
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://a.test/", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.GetBody = func() (io.ReadCloser, error) { return body, nil }
+		var panicked any
+		func() {
+			defer func() { panicked = recover() }()
+			if resp, err := wrap(base).RoundTrip(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}()
+		if panicked != nil && panicked != ErrCtxPanic {
+			panic(panicked)
+		}
+		if n := body.closed.Load(); n != 1 {
+			t.Errorf("the ctx panicked at its call %d (the panic reached the caller: %v; base sent it: %v): the body was closed %d times, want 1",
+				at, panicked != nil, sent.Load(), n)
+		}
+		if ctx.calls.Load() < at {
+			return // the ctx was never asked that often: every call is tried
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
