@@ -30,6 +30,11 @@ import (
 // cost of an atomic load. An error, a panic or a runtime.Goexit in init is
 // not kept: the Gets waiting for that run get it (a panic raised again in each
 // as a *PanicError, Goexit as ErrGoexit), and the next Get runs init again.
+//
+// init must not Get its own Lazy, which would wait for the run it is in. A Get
+// under init's ctx, or a ctx made from it (another Lazy's init started under
+// it has its values too), panics instead; one under an unrelated ctx waits
+// for itself until that ctx ends.
 type Lazy[T any] struct {
 	_ nocopy.NoCopy
 
@@ -65,7 +70,8 @@ func NewLazy[T any](init func(ctx context.Context) (T, error)) *Lazy[T] {
 // cancelled when the last of them leaves. If init panicked, Get panics with a
 // *PanicError.
 //
-// Get panics on a Lazy not made by NewLazy.
+// Get panics on a Lazy not made by NewLazy, and when init calls it under
+// init's ctx (see Lazy).
 func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
 	// The path of a made value: an atomic load, then a look at ctx, in
 	// that order (see get). Everything else, misuse included, takes get.
@@ -100,6 +106,14 @@ func (l *Lazy[T]) get(ctx context.Context) (T, error) {
 	if made {
 		return l.val, nil
 	}
+	// Looked at without any lock (ctx is the caller's code), and only on
+	// this path: a Get from init finds the value not made. Joining the run
+	// in flight, it would count among its Gets, so the run's ctx would
+	// never end and init would wait for itself for good, with every later
+	// Get joining it.
+	if ctx.Value(lazyInitKey[T]{l}) != nil {
+		panic("ctxsync: Lazy.Get called by its own init, which would wait for itself")
+	}
 	v, err, _ := l.flight.Do(ctx, struct{}{}, l.run)
 	return v, err
 }
@@ -111,7 +125,7 @@ func (l *Lazy[T]) run(ctx context.Context) (T, error) {
 		// looked.
 		return l.val, nil
 	}
-	v, err := l.init(ctx)
+	v, err := l.init(context.WithValue(ctx, lazyInitKey[T]{l}, true))
 	if err != nil {
 		return v, err
 	}
@@ -123,6 +137,10 @@ func (l *Lazy[T]) run(ctx context.Context) (T, error) {
 	}
 	return l.val, nil
 }
+
+// lazyInitKey marks the ctx of a run of l's init, so that a Get from inside
+// it is told apart (see get).
+type lazyInitKey[T any] struct{ l *Lazy[T] }
 
 // Peek returns the value and true if it is made, and the zero value and false
 // otherwise. It never waits and never runs init; it works on a zero Lazy.
