@@ -2,6 +2,7 @@ package ctxsync_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -78,4 +79,24 @@ func TestReview11_LazyInitGetsItsOwnLazy(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 7, v, "nothing was kept: the next Get runs init again")
 	})
+}
+
+// TestReview11_LazyCtxKeptFromInitGetsLater: the mark that tells a Get from
+// init apart lasts as long as the run: a ctx kept from a failed run (without
+// its cancellation) may Get the Lazy later, which runs init again.
+func TestReview11_LazyCtxKeptFromInitGetsLater(t *testing.T) {
+	var kept context.Context
+	runs := 0
+	l := ctxsync.NewLazy(func(ctx context.Context) (int, error) {
+		if runs++; runs == 1 {
+			kept = context.WithoutCancel(ctx)
+			return 0, errors.New("first run fails")
+		}
+		return 9, nil
+	})
+	_, err := l.Get(context.Background())
+	require.EqualError(t, err, "first run fails")
+	v, err := l.Get(kept)
+	require.NoError(t, err)
+	require.Equal(t, 9, v)
 }
