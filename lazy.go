@@ -30,6 +30,12 @@ import (
 // cost of an atomic load. An error, a panic or a runtime.Goexit in init is
 // not kept: the Gets waiting for that run get it (a panic raised again in each
 // as a *PanicError, Goexit as ErrGoexit), and the next Get runs init again.
+//
+// init must not Get its own Lazy, which would wait for the run it is in. A Get
+// under init's ctx, or a ctx made from it (another Lazy's init started under
+// it has its values too), panics instead while init runs, also in a goroutine
+// that init started; one under an unrelated ctx waits for itself until that
+// ctx ends.
 type Lazy[T any] struct {
 	_ nocopy.NoCopy
 
@@ -65,7 +71,8 @@ func NewLazy[T any](init func(ctx context.Context) (T, error)) *Lazy[T] {
 // cancelled when the last of them leaves. If init panicked, Get panics with a
 // *PanicError.
 //
-// Get panics on a Lazy not made by NewLazy.
+// Get panics on a Lazy not made by NewLazy, and when init calls it under
+// init's ctx (see Lazy).
 func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
 	// The path of a made value: an atomic load, then a look at ctx, in
 	// that order (see get). Everything else, misuse included, takes get.
@@ -100,6 +107,14 @@ func (l *Lazy[T]) get(ctx context.Context) (T, error) {
 	if made {
 		return l.val, nil
 	}
+	// Looked at without any lock (ctx is the caller's code), and only on
+	// this path: a Get from init finds the value not made. Joining the run
+	// in flight, it would count among its Gets, so the run's ctx would
+	// never end and init would wait for itself for good, with every later
+	// Get joining it.
+	if running, _ := ctx.Value(lazyInitKey[T]{l}).(*atomic.Bool); running != nil && running.Load() {
+		panic("ctxsync: Lazy.Get called by its own init, which would wait for itself")
+	}
 	v, err, _ := l.flight.Do(ctx, struct{}{}, l.run)
 	return v, err
 }
@@ -111,7 +126,12 @@ func (l *Lazy[T]) run(ctx context.Context) (T, error) {
 		// looked.
 		return l.val, nil
 	}
-	v, err := l.init(ctx)
+	ictx := &lazyInitCtx[T]{Context: ctx, l: l}
+	ictx.running.Store(true)
+	// The mark holds while this run lasts only: a ctx kept from it (say
+	// with context.WithoutCancel) may Get the Lazy once the run is over.
+	defer ictx.running.Store(false)
+	v, err := l.init(ictx)
 	if err != nil {
 		return v, err
 	}
@@ -123,6 +143,42 @@ func (l *Lazy[T]) run(ctx context.Context) (T, error) {
 	}
 	return l.val, nil
 }
+
+// lazyInitKey is the key by which a lazyInitCtx of l answers, with a
+// *atomic.Bool true while its run lasts.
+type lazyInitKey[T any] struct{ l *Lazy[T] }
+
+// A lazyInitCtx is the ctx a run of init gets: the Flight's ctx for the run,
+// marked as l's, so that a Get under it, or under a ctx made from it, is told
+// apart (see get). It is a type of its own, not a context.WithValue, so as
+// to pass on the AfterFunc of the Flight's ctx: the context package then
+// cancels a ctx that init derives (a WithTimeout) as the run's ctx is
+// cancelled, and starts no goroutine to wait for it.
+type lazyInitCtx[T any] struct {
+	context.Context // the Flight's ctx for the run
+	l               *Lazy[T]
+	running         atomic.Bool
+}
+
+// Value answers for lazyInitKey of l, and passes every other key on.
+func (c *lazyInitCtx[T]) Value(key any) any {
+	if k, ok := key.(lazyInitKey[T]); ok && k.l == c.l {
+		return &c.running
+	}
+	return c.Context.Value(key)
+}
+
+// AfterFunc passes on the AfterFunc of the Flight's ctx, which the context
+// package calls for a ctx derived from this one.
+func (c *lazyInitCtx[T]) AfterFunc(f func()) (stop func() bool) {
+	if a, ok := c.Context.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(c.Context, f)
+}
+
+// String names the ctx for printing, without its fields, which change.
+func (c *lazyInitCtx[T]) String() string { return "ctxsync.Lazy init context" }
 
 // Peek returns the value and true if it is made, and the zero value and false
 // otherwise. It never waits and never runs init; it works on a zero Lazy.

@@ -88,6 +88,15 @@ func (wg *WaitGroup) Add(delta int) {
 	// Wait return, or a Done skip its wake-up.
 	for {
 		s := wg.state.Load()
+		if s&wgWaiters != 0 && int32(s>>wgCountBits) == 0 && delta > 0 {
+			// A zero whose Add has yet to wake its waiters: finish its
+			// wake-up before raising the counter. Otherwise a Wait that
+			// begins after the rise would find the flag set and the epoch
+			// of that zero, queue under it, and be woken by a zero that
+			// came before it began.
+			wg.wake(s)
+			continue
+		}
 		c := int64(int32(s>>wgCountBits)) + int64(delta)
 		if c < 0 {
 			panic(wgNegative)
@@ -122,7 +131,8 @@ func (wg *WaitGroup) addOutOfRange(delta int) {
 //
 // The counter may have risen again since: the waiters that queued before this
 // zero are woken all the same, since the counter was zero after they began.
-// If another Add that zeroed the counter has moved the epoch on already, it
+// If another Add has moved the epoch on already (one that zeroed the counter,
+// or the one that raised it from this zero, which wakes them first), it
 // wakes them; waiters that queued since carry a later epoch, and queued after
 // this zero, so this Add has nobody to wake.
 func (wg *WaitGroup) wake(s uint64) {

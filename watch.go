@@ -190,7 +190,15 @@ func (w *Watch[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 		}
 		select {
 		case <-ch:
-			// A Store or Close: the loop reads which.
+			// A Store or Close: the loop reads which. But when ctx ended
+			// too, select picked one of the two at random, and ctx may
+			// have ended first: a caller that had given up must not get
+			// the value (see Wait's doc). Failing here costs nobody
+			// anything, as nothing is consumed; ch is the Store's, no
+			// longer counted in holders.
+			if waitq.Ended(done) {
+				return zero, 0, waitq.DoneErr(ctx)
+			}
 		case <-done:
 			w.leave(ch)
 			return zero, 0, waitq.DoneErr(ctx)
