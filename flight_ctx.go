@@ -27,12 +27,26 @@ type flightCtx struct {
 	// context.Cause finds a cancellation's cause (see Value).
 	parent context.Context
 
-	done      atomic.Value // chan struct{}, made by the first Done
-	cancelled atomic.Bool  // set after done is closed, so Err implies Done
+	done  atomic.Value  // chan struct{}, made by the first Done
+	state atomic.Uint32 // flightLive, then flightCancelling while cancel closes done, then flightCancelled
 
 	mu     sync.Mutex                // guards the making of done, cancel, and afters
 	afters map[*flightAfter]struct{} // guarded by mu: AfterFunc's, until cancel runs them
 }
+
+// The states of a flightCtx. cancel moves it on under mu, and closes done
+// between the two moves: so a goroutine that sees done closed finds the
+// state moved on (Err is not nil once Done is closed), and Err, which finds
+// it cancelling, waits for cancel's lock before it answers (Err is nil until
+// Done is closed). The context package's cancelCtx keeps both promises the
+// same way, waiting for the channel rather than a lock: a receive from
+// done, which may belong to a testing/synctest bubble, would end the
+// program in a goroutine outside it.
+const (
+	flightLive uint32 = iota
+	flightCancelling
+	flightCancelled
+)
 
 // A flightAfter is one AfterFunc registration; its address is its identity.
 type flightAfter struct{ f func() }
@@ -51,7 +65,7 @@ func (c *flightCtx) Done() <-chan struct{} {
 	if d := c.done.Load(); d != nil {
 		return d.(chan struct{})
 	}
-	if c.cancelled.Load() {
+	if c.state.Load() != flightLive {
 		// Asked for first after cancel: the package's closed channel, as
 		// the context package does. One made here would belong to the
 		// testing/synctest bubble of the goroutine that asked, and a
@@ -77,10 +91,16 @@ var flightClosed = func() chan struct{} {
 
 // Err returns context.Canceled once the call's ctx is cancelled.
 func (c *flightCtx) Err() error {
-	if c.cancelled.Load() {
-		return context.Canceled
+	switch c.state.Load() {
+	case flightLive:
+		return nil
+	case flightCancelling:
+		// cancel is closing done, with mu held: once it lets go, done
+		// is closed (see flightCancelling).
+		c.mu.Lock()
+		c.mu.Unlock()
 	}
-	return nil
+	return context.Canceled
 }
 
 // Value returns the value of the first caller's ctx for key, as
@@ -111,7 +131,7 @@ func (c *flightCtx) String() string { return "ctxsync.Flight call context" }
 func (c *flightCtx) AfterFunc(f func()) (stop func() bool) {
 	a := &flightAfter{f: f}
 	c.mu.Lock()
-	if c.cancelled.Load() {
+	if c.state.Load() != flightLive {
 		c.mu.Unlock()
 		// In a goroutine of its own even now: the context package calls
 		// AfterFunc with a lock held that f takes.
@@ -142,14 +162,15 @@ func (c *flightCtx) AfterFunc(f func()) (stop func() bool) {
 // that function in a goroutine of its own.
 func (c *flightCtx) cancel() {
 	c.mu.Lock()
-	if c.cancelled.Load() {
+	if c.state.Load() != flightLive {
 		c.mu.Unlock()
 		return
 	}
+	c.state.Store(flightCancelling)
 	if d := c.done.Load(); d != nil {
 		close(d.(chan struct{}))
 	}
-	c.cancelled.Store(true)
+	c.state.Store(flightCancelled)
 	afters := c.afters
 	c.afters = nil
 	c.mu.Unlock()
