@@ -395,7 +395,19 @@ func (p *Pool[T]) wake() {
 // Acquire takes the idle resources below MinIdle, it sweeps the idle
 // resources and tops them up.
 func (p *Pool[T]) maintain() {
-	defer close(p.stopped)
+	quit := false
+	defer func() {
+		if !quit && !p.isClosed() {
+			// User code the sweep ran (a HealthCheck, Config.Close)
+			// called runtime.Goexit, which ends this goroutine: the
+			// sweep's defers left the pool whole, and a new goroutine
+			// carries on. (In a panic, which ends the program, the new
+			// goroutine is of no matter.)
+			go p.maintain()
+			return
+		}
+		close(p.stopped)
+	}()
 	ctx, done := p.closable(context.Background()) // for the health checks
 	defer done()
 	t := time.NewTicker(p.cfg.HealthCheckPeriod)
@@ -404,6 +416,7 @@ func (p *Pool[T]) maintain() {
 		p.sweep(ctx)
 		select {
 		case <-p.quit:
+			quit = true
 			return
 		case <-t.C:
 		case <-p.kick:

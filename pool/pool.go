@@ -86,7 +86,9 @@ type Stats struct {
 // A panic there is not recovered, and ends the program once the pool is
 // whole, as a panic in any goroutine does. Hiding it would hide a bug; a
 // function that may panic for a reason it can live with should recover
-// itself.
+// itself. A call of runtime.Goexit there (a test's t.FailNow in a
+// HealthCheck) leaves the pool whole too: the background check counts as
+// failed, and the sweeps go on.
 //
 // # Pools and testing/synctest bubbles
 //
