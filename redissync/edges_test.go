@@ -408,7 +408,15 @@ func TestProvenLeaseExceedsServerLease(t *testing.T) {
 		s := mustNew(t, Config{Client: b.client(t), Name: fmt.Sprintf("bound%d", n), N: n, Lease: lease, Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond})
 		longTimeout(s) // it renews nothing: see TestSubMillisecondLease
 		bad, worst := 0, time.Duration(0)
-		for i := range 50 {
+		// 50 grants read back from Redis while their lease lasts. On a
+		// loaded machine, the read may come after a lease of 11 ms has
+		// ended, and Redis has let the permit go, as it should: such a
+		// grant proves nothing either way, and another is made.
+		measured := 0
+		for i := 0; measured < 50; i++ {
+			if i == 1000 {
+				t.Fatalf("N %d, Lease %v: only %d of 1000 grants were read back before their lease ended", n, lease, measured)
+			}
 			id := s.newID()
 			sent := time.Now()
 			r, err := s.attempt(ctx, id, "0", false)
@@ -417,13 +425,15 @@ func TestProvenLeaseExceedsServerLease(t *testing.T) {
 			}
 			until := s.validUntil(sent, r.left)
 			end, ok := holderEnd(t, s, id)
-			if !ok {
+			switch {
+			case ok:
+				measured++
+				if over := until.Sub(end); over > 0 {
+					bad++
+					worst = max(worst, over)
+				}
+			case time.Since(sent) < lease:
 				t.Fatal("granted, but holds no permit")
-			}
-			over := until.Sub(end)
-			if over > 0 {
-				bad++
-				worst = max(worst, over)
 			}
 			if _, err = s.release(ctx, id); err != nil {
 				t.Fatal(err)
