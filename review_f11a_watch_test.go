@@ -67,3 +67,24 @@ func TestReviewF11a_WatchWaitStoreAfterCtxEndedFails(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewF11a_WatchChangesStoreAfterCtxEndedYieldsNothing: Changes looks
+// at ctx, then loads the current value to yield first: a value stored after
+// ctx ended, between the two, was yielded to a loop whose caller had given
+// up ("A ctx that is already done yields nothing"). Right: load, then look,
+// as Wait does; the value loaded was there while ctx was alive.
+func TestReviewF11a_WatchChangesStoreAfterCtxEndedYieldsNothing(t *testing.T) {
+	w := ctxsync.NewWatch(0)
+	inner, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &lookThenCtx{Context: inner, at: "Err", then: func() {
+		cancel()
+		w.Store(1)
+	}}
+	var got []int
+	for v := range w.Changes(ctx) {
+		got = append(got, v)
+	}
+	require.True(t, ctx.done.Load(), "the ctx's Err was not called")
+	require.NotContains(t, got, 1, "Changes yielded %v: 1 was stored after its ctx ended", got)
+}
