@@ -264,10 +264,12 @@ func (w *Watch[T]) leave(ch chan struct{}) {
 func (w *Watch[T]) Changes(ctx context.Context) iter.Seq[T] {
 	waitq.CheckCtx(ctx, "ctxsync")
 	return func(yield func(T) bool) {
+		// Loaded before ctx is looked at, as in Wait: a value yielded was
+		// there while ctx was alive.
+		v, ver := w.Load()
 		if ctx.Err() != nil {
 			return
 		}
-		v, ver := w.Load()
 		for yield(v) {
 			var err error
 			if v, ver, err = w.Wait(ctx, ver); err != nil {
