@@ -160,14 +160,20 @@ func (w *Watch[T]) Close() {
 // changes nothing for other waiters. A nil ctx panics.
 func (w *Watch[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 	var zero T
-	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
+	waitq.CheckCtx(ctx, "ctxsync")
+	// The version is loaded before ctx is looked at, and again before each
+	// look: a value seen then was stored while ctx was alive. The other
+	// order would hand a caller that had given up a value stored after
+	// (ctx ended, a Store came, then the load).
+	s := w.cur.Load()
+	if err := ctx.Err(); err != nil {
 		return zero, 0, err
 	}
 	var done <-chan struct{}
 	for {
 		// The fast path: a reader behind the current version reads it
 		// without the lock.
-		if s := w.cur.Load(); s != nil && s.ver > after {
+		if s != nil && s.ver > after {
 			return s.v, s.ver, nil
 		} else if s == nil && after < 1 {
 			return zero, 1, nil
@@ -181,26 +187,28 @@ func (w *Watch[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 		if err != nil {
 			return zero, 0, err
 		}
-		if ch == nil {
-			continue // a newer version came meanwhile
-		}
-		if done == nil {
-			<-ch
-			continue
-		}
-		select {
-		case <-ch:
-			// A Store or Close: the loop reads which. But when ctx ended
-			// too, select picked one of the two at random, and ctx may
-			// have ended first: a caller that had given up must not get
-			// the value (see Wait's doc). Failing here costs nobody
-			// anything, as nothing is consumed; ch is the Store's, no
-			// longer counted in holders.
-			if waitq.Ended(done) {
-				return zero, 0, waitq.DoneErr(ctx)
+		if ch != nil {
+			if done == nil {
+				<-ch
+			} else {
+				select {
+				case <-ch:
+					// A Store or Close: the loop reads which.
+				case <-done:
+					w.leave(ch)
+					return zero, 0, waitq.DoneErr(ctx)
+				}
 			}
-		case <-done:
-			w.leave(ch)
+		}
+		// A newer version, or Close, came since the last look at ctx:
+		// by a Store that woke us, or one that join found (perhaps
+		// while ctx.Done ran). When ctx ended too, select picked one of
+		// the two at random, and ctx may have ended first: a caller
+		// that had given up must not get the value (see Wait's doc).
+		// Failing here costs nobody anything, as nothing is consumed;
+		// ch is the Store's, no longer counted in holders.
+		s = w.cur.Load()
+		if waitq.Ended(done) {
 			return zero, 0, waitq.DoneErr(ctx)
 		}
 	}
@@ -256,10 +264,12 @@ func (w *Watch[T]) leave(ch chan struct{}) {
 func (w *Watch[T]) Changes(ctx context.Context) iter.Seq[T] {
 	waitq.CheckCtx(ctx, "ctxsync")
 	return func(yield func(T) bool) {
+		// Loaded before ctx is looked at, as in Wait: a value yielded was
+		// there while ctx was alive.
+		v, ver := w.Load()
 		if ctx.Err() != nil {
 			return
 		}
-		v, ver := w.Load()
 		for yield(v) {
 			var err error
 			if v, ver, err = w.Wait(ctx, ver); err != nil {

@@ -141,6 +141,16 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Write sends 200 first if no status was sent, as net/http does: a
+// WriteHeader after it is ignored by net/http, and must not be counted
+// either (a 503 the client never got is no overload).
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Flush sends what the handler wrote so far, if the writer underneath can
@@ -148,7 +158,11 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (w *statusWriter) Flush() { _ = w.FlushError() }
 
 func (w *statusWriter) FlushError() error {
-	return http.NewResponseController(w.ResponseWriter).Flush()
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if err == nil && w.code == 0 {
+		w.code = http.StatusOK // a flush sends the header: see Write
+	}
+	return err
 }
 
 // Hijack hands the connection to the handler, if the writer underneath can

@@ -62,8 +62,8 @@ type Hooks struct {
 	// OnHealthCheckFail is told of every HealthCheck that failed, with its
 	// error, at Acquire or in the background, once the resource is closed
 	// (and OnClose told), its place free: even one closed for the pool's
-	// Close meanwhile. A check that panicked is told with an error that
-	// says so. A check at Acquire that fails as the Acquire's ctx ends is
+	// Close meanwhile. A check that panicked, or called runtime.Goexit,
+	// is told with an error that says so. A check at Acquire that fails as the Acquire's ctx ends is
 	// not told: it may have failed for that, and its resource goes back;
 	// nor is a background check that fails with the cancellation of its
 	// ctx by Close, whose resource is closed for ClosedPool.

@@ -216,8 +216,9 @@ func (p *Pool[T]) checkPanicked(r *Resource[T]) {
 }
 
 // errHealthCheckPanicked is what Hooks.OnHealthCheckFail is told of a
-// HealthCheck that panicked.
-var errHealthCheckPanicked = errors.New("pool: HealthCheck panicked")
+// HealthCheck that panicked, or called runtime.Goexit (which the deferred
+// code that tells it cannot tell apart from a panic it does not recover).
+var errHealthCheckPanicked = errors.New("pool: HealthCheck panicked or did not return")
 
 // healthCheck runs Config.HealthCheck on the value of r, for at most
 // HealthCheckTimeout. The lock must not be held.

@@ -32,6 +32,7 @@ func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *
 	var release context.CancelFunc
 	resp, release, err = hedged(ctx, h, func(actx context.Context) (*http.Response, error) {
 		rr := r
+		via := base
 		if n.Add(1) > 1 && r.Body != nil && r.Body != http.NoBody {
 			// A copy sends a body of its own: the first may still be
 			// reading r's. replayable let only requests with GetBody here.
@@ -42,8 +43,18 @@ func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *
 			rr = new(http.Request)
 			*rr = *r
 			rr.Body = body
+			// The body is the copy's to close until base has it, as an
+			// attempt's is (see Transport.RoundTrip): the caller's ctx
+			// may panic as the copy's timeout is made from it.
+			handed := new(atomic.Bool)
+			via = handing{base, body, handed}
+			defer func() {
+				if !handed.Load() {
+					_ = body.Close()
+				}
+			}()
 		}
-		resp, err := send(actx, base, rr.WithContext(actx), timeout)
+		resp, err := send(actx, via, rr.WithContext(actx), timeout)
 		switch {
 		case err != nil && cannotSucceed(rr, err):
 			return nil, Permanent(err)
