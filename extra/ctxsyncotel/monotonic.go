@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"weak"
 )
 
 // counters keep the counters that Observe reads from a source's snapshot
@@ -26,10 +27,10 @@ type counters struct {
 	seq atomic.Uint64 // numbers the reads of the sources
 
 	mu      sync.Mutex
-	src     uintptr // the address of the source read last; not a reference, to keep none alive
-	applied uint64  // the seq of the read last applied
-	last    []int64 // the counts read last
-	base    []int64 // counted before the last reset, and from earlier sources
+	src     weak.Pointer[byte] // the source read last; weak, to keep none alive (see observing)
+	applied uint64             // the seq of the read last applied
+	last    []int64            // the counts read last
+	base    []int64            // counted before the last reset, and from earlier sources
 }
 
 // countersByName are the counters of each name a metrics type observed.
@@ -56,18 +57,21 @@ func (c *countersByName) of(name string, n int) *counters {
 // observing tells c that src is now read under its name. A source other
 // than the one read before adds its counts to those counted: its own start
 // from 0, and are no reset of the other's. The same source observed again,
-// after Unregister, carries on. A source is known by its address, which
-// keeps nothing alive; one that is not a pointer is taken for the same
-// source, lest it be counted twice (a new one then carries on from the
-// counts read last, as after a reset).
+// after Unregister, carries on. A source is known by a weak pointer, which
+// keeps nothing alive; its address alone would not do: once the source is
+// collected, a new one (a pool made anew on a reload) may be allocated at
+// the same address, and would be taken for it, its counts lost, where a
+// weak pointer made of it is equal to none made before. One that is not a
+// pointer is taken for the same source, lest it be counted twice (a new
+// one then carries on from the counts read last, as after a reset).
 func (c *counters) observing(src any) {
-	var id uintptr
-	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer {
-		id = v.Pointer()
+	var id weak.Pointer[byte]
+	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer && !v.IsNil() {
+		id = weak.Make((*byte)(v.UnsafePointer()))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if id == 0 || id == c.src {
+	if id == (weak.Pointer[byte]{}) || id == c.src {
 		return
 	}
 	c.src = id
