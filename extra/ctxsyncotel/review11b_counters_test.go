@@ -1,13 +1,16 @@
 package ctxsyncotel_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/extra/ctxsyncotel"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
@@ -102,4 +105,109 @@ func review11bReuse(t *testing.T, r *sdkmetric.ManualReader, opt ctxsyncotel.Opt
 		t.Errorf("a new Tally at the first's address, 7 allowed: the counter says %d, want 5+7", got)
 	}
 	return true
+}
+
+// review11bGatedBreaker is a BreakerSource whose Metrics, once gated, tells
+// that it began, waits to be let read its counts, tells that it read them,
+// and waits to be let return them: a goroutine stalled, in a collection,
+// before the read or between the read and the report.
+type review11bGatedBreaker struct {
+	mu    sync.Mutex
+	total int64
+	gated bool
+	began chan int // the number of each Metrics that began, gated
+	read  chan int // and of each that read
+	gates []review11bGate
+}
+
+type review11bGate struct{ read, ret chan struct{} }
+
+func (b *review11bGatedBreaker) set(n int64) {
+	b.mu.Lock()
+	b.total = n
+	b.mu.Unlock()
+}
+
+func (b *review11bGatedBreaker) Metrics() breaker.Metrics {
+	b.mu.Lock()
+	if !b.gated {
+		defer b.mu.Unlock()
+		return breaker.Metrics{Name: "gated", Total: breaker.Counts{Successes: b.total}}
+	}
+	i := len(b.gates)
+	g := review11bGate{make(chan struct{}), make(chan struct{})}
+	b.gates = append(b.gates, g)
+	b.mu.Unlock()
+	b.began <- i
+	<-g.read
+	b.mu.Lock()
+	n := b.total
+	b.mu.Unlock()
+	b.read <- i
+	<-g.ret
+	return breaker.Metrics{Name: "gated", Total: breaker.Counts{Successes: n}}
+}
+
+// TestReview11bCountersOverlappingReadsAcrossAReset pins a defect of the
+// counters behind ctxsync.breaker.calls: two collections (two readers) that
+// read the breaker at once are ordered by the number each took before its
+// read, not by the read itself. One that took its number first, but read
+// after a Reset, saw the fall and added the counts read before it (3) to
+// the base; the other, numbered later but reading before the Reset (5),
+// was then applied as the newer, and the 3 were counted twice: the counter
+// said 8, and 8 for good, where the breaker made 5 calls in all. The right
+// behaviour: no count is counted twice; a read that another overlapped
+// cannot tell a reset from a stale read, and must not take a fall for a
+// reset (a later read sees it).
+func TestReview11bCountersOverlappingReadsAcrossAReset(t *testing.T) {
+	r1, r2 := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r1), sdkmetric.WithReader(r2))
+	defer mp.Shutdown(context.Background())
+	m, err := ctxsyncotel.NewBreakerMetrics("", ctxsyncotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &review11bGatedBreaker{total: 3, began: make(chan int), read: make(chan int)}
+	reg, err := m.Observe(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	const made = 5 // the calls the breaker made in all
+	successes := func(r *sdkmetric.ManualReader) int64 {
+		t.Helper()
+		return collect(t, r).point(t, "ctxsync.breaker.calls", attrString("ctxsync.breaker.outcome", "success"))
+	}
+	for _, r := range []*sdkmetric.ManualReader{r1, r2} {
+		if got := successes(r); got != 3 {
+			t.Fatalf("first collection: %d successes, want 3", got)
+		}
+	}
+
+	b.mu.Lock()
+	b.gated = true
+	b.mu.Unlock()
+	got := make(chan int64, 2)
+	go func() { got <- successes(r1) }()
+	first := <-b.began // r1's collection, stalled before its read
+	go func() { got <- successes(r2) }()
+	second := <-b.began // r2's, which began after r1's
+	b.set(made)         // two more calls
+	close(b.gates[second].read)
+	<-b.read // r2 read 5, and stalls before its report
+	b.set(0) // Reset
+	close(b.gates[first].read)
+	<-b.read
+	close(b.gates[first].ret) // r1 read 0 after the Reset, and reports first
+	v1 := <-got
+	close(b.gates[second].ret)
+	v2 := <-got
+	b.mu.Lock()
+	b.gated = false
+	b.mu.Unlock()
+	for i, v := range []int64{v1, v2, successes(r1), successes(r2)} {
+		if v > made {
+			t.Errorf("collection %d after the Reset: %d successes, more than the %d calls made: counts counted twice", i+1, v, made)
+		}
+	}
 }
