@@ -24,7 +24,7 @@ import (
 // read last is known, so A's counts are added once more. Knowing every
 // source seen would keep an entry for each pool made on each reload.
 type counters struct {
-	seq atomic.Uint64 // numbers the reads of the sources
+	seq atomic.Uint64 // numbers the beginning and the end of each read of the source
 
 	mu      sync.Mutex
 	src     weak.Pointer[byte] // the source read last; weak, to keep none alive (see observing)
@@ -81,18 +81,32 @@ func (c *counters) observing(src any) {
 	}
 }
 
-// start numbers a read of the source: take it before the read.
+// start numbers the beginning of a read of the source: take it before the
+// read, and give it to apply.
 func (c *counters) start() uint64 { return c.seq.Add(1) }
 
-// apply turns v, the counts that the read numbered seq gave, into the
-// counters' values, in place. Two collections (of two readers) may read the
-// source in one order and get here in the other: a read older than one
-// applied already is not applied, lest its smaller counts pass for a
-// reset; it reports the newer values instead.
+// apply turns v, the counts that the read begun at seq gave, into the
+// counters' values, in place.
+//
+// Only a read that overlapped no other moves the counters. Two collections
+// (of two readers) may read the source at once, and neither the numbers
+// they took before their reads nor those after tell which read first: a
+// collection may stall between its number and its read, or between its
+// read and here. Applied in the wrong order, an older read's smaller counts
+// pass for a reset, and the counts read before them are added to the base
+// and counted again. A read whose end (numbered here, after the read) is
+// the next number after its beginning had the source to itself: no other
+// began or ended meanwhile, so it read after every read applied with a
+// smaller number and before every one with a larger. A read older than one
+// applied already is not applied either. Those not applied report the
+// values as they are: a collection that met another lags by one, and one
+// reader alone (the SDK runs a reader's callbacks one collection at a
+// time) never does.
 func (c *counters) apply(seq uint64, v []int64) {
+	alone := c.seq.Add(1) == seq+1
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if seq > c.applied {
+	if alone && seq > c.applied {
 		c.applied = seq
 		for i, n := range v {
 			if n < c.last[i] { // reset since the last read
