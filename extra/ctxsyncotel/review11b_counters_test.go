@@ -2,12 +2,15 @@ package ctxsyncotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/ctxsync/ctxsync/breaker"
@@ -220,5 +223,74 @@ func TestReview11bCountersOverlappingReads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// review11bSwitchProvider is an SDK MeterProvider whose meters refuse to
+// register callbacks while refuse is set.
+type review11bSwitchProvider struct {
+	metric.MeterProvider
+	refuse *atomic.Bool
+}
+
+func (p review11bSwitchProvider) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	return review11bSwitchMeter{p.MeterProvider.Meter(name, opts...), p.refuse}
+}
+
+type review11bSwitchMeter struct {
+	metric.Meter
+	refuse *atomic.Bool
+}
+
+func (m review11bSwitchMeter) RegisterCallback(f metric.Callback, insts ...metric.Observable) (metric.Registration, error) {
+	if m.refuse.Load() {
+		return nil, errors.New("review11b: refused")
+	}
+	return m.Meter.RegisterCallback(f, insts...)
+}
+
+// TestReview11bCountersFailedObserveChangesNothing pins a defect: an
+// Observe that fails (the Meter refuses the callback) took its source for
+// the one read now all the same, before it knew. The source observed
+// before, observed again, was then a new source to the counters, and its
+// counts were added to themselves: 10 for a Tally that counted 5. The
+// right behaviour: an Observe that fails leaves the counters as they were,
+// and the Tally observed again carries on.
+func TestReview11bCountersFailedObserveChangesNothing(t *testing.T) {
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	defer mp.Shutdown(context.Background())
+	var refuse atomic.Bool
+	lm, err := ctxsyncotel.NewLimiterMetrics("refused", ctxsyncotel.WithMeterProvider(review11bSwitchProvider{mp, &refuse}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := func() int64 {
+		t.Helper()
+		return collect(t, r).point(t, "ctxsync.ratelimit.decisions", attrString("ctxsync.ratelimit.decision", "allowed"))
+	}
+	a := &review11bTally{counts: ratelimit.TallyCounts{Allowed: 5}}
+	reg, err := lm.Observe(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := allowed(); got != 5 {
+		t.Fatalf("first Observe: allowed %d, want 5", got)
+	}
+	if err := reg.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	refuse.Store(true)
+	if _, err := lm.Observe(&review11bTally{counts: ratelimit.TallyCounts{Allowed: 1}}); err == nil {
+		t.Fatal("Observe with a Meter that refuses the callback: no error")
+	}
+	refuse.Store(false)
+	reg, err = lm.Observe(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	if got := allowed(); got != 5 {
+		t.Errorf("the first Tally observed again after an Observe that failed: allowed %d, want 5", got)
 	}
 }
