@@ -325,8 +325,8 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 		outcomes[o] = observeOpts(m.set(name, BreakerOutcomeKey.String(o.String())))
 	}
 	totals := m.calls.of(name, int(breaker.Rejected)+1)
-	totals.observing(b)
-	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	undo := totals.observing(b)
+	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := totals.start()
 		bm := b.Metrics() // may run OnStateChange: outside totals' lock
 		for st := breaker.Closed; st <= breaker.HalfOpen; st++ {
@@ -346,5 +346,9 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 			o.ObserveInt64(calls, n[out], outcomes[out]...)
 		}
 		return nil
-	}, state, calls)
+	}, state, calls))
+	if err != nil {
+		undo() // b is not read
+	}
+	return reg, err
 }

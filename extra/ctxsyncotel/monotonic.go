@@ -2,6 +2,7 @@ package ctxsyncotel
 
 import (
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -64,7 +65,13 @@ func (c *countersByName) of(name string, n int) *counters {
 // weak pointer made of it is equal to none made before. One that is not a
 // pointer is taken for the same source, lest it be counted twice (a new
 // one then carries on from the counts read last, as after a reset).
-func (c *counters) observing(src any) {
+//
+// It returns undo, which puts c back as it was, for an Observe whose
+// registration then fails: src is not read after all, and the source read
+// before, observed again, must carry on, not be added to itself. Called
+// before the registration, not after, so that no collection reads src
+// before c knows it.
+func (c *counters) observing(src any) (undo func()) {
 	var id weak.Pointer[byte]
 	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer && !v.IsNil() {
 		id = weak.Make((*byte)(v.UnsafePointer()))
@@ -72,12 +79,20 @@ func (c *counters) observing(src any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id == (weak.Pointer[byte]{}) || id == c.src {
-		return
+		return func() {}
 	}
+	src0, last0, base0 := c.src, slices.Clone(c.last), slices.Clone(c.base)
 	c.src = id
 	for i := range c.last {
 		c.base[i] += c.last[i]
 		c.last[i] = 0
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.src = src0
+		copy(c.last, last0)
+		copy(c.base, base0)
 	}
 }
 
