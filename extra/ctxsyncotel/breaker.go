@@ -275,9 +275,13 @@ func (m *BreakerMetrics) firstOpts(to breaker.State) *breakerOpts {
 // none: it panics with b's panic if b is the zero Breaker.
 //
 // The counter never goes down: it carries on through a Reset of b, which
-// zeroes Total (the calls b counted between the last collection and the
-// Reset are lost to it), and a breaker observed under the name once the
-// registration of another ended adds its counts to it.
+// zeroes Total, and a breaker observed under the name once the
+// registration of another ended adds its counts to it. The calls b counted
+// between the last collection and a Reset are lost to it. A Reset shows
+// only as a count that fell since the last collection: if by the next one
+// b has counted as many calls of each outcome as before the Reset, none
+// fell, the Reset goes unseen, and the calls made since it, up to those
+// counted before, are lost too.
 func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	m.check()
 	if isNil(b) {

@@ -18,9 +18,12 @@ import (
 // cumulative counter by a new start time, which an observable instrument
 // cannot give, and a delta reader would get a negative delta. So each count
 // carries on from where it was: a new source's counts add to those
-// counted, and a fall is taken for a reset, what was read before it being
+// counted, and a fall of any count is taken for a reset of them all (a
+// Breaker.Reset zeroes every count at once), what was read before it being
 // added to a base. The counts a source made between the last collection
-// and its reset are lost to the counter. None is counted twice, but for a
+// and its reset are lost to the counter; so are those it made after the
+// reset, up to those read before it, if by the next read no count has
+// fallen: nothing then tells of the reset. None is counted twice, but for a
 // source observed again after another (A, then B, then A): only the source
 // read last is known, so A's counts are added once more. Knowing every
 // source seen would keep an entry for each pool made on each reload.
@@ -123,8 +126,15 @@ func (c *counters) apply(seq uint64, v []int64) {
 	defer c.mu.Unlock()
 	if alone && seq > c.applied {
 		c.applied = seq
+		// A fall of one count is a reset of all: the others, read at or
+		// above what they were, count from 0 again too, and what they
+		// counted before it would otherwise be lost.
+		reset := false
 		for i, n := range v {
-			if n < c.last[i] { // reset since the last read
+			reset = reset || n < c.last[i]
+		}
+		for i, n := range v {
+			if reset {
 				c.base[i] += c.last[i]
 			}
 			c.last[i] = n
