@@ -275,9 +275,13 @@ func (m *BreakerMetrics) firstOpts(to breaker.State) *breakerOpts {
 // none: it panics with b's panic if b is the zero Breaker.
 //
 // The counter never goes down: it carries on through a Reset of b, which
-// zeroes Total (the calls b counted between the last collection and the
-// Reset are lost to it), and a breaker observed under the name once the
-// registration of another ended adds its counts to it.
+// zeroes Total, and a breaker observed under the name once the
+// registration of another ended adds its counts to it. The calls b counted
+// between the last collection and a Reset are lost to it. A Reset shows
+// only as a count that fell since the last collection: if by the next one
+// b has counted as many calls of each outcome as before the Reset, none
+// fell, the Reset goes unseen, and the calls made since it, up to those
+// counted before, are lost too.
 func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	m.check()
 	if isNil(b) {
@@ -325,8 +329,8 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 		outcomes[o] = observeOpts(m.set(name, BreakerOutcomeKey.String(o.String())))
 	}
 	totals := m.calls.of(name, int(breaker.Rejected)+1)
-	totals.observing(b)
-	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	undo := totals.observing(b)
+	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := totals.start()
 		bm := b.Metrics() // may run OnStateChange: outside totals' lock
 		for st := breaker.Closed; st <= breaker.HalfOpen; st++ {
@@ -346,5 +350,9 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 			o.ObserveInt64(calls, n[out], outcomes[out]...)
 		}
 		return nil
-	}, state, calls)
+	}, state, calls))
+	if err != nil {
+		undo() // b is not read
+	}
+	return reg, err
 }

@@ -110,7 +110,8 @@
 // they were, since an observable counter cannot mark a restart with a new
 // start time, and a delta reader would get a negative delta: the new
 // source's counts add to them, and the counts a breaker made between the
-// last collection and its Reset are lost to them.
+// last collection and its Reset are lost to them (and more, if no count
+// fell by the next collection: see BreakerMetrics.Observe).
 //
 // # Cost
 //

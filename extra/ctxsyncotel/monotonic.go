@@ -2,8 +2,10 @@ package ctxsyncotel
 
 import (
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 )
 
 // counters keep the counters that Observe reads from a source's snapshot
@@ -16,20 +18,23 @@ import (
 // cumulative counter by a new start time, which an observable instrument
 // cannot give, and a delta reader would get a negative delta. So each count
 // carries on from where it was: a new source's counts add to those
-// counted, and a fall is taken for a reset, what was read before it being
+// counted, and a fall of any count is taken for a reset of them all (a
+// Breaker.Reset zeroes every count at once), what was read before it being
 // added to a base. The counts a source made between the last collection
-// and its reset are lost to the counter. None is counted twice, but for a
+// and its reset are lost to the counter; so are those it made after the
+// reset, up to those read before it, if by the next read no count has
+// fallen: nothing then tells of the reset. None is counted twice, but for a
 // source observed again after another (A, then B, then A): only the source
 // read last is known, so A's counts are added once more. Knowing every
 // source seen would keep an entry for each pool made on each reload.
 type counters struct {
-	seq atomic.Uint64 // numbers the reads of the sources
+	seq atomic.Uint64 // numbers the beginning and the end of each read of the source
 
 	mu      sync.Mutex
-	src     uintptr // the address of the source read last; not a reference, to keep none alive
-	applied uint64  // the seq of the read last applied
-	last    []int64 // the counts read last
-	base    []int64 // counted before the last reset, and from earlier sources
+	src     weak.Pointer[byte] // the source read last; weak, to keep none alive (see observing)
+	applied uint64             // the seq of the read last applied
+	last    []int64            // the counts read last
+	base    []int64            // counted before the last reset, and from earlier sources
 }
 
 // countersByName are the counters of each name a metrics type observed.
@@ -56,42 +61,80 @@ func (c *countersByName) of(name string, n int) *counters {
 // observing tells c that src is now read under its name. A source other
 // than the one read before adds its counts to those counted: its own start
 // from 0, and are no reset of the other's. The same source observed again,
-// after Unregister, carries on. A source is known by its address, which
-// keeps nothing alive; one that is not a pointer is taken for the same
-// source, lest it be counted twice (a new one then carries on from the
-// counts read last, as after a reset).
-func (c *counters) observing(src any) {
-	var id uintptr
-	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer {
-		id = v.Pointer()
+// after Unregister, carries on. A source is known by a weak pointer, which
+// keeps nothing alive; its address alone would not do: once the source is
+// collected, a new one (a pool made anew on a reload) may be allocated at
+// the same address, and would be taken for it, its counts lost, where a
+// weak pointer made of it is equal to none made before. One that is not a
+// pointer is taken for the same source, lest it be counted twice (a new
+// one then carries on from the counts read last, as after a reset).
+//
+// It returns undo, which puts c back as it was, for an Observe whose
+// registration then fails: src is not read after all, and the source read
+// before, observed again, must carry on, not be added to itself. Called
+// before the registration, not after, so that no collection reads src
+// before c knows it.
+func (c *counters) observing(src any) (undo func()) {
+	var id weak.Pointer[byte]
+	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer && !v.IsNil() {
+		id = weak.Make((*byte)(v.UnsafePointer()))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if id == 0 || id == c.src {
-		return
+	if id == (weak.Pointer[byte]{}) || id == c.src {
+		return func() {}
 	}
+	src0, last0, base0 := c.src, slices.Clone(c.last), slices.Clone(c.base)
 	c.src = id
 	for i := range c.last {
 		c.base[i] += c.last[i]
 		c.last[i] = 0
 	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.src = src0
+		copy(c.last, last0)
+		copy(c.base, base0)
+	}
 }
 
-// start numbers a read of the source: take it before the read.
+// start numbers the beginning of a read of the source: take it before the
+// read, and give it to apply.
 func (c *counters) start() uint64 { return c.seq.Add(1) }
 
-// apply turns v, the counts that the read numbered seq gave, into the
-// counters' values, in place. Two collections (of two readers) may read the
-// source in one order and get here in the other: a read older than one
-// applied already is not applied, lest its smaller counts pass for a
-// reset; it reports the newer values instead.
+// apply turns v, the counts that the read begun at seq gave, into the
+// counters' values, in place.
+//
+// Only a read that overlapped no other moves the counters. Two collections
+// (of two readers) may read the source at once, and neither the numbers
+// they took before their reads nor those after tell which read first: a
+// collection may stall between its number and its read, or between its
+// read and here. Applied in the wrong order, an older read's smaller counts
+// pass for a reset, and the counts read before them are added to the base
+// and counted again. A read whose end (numbered here, after the read) is
+// the next number after its beginning had the source to itself: no other
+// began or ended meanwhile, so it read after every read applied with a
+// smaller number and before every one with a larger. A read older than one
+// applied already is not applied either. Those not applied report the
+// values as they are: a collection that met another lags by one, and one
+// reader alone (the SDK runs a reader's callbacks one collection at a
+// time) never does.
 func (c *counters) apply(seq uint64, v []int64) {
+	alone := c.seq.Add(1) == seq+1
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if seq > c.applied {
+	if alone && seq > c.applied {
 		c.applied = seq
+		// A fall of one count is a reset of all: the others, read at or
+		// above what they were, count from 0 again too, and what they
+		// counted before it would otherwise be lost.
+		reset := false
 		for i, n := range v {
-			if n < c.last[i] { // reset since the last read
+			reset = reset || n < c.last[i]
+		}
+		for i, n := range v {
+			if reset {
 				c.base[i] += c.last[i]
 			}
 			c.last[i] = n

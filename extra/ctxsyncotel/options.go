@@ -51,7 +51,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithAttributes adds attributes to every measurement: the service's
 // deployment, say. The name attribute of each constructor (the pool's name,
-// the breaker's...) wins over one of the same key here.
+// the breaker's...) wins over one of the same key here. An attribute whose
+// key, or a string of whose value, is not UTF-8 is an error of the
+// constructor or Observe function given it, as such a name is.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	a := append([]attribute.KeyValue(nil), attrs...) // the caller may reuse attrs
 	return optionFunc(func(c *config) {
@@ -108,6 +110,33 @@ func checkUTF8(what, name string) error {
 	return nil
 }
 
+// validUTF8 reports whether every string of v, at any depth, is UTF-8.
+func validUTF8(v attribute.Value) bool {
+	switch v.Type() {
+	case attribute.STRING:
+		return utf8.ValidString(v.AsString())
+	case attribute.STRINGSLICE:
+		for _, s := range v.AsStringSlice() {
+			if !utf8.ValidString(s) {
+				return false
+			}
+		}
+	case attribute.SLICE:
+		for _, e := range v.AsSlice() {
+			if !validUTF8(e) {
+				return false
+			}
+		}
+	case attribute.MAP:
+		for _, kv := range v.AsMap() {
+			if !utf8.ValidString(string(kv.Key)) || !validUTF8(kv.Value) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // applyOptions is newConfig with no name to check: for the pool's and the
 // breaker's metrics, whose empty name means the source's own.
 func applyOptions(opts []Option) (*config, error) {
@@ -117,6 +146,13 @@ func applyOptions(opts []Option) (*config, error) {
 			return nil, errors.New("ctxsyncotel: nil Option")
 		}
 		o.apply(c)
+	}
+	// Carried beside the name, in the same protobuf strings: one that is
+	// not UTF-8 would fail every export as such a name would.
+	for _, kv := range c.attrs {
+		if !utf8.ValidString(string(kv.Key)) || !validUTF8(kv.Value) {
+			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute %q=%s is not UTF-8", kv.Key, kv.Value.Emit())
+		}
 	}
 	if c.providerSet {
 		if isNil(c.provider) {

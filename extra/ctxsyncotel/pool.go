@@ -297,8 +297,8 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 		reasons[r] = observeOpts(m.set(name, attribute.String("ctxsync.pool.close.reason", r.String())))
 	}
 	counts := m.counts.of(name, len(poolCounts{}))
-	counts.observing(p)
-	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	undo := counts.observing(p)
+	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := counts.start()
 		s := p.Stats()
 		o.ObserveInt64(count, int64(s.Idle), idle...)
@@ -327,5 +327,9 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 		}
 		return nil
 	}, count, maxConns, minIdle, pending, constructing, closing, acquires, empty, waits, canceled,
-		waited, created, failures, closeErrs, closed)
+		waited, created, failures, closeErrs, closed))
+	if err != nil {
+		undo() // p is not read
+	}
+	return reg, err
 }

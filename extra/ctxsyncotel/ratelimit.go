@@ -137,7 +137,7 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	taken := observeOpts(m.set(LimiterWaitKey.String("taken")))
 	failed := observeOpts(m.set(LimiterWaitKey.String("failed")))
 	counts := m.counts.of(m.name, 4)
-	counts.observing(t)
+	undo := counts.observing(t)
 	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := counts.start()
 		c := t.Counts()
@@ -150,6 +150,7 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 		return nil
 	}, decisions, waits))
 	if err != nil {
+		undo() // t is not read
 		m.observed.Store(false)
 		return nil, err
 	}

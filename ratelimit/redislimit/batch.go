@@ -162,13 +162,25 @@ func (l *Limiter) queue(ctx context.Context, c *call) (int64, error) {
 // send runs c by itself. The result of gcraAll goes to c.all.
 func (l *Limiter) send(ctx context.Context, c *call) (int64, error) {
 	keys := l.keys(c.key)
-	if c.reset {
-		return l.client.Del(ctx, keys...).Result()
+	// A *redis.Cmd for DEL too, as in runBatch: a hook that drops the
+	// command without an error leaves it with no reply, which an IntCmd
+	// would give as 0, "nothing deleted", and the Reset as done.
+	var cmd *redis.Cmd
+	switch {
+	case c.reset:
+		cmd = l.client.Do(ctx, delArgs(keys)...)
+	case l.more == nil:
+		cmd = gcra.Run(ctx, l.client, keys, l.tolArg, l.increment(c.n))
+	default:
+		cmd = gcraAll.Run(ctx, l.client, keys, l.args(c.n)...)
 	}
-	if l.more == nil {
-		return gcra.Run(ctx, l.client, keys, l.tolArg, l.increment(c.n)).Int64()
+	if cmd.Val() == nil && cmd.Err() == nil {
+		return 0, errNoReply
 	}
-	all, err := gcraAll.Run(ctx, l.client, keys, l.args(c.n)...).Int64Slice()
+	if l.more == nil || c.reset {
+		return cmd.Int64()
+	}
+	all, err := cmd.Int64Slice()
 	c.all = all
 	return 0, err
 }
@@ -243,8 +255,8 @@ func (l *Limiter) pipeline(batch []*call) {
 	over = true
 }
 
-// errNoReply is the error of a command that a pipeline left without a reply
-// and a hook without an error.
+// errNoReply is the error of a command that a hook left without a reply
+// and without an error, alone or in a pipeline.
 var errNoReply = errors.New("redislimit: no reply in the pipeline")
 
 // delArgs returns the arguments of DEL of keys.
