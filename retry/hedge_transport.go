@@ -30,29 +30,45 @@ func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *
 	}
 	var n atomic.Int32
 	var release context.CancelFunc
+	// base hands r's body over for the attempt (see Transport.RoundTrip),
+	// if it has one.
+	attempt, withBody := base.(handing)
+	if withBody {
+		base = attempt.base
+	}
 	resp, release, err = hedged(ctx, h, func(actx context.Context) (*http.Response, error) {
 		rr := r
 		via := base
-		if n.Add(1) > 1 && r.Body != nil && r.Body != http.NoBody {
-			// A copy sends a body of its own: the first may still be
-			// reading r's. replayable let only requests with GetBody here.
-			body, err := r.GetBody()
-			if err != nil {
-				return nil, err
-			}
-			rr = new(http.Request)
-			*rr = *r
-			rr.Body = body
-			// The body is the copy's to close until base has it, as an
-			// attempt's is (see Transport.RoundTrip): the caller's ctx
-			// may panic as the copy's timeout is made from it.
-			handed := new(atomic.Bool)
-			via = handing{base, body, handed}
-			defer func() {
-				if !handed.Load() {
-					_ = body.Close()
+		if withBody {
+			var own handing
+			if n.Add(1) == 1 {
+				// The first copy sends r's body, which it takes over from
+				// the attempt: the attempt may end (another copy won)
+				// before this one reaches base, and must then leave the
+				// body to it. If the attempt took it first, and closed it,
+				// nobody waits for this copy.
+				if !attempt.take() {
+					return nil, errAttemptOver
 				}
-			}()
+				own = newHanding(base, r.Body)
+			} else {
+				// A copy sends a body of its own: the first may still be
+				// reading r's. replayable let only requests with GetBody
+				// here.
+				body, err := r.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				rr = new(http.Request)
+				*rr = *r
+				rr.Body = body
+				own = newHanding(base, body)
+			}
+			// The body is the copy's to close until base has it: the
+			// caller's ctx may panic as the copy's timeout is made from
+			// it.
+			via = own
+			defer own.closeUnlessTaken()
 		}
 		resp, err := send(actx, via, rr.WithContext(actx), timeout)
 		switch {

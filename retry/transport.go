@@ -199,19 +199,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			*r = *req // RoundTrip must not change req, only what it sends
 			r.Body = body
 		}
-		// Until base has r's body, it is the attempt's to close if the
-		// attempt ends without sending it: a panic of the ctx as the
-		// attempt's timeout is made from it (the caller's code), say.
-		// (A request with no body, the most common, costs nothing here.)
+		// Until base has r's body (or a hedged copy, which sends it),
+		// it is the attempt's to close if the attempt ends without
+		// sending it: a panic of the ctx as the attempt's timeout is made
+		// from it (the caller's code), say. (A request with no body, the
+		// most common, costs nothing here.)
 		via := base
 		if r.Body != nil && r.Body != http.NoBody {
-			handed := new(atomic.Bool)
-			via = handing{base, r.Body, handed}
-			defer func() {
-				if !handed.Load() {
-					_ = r.Body.Close()
-				}
-			}()
+			h := newHanding(base, r.Body)
+			via = h
+			defer h.closeUnlessTaken()
 		}
 		resp, again, err := t.sendAttempt(ctx, via, r, timeout, attempts == 1)
 		switch {
@@ -248,18 +245,39 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
-// handing is a RoundTripper that notes when it hands body to base: the
-// body of one attempt of Transport's, which is the attempt's to close until
-// then.
+// handing is a RoundTripper that hands body to base, and keeps who closes
+// it: the body of one attempt of Transport's, or of one hedged copy, is its
+// to close until base has it. A hedged copy may take an attempt's body
+// over (see sendAttempt), and may do so as the attempt ends, in another
+// goroutine: whoever takes it first, by one compare-and-swap, closes or
+// sends it, and nobody else touches it.
 type handing struct {
-	base   http.RoundTripper
-	body   io.ReadCloser
-	handed *atomic.Bool
+	base  http.RoundTripper
+	body  io.ReadCloser
+	taken *atomic.Bool
 }
 
+func newHanding(base http.RoundTripper, body io.ReadCloser) handing {
+	return handing{base, body, new(atomic.Bool)}
+}
+
+// take takes the body over, to send or close it, if nobody has.
+func (h handing) take() bool { return h.taken.CompareAndSwap(false, true) }
+
+// closeUnlessTaken closes the body, unsent, unless base or a copy has it.
+func (h handing) closeUnlessTaken() {
+	if h.take() {
+		_ = h.body.Close()
+	}
+}
+
+// errAttemptOver is the error of a hedged copy that found its attempt over,
+// and the body it was to send closed: nobody waits for its result.
+var errAttemptOver = errors.New("retry: the attempt ended before this copy was sent")
+
 func (h handing) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body == h.body {
-		h.handed.Store(true)
+	if r.Body == h.body && !h.take() {
+		return nil, errAttemptOver // closed already, by whoever took it
 	}
 	return h.base.RoundTrip(r)
 }
