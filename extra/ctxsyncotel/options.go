@@ -151,7 +151,7 @@ func applyOptions(opts []Option) (*config, error) {
 	// not UTF-8 would fail every export as such a name would.
 	for _, kv := range c.attrs {
 		if !utf8.ValidString(string(kv.Key)) || !validUTF8(kv.Value) {
-			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute %q=%s is not UTF-8", kv.Key, kv.Value.Emit())
+			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute %q=%s is not UTF-8", kv.Key, kv.Value.String())
 		}
 	}
 	if c.providerSet {

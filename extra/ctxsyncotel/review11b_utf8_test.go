@@ -75,14 +75,14 @@ func TestReview11bAttributesNotUTF8(t *testing.T) {
 	} {
 		bad := ctxsyncotel.WithAttributes(attribute.String("ok", "é"), kv)
 		if _, err := ctxsyncotel.NewLimiterMetrics("api", opt, bad); err == nil {
-			t.Errorf("NewLimiterMetrics with the attribute %q=%q: no error", kv.Key, kv.Value.Emit())
+			t.Errorf("NewLimiterMetrics with the attribute %q=%q: no error", kv.Key, kv.Value.String())
 		}
 		if _, err := ctxsyncotel.NewBreakerMetrics("", opt, bad); err == nil {
-			t.Errorf("NewBreakerMetrics with the attribute %q=%q: no error", kv.Key, kv.Value.Emit())
+			t.Errorf("NewBreakerMetrics with the attribute %q=%q: no error", kv.Key, kv.Value.String())
 		}
 		if reg, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(1), opt, bad); err == nil {
 			_ = reg.Unregister()
-			t.Errorf("ObserveSemaphore with the attribute %q=%q: no error", kv.Key, kv.Value.Emit())
+			t.Errorf("ObserveSemaphore with the attribute %q=%q: no error", kv.Key, kv.Value.String())
 		}
 	}
 	// Valid UTF-8 of any kind passes.
