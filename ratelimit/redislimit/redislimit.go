@@ -15,6 +15,11 @@
 //
 // Keys carry a hash tag ("prefix{key}"), so the limiter works on Redis Cluster;
 // it accepts any redis.UniversalClient (a single node, Sentinel, or Cluster).
+// A key that begins with "}", or a Prefix that holds "{}", empties the tag:
+// on a Cluster with Config.Limits, the limits of such a key fall in
+// different slots, and each of its calls fails with CROSSSLOT and follows
+// the Policy (under FailOpen, it is never limited). Where keys come from
+// clients (an API key, a header), keep them from beginning with "}" there.
 //
 // When Redis is unreachable or slow, each call gives up after Config.Timeout
 // and follows Config.Policy: allow (FailOpen), refuse (FailClosed), or fall
