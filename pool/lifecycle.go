@@ -392,9 +392,9 @@ func (p *Pool[T]) wake() {
 	}
 }
 
-// maintain is the pool's goroutine: every HealthCheckPeriod, and when
-// Acquire takes the idle resources below MinIdle, it sweeps the idle
-// resources and tops them up.
+// maintain is the pool's goroutine: every HealthCheckPeriod it sweeps the
+// idle resources and tops them up, and when it is woken (Acquire took the
+// idle resources below MinIdle, a close freed a place) it tops them up.
 func (p *Pool[T]) maintain() {
 	quit := false
 	defer func() {
@@ -413,14 +413,24 @@ func (p *Pool[T]) maintain() {
 	defer done()
 	t := time.NewTicker(p.cfg.HealthCheckPeriod)
 	defer t.Stop()
-	for {
-		p.sweep(ctx)
+	for sweep := true; ; {
+		if sweep {
+			p.sweep(ctx)
+		} else {
+			p.topUp()
+		}
 		select {
 		case <-p.quit:
 			quit = true
 			return
 		case <-t.C:
+			sweep = true
 		case <-p.kick:
+			// A wake-up asks for MinIdle only: a whole sweep here would
+			// check the idle resources at every Destroy, or every
+			// Acquire that dips below MinIdle, not every
+			// HealthCheckPeriod.
+			sweep = false
 		}
 	}
 }
@@ -476,10 +486,17 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 		p.sweepCheck(ctx, r)
 	}
 
+	p.topUp()
+}
+
+// topUp makes resources until MinIdle are idle or being made, or the pool
+// is full.
+func (p *Pool[T]) topUp() {
 	p.q.Lock()
+	defer p.q.Unlock()
 	// This top-up answers the wake-ups sent meanwhile, by the closes of
-	// this very sweep among others: left, one would run the next sweep at
-	// once, and health-check again every idle resource just checked.
+	// a sweep just made among others: left, one would top up again at once
+	// for nothing.
 	select {
 	case <-p.kick:
 	default:
@@ -487,7 +504,6 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	for !p.closed && len(p.idle)+p.making < p.cfg.MinIdle && p.totalLocked() < p.cfg.MaxSize {
 		p.startMaking(context.Background())
 	}
-	p.q.Unlock()
 }
 
 // sweepCheck runs the background health check of r, and gives r back or

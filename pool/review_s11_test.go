@@ -45,3 +45,44 @@ func TestBackgroundCheckGoexitKeepsTheSweep(t *testing.T) {
 		require.NoError(t, p.Close(context.Background()))
 	})
 }
+
+// TestWakeUpsCheckNothing: the wake-ups that top MinIdle up (a Destroy, an
+// Acquire that takes the idle resources below it) ran a whole sweep, which
+// health-checked every idle resource due for it, at each wake-up: with a
+// Destroy a second, a pool whose HealthCheckPeriod was an hour checked its
+// idle resources every second. A wake-up tops up, and only the period's
+// sweep checks.
+func TestWakeUpsCheckNothing(t *testing.T) {
+	type acquireKey struct{}
+	synctest.Test(t, func(t *testing.T) {
+		var background atomic.Int32
+		p := mustNew(t, Config[int]{
+			New: func(context.Context) (int, error) { return 1, nil },
+			HealthCheck: func(ctx context.Context, _ int) error {
+				if ctx.Value(acquireKey{}) == nil {
+					background.Add(1)
+				}
+				return nil
+			},
+			HealthCheckSkip:   NoHealthCheckSkip,
+			HealthCheckPeriod: time.Hour,
+			MinIdle:           2,
+			MaxSize:           4,
+		})
+		synctest.Wait() // the first sweep makes the MinIdle resources
+		ctx := context.WithValue(context.Background(), acquireKey{}, true)
+		for range 5 {
+			time.Sleep(time.Second)
+			r, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			r.Destroy()
+			synctest.Wait()
+			require.Equal(t, 2, p.Stats().Idle, "MinIdle topped up")
+		}
+		require.Zero(t, background.Load(), "background checks within the HealthCheckPeriod")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		require.Positive(t, background.Load(), "the period's sweep checks")
+		require.NoError(t, p.Close(context.Background()))
+	})
+}
