@@ -14,29 +14,45 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// goexitHook is a client hook of the user's that, while armed, calls
-// runtime.Goexit (as t.FailNow does) instead of sending the script's
-// commands, lone or in pipelines.
-type goexitHook struct{ armed atomic.Bool }
+// armedHook is a client hook of the user's that, while armed, does act
+// instead of sending a lone command that lone picks, or a pipeline whose
+// first command piped picks (by name; nil picks none). act calls
+// runtime.Goexit (as t.FailNow does), or returns an error to fail the
+// command with (nil: dropped, with no reply and no error).
+type armedHook struct {
+	armed       atomic.Bool
+	lone, piped func(name string) bool
+	act         func() error
+}
 
-func (h *goexitHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *armedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *goexitHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *armedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.armed.Load() && (strings.HasPrefix(cmd.Name(), "eval") || cmd.Name() == "del") {
-			runtime.Goexit()
+		if h.armed.Load() && h.lone != nil && h.lone(cmd.Name()) {
+			return h.act()
 		}
 		return next(ctx, cmd)
 	}
 }
 
-func (h *goexitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *armedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.armed.Load() && strings.HasPrefix(cmds[0].Name(), "eval") {
-			runtime.Goexit()
+		if h.armed.Load() && h.piped != nil && h.piped(cmds[0].Name()) {
+			return h.act()
 		}
 		return next(ctx, cmds)
 	}
+}
+
+func isEval(name string) bool      { return strings.HasPrefix(name, "eval") }
+func isEvalOrDel(name string) bool { return isEval(name) || name == "del" }
+func anyCommand(string) bool       { return true }
+
+// goexitHook calls runtime.Goexit instead of sending the scripts' commands
+// (and a Reset's DEL, lone), lone or in pipelines.
+func goexitHook() *armedHook {
+	return &armedHook{lone: isEvalOrDel, piped: isEval, act: func() error { runtime.Goexit(); return nil }}
 }
 
 // Regression: a call that the Limiter sends from a goroutine of its own (a
@@ -50,7 +66,7 @@ func (h *goexitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestReview11GoexitInLoneRoundTripIsNoGrant(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
-		h := new(goexitHook)
+		h := goexitHook()
 		c.AddHook(h)
 		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 1, Prefix: b.prefix, MaxRoundTrips: 1, Policy: FailClosed})
 		ctx := context.Background()
@@ -84,7 +100,7 @@ func TestReview11GoexitInLoneRoundTripIsNoGrant(t *testing.T) {
 func TestReview11GoexitInPipelineKeepsNoPlace(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
-		h := new(goexitHook)
+		h := goexitHook()
 		c.AddHook(h) // before the gate: the lone run passes it, then waits
 		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 10, Prefix: b.prefix, MaxRoundTrips: 1,
 			Policy: FailClosed, Timeout: 2 * time.Second})

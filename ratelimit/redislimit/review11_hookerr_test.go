@@ -3,13 +3,10 @@ package redislimit
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,18 +14,10 @@ import (
 // breaker, a shutdown switch) that fails pipelines without sending them.
 var errHookSaysNo = errors.New("hook says no")
 
-type refuser struct{ armed atomic.Bool }
-
-func (h *refuser) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *refuser) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *refuser) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.armed.Load() && (strings.HasPrefix(cmds[0].Name(), "eval") || cmds[0].Name() == "del") {
-			return errHookSaysNo
-		}
-		return next(ctx, cmds)
-	}
+// refuser fails pipelines of the scripts (or of a Reset's DEL) without
+// sending them.
+func refuser() *armedHook {
+	return &armedHook{piped: isEvalOrDel, act: func() error { return errHookSaysNo }}
 }
 
 // Regression: a client hook that failed a pipeline without sending it (its
@@ -43,7 +32,7 @@ func (h *refuser) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func TestReview11HookFailedPipelineIsNoReply(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
-		h := new(refuser)
+		h := refuser()
 		c.AddHook(h)
 		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 2, Prefix: b.prefix, MaxRoundTrips: 1, Policy: FailClosed})
 		ctx := context.Background()

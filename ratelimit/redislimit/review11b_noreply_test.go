@@ -2,36 +2,16 @@ package redislimit
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
 // dropper is a client hook of the user's that, armed, drops each command
 // without sending it and without an error: go-redis then leaves the
 // command with no reply and no error.
-type dropper struct{ armed atomic.Bool }
-
-func (h *dropper) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *dropper) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.armed.Load() {
-			return nil
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *dropper) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.armed.Load() {
-			return nil
-		}
-		return next(ctx, cmds)
-	}
+func dropper() *armedHook {
+	return &armedHook{lone: anyCommand, piped: anyCommand, act: func() error { return nil }}
 }
 
 // TestReview11bLoneCommandWithoutReply pins a case that the handling of
@@ -46,7 +26,7 @@ func (h *dropper) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func TestReview11bLoneCommandWithoutReply(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		c := b.client(t)
-		h := new(dropper)
+		h := dropper()
 		c.AddHook(h)
 		l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 2, Prefix: b.prefix, Policy: FailClosed})
 		ctx := context.Background()
