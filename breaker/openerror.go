@@ -11,6 +11,10 @@ import (
 // an *OpenError.
 var ErrOpen = errors.New("breaker: circuit open")
 
+// forcedRetryFloor is the least RetryAfter of a breaker forced open: a pace
+// at which a retry loop may look again without spinning.
+const forcedRetryFloor = time.Second
+
 // An OpenError is returned for a call the breaker refused. Every call refused
 // during one opening gets the same *OpenError: refusing allocates nothing.
 // That one pointer is shared by every refused caller, in every goroutine, so
@@ -37,14 +41,17 @@ type OpenError struct {
 // the rest of the open time, or 0 once it is over or when half-open. It reads
 // the clock.
 //
-// A breaker forced open has no end in time. For it RetryAfter returns the
-// length of an opening (OpenTimeout, or OpenBackoff's), as the pace at which
-// to look again: 0 would tell callers that honour it to retry at once, over
-// and over.
+// A breaker forced open has no end in time: until Reset (or Disable) nobody
+// knows when it lets calls through. For it RetryAfter returns the length of
+// an opening (OpenTimeout, or OpenBackoff's), as the pace at which to look
+// again, and at least a second: 0, or a few nanoseconds
+// (an OpenBackoff that returns 0), would tell callers that honour it, as
+// retry.Transport does, to retry at once, over and over. A retry.Policy
+// whose MaxRetryAfter is shorter gives up at once.
 func (e *OpenError) RetryAfter() time.Duration {
 	switch {
 	case e.Forced:
-		return e.openFor
+		return max(e.openFor, forcedRetryFloor)
 	case e.Until.IsZero():
 		return 0
 	}
