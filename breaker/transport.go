@@ -86,7 +86,9 @@ type Transport struct {
 
 	// OnStateChange, if not nil, is called on every change of state of a
 	// host's breaker, with its key, after Settings.OnStateChange if that is
-	// set too, and as it is: outside the breaker's lock, in order.
+	// set too, and as it is: outside the breaker's lock, in order. It is
+	// called even if Settings.OnStateChange panics, whose panic then goes
+	// on, as Settings says (if both panic, this one's does).
 	OnStateChange func(host string, from, to State, counts Counts)
 
 	hosts hostSet

@@ -76,7 +76,12 @@ func (t *Transport) insert(key string) *Breaker {
 		own := s.OnStateChange
 		s.OnStateChange = func(from, to State, c Counts) {
 			if own != nil {
+				// Deferred: both are user hooks, and own panicking (or
+				// calling runtime.Goexit) must not keep the change from
+				// each. Its panic goes on after, unless each panics too.
+				defer each(key, from, to, c)
 				own(from, to, c)
+				return
 			}
 			each(key, from, to, c)
 		}
