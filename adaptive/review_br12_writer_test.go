@@ -182,3 +182,26 @@ func TestMiddlewareWriterOverHTTP2(t *testing.T) {
 		t.Fatalf("InFlight %d, want 0", l.InFlight())
 	}
 }
+
+type panicUnwrap struct{ http.ResponseWriter }
+
+func (panicUnwrap) Unwrap() http.ResponseWriter { panic("Unwrap") }
+
+// Middleware looks through the Unwrap of a writer in front, user code, to
+// learn what the server's writer can do: if it panics, the panic goes on and
+// the request's Ticket is given back.
+func TestMiddlewareWriterUnwrapPanics(t *testing.T) {
+	l := adaptive.New(adaptive.Config{})
+	h := adaptive.Middleware(l)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	func() {
+		defer func() {
+			if p := recover(); p != "Unwrap" {
+				t.Errorf("recover() = %v, want the panic of Unwrap", p)
+			}
+		}()
+		h.ServeHTTP(panicUnwrap{&baseWriter{}}, httptest.NewRequest("GET", "/", nil))
+	}()
+	if l.InFlight() != 0 {
+		t.Fatalf("InFlight %d after Unwrap panicked, want 0", l.InFlight())
+	}
+}
