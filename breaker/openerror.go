@@ -35,11 +35,14 @@ type OpenError struct {
 	Forced bool
 
 	openFor time.Duration // the length of the opening
+	// made reports that a Breaker made the error, and openFor is known:
+	// one that a program builds has none, and its Until alone decides.
+	made bool
 }
 
 // RetryAfter returns how long until the breaker lets a trial call through:
-// the rest of the open time, or 0 once it is over or when half-open. It reads
-// the clock.
+// the rest of the open time (never more than the opening's length), or 0
+// once it is over or when half-open. It reads the clock.
 //
 // A breaker forced open has no end in time: until Reset (or Disable) nobody
 // knows when it lets calls through. For it RetryAfter returns the length of
@@ -55,7 +58,15 @@ func (e *OpenError) RetryAfter() time.Duration {
 	case e.Until.IsZero():
 		return 0
 	}
-	return max(0, time.Until(e.Until))
+	d := max(0, time.Until(e.Until))
+	if e.made {
+		// The rest of an opening is never longer than the opening. Until
+		// may be on another clock than time.Now's: the process's, read
+		// inside a testing/synctest bubble, where time.Until would say
+		// decades, for an opening the breaker counts as over.
+		d = min(d, e.openFor)
+	}
+	return d
 }
 
 // Error says that the call was refused, and for an open breaker, for how long
