@@ -43,8 +43,8 @@ func checkLimiter(l *Limiter, what string) {
 // is finished when the handler returns: as an overload failure if the
 // handler answered 503 or 504; as by Ignore if it answered 429, if it
 // panicked (the panic goes on), if its client went away or if it took the
-// connection over (http.Hijacker: a WebSocket's life is not a call's
-// latency); and as a success otherwise, so that the handler's latency moves
+// connection over (http.Hijacker, or a 101 Switching Protocols: a
+// WebSocket's life is not a call's latency); and as a success otherwise, so that the handler's latency moves
 // the limit. The handler's writer is an http.Flusher, an http.Hijacker, both
 // or neither, as the server's writer can be reached as one by
 // http.ResponseController (itself, or through its Unwrap): so a handler that
@@ -83,12 +83,13 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 			// before the Ticket counts as finished, so that if it panics
 			// the deferred Ignore still gives the Ticket back.
 			gone := false
-			if !sw.hijacked && sw.code != http.StatusTooManyRequests && !overloadStatus(sw.code) {
+			switched := sw.hijacked || sw.code == http.StatusSwitchingProtocols
+			if !switched && sw.code != http.StatusTooManyRequests && !overloadStatus(sw.code) {
 				gone = r.Context().Err() != nil
 			}
 			finished = true
 			switch {
-			case sw.hijacked:
+			case switched:
 				t.Ignore() // the connection's life, not a call's latency
 			case sw.code == http.StatusTooManyRequests:
 				t.Ignore() // a client over its quota: see above
@@ -142,8 +143,12 @@ type statusWriter struct {
 	hijacked bool
 }
 
+// WriteHeader notes the first final status: 200 and above, and 101
+// Switching Protocols, which net/http sends as final too (any WriteHeader
+// after it is ignored). The other 1xx are informational: the final status
+// is yet to come.
 func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 && code >= 200 {
+	if w.code == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.code = code
 	}
 	w.ResponseWriter.WriteHeader(code)
