@@ -50,7 +50,8 @@ import (
 // memory. A request to a new host beyond the cap drops the breaker of
 // another, the least recently used of a random sample, preferring closed
 // breakers: an open one is dropped only if every breaker sampled is open or
-// half-open. A host whose breaker was dropped starts again closed.
+// half-open, and one forced open (see Breaker) only if every one sampled is
+// forced open. A host whose breaker was dropped starts again closed.
 //
 // With a rate limiter and retries, nest retry.Transport, then
 // ratelimit.Transport, then Transport (see ratelimit.Transport for why):
