@@ -44,17 +44,19 @@ func checkLimiter(l *Limiter, what string) {
 // handler answered 503 or 504; as by Ignore if it answered 429, if it
 // panicked (the panic goes on), if its client went away or if it took the
 // connection over (http.Hijacker, or a 101 Switching Protocols: a
-// WebSocket's life is not a call's latency); and as a success otherwise, so that the handler's latency moves
-// the limit. The handler's writer is an http.Flusher, an http.Hijacker, both
-// or neither, as the server's writer can be reached as one by
-// http.ResponseController (itself, or through its Unwrap): so a handler that
+// WebSocket's life is not a call's latency); and as a success otherwise, so
+// that the handler's latency moves the limit. A 429 says that one client
+// sent too much (a per-client limit such as ratelimit.Middleware answers
+// it), not that the service is overloaded: counted as overload, one greedy
+// client would drive the limit down for all.
+//
+// The handler's writer is an http.Flusher, an http.Hijacker, both or
+// neither, as the server's writer can be reached as one by
+// http.ResponseController (itself, or through its Unwrap): a handler that
 // asks by a type assertion whether it may stream or upgrade gets the
 // server's answer (over HTTP/2, no Hijacker). It has Unwrap too, which
 // returns the server's writer, for http.ResponseController's other methods
-// (deadlines, full duplex). A 429 says that
-// one client sent too much (a per-client limit such as ratelimit.Middleware
-// answers it), not that the service is overloaded: counted as overload, one
-// greedy client would drive the limit down for all.
+// (deadlines, full duplex).
 //
 // Middleware panics if l is nil or was not made by New.
 func Middleware(l *Limiter) func(http.Handler) http.Handler {
