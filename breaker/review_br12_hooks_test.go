@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -60,4 +61,36 @@ func TestTransportHookRunsWhenSettingsHookPanics(t *testing.T) {
 		require.EqualValues(t, 2, m.Total.Requests)
 		require.EqualValues(t, 1, m.Total.Successes)
 	})
+}
+
+// As above, with Settings.OnStateChange ending its goroutine
+// (runtime.Goexit, as t.FailNow does) and Transport.OnStateChange calling
+// back into the host's breaker: Transport's hook is still told, the call
+// back does not deadlock, and the breaker is whole.
+func TestTransportHookRunsWhenSettingsHookExits(t *testing.T) {
+	var each []string
+	var tr *Transport
+	tr = &Transport{
+		Base: &statusBase{},
+		Settings: Settings{
+			FailureThreshold: 1,
+			OnStateChange:    func(State, State, Counts) { runtime.Goexit() },
+		},
+		OnStateChange: func(host string, from, to State, _ Counts) {
+			m := tr.Breaker(host).Metrics() // a call back
+			each = append(each, host+": "+from.String()+">"+to.String()+" "+m.State.String())
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		send(t, tr, context.Background(), "http://a.test/503")
+		t.Error("the goroutine went on after Settings.OnStateChange called runtime.Goexit")
+	}()
+	<-done
+	require.Equal(t, []string{"a.test: closed>open open"}, each)
+	b := tr.Breaker("a.test")
+	require.Equal(t, Open, b.State())
+	require.EqualValues(t, 1, b.Metrics().Total.Failures)
+	require.False(t, b.delivering, "the breaker still thinks a change is being reported")
 }
