@@ -47,10 +47,10 @@ type OpenError struct {
 // A breaker forced open has no end in time: until Reset (or Disable) nobody
 // knows when it lets calls through. For it RetryAfter returns the length of
 // an opening (OpenTimeout, or OpenBackoff's), as the pace at which to look
-// again, and at least a second: 0, or a few nanoseconds
-// (an OpenBackoff that returns 0), would tell callers that honour it, as
-// retry.Transport does, to retry at once, over and over. A retry.Policy
-// whose MaxRetryAfter is shorter gives up at once.
+// again, and at least a second: 0 (from an OpenBackoff that returns 0), or a
+// few nanoseconds, would tell callers that honour it, as retry.Transport
+// does, to retry at once, over and over. A retry.Policy whose MaxRetryAfter
+// is shorter gives up at once.
 func (e *OpenError) RetryAfter() time.Duration {
 	switch {
 	case e.Forced:

@@ -49,8 +49,9 @@ func newWindow(s settings) *window {
 		// A bucket's width is WindowDuration/WindowBuckets rounded up to
 		// a whole nanosecond, and the buckets are as many as it takes to
 		// span WindowDuration: rounded down, a 19ns window of 10 buckets
-		// would forget a call after 10ns, and a window of any length lose
-		// up to a bucket. Rounded up, it spans less than a bucket more
+		// would forget a call after 10ns, and any window lose the rest of
+		// its division by WindowBuckets. Rounded up, it spans less than a
+		// bucket more
 		// than asked (a 19ns window, 10 buckets of 2ns; an 11ns one, 6),
 		// and a window shorter than WindowBuckets nanoseconds gets a
 		// bucket per nanosecond. The span, width*n, may be beyond
