@@ -51,12 +51,11 @@ func newWindow(s settings) *window {
 		// span WindowDuration: rounded down, a 19ns window of 10 buckets
 		// would forget a call after 10ns, and any window lose the rest of
 		// its division by WindowBuckets. Rounded up, it spans less than a
-		// bucket more
-		// than asked (a 19ns window, 10 buckets of 2ns; an 11ns one, 6),
-		// and a window shorter than WindowBuckets nanoseconds gets a
-		// bucket per nanosecond. The span, width*n, may be beyond
-		// math.MaxInt64 for a WindowDuration near it; it is never
-		// computed, and the divisions below cannot overflow.
+		// bucket more than asked (a 19ns window, 10 buckets of 2ns; an
+		// 11ns one, 6), and a window shorter than WindowBuckets
+		// nanoseconds gets a bucket per nanosecond. The span, width*n, may
+		// be beyond math.MaxInt64 for a WindowDuration near it; it is
+		// never computed, and the divisions below cannot overflow.
 		d := int64(s.WindowDuration)
 		width := (d-1)/int64(s.WindowBuckets) + 1
 		n := (d-1)/width + 1
