@@ -43,13 +43,20 @@ func checkLimiter(l *Limiter, what string) {
 // is finished when the handler returns: as an overload failure if the
 // handler answered 503 or 504; as by Ignore if it answered 429, if it
 // panicked (the panic goes on), if its client went away or if it took the
-// connection over (http.Hijacker: a WebSocket's life is not a call's
-// latency); and as a success otherwise, so that the handler's latency moves
-// the limit. The handler's writer is an http.Flusher and an http.Hijacker,
-// as net/http's own is, for handlers that stream or upgrade. A 429 says that
-// one client sent too much (a per-client limit such as ratelimit.Middleware
-// answers it), not that the service is overloaded: counted as overload, one
-// greedy client would drive the limit down for all.
+// connection over (http.Hijacker, or a 101 Switching Protocols: a
+// WebSocket's life is not a call's latency); and as a success otherwise, so
+// that the handler's latency moves the limit. A 429 says that one client
+// sent too much (a per-client limit such as ratelimit.Middleware answers
+// it), not that the service is overloaded: counted as overload, one greedy
+// client would drive the limit down for all.
+//
+// The handler's writer is an http.Flusher, an http.Hijacker, both or
+// neither, as the server's writer can be reached as one by
+// http.ResponseController (itself, or through its Unwrap): a handler that
+// asks by a type assertion whether it may stream or upgrade gets the
+// server's answer (over HTTP/2, no Hijacker). It has Unwrap too, which
+// returns the server's writer, for http.ResponseController's other methods
+// (deadlines, full duplex).
 //
 // Middleware panics if l is nil or was not made by New.
 func Middleware(l *Limiter) func(http.Handler) http.Handler {
@@ -64,24 +71,27 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 				}
 				return
 			}
-			sw := &statusWriter{ResponseWriter: w}
 			finished := false
 			defer func() {
 				if !finished {
-					t.Ignore() // the handler, or r's ctx, panicked: its latency says nothing
+					// The handler, r's ctx, or the Unwrap of a writer in
+					// front, panicked: its latency says nothing.
+					t.Ignore()
 				}
 			}()
-			next.ServeHTTP(sw, r)
+			hw, sw := wrapWriter(w)
+			next.ServeHTTP(hw, r)
 			// r's ctx may be the code of a middleware in front: looked at
 			// before the Ticket counts as finished, so that if it panics
 			// the deferred Ignore still gives the Ticket back.
 			gone := false
-			if !sw.hijacked && sw.code != http.StatusTooManyRequests && !overloadStatus(sw.code) {
+			switched := sw.hijacked || sw.code == http.StatusSwitchingProtocols
+			if !switched && sw.code != http.StatusTooManyRequests && !overloadStatus(sw.code) {
 				gone = r.Context().Err() != nil
 			}
 			finished = true
 			switch {
-			case sw.hijacked:
+			case switched:
 				t.Ignore() // the connection's life, not a call's latency
 			case sw.code == http.StatusTooManyRequests:
 				t.Ignore() // a client over its quota: see above
@@ -124,18 +134,23 @@ func retryAfter(latency time.Duration) int64 {
 }
 
 // statusWriter notes the status a handler answers with, and whether it took
-// the connection over. It has the writer's Flush and Hijack as methods, for
-// the handlers that assert http.Flusher or http.Hijacker on their writer, as
-// net/http's own has them; Unwrap lets http.ResponseController reach the
-// rest (deadlines, full duplex).
+// the connection over. Unwrap lets http.ResponseController reach the writer
+// underneath (deadlines, full duplex). Flush and Hijack are methods of the
+// types that embed it, each made for a writer underneath that can do them
+// (see wrapWriter): a handler that asks by a type assertion what its writer
+// can do must get the server's answer, not a yes that fails when called.
 type statusWriter struct {
 	http.ResponseWriter
 	code     int
 	hijacked bool
 }
 
+// WriteHeader notes the first final status: 200 and above, and 101
+// Switching Protocols, which net/http sends as final too (any WriteHeader
+// after it is ignored). The other 1xx are informational: the final status
+// is yet to come.
 func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 && code >= 200 {
+	if w.code == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.code = code
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -153,11 +168,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// Flush sends what the handler wrote so far, if the writer underneath can
-// (http.ResponseController's Flush reports whether it could: FlushError).
-func (w *statusWriter) Flush() { _ = w.FlushError() }
-
-func (w *statusWriter) FlushError() error {
+// flushError sends what the handler wrote so far, through
+// http.ResponseController, which reports whether it could.
+func (w *statusWriter) flushError() error {
 	err := http.NewResponseController(w.ResponseWriter).Flush()
 	if err == nil && w.code == 0 {
 		w.code = http.StatusOK // a flush sends the header: see Write
@@ -165,16 +178,86 @@ func (w *statusWriter) FlushError() error {
 	return err
 }
 
-// Hijack hands the connection to the handler, if the writer underneath can
-// (HTTP/1; http.ErrNotSupported otherwise). The connection's life from then
-// on (a WebSocket's, minutes or hours) is not the latency of a call, and
-// its Ticket is ignored.
-func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+// hijack hands the connection to the handler. The connection's life from
+// then on (a WebSocket's, minutes or hours) is not the latency of a call,
+// and its Ticket is ignored.
+func (w *statusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
 		w.hijacked = true
 	}
 	return c, rw, err
+}
+
+// The writers a handler gets: a statusWriter with Flush (and FlushError,
+// which http.ResponseController prefers), Hijack, or both.
+type (
+	flushWriter       struct{ statusWriter }
+	hijackWriter      struct{ statusWriter }
+	flushHijackWriter struct{ statusWriter }
+)
+
+func (w *flushWriter) Flush()                  { _ = w.flushError() }
+func (w *flushWriter) FlushError() error       { return w.flushError() }
+func (w *flushHijackWriter) Flush()            { _ = w.flushError() }
+func (w *flushHijackWriter) FlushError() error { return w.flushError() }
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error)      { return w.hijack() }
+func (w *flushHijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.hijack() }
+
+// wrapWriter returns the writer for a handler served on w, and its
+// statusWriter: one allocation, of the type that has the methods w can
+// serve.
+//
+// It calls the Unwrap of writers in front of the server's, user code that
+// may panic: the caller is ready to give the Ticket back.
+func wrapWriter(w http.ResponseWriter) (http.ResponseWriter, *statusWriter) {
+	switch flush, hijack := reach(w); {
+	case flush && hijack:
+		v := &flushHijackWriter{statusWriter{ResponseWriter: w}}
+		return v, &v.statusWriter
+	case flush:
+		v := &flushWriter{statusWriter{ResponseWriter: w}}
+		return v, &v.statusWriter
+	case hijack:
+		v := &hijackWriter{statusWriter{ResponseWriter: w}}
+		return v, &v.statusWriter
+	}
+	v := &statusWriter{ResponseWriter: w}
+	return v, v
+}
+
+// maxUnwrap bounds the writers reach looks through: an Unwrap that returns
+// its own writer would make it loop for ever.
+const maxUnwrap = 64
+
+// reach reports whether http.ResponseController can flush and hijack w,
+// looking as it does: at w, then through Unwrap. Reach, not w's own
+// methods, decides: with a writer in front that has only Unwrap (as
+// wrappers are now written), a writer without Hijack would let a handler's
+// ResponseController hijack the connection past the statusWriter, and its
+// life would count as the latency of a call.
+func reach(w http.ResponseWriter) (flush, hijack bool) {
+	for range maxUnwrap {
+		if w == nil {
+			break
+		}
+		if !flush {
+			switch w.(type) {
+			case interface{ FlushError() error }, http.Flusher:
+				flush = true
+			}
+		}
+		if !hijack {
+			_, hijack = w.(http.Hijacker)
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok || flush && hijack {
+			break
+		}
+		w = u.Unwrap()
+	}
+	return flush, hijack
 }
 
 // Transport is an http.RoundTripper that sends each request through Base with

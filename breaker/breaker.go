@@ -402,8 +402,9 @@ func (b *Breaker) Metrics() Metrics {
 // ForceOpen opens the breaker and keeps it open, refusing every call, until
 // Reset: for maintenance, say. The *OpenError of its refusals has Forced set.
 //
-// The length of the opening (OpenTimeout, or OpenBackoff's) sets the pace
-// that RetryAfter suggests.
+// The length of the opening (OpenTimeout, or OpenBackoff's), but at least a
+// second, sets the pace that RetryAfter suggests: until Reset, nobody knows
+// when the breaker lets calls through again.
 func (b *Breaker) ForceOpen() {
 	b.check()
 	var d time.Duration

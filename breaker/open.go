@@ -129,7 +129,7 @@ func (b *Breaker) advanceLocked() {
 // d that ends at until. b.mu must be held.
 func (b *Breaker) openError(until int64, d time.Duration) *OpenError {
 	if b.forced {
-		return &OpenError{Name: b.s.Name, State: Open, Forced: true, openFor: d}
+		return &OpenError{Name: b.s.Name, State: Open, Forced: true, openFor: d, made: true}
 	}
-	return &OpenError{Name: b.s.Name, State: Open, Until: clock.Time(until), openFor: d}
+	return &OpenError{Name: b.s.Name, State: Open, Until: clock.Time(until), openFor: d, made: true}
 }

@@ -11,6 +11,10 @@ import (
 // an *OpenError.
 var ErrOpen = errors.New("breaker: circuit open")
 
+// forcedRetryFloor is the least RetryAfter of a breaker forced open: a pace
+// at which a retry loop may look again without spinning.
+const forcedRetryFloor = time.Second
+
 // An OpenError is returned for a call the breaker refused. Every call refused
 // during one opening gets the same *OpenError: refusing allocates nothing.
 // That one pointer is shared by every refused caller, in every goroutine, so
@@ -31,24 +35,38 @@ type OpenError struct {
 	Forced bool
 
 	openFor time.Duration // the length of the opening
+	// made reports that a Breaker made the error, and openFor is known:
+	// one that a program builds has none, and its Until alone decides.
+	made bool
 }
 
 // RetryAfter returns how long until the breaker lets a trial call through:
-// the rest of the open time, or 0 once it is over or when half-open. It reads
-// the clock.
+// the rest of the open time (never more than the opening's length), or 0
+// once it is over or when half-open. It reads the clock.
 //
-// A breaker forced open has no end in time. For it RetryAfter returns the
-// length of an opening (OpenTimeout, or OpenBackoff's), as the pace at which
-// to look again: 0 would tell callers that honour it to retry at once, over
-// and over.
+// A breaker forced open has no end in time: until Reset (or Disable) nobody
+// knows when it lets calls through. For it RetryAfter returns the length of
+// an opening (OpenTimeout, or OpenBackoff's), as the pace at which to look
+// again, and at least a second: 0 (from an OpenBackoff that returns 0), or a
+// few nanoseconds, would tell callers that honour it, as retry.Transport
+// does, to retry at once, over and over. A retry.Policy whose MaxRetryAfter
+// is shorter gives up at once.
 func (e *OpenError) RetryAfter() time.Duration {
 	switch {
 	case e.Forced:
-		return e.openFor
+		return max(e.openFor, forcedRetryFloor)
 	case e.Until.IsZero():
 		return 0
 	}
-	return max(0, time.Until(e.Until))
+	d := max(0, time.Until(e.Until))
+	if e.made {
+		// The rest of an opening is never longer than the opening. Until
+		// may be on another clock than time.Now's: the process's, read
+		// inside a testing/synctest bubble, where time.Until would say
+		// decades, for an opening the breaker counts as over.
+		d = min(d, e.openFor)
+	}
+	return d
 }
 
 // Error says that the call was refused, and for an open breaker, for how long

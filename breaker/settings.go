@@ -53,8 +53,13 @@ type Settings struct {
 	WindowDuration time.Duration
 
 	// WindowBuckets is the number of buckets of a time-based window, at
-	// most 1<<16. 0 means 10. A WindowDuration of fewer nanoseconds has
-	// one bucket per nanosecond.
+	// most 1<<16. 0 means 10. A bucket lasts WindowDuration/WindowBuckets,
+	// rounded up to a whole nanosecond, and the window has as many as it
+	// takes to span WindowDuration: so it may span up to a bucket (less
+	// 1ns) more than WindowDuration, never less, and a WindowDuration of
+	// fewer nanoseconds than WindowBuckets has one bucket per nanosecond.
+	// The window moves a bucket at a time: a call leaves it with its
+	// bucket, between the span less a bucket and the span after it ended.
 	WindowBuckets int
 
 	// MinimumCalls is the number of calls the window must hold before a rate

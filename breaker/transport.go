@@ -50,7 +50,8 @@ import (
 // memory. A request to a new host beyond the cap drops the breaker of
 // another, the least recently used of a random sample, preferring closed
 // breakers: an open one is dropped only if every breaker sampled is open or
-// half-open. A host whose breaker was dropped starts again closed.
+// half-open, and one forced open (see Breaker) only if every one sampled is
+// forced open. A host whose breaker was dropped starts again closed.
 //
 // With a rate limiter and retries, nest retry.Transport, then
 // ratelimit.Transport, then Transport (see ratelimit.Transport for why):
@@ -86,7 +87,9 @@ type Transport struct {
 
 	// OnStateChange, if not nil, is called on every change of state of a
 	// host's breaker, with its key, after Settings.OnStateChange if that is
-	// set too, and as it is: outside the breaker's lock, in order.
+	// set too, and as it is: outside the breaker's lock, in order. It is
+	// called even if Settings.OnStateChange panics, whose panic then goes
+	// on, as Settings says (if both panic, this one's does).
 	OnStateChange func(host string, from, to State, counts Counts)
 
 	hosts hostSet

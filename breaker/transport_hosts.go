@@ -76,7 +76,12 @@ func (t *Transport) insert(key string) *Breaker {
 		own := s.OnStateChange
 		s.OnStateChange = func(from, to State, c Counts) {
 			if own != nil {
+				// Deferred: both are user hooks, and own panicking (or
+				// calling runtime.Goexit) must not keep the change from
+				// each. Its panic goes on after, unless each panics too.
+				defer each(key, from, to, c)
 				own(from, to, c)
+				return
 			}
 			each(key, from, to, c)
 		}
@@ -101,18 +106,32 @@ func (t *Transport) insert(key string) *Breaker {
 
 // dropLocked removes one entry: of a sample (every entry, when they are few),
 // a closed breaker rather than an open or half-open one, whose state keeps a
-// failing host from being hit, then the least recently used. h.mu must be
-// held, and h.all must not be empty.
+// failing host from being hit, and one of those rather than a breaker forced
+// open, which its user set to refuse everything until Reset (and which is
+// least used for that very reason); then the least recently used. h.mu must
+// be held, and h.all must not be empty.
 func (h *hostSet) dropLocked() {
 	var victim *hostEntry
-	victimClosed := false
+	victimKeep := 0
 	consider := func(e *hostEntry) {
-		closed := State(e.b.state.Load()&stateMask) == Closed
+		// How much the breaker's state is worth keeping: 0 closed, 1 open
+		// or half-open, 2 forced open. Read without the breaker's lock:
+		// a state that changes meanwhile makes a worse choice, no harm.
+		keep := 0
+		switch State(e.b.state.Load() & stateMask) {
+		case Open:
+			keep = 1
+			if e.b.openErr.Load().Forced {
+				keep = 2
+			}
+		case HalfOpen:
+			keep = 1
+		}
 		switch {
 		case victim == nil,
-			closed && !victimClosed,
-			closed == victimClosed && e.used.Load() < victim.used.Load():
-			victim, victimClosed = e, closed
+			keep < victimKeep,
+			keep == victimKeep && e.used.Load() < victim.used.Load():
+			victim, victimKeep = e, keep
 		}
 	}
 	if len(h.all) <= hostSample {

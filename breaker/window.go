@@ -46,12 +46,21 @@ type bucket struct {
 
 func newWindow(s settings) *window {
 	if s.WindowDuration > 0 {
-		// A bucket lasts at least 1ns: a window shorter than that many
-		// nanoseconds gets fewer buckets, so that it spans WindowDuration
-		// rather than a nanosecond per bucket asked for.
-		n := min(int64(s.WindowBuckets), int64(s.WindowDuration))
+		// A bucket's width is WindowDuration/WindowBuckets rounded up to
+		// a whole nanosecond, and the buckets are as many as it takes to
+		// span WindowDuration: rounded down, a 19ns window of 10 buckets
+		// would forget a call after 10ns, and any window lose the rest of
+		// its division by WindowBuckets. Rounded up, it spans less than a
+		// bucket more than asked (a 19ns window, 10 buckets of 2ns; an
+		// 11ns one, 6), and a window shorter than WindowBuckets
+		// nanoseconds gets a bucket per nanosecond. The span, width*n, may
+		// be beyond math.MaxInt64 for a WindowDuration near it; it is
+		// never computed, and the divisions below cannot overflow.
+		d := int64(s.WindowDuration)
+		width := (d-1)/int64(s.WindowBuckets) + 1
+		n := (d-1)/width + 1
 		w := &window{
-			bucketNs: int64(s.WindowDuration) / n,
+			bucketNs: width,
 			buckets:  make([]bucket, n),
 			latest:   math.MinInt64, // no time yet: the first is not stale
 		}
