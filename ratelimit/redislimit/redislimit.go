@@ -81,7 +81,7 @@ type Limiter struct {
 	prefix   string
 	timeout  time.Duration
 	policy   Policy
-	local    *ratelimit.Keyed[string, ratelimit.Taker]
+	local    *ratelimit.Keyed[string, *localBucket]
 	onError  func(string, error)
 	failures atomic.Int64
 	batch    batcher
@@ -89,6 +89,10 @@ type Limiter struct {
 	// localMost is the least burst of FailLocal's in-process buckets: a
 	// call for more is never granted by them.
 	localMost int
+
+	// localUsed is set once FailLocal's in-process buckets have decided a
+	// call: until then there is none for Reset to refill.
+	localUsed atomic.Bool
 
 	// ctxTimeouts reports that the client honours context deadlines
 	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
@@ -206,6 +210,7 @@ func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error)
 		return ratelimit.Decision{Allowed: false, Limit: l.burst, Window: window, Remaining: 0,
 			RetryAfter: l.timeout, ResetAfter: l.timeout}, err
 	case FailLocal:
+		l.localUsed.Store(true)
 		d := l.local.Take(key, n)
 		if d.RetryAfter == ratelimit.Never {
 			// n is within the Burst (take refuses more before asking),
@@ -352,17 +357,30 @@ func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
 // Reset forgets the state of key: its bucket is full again, and so are those
 // of Config.Limits.
 //
+// Under FailLocal, the key's in-process buckets, which decide while Redis
+// fails, are full again too, and at once, before Redis is asked: they are
+// this instance's alone, and a Reset must not leave a key refused by them
+// that Redis, back, would allow (nor one that Redis, still failing, cannot
+// forget). So they are full whatever the round trip's outcome. Other
+// instances' in-process buckets are theirs: a Reset there refills them.
+//
 // Reset waits for Redis as AllowN does (MaxRoundTrips and the Timeout
 // included). If Redis fails to answer within the Timeout, the error matches
 // ErrUnavailable; if ctx ends first, Reset returns ctx.Err(). Either way the
-// key may or may not have been deleted. Its failures are not counted by
-// Failures nor told to OnError: the caller has the error.
+// key may or may not have been deleted in Redis. Its failures are not counted
+// by Failures nor told to OnError: the caller has the error. A ctx done
+// before the call fails it with ctx.Err() and changes nothing.
 //
 // Reset panics if key is empty.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	l.checkKeyN(key, 1, "Reset")
 	if err := ctxErr(ctx); err != nil {
 		return err
+	}
+	if l.local != nil && l.localUsed.Load() {
+		// Only a key that an outage gave an in-process bucket has one to
+		// refill; Get would make one for any other.
+		l.local.Get(key).reset()
 	}
 	if _, err := l.roundTrip(ctx, &call{key: key, reset: true}); err != nil {
 		if ctx.Err() != nil {
@@ -444,3 +462,25 @@ func ctxErr(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// localBucket is FailLocal's in-process limiter of one key: a TokenBucket, or
+// the All of one per limit with Config.Limits. Reset replaces it with a full
+// one: a Keyed cannot forget one key, nor a bucket be refilled. A Take racing
+// with the Reset may land on the bucket replaced, as if it came just before.
+type localBucket struct {
+	cur   atomic.Pointer[localTaker]
+	fresh func() ratelimit.Taker
+}
+
+type localTaker struct{ ratelimit.Taker }
+
+func newLocalBucket(fresh func() ratelimit.Taker) *localBucket {
+	b := &localBucket{fresh: fresh}
+	b.reset()
+	return b
+}
+
+func (b *localBucket) reset()                                 { b.cur.Store(&localTaker{b.fresh()}) }
+func (b *localBucket) Take(n int) ratelimit.Decision          { return b.cur.Load().Take(n) }
+func (b *localBucket) AllowN(n int) bool                      { return b.cur.Load().AllowN(n) }
+func (b *localBucket) WaitN(ctx context.Context, n int) error { return b.cur.Load().WaitN(ctx, n) }
