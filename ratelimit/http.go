@@ -45,7 +45,11 @@ func (g global) check() {
 type MiddlewareConfig struct {
 	// Key returns the key a request is limited under. The default is the
 	// client's IP address, or for IPv6 its /64: see TrustedProxyHeader and
-	// IPv6Prefix.
+	// IPv6Prefix. "" is a key like any other, for a Keyed and for
+	// redislimit's Limiter alike: the requests given it share one limit. The
+	// default Key gives it to a request with no peer address (a server on a
+	// Unix socket): give such requests keys of your own if they must not
+	// share one.
 	Key func(r *http.Request) string
 
 	// TrustedProxyHeader names a header that the default Key reads the

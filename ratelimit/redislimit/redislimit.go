@@ -21,6 +21,18 @@
 // the Policy (under FailOpen, it is never limited). Where keys come from
 // clients (an API key, a header), keep them from beginning with "}" there.
 //
+// Every string is a key, the empty one included: it has its bucket, apart
+// from every other key's, as it has its limiter in a ratelimit.Keyed, which
+// a Limiter stands in for (a KeyTaker for ratelimit.Middleware, a KeyWaiter
+// for ratelimit.Transport). A panic there would take down the handler of
+// every request whose key is "": one whose Key function found no API key,
+// or, with Middleware's default Key, every request of a server on a Unix
+// socket, whose RemoteAddr is empty. Those requests share one bucket, as
+// they would in a Keyed; a Key function that must not let them should give
+// them keys of their own. The empty key's tag is empty too ("prefix{}"),
+// with the same consequence on a Cluster with Limits as a key that begins
+// with "}".
+//
 // When Redis is unreachable or slow, each call gives up after Config.Timeout
 // and follows Config.Policy: allow (FailOpen), refuse (FailClosed), or fall
 // back to an in-process token bucket at a share of the rate (FailLocal). A
@@ -118,13 +130,10 @@ func (l *Limiter) check() {
 	}
 }
 
-// checkKeyN panics, for fn, if l is the zero Limiter, key is empty or n
-// below 1.
-func (l *Limiter) checkKeyN(key string, n int, fn string) {
+// checkN panics, for fn, if l is the zero Limiter or n is below 1. Every
+// key is valid, the empty one included (see the package doc).
+func (l *Limiter) checkN(n int, fn string) {
 	l.check()
-	if key == "" {
-		panic("redislimit: " + fn + " with empty key")
-	}
 	if n < 1 {
 		panic(fmt.Sprintf("redislimit: %s with n = %d; n must be at least 1", fn, n))
 	}
@@ -154,14 +163,14 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 // More events than the Burst are never allowed, whatever the Policy: the
 // Decision says what the bucket holds, with a RetryAfter of ratelimit.Never.
 //
-// TakeContext panics if key is empty or n is below 1.
+// TakeContext panics if n is below 1.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
 	return l.take(ctx, key, n, "TakeContext")
 }
 
 // take is TakeContext, with the name of the caller for a panic.
 func (l *Limiter) take(ctx context.Context, key string, n int, fn string) (ratelimit.Decision, error) {
-	l.checkKeyN(key, n, fn)
+	l.checkN(n, fn)
 	if err := ctxErr(ctx); err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -243,7 +252,7 @@ func (l *Limiter) failed(key string, err error) error {
 // ctx.Err(). A call that gives up during its round trip may have its events
 // taken for nobody, as TakeContext says.
 //
-// AllowN panics if key is empty or n is below 1.
+// AllowN panics if n is below 1.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (bool, error) {
 	d, err := l.take(ctx, key, n, "AllowN")
 	return d.Allowed, err
@@ -283,14 +292,14 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // ends: it never hammers a Redis that is trying to recover, and never gives
 // up before ctx does.
 //
-// WaitN panics if key is empty or n is below 1.
+// WaitN panics if n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	return l.waitN(ctx, key, n, "WaitN")
 }
 
 // waitN is WaitN, with the name of the caller for a panic.
 func (l *Limiter) waitN(ctx context.Context, key string, n int, fn string) error {
-	l.checkKeyN(key, n, fn)
+	l.checkN(n, fn)
 	// ctx first: a nil one panics and a done one fails whatever n is, as in
 	// ratelimit's WaitN.
 	if err := ctxErr(ctx); err != nil {
@@ -370,10 +379,8 @@ func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
 // key may or may not have been deleted in Redis. Its failures are not counted
 // by Failures nor told to OnError: the caller has the error. A ctx done
 // before the call fails it with ctx.Err() and changes nothing.
-//
-// Reset panics if key is empty.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	l.checkKeyN(key, 1, "Reset")
+	l.check()
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -408,7 +415,7 @@ func (l *Limiter) Failures() int64 {
 // For returns a handle on one key: a ratelimit.Limiter and ratelimit.Taker,
 // to use wherever one is expected.
 func (l *Limiter) For(key string) *Handle {
-	l.checkKeyN(key, 1, "For")
+	l.check()
 	return &Handle{l: l, key: key}
 }
 
