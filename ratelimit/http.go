@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -115,6 +116,18 @@ func (cfg MiddlewareConfig) Validate() error {
 // rounding of a token's cost to its clock, so that a bucket of 3 a second,
 // burst 3, states a window of 1 second, not 2.
 //
+// If limiter has a method TakeContext(ctx context.Context, key string, n
+// int) (Decision, error), as redislimit's Limiter has, Middleware calls it
+// with the request's ctx rather than Take: a decision that costs a round
+// trip ends with the request, instead of holding the handler's goroutine for
+// a client that has gone, or past the deadline the request carries. If it
+// returns an error with the zero Decision, as redislimit's does when the
+// request's ctx ends first, no decision was made: the request is neither
+// allowed nor refused, and gets 503 Service Unavailable, with no body (its
+// client has most likely gone) and no rate-limit headers; neither the
+// handler nor OnLimited runs. An error with a Decision (redislimit's Policy
+// decided while Redis failed) is answered by the Decision.
+//
 // Middleware panics if limiter is nil (or a nil pointer), or if cfg is not
 // valid (see MiddlewareConfig.Validate).
 func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.Handler {
@@ -145,6 +158,7 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 		}
 	}
 	policy := strconv.Quote(cfg.Policy)
+	ct, _ := limiter.(contextTaker)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			n := 1
@@ -158,7 +172,19 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 					return
 				}
 			}
-			d := limiter.Take(cfg.Key(r), n)
+			key := cfg.Key(r)
+			var d Decision
+			if ct != nil {
+				var err error
+				if d, err = ct.TakeContext(r.Context(), key, n); err != nil && d == (Decision{}) {
+					// Not a refusal: no 429, no Retry-After, nothing for
+					// OnLimited (which a user may count refusals in).
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+			} else {
+				d = limiter.Take(key, n)
+			}
 			writeHeaders(w.Header(), policy, d)
 			if d.Allowed {
 				next.ServeHTTP(w, r)
@@ -170,6 +196,13 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 			cfg.OnLimited(w, r, d)
 		})
 	}
+}
+
+// A contextTaker is a KeyTaker whose decision may wait (redislimit's
+// Limiter: a round trip to Redis), and can give up when the request's ctx
+// ends. Structural, so that this package need not know the module.
+type contextTaker interface {
+	TakeContext(ctx context.Context, key string, n int) (Decision, error)
 }
 
 func writeHeaders(h http.Header, policy string, d Decision) {

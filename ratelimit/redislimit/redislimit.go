@@ -266,7 +266,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
 
 // Take is TakeContext without a context (each call still ends after the
 // Timeout) and without the error, which OnError receives. It makes a Limiter
-// a ratelimit.KeyTaker, for ratelimit.Middleware.
+// a ratelimit.KeyTaker, for ratelimit.Middleware; which calls TakeContext
+// instead, with the request's ctx, so that a request whose client has gone
+// costs no wait for Redis.
 func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 	d, _ := l.take(context.Background(), key, n, "Take")
 	return d
