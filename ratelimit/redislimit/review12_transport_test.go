@@ -1,0 +1,103 @@
+package redislimit
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+// holdNth is a client hook that holds the nth lone run of the script (from
+// 1) until release is closed or the command's ctx ends.
+type holdNth struct {
+	n       atomic.Int64
+	seen    atomic.Int64
+	held    atomic.Bool
+	release chan struct{}
+}
+
+func (h *holdNth) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdNth) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.HasPrefix(cmd.Name(), "eval") && h.seen.Add(1) == h.n.Load() {
+			h.held.Store(true)
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *holdNth) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Regression: a ratelimit.Transport whose PerHost is a Limiter, told by WaitN
+// that the request's deadline is too close (ErrWouldExceedDeadline), asks the
+// Limiter how long the wait would be with Take, which waits for Redis with no
+// ctx of the caller's: the request went on waiting up to the Timeout after its
+// ctx ended (its caller gone, or its deadline passed), then went on to send
+// it if Redis's answer allowed it, or to fail with a *DeadlineError. The Take
+// is the request's: it asks with the request's ctx (TakeContext), and a
+// request whose ctx ends meanwhile fails with ctx.Err() at once, unsent.
+func TestReview12TransportDeadlineTakeGivesUpWithTheRequest(t *testing.T) {
+	c := backends(t)[0].client(t)
+	h := &holdNth{release: make(chan struct{})}
+	c.AddHook(h)
+	l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 1, Timeout: time.Hour})
+	require.True(t, l.Take("h", 1).Allowed) // the script loaded (EVALSHA, then EVAL), the bucket empty
+	h.n.Store(h.seen.Load() + 2)            // past WaitN's run: the Transport's Take
+
+	var sent atomic.Bool
+	tr := &ratelimit.Transport{
+		PerHost: l,
+		Key:     func(*http.Request) string { return "h" },
+		Base: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			sent.Store(true)
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+		}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a token takes 1000 s
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://example.test/", nil)
+	require.NoError(t, err)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := tr.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	require.Eventually(t, h.held.Load, 10*time.Second, time.Millisecond, "the Take never reached Redis")
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second): // a bound on a failure, not a timing
+		close(h.release)
+		r = <-done
+		t.Fatalf("RoundTrip waited for Redis after the request's ctx ended; then returned %v, %v", r.resp, r.err)
+	}
+	close(h.release)
+	require.Nil(t, r.resp)
+	require.Equal(t, context.Canceled, r.err)
+	require.False(t, sent.Load(), "the request was sent")
+	require.Zero(t, l.Failures())
+}
