@@ -1,0 +1,78 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+// ctxTaker is a KeyTaker with TakeContext, as redislimit's Limiter: it
+// answers d and err, and records the ctx it was given. Its Take must not be
+// called when TakeContext is there.
+type ctxTaker struct {
+	t   *testing.T
+	d   ratelimit.Decision
+	err error
+	ctx context.Context
+}
+
+func (c *ctxTaker) Take(string, int) ratelimit.Decision {
+	c.t.Error("Take called; the Middleware has TakeContext")
+	return c.d
+}
+
+func (c *ctxTaker) TakeContext(ctx context.Context, _ string, _ int) (ratelimit.Decision, error) {
+	c.ctx = ctx
+	return c.d, c.err
+}
+
+// Middleware decides with TakeContext and the request's ctx when the limiter
+// has it. An error with no Decision (the request's ctx ended first) is no
+// decision: 503, no body, no rate-limit headers, neither the handler nor
+// OnLimited. An error with a Decision (a Policy's, while a store failed) is
+// answered by the Decision.
+func TestReview12MiddlewareTakeContext(t *testing.T) {
+	type ctxKey struct{}
+	for _, tc := range []struct {
+		name              string
+		d                 ratelimit.Decision
+		err               error
+		code              int
+		handled, refusals int
+	}{
+		{"ctx ended", ratelimit.Decision{}, context.Canceled, http.StatusServiceUnavailable, 0, 0},
+		{"deadline", ratelimit.Decision{}, context.DeadlineExceeded, http.StatusServiceUnavailable, 0, 0},
+		{"policy allows", ratelimit.Decision{Allowed: true, Limit: 3, Remaining: ratelimit.Unknown}, errors.New("store down"), http.StatusOK, 1, 0},
+		{"policy refuses", ratelimit.Decision{Limit: 3, RetryAfter: 1}, errors.New("store down"), http.StatusTooManyRequests, 0, 1},
+		{"allowed", ratelimit.Decision{Allowed: true, Limit: 3, Remaining: 2}, nil, http.StatusOK, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := &ctxTaker{t: t, d: tc.d, err: tc.err}
+			handled, refusals := 0, 0
+			mw := ratelimit.Middleware(lim, ratelimit.MiddlewareConfig{
+				OnLimited: func(w http.ResponseWriter, _ *http.Request, _ ratelimit.Decision) {
+					refusals++
+					w.WriteHeader(http.StatusTooManyRequests)
+				},
+			})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled++ }))
+			ctx := context.WithValue(context.Background(), ctxKey{}, "the request's")
+			w := httptest.NewRecorder()
+			mw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx))
+			if w.Code != tc.code || handled != tc.handled || refusals != tc.refusals {
+				t.Fatalf("code %d, handled %d, refused %d; want %d, %d, %d", w.Code, handled, refusals, tc.code, tc.handled, tc.refusals)
+			}
+			if lim.ctx == nil || lim.ctx.Value(ctxKey{}) != "the request's" {
+				t.Fatalf("TakeContext was not given the request's ctx")
+			}
+			if tc.code == http.StatusServiceUnavailable {
+				if w.Body.Len() != 0 || w.Header().Get("RateLimit-Policy") != "" || w.Header().Get("Retry-After") != "" {
+					t.Fatalf("a request with no decision got a body %q or rate-limit headers %v", w.Body.String(), w.Header())
+				}
+			}
+		})
+	}
+}
