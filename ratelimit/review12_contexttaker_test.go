@@ -32,9 +32,10 @@ func (c *ctxTaker) TakeContext(ctx context.Context, _ string, _ int) (ratelimit.
 
 // Middleware decides with TakeContext and the request's ctx when the limiter
 // has it. An error with no Decision (the request's ctx ended first) is no
-// decision: 503, no body, no rate-limit headers, neither the handler nor
-// OnLimited. An error with a Decision (a Policy's, while a store failed) is
-// answered by the Decision.
+// decision: no body, no rate-limit headers, neither the handler nor
+// OnLimited; 503 if the deadline passed, nothing written at all if the ctx
+// was cancelled (the client has gone). An error with a Decision (a
+// Policy's, while a store failed) is answered by the Decision.
 func TestReview12MiddlewareTakeContext(t *testing.T) {
 	type ctxKey struct{}
 	for _, tc := range []struct {
@@ -44,7 +45,7 @@ func TestReview12MiddlewareTakeContext(t *testing.T) {
 		code              int
 		handled, refusals int
 	}{
-		{"ctx ended", ratelimit.Decision{}, context.Canceled, http.StatusServiceUnavailable, 0, 0},
+		{"ctx ended", ratelimit.Decision{}, context.Canceled, 0, 0, 0},
 		{"deadline", ratelimit.Decision{}, context.DeadlineExceeded, http.StatusServiceUnavailable, 0, 0},
 		{"policy allows", ratelimit.Decision{Allowed: true, Limit: 3, Remaining: ratelimit.Unknown}, errors.New("store down"), http.StatusOK, 1, 0},
 		{"policy refuses", ratelimit.Decision{Limit: 3, RetryAfter: 1}, errors.New("store down"), http.StatusTooManyRequests, 0, 1},
@@ -58,9 +59,9 @@ func TestReview12MiddlewareTakeContext(t *testing.T) {
 					refusals++
 					w.WriteHeader(http.StatusTooManyRequests)
 				},
-			})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled++ }))
+			})(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { handled++; w.WriteHeader(http.StatusOK) }))
 			ctx := context.WithValue(context.Background(), ctxKey{}, "the request's")
-			w := httptest.NewRecorder()
+			w := &codeWriter{ResponseRecorder: httptest.NewRecorder()}
 			mw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx))
 			if w.Code != tc.code || handled != tc.handled || refusals != tc.refusals {
 				t.Fatalf("code %d, handled %d, refused %d; want %d, %d, %d", w.Code, handled, refusals, tc.code, tc.handled, tc.refusals)
@@ -68,11 +69,32 @@ func TestReview12MiddlewareTakeContext(t *testing.T) {
 			if lim.ctx == nil || lim.ctx.Value(ctxKey{}) != "the request's" {
 				t.Fatalf("TakeContext was not given the request's ctx")
 			}
-			if tc.code == http.StatusServiceUnavailable {
+			if tc.code == http.StatusServiceUnavailable || tc.code == 0 {
 				if w.Body.Len() != 0 || w.Header().Get("RateLimit-Policy") != "" || w.Header().Get("Retry-After") != "" {
 					t.Fatalf("a request with no decision got a body %q or rate-limit headers %v", w.Body.String(), w.Header())
 				}
 			}
 		})
 	}
+}
+
+// codeWriter records the status written, 0 if none (a ResponseRecorder
+// says 200 then), and the headers and body as its recorder.
+type codeWriter struct {
+	*httptest.ResponseRecorder
+	Code int
+}
+
+func (w *codeWriter) WriteHeader(code int) {
+	if w.Code == 0 {
+		w.Code = code
+	}
+	w.ResponseRecorder.WriteHeader(code)
+}
+
+func (w *codeWriter) Write(b []byte) (int, error) {
+	if w.Code == 0 {
+		w.Code = http.StatusOK
+	}
+	return w.ResponseRecorder.Write(b)
 }
