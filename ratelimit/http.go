@@ -124,14 +124,14 @@ func (cfg MiddlewareConfig) Validate() error {
 // returns an error with the zero Decision, as redislimit's does when the
 // request's ctx ends first, no decision was made: the request is neither
 // allowed nor refused, neither the handler nor OnLimited runs, and it gets
-// no rate-limit headers and no body. If its ctx's deadline passed (the
-// error matches context.DeadlineExceeded), its client may still be there,
-// and is answered 503 Service Unavailable. Otherwise its ctx was cancelled,
-// which net/http does when the client has gone: nothing is written, as
+// no rate-limit headers and no body. If the request's ctx was cancelled,
+// which net/http does when the client has gone, nothing is written, as
 // adaptive.Middleware does for a client gone while it waited, so that a
 // middleware in front sees no status (adaptive.Middleware, which counts a
 // 503 as overload, ignores the request); were the connection still there,
-// net/http would end the response with its default, 200 and no body. An
+// net/http would end the response with its default, 200 and no body.
+// Otherwise (its deadline passed, and its client may still be there; or the
+// limiter failed without deciding) it gets 503 Service Unavailable. An
 // error with a Decision (redislimit's Policy decided while Redis failed) is
 // answered by the Decision.
 //
@@ -183,12 +183,13 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 			var d Decision
 			if ct != nil {
 				var err error
-				if d, err = ct.TakeContext(r.Context(), key, n); err != nil && d == (Decision{}) {
+				ctx := r.Context()
+				if d, err = ct.TakeContext(ctx, key, n); err != nil && d == (Decision{}) {
 					// Not a refusal: no 429, no Retry-After, nothing for
 					// OnLimited (which a user may count refusals in). A
 					// client that has gone gets nothing, which a
 					// middleware in front reads as gone, not as overload.
-					if errors.Is(err, context.DeadlineExceeded) {
+					if !errors.Is(ctx.Err(), context.Canceled) {
 						w.WriteHeader(http.StatusServiceUnavailable)
 					}
 					return

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
@@ -47,6 +48,7 @@ func TestReview12MiddlewareTakeContext(t *testing.T) {
 	}{
 		{"ctx ended", ratelimit.Decision{}, context.Canceled, 0, 0, 0},
 		{"deadline", ratelimit.Decision{}, context.DeadlineExceeded, http.StatusServiceUnavailable, 0, 0},
+		{"no decision", ratelimit.Decision{}, errors.New("store down"), http.StatusServiceUnavailable, 0, 0},
 		{"policy allows", ratelimit.Decision{Allowed: true, Limit: 3, Remaining: ratelimit.Unknown}, errors.New("store down"), http.StatusOK, 1, 0},
 		{"policy refuses", ratelimit.Decision{Limit: 3, RetryAfter: 1}, errors.New("store down"), http.StatusTooManyRequests, 0, 1},
 		{"allowed", ratelimit.Decision{Allowed: true, Limit: 3, Remaining: 2}, nil, http.StatusOK, 1, 0},
@@ -61,6 +63,16 @@ func TestReview12MiddlewareTakeContext(t *testing.T) {
 				},
 			})(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { handled++; w.WriteHeader(http.StatusOK) }))
 			ctx := context.WithValue(context.Background(), ctxKey{}, "the request's")
+			switch tc.err {
+			case context.Canceled:
+				c, cancel := context.WithCancel(ctx)
+				cancel()
+				ctx = c
+			case context.DeadlineExceeded:
+				c, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
+				defer cancel()
+				ctx = c
+			}
 			w := &codeWriter{ResponseRecorder: httptest.NewRecorder()}
 			mw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx))
 			if w.Code != tc.code || handled != tc.handled || refusals != tc.refusals {
