@@ -3,6 +3,8 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,4 +72,34 @@ func TestReview12ResetRefillsFailLocalBucket(t *testing.T) {
 		d, _ = l.TakeContext(ctx, "k", 1)
 		require.True(t, d.Allowed, "after Reset a local bucket of the Limits still refuses: %+v", d)
 	})
+}
+
+// Resets racing with FailLocal's decisions: no race, and the local grants
+// stay within a burst per Reset (and the first), each Take landing on the
+// bucket before or after a Reset.
+func TestReview12ResetRacesFailLocal(t *testing.T) {
+	c := backends(t)[0].client(t)
+	h := &armedHook{lone: isEvalOrDel, piped: isEvalOrDel, act: func() error { return errors.New("down") }}
+	h.armed.Store(true)
+	c.AddHook(h)
+	l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 3, Policy: FailLocal})
+	ctx := context.Background()
+	const resets = 20
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if d, _ := l.TakeContext(ctx, "k", 1); d.Allowed {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	for range resets {
+		require.ErrorIs(t, l.Reset(ctx, "k"), ErrUnavailable)
+	}
+	wg.Wait()
+	require.LessOrEqual(t, granted.Load(), int64(3*(resets+1)))
+	require.Equal(t, 1, l.local.Len())
 }
