@@ -401,8 +401,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 }
 
 // Failures returns the number of decisions that Redis failed to answer in
-// time, each decided by the Policy instead: calls of AllowN, Allow, Take and
-// of a Handle, and each attempt of WaitN. A call counts once, whether it
+// time, each decided by the Policy instead: calls of TakeContext, AllowN,
+// Allow, Take and of a Handle, and each attempt of WaitN. A call counts once, whether it
 // failed alone, in a pipeline with others, or waiting for a round trip; so a
 // stall of Redis under load counts every call made meanwhile, not the round
 // trips. A call whose ctx ended, and Reset, do not count. OnError hears of
