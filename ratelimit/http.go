@@ -134,6 +134,9 @@ func (cfg MiddlewareConfig) Validate() error {
 // limiter failed without deciding) it gets 503 Service Unavailable. An
 // error with a Decision (redislimit's Policy decided while Redis failed) is
 // answered by the Decision.
+// A type of the user's that embeds such a limiter gets its TakeContext
+// too: if it has a Take of its own (to count decisions, say), it needs a
+// TakeContext of its own as well, or Middleware goes around its Take.
 //
 // Middleware panics if limiter is nil (or a nil pointer), or if cfg is not
 // valid (see MiddlewareConfig.Validate).
