@@ -387,8 +387,10 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		return err
 	}
 	if l.local != nil && l.localUsed.Load() {
-		// Only a key that an outage gave an in-process bucket has one to
-		// refill; Get would make one for any other.
+		// Before the first outage no key has an in-process bucket, and
+		// none is made. After it, Get makes a full one for a key that had
+		// none (a Keyed cannot be asked whether it holds a key): an entry
+		// until the TTL, within MaxKeys.
 		l.local.Get(key).reset()
 	}
 	if _, err := l.roundTrip(ctx, &call{key: key, reset: true}); err != nil {
@@ -402,11 +404,11 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 
 // Failures returns the number of decisions that Redis failed to answer in
 // time, each decided by the Policy instead: calls of TakeContext, AllowN,
-// Allow, Take and of a Handle, and each attempt of WaitN. A call counts once, whether it
-// failed alone, in a pipeline with others, or waiting for a round trip; so a
-// stall of Redis under load counts every call made meanwhile, not the round
-// trips. A call whose ctx ended, and Reset, do not count. OnError hears of
-// the same failures.
+// Allow, Take and of a Handle, and each attempt of WaitN. A call counts
+// once, whether it failed alone, in a pipeline with others, or waiting for a
+// round trip; so a stall of Redis under load counts every call made
+// meanwhile, not the round trips. A call whose ctx ended, and Reset, do not
+// count. OnError hears of the same failures.
 func (l *Limiter) Failures() int64 {
 	if l == nil {
 		panic(errZeroLimiter) // the zero Limiter has none; a nil one is a bug
