@@ -110,3 +110,73 @@ func (w *codeWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseRecorder.Write(b)
 }
+
+// ctxKeyWaiter is a Transport's PerHost with TakeContext, as redislimit's
+// Limiter: its WaitN says the deadline is too close, and TakeContext
+// answers d and err, after calling during (a cancel, say).
+type ctxKeyWaiter struct {
+	t      *testing.T
+	d      ratelimit.Decision
+	err    error
+	during func()
+}
+
+func (c *ctxKeyWaiter) WaitN(context.Context, string, int) error {
+	return ratelimit.ErrWouldExceedDeadline
+}
+
+func (c *ctxKeyWaiter) Take(string, int) ratelimit.Decision {
+	c.t.Error("Take called; the PerHost has TakeContext")
+	return c.d
+}
+
+func (c *ctxKeyWaiter) TakeContext(context.Context, string, int) (ratelimit.Decision, error) {
+	if c.during != nil {
+		c.during()
+	}
+	return c.d, c.err
+}
+
+// Transport learns the delay of a refused wait from a PerHost's TakeContext,
+// with the request's ctx: a ctx that ends meanwhile fails the request with
+// ctx.Err(); no decision with the ctx alive fails it with the wait's error,
+// as a refusal that tells no delay does; a Decision gives a *DeadlineError.
+func TestReview12TransportTakeContext(t *testing.T) {
+	send := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		t.Error("the request was sent")
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		pw   *ctxKeyWaiter
+		want func(error) bool
+	}{
+		{"delay", &ctxKeyWaiter{t: t, d: ratelimit.Decision{Limit: 1, RetryAfter: 2 * time.Hour}},
+			func(err error) bool {
+				var de *ratelimit.DeadlineError
+				return errors.As(err, &de) && de.Delay == 2*time.Hour && de.Key == "h"
+			}},
+		{"no decision", &ctxKeyWaiter{t: t, err: errors.New("store down")},
+			func(err error) bool { return err == ratelimit.ErrWouldExceedDeadline }},
+	} {
+		tr := &ratelimit.Transport{PerHost: tc.pw, Key: func(*http.Request) string { return "h" }, Base: send}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://h.example/", nil)
+		if _, err := tr.RoundTrip(req); !tc.want(err) {
+			t.Errorf("%s: RoundTrip = %v", tc.name, err)
+		}
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), time.Hour)
+	defer ccancel()
+	pw := &ctxKeyWaiter{t: t, err: context.Canceled, during: ccancel}
+	tr := &ratelimit.Transport{PerHost: pw, Base: send}
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://h.example/", nil)
+	if _, err := tr.RoundTrip(req); err != context.Canceled {
+		t.Errorf("cancelled during TakeContext: RoundTrip = %v, want %v", err, context.Canceled)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -320,7 +320,11 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	if ct, ok := t.PerHost.(contextTaker); ok {
 		d, terr := ct.TakeContext(ctx, key, n)
 		if terr != nil && d == (Decision{}) {
-			return terr // no decision: ctx.Err() (redislimit)
+			// No decision. The ctx ended (redislimit's case): the
+			// caller's own error. Else the wait's, as with no delay.
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
 		}
 		return deadlineError(d, key, err)
 	}
