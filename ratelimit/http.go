@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -45,7 +46,11 @@ func (g global) check() {
 type MiddlewareConfig struct {
 	// Key returns the key a request is limited under. The default is the
 	// client's IP address, or for IPv6 its /64: see TrustedProxyHeader and
-	// IPv6Prefix.
+	// IPv6Prefix. "" is a key like any other, for a Keyed and for
+	// redislimit's Limiter alike: the requests given it share one limit. The
+	// default Key gives it to a request with no peer address (a server on a
+	// Unix socket): give such requests keys of your own if they must not
+	// share one.
 	Key func(r *http.Request) string
 
 	// TrustedProxyHeader names a header that the default Key reads the
@@ -111,6 +116,28 @@ func (cfg MiddlewareConfig) Validate() error {
 // rounding of a token's cost to its clock, so that a bucket of 3 a second,
 // burst 3, states a window of 1 second, not 2.
 //
+// If limiter has a method TakeContext(ctx context.Context, key string, n
+// int) (Decision, error), as redislimit's Limiter has, Middleware calls it
+// with the request's ctx rather than Take: a decision that costs a round
+// trip ends with the request, instead of holding the handler's goroutine for
+// a client that has gone, or past the deadline the request carries. If it
+// returns an error with the zero Decision, as redislimit's does when the
+// request's ctx ends first, no decision was made: the request is neither
+// allowed nor refused, neither the handler nor OnLimited runs, and it gets
+// no rate-limit headers and no body. If the request's ctx was cancelled,
+// which net/http does when the client has gone, nothing is written, as
+// adaptive.Middleware does for a client gone while it waited, so that a
+// middleware in front sees no status (adaptive.Middleware, which counts a
+// 503 as overload, ignores the request); were the connection still there,
+// net/http would end the response with its default, 200 and no body.
+// Otherwise (its deadline passed, and its client may still be there; or the
+// limiter failed without deciding) it gets 503 Service Unavailable. An
+// error with a Decision (redislimit's Policy decided while Redis failed) is
+// answered by the Decision.
+// A type of the user's that embeds such a limiter gets its TakeContext
+// too: if it has a Take of its own (to count decisions, say), it needs a
+// TakeContext of its own as well, or Middleware goes around its Take.
+//
 // Middleware panics if limiter is nil (or a nil pointer), or if cfg is not
 // valid (see MiddlewareConfig.Validate).
 func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.Handler {
@@ -141,6 +168,7 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 		}
 	}
 	policy := strconv.Quote(cfg.Policy)
+	ct, _ := limiter.(contextTaker)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			n := 1
@@ -154,7 +182,24 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 					return
 				}
 			}
-			d := limiter.Take(cfg.Key(r), n)
+			key := cfg.Key(r)
+			var d Decision
+			if ct != nil {
+				var err error
+				ctx := r.Context()
+				if d, err = ct.TakeContext(ctx, key, n); err != nil && d == (Decision{}) {
+					// Not a refusal: no 429, no Retry-After, nothing for
+					// OnLimited (which a user may count refusals in). A
+					// client that has gone gets nothing, which a
+					// middleware in front reads as gone, not as overload.
+					if !errors.Is(ctx.Err(), context.Canceled) {
+						w.WriteHeader(http.StatusServiceUnavailable)
+					}
+					return
+				}
+			} else {
+				d = limiter.Take(key, n)
+			}
 			writeHeaders(w.Header(), policy, d)
 			if d.Allowed {
 				next.ServeHTTP(w, r)
@@ -166,6 +211,13 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 			cfg.OnLimited(w, r, d)
 		})
 	}
+}
+
+// A contextTaker is a KeyTaker whose decision may wait (redislimit's
+// Limiter: a round trip to Redis), and can give up when the request's ctx
+// ends. Structural, so that this package need not know the module.
+type contextTaker interface {
+	TakeContext(ctx context.Context, key string, n int) (Decision, error)
 }
 
 func writeHeaders(h http.Header, policy string, d Decision) {

@@ -34,7 +34,10 @@ type KeyWaiter interface {
 // fails at once, without waiting: with a *DeadlineError, which says how long
 // the wait would be, when the limiter can tell (a Taker can: those of this
 // package and Keyed), else with ErrWouldExceedDeadline; both match
-// ErrWouldExceedDeadline and context.DeadlineExceeded. A request that costs
+// ErrWouldExceedDeadline and context.DeadlineExceeded. To learn how long, a
+// PerHost with a method TakeContext(ctx, key, n) (Decision, error), as
+// redislimit's Limiter has, is asked with the request's ctx: a request whose
+// ctx ends meanwhile fails with ctx.Err(). A request that costs
 // more than the limiter can ever allow fails with ErrExceedsBurst. A request
 // that fails before it is sent gets no response, and its body is closed, as
 // http.RoundTripper requires.
@@ -310,6 +313,20 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	// limiters' Tally counted the wait, and must not count the Take too.
 	if q, ok := t.PerHost.(interface{ quietTakeKey(string, int) Decision }); ok {
 		return deadlineError(q.quietTakeKey(key, n), key, err)
+	}
+	// A limiter whose Take waits (redislimit's: a round trip to Redis)
+	// asks with the request's ctx: the caller may have gone meanwhile, or
+	// the deadline passed, and the request must not wait on for Redis.
+	if ct, ok := t.PerHost.(contextTaker); ok {
+		d, terr := ct.TakeContext(ctx, key, n)
+		if terr != nil && d == (Decision{}) {
+			// No decision. The ctx ended (redislimit's case): the
+			// caller's own error. Else the wait's, as with no delay.
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+		}
+		return deadlineError(d, key, err)
 	}
 	if tk, ok := t.PerHost.(KeyTaker); ok {
 		return deadlineError(tk.Take(key, n), key, err)

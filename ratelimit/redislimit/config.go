@@ -23,7 +23,8 @@ const (
 	FailClosed
 	// FailLocal decides with an in-process token bucket per key, at
 	// Config.LocalShare of the rate and burst: each instance keeps to its
-	// share of the limit until Redis is back.
+	// share of the limit until Redis is back. Limiter.Reset refills a key's
+	// in-process bucket too, whatever Redis answers.
 	FailLocal
 )
 
@@ -258,7 +259,7 @@ func New(cfg Config) (*Limiter, error) {
 				l.localMost = burst
 			}
 		}
-		l.local = ratelimit.NewKeyed(func(string) ratelimit.Taker {
+		fresh := func() ratelimit.Taker {
 			if len(shares) == 1 {
 				return ratelimit.NewTokenBucket(shares[0].rate, shares[0].burst)
 			}
@@ -267,7 +268,9 @@ func New(cfg Config) (*Limiter, error) {
 				buckets[i] = ratelimit.NewTokenBucket(s.rate, s.burst)
 			}
 			return ratelimit.All(buckets...)
-		}, ratelimit.KeyedConfig{TTL: ttl})
+		}
+		l.local = ratelimit.NewKeyed(func(string) *localBucket { return newLocalBucket(fresh) },
+			ratelimit.KeyedConfig{TTL: ttl})
 	}
 	return l, nil
 }

@@ -31,12 +31,14 @@ func FuzzLimiterModel(f *testing.F) {
 	f.Add(uint8(4), uint8(6), []byte{1, 9, 1, 2, 0, 7, 1, 6, 0, 200, 1, 5, 1, 5})
 	f.Add(uint8(7), uint8(9), []byte{1, 1, 1, 1, 1, 10, 0, 2, 1, 3})
 	f.Add(uint8(0), uint8(12), []byte{1, 0, 1, 0, 3, 0, 1, 0, 1, 0, 1, 0})
+	f.Add(uint8(3), uint8(25), []byte{1, 0, 1, 1, 3, 0, 1, 2, 0, 9, 1, 0}) // the empty key
 	f.Fuzz(func(t *testing.T, rateB, burstB uint8, script []byte) {
 		rate := []float64{1, 3, 7, 1.0 / 3, 6, 333, 1e5, 3e6}[rateB%8]
 		burst := 1 + int(burstB%10)
 		l, err := New(Config{Client: client, Rate: rate, Burst: burst, MaxRoundTrips: []int{-1, 1}[burstB/10%2],
 			Timeout: time.Minute, Prefix: fmt.Sprintf("fuzz%d:", runs.Add(1))})
 		require.NoError(t, err)
+		key := []string{"k", ""}[burstB/20%2] // "" is a key like any other
 
 		token := max(1, int64(math.Ceil(1e6/rate))) // microseconds
 		full := token * int64(burst)
@@ -47,7 +49,7 @@ func FuzzLimiterModel(f *testing.F) {
 		for ; len(script) >= 2; script = script[2:] {
 			arg := int64(script[1])
 			if script[0]%4 == 3 {
-				require.NoError(t, l.Reset(ctx, "k"))
+				require.NoError(t, l.Reset(ctx, key))
 				credit = full
 				continue
 			}
@@ -59,7 +61,7 @@ func FuzzLimiterModel(f *testing.F) {
 				continue
 			}
 			n := 1 + int(arg)%(burst+1) // burst+1 never fits
-			d, err := l.TakeContext(ctx, "k", n)
+			d, err := l.TakeContext(ctx, key, n)
 			require.NoError(t, err)
 			cost := int64(n) * token
 			want := ratelimit.Decision{Limit: burst, Window: time.Duration(full) * time.Microsecond}

@@ -21,6 +21,18 @@
 // the Policy (under FailOpen, it is never limited). Where keys come from
 // clients (an API key, a header), keep them from beginning with "}" there.
 //
+// Every string is a key, the empty one included: it has its bucket, apart
+// from every other key's, as it has its limiter in a ratelimit.Keyed, which
+// a Limiter stands in for (a KeyTaker for ratelimit.Middleware, a KeyWaiter
+// for ratelimit.Transport). A panic there would take down the handler of
+// every request whose key is "": one whose Key function found no API key,
+// or, with Middleware's default Key, every request of a server on a Unix
+// socket, whose RemoteAddr is empty. Those requests share one bucket, as
+// they would in a Keyed; a Key function that must not let them should give
+// them keys of their own. The empty key's tag is empty too ("prefix{}"),
+// with the same consequence on a Cluster with Limits as a key that begins
+// with "}".
+//
 // When Redis is unreachable or slow, each call gives up after Config.Timeout
 // and follows Config.Policy: allow (FailOpen), refuse (FailClosed), or fall
 // back to an in-process token bucket at a share of the rate (FailLocal). A
@@ -81,7 +93,7 @@ type Limiter struct {
 	prefix   string
 	timeout  time.Duration
 	policy   Policy
-	local    *ratelimit.Keyed[string, ratelimit.Taker]
+	local    *ratelimit.Keyed[string, *localBucket]
 	onError  func(string, error)
 	failures atomic.Int64
 	batch    batcher
@@ -89,6 +101,10 @@ type Limiter struct {
 	// localMost is the least burst of FailLocal's in-process buckets: a
 	// call for more is never granted by them.
 	localMost int
+
+	// localUsed is set once FailLocal's in-process buckets have decided a
+	// call: until then there is none for Reset to refill.
+	localUsed atomic.Bool
 
 	// ctxTimeouts reports that the client honours context deadlines
 	// (Options.ContextTimeoutEnabled): then the Timeout bounds a call by
@@ -114,13 +130,10 @@ func (l *Limiter) check() {
 	}
 }
 
-// checkKeyN panics, for fn, if l is the zero Limiter, key is empty or n
-// below 1.
-func (l *Limiter) checkKeyN(key string, n int, fn string) {
+// checkN panics, for fn, if l is the zero Limiter or n is below 1. Every
+// key is valid, the empty one included (see the package doc).
+func (l *Limiter) checkN(n int, fn string) {
 	l.check()
-	if key == "" {
-		panic("redislimit: " + fn + " with empty key")
-	}
 	if n < 1 {
 		panic(fmt.Sprintf("redislimit: %s with n = %d; n must be at least 1", fn, n))
 	}
@@ -150,14 +163,14 @@ func (l *Limiter) checkKeyN(key string, n int, fn string) {
 // More events than the Burst are never allowed, whatever the Policy: the
 // Decision says what the bucket holds, with a RetryAfter of ratelimit.Never.
 //
-// TakeContext panics if key is empty or n is below 1.
+// TakeContext panics if n is below 1.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (ratelimit.Decision, error) {
 	return l.take(ctx, key, n, "TakeContext")
 }
 
 // take is TakeContext, with the name of the caller for a panic.
 func (l *Limiter) take(ctx context.Context, key string, n int, fn string) (ratelimit.Decision, error) {
-	l.checkKeyN(key, n, fn)
+	l.checkN(n, fn)
 	if err := ctxErr(ctx); err != nil {
 		return ratelimit.Decision{}, err
 	}
@@ -206,6 +219,7 @@ func (l *Limiter) fail(key string, n int, err error) (ratelimit.Decision, error)
 		return ratelimit.Decision{Allowed: false, Limit: l.burst, Window: window, Remaining: 0,
 			RetryAfter: l.timeout, ResetAfter: l.timeout}, err
 	case FailLocal:
+		l.localUsed.Store(true)
 		d := l.local.Take(key, n)
 		if d.RetryAfter == ratelimit.Never {
 			// n is within the Burst (take refuses more before asking),
@@ -238,7 +252,7 @@ func (l *Limiter) failed(key string, err error) error {
 // ctx.Err(). A call that gives up during its round trip may have its events
 // taken for nobody, as TakeContext says.
 //
-// AllowN panics if key is empty or n is below 1.
+// AllowN panics if n is below 1.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (bool, error) {
 	d, err := l.take(ctx, key, n, "AllowN")
 	return d.Allowed, err
@@ -252,7 +266,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
 
 // Take is TakeContext without a context (each call still ends after the
 // Timeout) and without the error, which OnError receives. It makes a Limiter
-// a ratelimit.KeyTaker, for ratelimit.Middleware.
+// a ratelimit.KeyTaker, for ratelimit.Middleware; which calls TakeContext
+// instead, with the request's ctx, so that a request whose client has gone
+// costs no wait for Redis.
 func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 	d, _ := l.take(context.Background(), key, n, "Take")
 	return d
@@ -278,14 +294,14 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // ends: it never hammers a Redis that is trying to recover, and never gives
 // up before ctx does.
 //
-// WaitN panics if key is empty or n is below 1.
+// WaitN panics if n is below 1.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	return l.waitN(ctx, key, n, "WaitN")
 }
 
 // waitN is WaitN, with the name of the caller for a panic.
 func (l *Limiter) waitN(ctx context.Context, key string, n int, fn string) error {
-	l.checkKeyN(key, n, fn)
+	l.checkN(n, fn)
 	// ctx first: a nil one panics and a done one fails whatever n is, as in
 	// ratelimit's WaitN.
 	if err := ctxErr(ctx); err != nil {
@@ -352,17 +368,30 @@ func (l *Limiter) nextBackoff(b time.Duration) time.Duration {
 // Reset forgets the state of key: its bucket is full again, and so are those
 // of Config.Limits.
 //
+// Under FailLocal, the key's in-process buckets, which decide while Redis
+// fails, are full again too, and at once, before Redis is asked: they are
+// this instance's alone, and a Reset must not leave a key refused by them
+// that Redis, back, would allow (nor one that Redis, still failing, cannot
+// forget). So they are full whatever the round trip's outcome. Other
+// instances' in-process buckets are theirs: a Reset there refills them.
+//
 // Reset waits for Redis as AllowN does (MaxRoundTrips and the Timeout
 // included). If Redis fails to answer within the Timeout, the error matches
 // ErrUnavailable; if ctx ends first, Reset returns ctx.Err(). Either way the
-// key may or may not have been deleted. Its failures are not counted by
-// Failures nor told to OnError: the caller has the error.
-//
-// Reset panics if key is empty.
+// key may or may not have been deleted in Redis. Its failures are not counted
+// by Failures nor told to OnError: the caller has the error. A ctx done
+// before the call fails it with ctx.Err() and changes nothing.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	l.checkKeyN(key, 1, "Reset")
+	l.check()
 	if err := ctxErr(ctx); err != nil {
 		return err
+	}
+	if l.local != nil && l.localUsed.Load() {
+		// Before the first outage no key has an in-process bucket, and
+		// none is made. After it, Get makes a full one for a key that had
+		// none (a Keyed cannot be asked whether it holds a key): an entry
+		// until the TTL, within MaxKeys.
+		l.local.Get(key).reset()
 	}
 	if _, err := l.roundTrip(ctx, &call{key: key, reset: true}); err != nil {
 		if ctx.Err() != nil {
@@ -374,12 +403,12 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 }
 
 // Failures returns the number of decisions that Redis failed to answer in
-// time, each decided by the Policy instead: calls of AllowN, Allow, Take and
-// of a Handle, and each attempt of WaitN. A call counts once, whether it
-// failed alone, in a pipeline with others, or waiting for a round trip; so a
-// stall of Redis under load counts every call made meanwhile, not the round
-// trips. A call whose ctx ended, and Reset, do not count. OnError hears of
-// the same failures.
+// time, each decided by the Policy instead: calls of TakeContext, AllowN,
+// Allow, Take and of a Handle, and each attempt of WaitN. A call counts
+// once, whether it failed alone, in a pipeline with others, or waiting for a
+// round trip; so a stall of Redis under load counts every call made
+// meanwhile, not the round trips. A call whose ctx ended, and Reset, do not
+// count. OnError hears of the same failures.
 func (l *Limiter) Failures() int64 {
 	if l == nil {
 		panic(errZeroLimiter) // the zero Limiter has none; a nil one is a bug
@@ -390,7 +419,7 @@ func (l *Limiter) Failures() int64 {
 // For returns a handle on one key: a ratelimit.Limiter and ratelimit.Taker,
 // to use wherever one is expected.
 func (l *Limiter) For(key string) *Handle {
-	l.checkKeyN(key, 1, "For")
+	l.check()
 	return &Handle{l: l, key: key}
 }
 
@@ -444,3 +473,25 @@ func ctxErr(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// localBucket is FailLocal's in-process limiter of one key: a TokenBucket, or
+// the All of one per limit with Config.Limits. Reset replaces it with a full
+// one: a Keyed cannot forget one key, nor a bucket be refilled. A Take racing
+// with the Reset may land on the bucket replaced, as if it came just before.
+type localBucket struct {
+	cur   atomic.Pointer[localTaker]
+	fresh func() ratelimit.Taker
+}
+
+type localTaker struct{ ratelimit.Taker }
+
+func newLocalBucket(fresh func() ratelimit.Taker) *localBucket {
+	b := &localBucket{fresh: fresh}
+	b.reset()
+	return b
+}
+
+func (b *localBucket) reset()                                 { b.cur.Store(&localTaker{b.fresh()}) }
+func (b *localBucket) Take(n int) ratelimit.Decision          { return b.cur.Load().Take(n) }
+func (b *localBucket) AllowN(n int) bool                      { return b.cur.Load().AllowN(n) }
+func (b *localBucket) WaitN(ctx context.Context, n int) error { return b.cur.Load().WaitN(ctx, n) }

@@ -346,10 +346,8 @@ func TestBadInput(t *testing.T) {
 	}
 	l := newLimiter(t, Config{Client: c, Rate: 1, Burst: 1})
 	ctx := context.Background()
-	require.PanicsWithValue(t, "redislimit: TakeContext with empty key", func() { _, _ = l.TakeContext(ctx, "", 1) })
+	// The empty key is a key: TestReview12EmptyKeyIsAKey.
 	require.PanicsWithValue(t, "redislimit: TakeContext with n = 0; n must be at least 1", func() { _, _ = l.TakeContext(ctx, "k", 0) })
-	require.PanicsWithValue(t, "redislimit: WaitN with empty key", func() { _ = l.WaitN(ctx, "", 1) })
-	require.PanicsWithValue(t, "redislimit: For with empty key", func() { l.For("") })
 	require.PanicsWithValue(t, "redislimit: nil Context", func() {
 		//lint:ignore SA1012 a nil Context is the misuse under test
 		_, _ = l.TakeContext(nil, "k", 1)
