@@ -20,17 +20,33 @@ type KeyTaker interface {
 }
 
 // Global returns a KeyTaker that ignores keys: one limit shared by every
-// client.
+// client. If t has a method TakeContext(ctx context.Context, n int)
+// (Decision, error), as redislimit's Handle has, so has the KeyTaker (with a
+// key it ignores), for Middleware to ask with the request's ctx.
 //
 // Global panics if t is nil, or a nil pointer.
 func Global(t Taker) KeyTaker {
 	if isNil(t) {
 		panic("ratelimit: Global with nil Taker")
 	}
+	if ct, ok := t.(contextTakerOne); ok {
+		return globalContext{global{t}, ct}
+	}
 	return global{t}
 }
 
 type global struct{ t Taker }
+
+// globalContext is Global of a Taker with a TakeContext (redislimit's
+// Handle): Middleware asks it with the request's ctx.
+type globalContext struct {
+	global
+	ct contextTakerOne
+}
+
+func (g globalContext) TakeContext(ctx context.Context, _ string, n int) (Decision, error) {
+	return g.ct.TakeContext(ctx, n)
+}
 
 func (g global) Take(_ string, n int) Decision { return g.t.Take(n) }
 
@@ -117,7 +133,8 @@ func (cfg MiddlewareConfig) Validate() error {
 // burst 3, states a window of 1 second, not 2.
 //
 // If limiter has a method TakeContext(ctx context.Context, key string, n
-// int) (Decision, error), as redislimit's Limiter has, Middleware calls it
+// int) (Decision, error), as redislimit's Limiter has (and Global of its
+// Handle, see Global), Middleware calls it
 // with the request's ctx rather than Take: a decision that costs a round
 // trip ends with the request, instead of holding the handler's goroutine for
 // a client that has gone, or past the deadline the request carries. If it

@@ -42,8 +42,8 @@ type Tally struct {
 
 // TallyCounts are the counts of a Tally.
 type TallyCounts struct {
-	Allowed    int64 // AllowN and Take calls that took their events
-	Refused    int64 // AllowN and Take calls refused
+	Allowed    int64 // AllowN, Take and TakeContext calls that took their events
+	Refused    int64 // AllowN, Take and TakeContext calls refused
 	Waited     int64 // WaitN calls, and Transport's requests, that took their events
 	WaitFailed int64 // WaitN calls, and Transport's requests, that failed on the limiter
 }
@@ -62,7 +62,11 @@ func (t *Tally) Counts() TallyCounts {
 }
 
 // Wrap returns l, counted by t. The wrapper's Take is l's if l is a Taker;
-// else its Decision has only Allowed, and Remaining Unknown.
+// else its Decision has only Allowed, and Remaining Unknown. If l has a
+// method TakeContext(ctx context.Context, n int) (Decision, error), as
+// redislimit's Handle has, so has the wrapper, counted as Take is (a call
+// that ends without a decision, its ctx ended, counts as neither): Middleware
+// and Transport then ask it with the request's ctx.
 //
 // Wrap panics if l or t is nil.
 func (t *Tally) Wrap(l Limiter) Taker {
@@ -73,7 +77,13 @@ func (t *Tally) Wrap(l Limiter) Taker {
 		panic("ratelimit: Tally.Wrap of a nil Limiter")
 	}
 	tk, _ := l.(Taker)
-	return &tallied{t: t, l: l, tk: tk}
+	w := &tallied{t: t, l: l, tk: tk}
+	if ct, ok := l.(contextTakerOne); ok {
+		// Keep l's TakeContext, counted: Middleware (under Global) and
+		// Transport ask with the request's ctx what has one.
+		return &talliedContext{tallied: w, ct: ct}
+	}
+	return w
 }
 
 // errNilTally is the panic of a nil *Tally's methods.
@@ -107,6 +117,29 @@ func (w *tallied) Take(n int) Decision {
 }
 
 func (w *tallied) quietTake(n int) Decision { return quietTake(w.l, n) }
+
+// quietTakeContext is quietTake asked with ctx (see quietTakeContext).
+func (w *tallied) quietTakeContext(ctx context.Context, n int) (Decision, error) {
+	return quietTakeContext(ctx, w.l, n)
+}
+
+// talliedContext is a Limiter with a TakeContext (redislimit's Handle)
+// wrapped by Tally.Wrap: the wrapper has it too.
+type talliedContext struct {
+	*tallied
+	ct contextTakerOne
+}
+
+// TakeContext is l's, counted as Take is. A call that ends without a
+// decision (an error with the zero Decision: its ctx ended) is neither
+// allowed nor refused, and counts as neither.
+func (w *talliedContext) TakeContext(ctx context.Context, n int) (Decision, error) {
+	d, err := w.ct.TakeContext(ctx, n)
+	if err == nil || d != (Decision{}) {
+		w.count(d.Allowed)
+	}
+	return d, err
+}
 
 func (w *tallied) WaitN(ctx context.Context, n int) error {
 	h, start := w.t.startWait()

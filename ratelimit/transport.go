@@ -36,8 +36,10 @@ type KeyWaiter interface {
 // package and Keyed), else with ErrWouldExceedDeadline; both match
 // ErrWouldExceedDeadline and context.DeadlineExceeded. To learn how long, a
 // PerHost with a method TakeContext(ctx, key, n) (Decision, error), as
-// redislimit's Limiter has, is asked with the request's ctx: a request whose
-// ctx ends meanwhile fails with ctx.Err(). A request that costs
+// redislimit's Limiter has, or a Limiter with a method TakeContext(ctx, n)
+// (Decision, error), as redislimit's Handle has (also inside a Tally's
+// wrapper), is asked with the request's ctx: a request whose ctx ends
+// meanwhile fails with ctx.Err(). A request that costs
 // more than the limiter can ever allow fails with ErrExceedsBurst. A request
 // that fails before it is sent gets no response, and its body is closed, as
 // http.RoundTripper requires.
@@ -369,9 +371,43 @@ func waitRequest(ctx context.Context, l Limiter, n int, key string) error {
 		return err
 	}
 	if _, ok := l.(Taker); ok {
-		return deadlineError(quietTake(l, n), key, err)
+		// A limiter whose Take waits (redislimit's Handle) is asked with
+		// the request's ctx, as PerHost's is (see Transport.wait).
+		d, terr := quietTakeContext(ctx, l, n)
+		if terr != nil && d == (Decision{}) {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+		}
+		return deadlineError(d, key, err)
 	}
 	return err
+}
+
+// contextTakerOne is a Limiter whose decision may wait (redislimit's Handle:
+// a round trip to Redis), and can give up when the caller's ctx ends: the
+// one-key form of contextTaker.
+type contextTakerOne interface {
+	TakeContext(ctx context.Context, n int) (Decision, error)
+}
+
+// quietCtxTaker is a wrapper of this package (a Tally's) around a limiter
+// that may have a TakeContext.
+type quietCtxTaker interface {
+	quietTakeContext(ctx context.Context, n int) (Decision, error)
+}
+
+// quietTakeContext is quietTake, asked with ctx when l (or the limiter a
+// Tally's wrapper holds) has a TakeContext: an error with the zero Decision
+// then says that no decision was made.
+func quietTakeContext(ctx context.Context, l Limiter, n int) (Decision, error) {
+	switch t := l.(type) {
+	case quietCtxTaker:
+		return t.quietTakeContext(ctx, n)
+	case contextTakerOne:
+		return t.TakeContext(ctx, n)
+	}
+	return quietTake(l, n), nil
 }
 
 // deadlineError turns err, the ErrWouldExceedDeadline of a wait, into a

@@ -444,6 +444,14 @@ func (h *Handle) AllowN(n int) bool { return h.take(n, "Handle.AllowN").Allowed 
 // Take is AllowN with the details of the decision.
 func (h *Handle) Take(n int) ratelimit.Decision { return h.take(n, "Handle.Take") }
 
+// TakeContext is Take with a ctx and the error, as Limiter.TakeContext is
+// for h's key. ratelimit's Transport, and its Middleware under Global, ask
+// a Handle with it (also inside a Tally's wrapper), so that a request that
+// ends, its client gone or its deadline passed, stops waiting for Redis.
+func (h *Handle) TakeContext(ctx context.Context, n int) (ratelimit.Decision, error) {
+	return h.limiter().take(ctx, h.key, n, "Handle.TakeContext")
+}
+
 // WaitN waits until n events may happen, as Limiter.WaitN does.
 func (h *Handle) WaitN(ctx context.Context, n int) error {
 	return h.limiter().waitN(ctx, h.key, n, "Handle.WaitN")

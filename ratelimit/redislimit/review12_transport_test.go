@@ -110,11 +110,10 @@ func TestReview12TransportDeadlineTakeGivesUpWithTheRequest(t *testing.T) {
 // request's ctx ends (its client gone, its deadline passed), as the
 // Limiter's did before Middleware and Transport took its TakeContext. The
 // right behaviour: the Handle is asked with the request's ctx, and the
-// request gives up when it ends. That needs a method the Handle does not
-// have (TakeContext(ctx, n)), which ratelimit's Global, quietTake and
-// waitRequest would then look for, as they look for the Limiter's.
+// request gives up when it ends: the Handle's TakeContext(ctx, n), which
+// ratelimit's Global, Tally.Wrap and Transport look for, as Middleware and
+// Transport look for the Limiter's.
 func TestReview12HandleTakeGivesUpWithTheRequest(t *testing.T) {
-	t.Skip("needs an exported Handle.TakeContext(ctx, n) (Decision, error), an API addition left to the lead")
 	c := backends(t)[0].client(t)
 	h := &holdNth{release: make(chan struct{})}
 	c.AddHook(h)
