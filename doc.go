@@ -52,7 +52,11 @@
 //     returns ctx.Err().
 //   - Waiters are served first in, first out. A newcomer, including a TryX
 //     call, never overtakes a waiter that is already queued.
-//   - Each blocking call has a non-blocking TryX twin.
+//   - Each call that takes something (a lock, a permit, an item) has a
+//     non-blocking TryX twin. A wait for a state has a look that never
+//     blocks instead: Event.IsSet, Lazy.Peek, Watch.Load, WaitGroup.Count,
+//     the queues' Unfinished (for Join) and Barrier.Broken; a Condition's
+//     caller tests its own predicate, under the lock.
 //   - Misuse by the programmer (Unlock of an unlocked Lock, negative weights,
 //     releasing more than was acquired) panics with a message that begins
 //     with "ctxsync:". Conditions that arise at run time are returned as
