@@ -119,7 +119,10 @@
 // those whose ctx has ended (sync.Mutex, which parks without a channel, allows
 // it, and so does not make the waiter durably blocked). For the same reason, a
 // channel that Event.Done returns inside a bubble belongs to that bubble:
-// until the next Clear, that Event must not be Set or waited for outside it.
+// until the next Clear, that Event must not be Set or waited for outside it;
+// and one that it returns outside every bubble belongs to none, so that until
+// the next Clear a Wait in a bubble is not durably blocked on it, and stops the
+// bubble's clock.
 // Use a primitive from one bubble at a time, or from outside all of them, as
 // you would a channel.
 //
