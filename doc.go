@@ -52,7 +52,11 @@
 //     returns ctx.Err().
 //   - Waiters are served first in, first out. A newcomer, including a TryX
 //     call, never overtakes a waiter that is already queued.
-//   - Each blocking call has a non-blocking TryX twin.
+//   - Each call that takes something (a lock, a permit, an item) has a
+//     non-blocking TryX twin. A wait for a state has a look that never
+//     blocks instead: Event.IsSet, Lazy.Peek, Watch.Load, WaitGroup.Count,
+//     the queues' Unfinished (for Join) and Barrier.Broken; a Condition's
+//     caller tests its own predicate, under the lock.
 //   - Misuse by the programmer (Unlock of an unlocked Lock, negative weights,
 //     releasing more than was acquired) panics with a message that begins
 //     with "ctxsync:". Conditions that arise at run time are returned as
@@ -115,7 +119,10 @@
 // those whose ctx has ended (sync.Mutex, which parks without a channel, allows
 // it, and so does not make the waiter durably blocked). For the same reason, a
 // channel that Event.Done returns inside a bubble belongs to that bubble:
-// until the next Clear, that Event must not be Set or waited for outside it.
+// until the next Clear, that Event must not be Set or waited for outside it;
+// and one that it returns outside every bubble belongs to none, so that until
+// the next Clear a Wait in a bubble is not durably blocked on it, and stops the
+// bubble's clock.
 // Use a primitive from one bubble at a time, or from outside all of them, as
 // you would a channel.
 //

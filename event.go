@@ -217,7 +217,11 @@ func (e *Event) join() (chan struct{}, uint64) {
 // bubble, if any, of the goroutine that first asked for it since the last
 // Clear, and the Event keeps it until the next Clear. Until then, a Set or a
 // Wait outside that bubble touches the bubble's channel, which the Go runtime
-// refuses with a fatal error, even after the bubble has ended. Without Done,
+// refuses with a fatal error, even after the bubble has ended. The other way
+// round, a channel asked for outside every bubble belongs to none, and a Wait
+// inside a bubble, until the next Clear, waits on it: the waiting goroutine is
+// not durably blocked, and the bubble's clock stops until the flag is raised
+// (a Wait with a deadline never reaches it). Without Done,
 // an Event drops a channel that no waiter holds, so Wait and Set have no such
 // restriction beyond the package's rule for hand-overs across a bubble's edge
 // (see "Testing with synctest" in the package documentation).

@@ -59,10 +59,16 @@ type Options struct {
 // In testing/synctest bubbles, a Group made in a bubble works there, Wait
 // blocking durably, and so does one made outside. Either may serve outside
 // the bubble later, but for one use that the runtime refuses with a fatal
-// error: once a task has asked for the group's ctx.Done() in a bubble, the
-// context package has made that channel in the bubble, and closing it from
-// outside (a failure, or Wait) is refused. Such a Group is waited for in the
-// bubble. A Group must not be given tasks from inside a bubble while tasks
+// error: once a task has asked for the group's ctx.Done() in a bubble,
+// or Go has waited there for a slot of its Limit (it waits on that ctx),
+// the context package has made that channel in the bubble, and closing it
+// from outside (a failure, or Wait) is refused. Such a Group is waited for in
+// the bubble. The other way round, once that channel has been made outside
+// every bubble (by a task or a Go, as above), a goroutine of a bubble that
+// waits on it is not durably blocked: a Go waiting for a slot there, or a
+// task selecting on ctx.Done(), stops the bubble's clock, and the test hangs.
+// The group's ctx has one Done channel for its whole life, so a Group shared
+// across a bubble's edge waits on it on one side only. A Group must not be given tasks from inside a bubble while tasks
 // given from outside it have not all returned, nor the other way round: a
 // goroutine of the group started on one side could take a task given on the
 // other (even one given after the other side's Go returned, while the

@@ -15,7 +15,11 @@ import (
 // fails, Map returns ctx.Err() and nil results: a call that fails after ctx
 // ended most likely failed because it did. A ctx that is already done runs
 // nothing. A panic in f is raised again by Map as a *PanicError, as Wait
-// does.
+// does. A call of f that ends in runtime.Goexit (as t.FailNow does) fails
+// with ErrGoexit, which Map returns as the first error; but in the calling
+// goroutine, which runs the first worker (see below), and so always item 0,
+// Goexit ends the caller, as it asked, once the calls in flight have
+// returned.
 //
 // Items are started in their order. Map runs up to min(limit, len(items))
 // workers, each of which takes the next item as it finishes one, so a limit
