@@ -170,7 +170,7 @@ func TestObservedCounterTwoRegistrationsAtOnce(t *testing.T) {
 	review11Monotonic(t, r, metricdata.CumulativeTemporality, last, "second Watch alone, version 1")
 	w2.Store(1)
 	review11Monotonic(t, r, metricdata.CumulativeTemporality, last, "second Watch alone, version 2")
-	if got := last["ctxsync.watch.version{ctxsync.watch.name=config}"]; got != 11 {
-		t.Errorf("ctxsync.watch.version = %v, want 11: 10 counted by the first Watch, then one Store of the second", got)
+	if got := last["ctxsync.watch.version{ctxsync.watch.name=config}"]; got != 12 {
+		t.Errorf("ctxsync.watch.version = %v, want 12: 10 counted by the first Watch, then 2 by the second (its version)", got)
 	}
 }
