@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"weak"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // counters keep the counters that Observe reads from a source's snapshot
@@ -75,10 +78,7 @@ func (c *countersByName) of(name string, n int) *counters {
 // before the registration, not after, so that no collection reads src
 // before c knows it.
 func (c *counters) observing(src any) (undo func()) {
-	var id weak.Pointer[byte]
-	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer && !v.IsNil() {
-		id = weak.Make((*byte)(v.UnsafePointer()))
-	}
+	id := sourceOf(src)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id == (weak.Pointer[byte]{}) || id == c.src {
@@ -97,6 +97,15 @@ func (c *counters) observing(src any) (undo func()) {
 		copy(c.last, last0)
 		copy(c.base, base0)
 	}
+}
+
+// sourceOf returns the weak pointer that src is known by, or the zero one if
+// src is not a pointer.
+func sourceOf(src any) weak.Pointer[byte] {
+	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer && !v.IsNil() {
+		return weak.Make((*byte)(v.UnsafePointer()))
+	}
+	return weak.Pointer[byte]{}
 }
 
 // start numbers the beginning of a read of the source: take it before the
@@ -121,9 +130,24 @@ func (c *counters) start() uint64 { return c.seq.Add(1) }
 // reader alone (the SDK runs a reader's callbacks one collection at a
 // time) never does.
 func (c *counters) apply(seq uint64, v []int64) {
+	c.applyFrom(weak.Pointer[byte]{}, seq, v)
+}
+
+// applyFrom is apply for a read of the source known by src (see sourceOf),
+// and reports whether it did: it does nothing, and reports false, if another
+// source was observed under the name since src. The registration that reads
+// src then reports none of the counters: its counts are no longer the
+// name's, and reported beside those of the source observed last, the SDK
+// would add the two up, and the sum fall when either registration ended.
+// A source that is not a pointer (the zero src) is taken for the one
+// observed last, as observing does.
+func (c *counters) applyFrom(src weak.Pointer[byte], seq uint64, v []int64) bool {
 	alone := c.seq.Add(1) == seq+1
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if src != (weak.Pointer[byte]{}) && src != c.src {
+		return false
+	}
 	if alone && seq > c.applied {
 		c.applied = seq
 		// A fall of one count is a reset of all: the others, read at or
@@ -143,4 +167,56 @@ func (c *counters) apply(seq uint64, v []int64) {
 	for i := range v {
 		v[i] = c.base[i] + c.last[i]
 	}
+	return true
+}
+
+// seriesCounters are the counters of an Observe function, which has no value
+// of its own to keep them in between registrations (as a PoolMetrics has):
+// one set for each series, a MeterProvider's and an attribute set's, since
+// the SDK keeps a series of each, and a source observed anew under one must
+// carry on from what its last source counted.
+//
+// An entry is kept while its provider lives, whatever the registrations: a
+// name observed anew after a while must still carry on. The provider is
+// known by a weak pointer, which keeps it alive no longer than the program
+// does, and the entries of providers collected go when a new series is
+// added. A provider that is not a pointer cannot be known: its series get
+// new counters at each Observe, which carry on nothing (noop.MeterProvider
+// is such a value, and reports nothing anyway).
+type seriesCounters struct {
+	mu sync.Mutex
+	m  map[seriesKey]*counters // guarded by mu
+}
+
+type seriesKey struct {
+	provider weak.Pointer[byte]
+	set      attribute.Distinct
+}
+
+// The counters of the Observe functions that report counters.
+var watchCounters, adaptiveCounters seriesCounters
+
+// of returns the counters, n of them, of the series of provider and set.
+func (s *seriesCounters) of(provider metric.MeterProvider, set attribute.Set, n int) *counters {
+	id := sourceOf(provider)
+	if id == (weak.Pointer[byte]{}) {
+		return &counters{last: make([]int64, n), base: make([]int64, n)}
+	}
+	key := seriesKey{id, set.Equivalent()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.m[key]; k != nil {
+		return k
+	}
+	if s.m == nil {
+		s.m = map[seriesKey]*counters{}
+	}
+	for key := range s.m {
+		if key.provider.Value() == nil {
+			delete(s.m, key)
+		}
+	}
+	k := &counters{last: make([]int64, n), base: make([]int64, n)}
+	s.m[key] = k
+	return k
 }
