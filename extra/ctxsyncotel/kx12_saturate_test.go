@@ -2,6 +2,7 @@ package ctxsyncotel_test
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -61,6 +62,42 @@ func TestCountersSaturateNearMaxInt64(t *testing.T) {
 	for key, v := range last {
 		if v < 0 {
 			t.Errorf("%s = %v, want >= 0", key, v)
+		}
+	}
+}
+
+// TestCountersNeverNegative pins counters that reported a source's negative
+// count as it was: a LimiterSource or AdaptiveSource of the user's own whose
+// count read -1 (a bug of its, or a count that wrapped) made a monotonic
+// sum of -1, and one that read 10 and then -5 was taken for a reset, and the
+// counter fell from 10 to 5. The right behaviour: a negative count is read
+// as 0, and the counter never falls.
+func TestCountersNeverNegative(t *testing.T) {
+	r, opt := newProvider(t)
+	last := map[string]float64{}
+	lm, err := ctxsyncotel.NewLimiterMetrics("api", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &fixedCounts{ratelimit.TallyCounts{Allowed: -1}}
+	reg, err := lm.Observe(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	shed := &shedSource{shed: -1}
+	reg2, err := ctxsyncotel.ObserveAdaptiveLimiter("api", shed, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg2.Unregister()
+	for _, n := range []int64{-1, 10, -5, 12} {
+		src.c.Allowed, shed.shed = n, n
+		review11Monotonic(t, r, metricdata.CumulativeTemporality, last, "counts of "+strconv.FormatInt(n, 10))
+		for key, v := range last {
+			if v < 0 {
+				t.Errorf("after counts of %d: %s = %v, want >= 0", n, key, v)
+			}
 		}
 	}
 }
