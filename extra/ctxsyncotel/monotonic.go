@@ -40,6 +40,22 @@ type counters struct {
 	base    []int64            // counted before the last reset, and from earlier sources
 }
 
+// maxCount is the most a counter read from a source reports: counts
+// saturate there. The SDK adds an int64 sum up through a float64, and a
+// float64 of 2^63-512 or more rounds to 2^63, which wraps to a negative
+// int64: 2^63-1024 is the largest float64 below 2^63. A count of a source
+// summed with those of the sources before it would wrap past
+// math.MaxInt64 itself.
+const maxCount = 1<<63 - 1024
+
+// addCount returns a+b, for counts in [0, maxCount], saturated at maxCount.
+func addCount(a, b int64) int64 {
+	if a > maxCount-b {
+		return maxCount
+	}
+	return a + b
+}
+
 // countersByName are the counters of each name a metrics type observed.
 type countersByName struct {
 	mu sync.Mutex
@@ -87,7 +103,7 @@ func (c *counters) observing(src any) (undo func()) {
 	src0, last0, base0 := c.src, slices.Clone(c.last), slices.Clone(c.base)
 	c.src = id
 	for i := range c.last {
-		c.base[i] += c.last[i]
+		c.base[i] = addCount(c.base[i], c.last[i])
 		c.last[i] = 0
 	}
 	return func() {
@@ -159,13 +175,13 @@ func (c *counters) applyFrom(src weak.Pointer[byte], seq uint64, v []int64) bool
 		}
 		for i, n := range v {
 			if reset {
-				c.base[i] += c.last[i]
+				c.base[i] = addCount(c.base[i], c.last[i])
 			}
-			c.last[i] = n
+			c.last[i] = min(n, maxCount)
 		}
 	}
 	for i := range v {
-		v[i] = c.base[i] + c.last[i]
+		v[i] = addCount(c.base[i], c.last[i])
 	}
 	return true
 }
