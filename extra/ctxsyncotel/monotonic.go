@@ -166,6 +166,12 @@ func (c *counters) applyFrom(src weak.Pointer[byte], seq uint64, v []int64) bool
 	}
 	if alone && seq > c.applied {
 		c.applied = seq
+		// A count is kept to [0, maxCount]: a negative one, from a
+		// source of the user's own, would make the counter negative, or
+		// fall with the next.
+		for i, n := range v {
+			v[i] = min(max(n, 0), maxCount)
+		}
 		// A fall of one count is a reset of all: the others, read at or
 		// above what they were, count from 0 again too, and what they
 		// counted before it would otherwise be lost.
@@ -177,7 +183,7 @@ func (c *counters) applyFrom(src weak.Pointer[byte], seq uint64, v []int64) bool
 			if reset {
 				c.base[i] = addCount(c.base[i], c.last[i])
 			}
-			c.last[i] = min(n, maxCount)
+			c.last[i] = n
 		}
 	}
 	for i := range v {
