@@ -210,6 +210,49 @@ func TestKeyedLockSteadyUseAllocatesNothing(t *testing.T) {
 	require.Equal(t, 0, k.Len())
 }
 
+// TestKeyedLockWaiterBurstGivesMemoryBack pins a leak of the waiters of a
+// key: a key's lock keeps the nodes of its waiters, and the ring that holds
+// them, for its next waiters, and a KeyedLock kept the lock of a key released
+// for the next key, its waiters' nodes with it: after 2,000 goroutines had
+// waited for one key, about 370 KiB stayed for good, where the doc promises
+// memory that follows the keys in use. The right behaviour: once the key is
+// released, the heap is back where it began, give or take the few entries
+// kept for reuse.
+func TestKeyedLockWaiterBurstGivesMemoryBack(t *testing.T) {
+	const n = 2000
+	burst := func(k *ctxsync.KeyedLock[string]) {
+		synctest.Test(t, func(t *testing.T) {
+			require.True(t, k.TryLock("hot"))
+			for range n {
+				go func() {
+					if err := k.Lock(context.Background(), "hot"); err != nil {
+						t.Error(err)
+						return
+					}
+					k.Unlock("hot")
+				}()
+			}
+			synctest.Wait() // every goroutine waits for the key
+			k.Unlock("hot")
+		})
+	}
+	// A first burst elsewhere leaves the runtime's own free lists (of
+	// goroutines) as large as the measured burst needs.
+	var warm ctxsync.KeyedLock[string]
+	burst(&warm)
+	var k ctxsync.KeyedLock[string]
+	require.True(t, k.TryLock("warm-up"))
+	k.Unlock("warm-up")
+	before := heapBytesAfterGC()
+	burst(&k)
+	require.Equal(t, 0, k.Len())
+	after := heapBytesAfterGC()
+	t.Logf("%.1f KiB more than before %d goroutines waited for a key", (after-before)/1024, n)
+	require.Less(t, after-before, float64(64<<10), "heap in use grew by this many bytes after %d goroutines waited for one key, now released", n)
+	runtime.KeepAlive(&k)
+	runtime.KeepAlive(&warm)
+}
+
 // TestKeyedLockBadKeys: a key that does not equal itself (a NaN) would never
 // be found again and panics; a key that cannot be hashed panics as a map
 // does. Neither leaves anything behind, nor a shard locked.
