@@ -36,6 +36,15 @@ const (
 	// otherwise keep its memory for good.
 	keyedMapSmall = 8
 
+	// keyedWaitersKept is the most goroutines an entry's lock may have had
+	// at once for the entry to be reused with that lock. A Lock keeps the
+	// nodes of its waiters, and the ring that holds them, for its next
+	// waiters: an entry whose key had a burst of waiters gets a new Lock
+	// when it is dropped, or it would keep the burst's memory for the next
+	// key, for good. A few are kept, so that a key waited for now and then
+	// reuses them.
+	keyedWaitersKept = 4
+
 	keyedUnlocked = "ctxsync: Unlock of unlocked KeyedLock key"
 	keyedNaN      = "ctxsync: KeyedLock key not equal to itself (a NaN?)"
 )
@@ -60,7 +69,7 @@ var keyedSeed = maphash.MakeSeed()
 // or drop a key's lock, never while anyone waits: one key's holders and
 // waiters do not slow another key's, beyond the rare moment two keys of a
 // shard are looked up at once. The shards take about 12 KiB for string keys,
-// and keep up to 14 KiB of unused key locks for reuse, whatever the number
+// and keep up to 16 KiB of unused key locks for reuse, whatever the number
 // of keys held now or before: make one KeyedLock per kind of resource, not
 // one per request.
 //
@@ -126,6 +135,7 @@ type keyedEntry struct {
 	// comes first, to share a cache line with l's state word.
 	refs int         // guarded by the shard's mu
 	next *keyedEntry // guarded by the shard's mu: the next free entry
+	peak int         // guarded by the shard's mu: the most refs since l was made
 	l    Lock
 }
 
@@ -162,6 +172,7 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 		}
 	}
 	e.refs++
+	e.peak = max(e.peak, e.refs)
 	sh.mu.Unlock()
 
 	// The key's Lock looks at ctx, outside the shard's mutex (a Context is
@@ -306,6 +317,11 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 		return
 	}
 	sh.n--
+	if e.peak > keyedWaitersKept {
+		// Nobody refers to e: no goroutine holds l, waits for it or is
+		// still to return from a call on it.
+		e.l, e.peak = Lock{}, 0
+	}
 	if e == &sh.own {
 		sh.ownUsed = false
 	} else if sh.nfree < keyedFreeMax {

@@ -131,7 +131,7 @@ func TestKeyedLockMemoryFollowsKeys(t *testing.T) {
 // and the map was rebuilt smaller only from 64 keys a shard, down to a
 // quarter of that, then kept): 37 to 93 KiB for good, where the doc promises
 // memory that follows the keys in use. What may stay is bounded whatever the
-// burst: the few unused entries each shard keeps for reuse (14 KiB in all).
+// burst: the few unused entries each shard keeps for reuse (16 KiB in all).
 func TestKeyedLockBurstGivesMemoryBack(t *testing.T) {
 	for _, n := range []int{500, 1000, 2000, 4000} {
 		t.Run("keys="+strconv.Itoa(n), func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestKeyedLockBurstGivesMemoryBack(t *testing.T) {
 				require.Equal(t, 0, k.Len())
 				after := heapBytesAfterGC()
 				t.Logf("round %d: %.1f KiB more than before the burst", round, (after-before)/1024)
-				require.Less(t, after-before, float64(20<<10), "heap in use grew by this many bytes after a burst of %d keys, all released", n)
+				require.Less(t, after-before, float64(24<<10), "heap in use grew by this many bytes after a burst of %d keys, all released", n)
 			}
 			runtime.KeepAlive(keys)
 			runtime.KeepAlive(&k)
