@@ -90,7 +90,8 @@ func (c *countersByName) of(name string, n int) *counters {
 //
 // It returns undo, which puts c back as it was, for an Observe whose
 // registration then fails: src is not read after all, and the source read
-// before, observed again, must carry on, not be added to itself. Called
+// before, observed again, must carry on, not be added to itself. If another
+// source was observed meanwhile, undo leaves c to it. Called
 // before the registration, not after, so that no collection reads src
 // before c knows it.
 func (c *counters) observing(src any) (undo func()) {
@@ -109,6 +110,15 @@ func (c *counters) observing(src any) (undo func()) {
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if c.src != id {
+			// Another source was observed meanwhile (an Observe function
+			// lets two under one name at once): the counters are its now,
+			// and putting back the source before src would leave its
+			// registration reading a source no longer the name's (see
+			// applyFrom). What src's observing added to the base was
+			// counted by the source before it, and stays.
+			return
+		}
 		c.src = src0
 		copy(c.last, last0)
 		copy(c.base, base0)
