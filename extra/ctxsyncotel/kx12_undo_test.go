@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/extra/ctxsyncotel"
@@ -69,4 +70,45 @@ func TestObserveWatchFailedBesideAnother(t *testing.T) {
 	if got := collect(t, r).point(t, "ctxsync.watch.version", ctxsyncotel.WatchNameKey.String("config")); got != 3 {
 		t.Errorf("ctxsync.watch.version = %d, want 3", got)
 	}
+}
+
+// valueWatch is a WatchSource that is not a pointer, as a user's wrapper
+// type may be.
+type valueWatch struct{ v *uint64 }
+
+func (w valueWatch) Version() uint64 { return *w.v }
+
+// TestObserveWatchTwoValueSourcesAtOnce: two WatchSources that are not
+// pointers, observed under one name at once, cannot be told apart by what
+// they are. Both were counted: the SDK added their versions up, and the sum
+// fell when one registration ended; with the counters carried on, each
+// collection took the other's smaller version for a reset, and the counter
+// climbed at every collection with no Store at all. The right behaviour:
+// the registration made last is the one counted, the counter stays put while
+// nothing is stored, and never falls.
+func TestObserveWatchTwoValueSourcesAtOnce(t *testing.T) {
+	r, opt := newProvider(t)
+	last := map[string]float64{}
+	v1, v2 := uint64(10), uint64(1)
+	reg1, err := ctxsyncotel.ObserveWatch("config", valueWatch{&v1}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review11Monotonic(t, r, metricdata.CumulativeTemporality, last, "first source, 10")
+	reg2, err := ctxsyncotel.ObserveWatch("config", valueWatch{&v2}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg2.Unregister()
+	const key = "ctxsync.watch.version{ctxsync.watch.name=config}"
+	review11Monotonic(t, r, metricdata.CumulativeTemporality, last, "both sources")
+	was := last[key]
+	for range 3 {
+		review11Monotonic(t, r, metricdata.CumulativeTemporality, last, "both sources, nothing stored")
+	}
+	if last[key] != was {
+		t.Errorf("%s went from %v to %v with nothing stored", key, was, last[key])
+	}
+	_ = reg1.Unregister()
+	review11Monotonic(t, r, metricdata.CumulativeTemporality, last, "second source alone")
 }
