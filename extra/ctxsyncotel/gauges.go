@@ -3,7 +3,6 @@ package ctxsyncotel
 import (
 	"context"
 	"errors"
-	"weak"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -236,18 +235,18 @@ func observe(fn, what, name string, src any, read func(), opts []Option,
 
 // observeCounting is observe for a source of which some instruments are
 // counters: register is also given the counters of the series, n of them,
-// kept in by, which src is now read for, and the weak pointer src is known
-// by, for counters.applyFrom.
+// kept in by, which src is now read for, and the number of the
+// registration, for counters.applyFrom.
 func observeCounting(fn, what, name string, src any, read func(), opts []Option, by *seriesCounters, n int,
-	register func(metric.Meter, []metric.ObserveOption, *counters, weak.Pointer[byte]) (metric.Registration, error),
+	register func(metric.Meter, []metric.ObserveOption, *counters, uint64) (metric.Registration, error),
 ) (metric.Registration, error) {
 	c, set, err := prepare(fn, what, name, src, read, opts)
 	if err != nil {
 		return nil, err
 	}
 	counts := by.of(c.provider, set, n)
-	undo := counts.observing(src)
-	reg, err := registered(register(c.meter(), observeOpts(set), counts, sourceOf(src)))
+	token, undo := counts.observingAs(src)
+	reg, err := registered(register(c.meter(), observeOpts(set), counts, token))
 	if err != nil {
 		undo() // src is not read
 	}

@@ -3,7 +3,6 @@ package ctxsyncotel
 import (
 	"context"
 	"time"
-	"weak"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -111,7 +110,7 @@ func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.R
 func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registration, error) {
 	version := func() int64 { return int64(min(w.Version(), 1<<63-1)) }
 	return observeCounting("ObserveWatch", "watch", name, w, func() { version() }, opts, &watchCounters, 1,
-		func(m metric.Meter, all []metric.ObserveOption, counts *counters, src weak.Pointer[byte]) (metric.Registration, error) {
+		func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
 			inst, err := m.Int64ObservableCounter("ctxsync.watch.version",
 				metric.WithDescription("The Watch's version: 1, plus one per Store."), metric.WithUnit("{version}"))
 			if err != nil {
@@ -120,7 +119,7 @@ func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registrati
 			return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 				seq := counts.start()
 				v := [1]int64{version()}
-				if counts.applyFrom(src, seq, v[:]) {
+				if counts.applyFrom(token, seq, v[:]) {
 					o.ObserveInt64(inst, v[0], all...)
 				}
 				return nil
@@ -138,7 +137,7 @@ func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registrati
 // registration of another ended adds its count to it.
 func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metric.Registration, error) {
 	read := func() { l.Limit(); l.InFlight(); l.Waiting(); l.Shed(); l.Latency() }
-	return observeCounting("ObserveAdaptiveLimiter", "adaptive", name, l, read, opts, &adaptiveCounters, 1, func(m metric.Meter, all []metric.ObserveOption, counts *counters, src weak.Pointer[byte]) (metric.Registration, error) {
+	return observeCounting("ObserveAdaptiveLimiter", "adaptive", name, l, read, opts, &adaptiveCounters, 1, func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
 		limit, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.limit",
 			metric.WithDescription("Calls the limiter lets in flight now."), metric.WithUnit("{call}"))
 		if err != nil {
@@ -170,7 +169,7 @@ func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metr
 			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
 			seq := counts.start()
 			n := [1]int64{l.Shed()}
-			if counts.applyFrom(src, seq, n[:]) {
+			if counts.applyFrom(token, seq, n[:]) {
 				o.ObserveInt64(shed, n[0], all...)
 			}
 			o.ObserveFloat64(latency, l.Latency().Seconds(), all...)

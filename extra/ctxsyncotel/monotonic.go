@@ -35,6 +35,8 @@ type counters struct {
 
 	mu      sync.Mutex
 	src     weak.Pointer[byte] // the source read last; weak, to keep none alive (see observing)
+	gen     uint64             // numbers the calls of observingAs
+	cur     uint64             // the number of the registration counted (see applyFrom)
 	applied uint64             // the seq of the read last applied
 	last    []int64            // the counts read last
 	base    []int64            // counted before the last reset, and from earlier sources
@@ -95,33 +97,49 @@ func (c *countersByName) of(name string, n int) *counters {
 // before the registration, not after, so that no collection reads src
 // before c knows it.
 func (c *counters) observing(src any) (undo func()) {
+	_, undo = c.observingAs(src)
+	return undo
+}
+
+// observingAs is observing for an Observe function, which does not refuse a
+// second registration under a name while the first is in force: it also
+// returns the number of this registration, for applyFrom. The registration
+// observed last is the one counted, whether or not its source is new.
+func (c *counters) observingAs(src any) (token uint64, undo func()) {
 	id := sourceOf(src)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if id == (weak.Pointer[byte]{}) || id == c.src {
-		return func() {}
+	c.gen++
+	token, cur0 := c.gen, c.cur
+	c.cur = token
+	var last0, base0 []int64
+	src0, switched := c.src, id != (weak.Pointer[byte]{}) && id != c.src
+	if switched {
+		last0, base0 = slices.Clone(c.last), slices.Clone(c.base)
+		c.src = id
+		for i := range c.last {
+			c.base[i] = addCount(c.base[i], c.last[i])
+			c.last[i] = 0
+		}
 	}
-	src0, last0, base0 := c.src, slices.Clone(c.last), slices.Clone(c.base)
-	c.src = id
-	for i := range c.last {
-		c.base[i] = addCount(c.base[i], c.last[i])
-		c.last[i] = 0
-	}
-	return func() {
+	return token, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.src != id {
-			// Another source was observed meanwhile (an Observe function
-			// lets two under one name at once): the counters are its now,
-			// and putting back the source before src would leave its
-			// registration reading a source no longer the name's (see
-			// applyFrom). What src's observing added to the base was
+		if c.cur != token {
+			// Another registration was made meanwhile (an Observe
+			// function lets two under one name at once): the counters are
+			// its now, and putting back what was before this one would
+			// leave it reading a source no longer the name's (see
+			// applyFrom). What this one's source added to the base was
 			// counted by the source before it, and stays.
 			return
 		}
-		c.src = src0
-		copy(c.last, last0)
-		copy(c.base, base0)
+		c.cur = cur0
+		if switched {
+			c.src = src0
+			copy(c.last, last0)
+			copy(c.base, base0)
+		}
 	}
 }
 
@@ -156,22 +174,23 @@ func (c *counters) start() uint64 { return c.seq.Add(1) }
 // reader alone (the SDK runs a reader's callbacks one collection at a
 // time) never does.
 func (c *counters) apply(seq uint64, v []int64) {
-	c.applyFrom(weak.Pointer[byte]{}, seq, v)
+	c.applyFrom(0, seq, v)
 }
 
-// applyFrom is apply for a read of the source known by src (see sourceOf),
-// and reports whether it did: it does nothing, and reports false, if another
-// source was observed under the name since src. The registration that reads
-// src then reports none of the counters: its counts are no longer the
-// name's, and reported beside those of the source observed last, the SDK
-// would add the two up, and the sum fall when either registration ended.
-// A source that is not a pointer (the zero src) is taken for the one
-// observed last, as observing does.
-func (c *counters) applyFrom(src weak.Pointer[byte], seq uint64, v []int64) bool {
+// applyFrom is apply for a read made by the registration numbered token
+// (see observingAs), and reports whether it did: it does nothing, and
+// reports false, if another registration was made under the name since. The
+// registration numbered token then reports none of the counters: its counts
+// are no longer the name's, and reported beside those of the registration
+// made last, the SDK would add the two up, and the sum fall when either
+// ended; nor can two sources be told apart when neither is a pointer, and
+// counted in turn, each would take the other's smaller counts for a reset.
+// A token of 0 is always counted.
+func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 	alone := c.seq.Add(1) == seq+1
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if src != (weak.Pointer[byte]{}) && src != c.src {
+	if token != 0 && token != c.cur {
 		return false
 	}
 	if alone && seq > c.applied {
