@@ -26,10 +26,24 @@ const (
 	// still follows the keys in use.
 	keyedFreeMax = 4
 
-	// keyedShrinkMin is the size a shard's map must have reached before it
-	// is rebuilt smaller: Go maps never give back the room of deleted keys,
-	// and a burst of keys would otherwise keep its memory for good.
-	keyedShrinkMin = 64
+	// keyedMapSmall is the most keys a shard's map may have held for it to
+	// be kept as it is, however few keys it holds now: a map that never held
+	// more than this is one group of slots, a few hundred bytes, and keeping
+	// it lets a shard that goes a few keys past its slots and back, over and
+	// over, allocate nothing. A map that held more is rebuilt smaller once it
+	// holds less than a quarter of its peak, and dropped once empty: Go maps
+	// never give back the room of deleted keys, so a burst of keys would
+	// otherwise keep its memory for good.
+	keyedMapSmall = 8
+
+	// keyedWaitersKept is the most goroutines an entry's lock may have had
+	// at once for the entry to be reused with that lock. A Lock keeps the
+	// nodes of its waiters, and the ring that holds them, for its next
+	// waiters: an entry whose key had a burst of waiters gets a new Lock
+	// when it is dropped, or it would keep the burst's memory for the next
+	// key, for good. A few are kept, so that a key waited for now and then
+	// reuses them.
+	keyedWaitersKept = 4
 
 	keyedUnlocked = "ctxsync: Unlock of unlocked KeyedLock key"
 	keyedNaN      = "ctxsync: KeyedLock key not equal to itself (a NaN?)"
@@ -54,8 +68,9 @@ var keyedSeed = maphash.MakeSeed()
 // Keys are spread over shards, each with its own small mutex held only to find
 // or drop a key's lock, never while anyone waits: one key's holders and
 // waiters do not slow another key's, beyond the rare moment two keys of a
-// shard are looked up at once. The shards take about 11 KiB for string keys,
-// whatever the number of keys: make one KeyedLock per kind of resource, not
+// shard are looked up at once. The shards take about 12 KiB for string keys,
+// and keep up to 16 KiB of unused key locks for reuse, whatever the number
+// of keys held now or before: make one KeyedLock per kind of resource, not
 // one per request.
 //
 // A key must equal itself: a float NaN (or a struct or interface holding one)
@@ -94,11 +109,18 @@ type keyedShard[K comparable] struct {
 	ents   [keyedSlots]*keyedEntry
 	keys   [keyedSlots]K
 
-	m     map[K]*keyedEntry // guarded by mu: the keys beyond the slots
-	peak  int               // guarded by mu: the most keys m held since it was made
-	n     int               // guarded by mu: the keys held or waited for
-	free  *keyedEntry       // guarded by mu: unused entries, for reuse
-	nfree int               // guarded by mu
+	// m holds the keys beyond the slots; peak is the most keys it held since
+	// it was made. grown is set once m, or a map it was rebuilt from, held
+	// more than keyedMapSmall keys: such a map is dropped once empty, since
+	// a map rebuilt smaller after a burst can hold few keys and would stay
+	// for good. All guarded by mu.
+	m     map[K]*keyedEntry
+	peak  int
+	grown bool
+
+	n     int         // guarded by mu: the keys held or waited for
+	free  *keyedEntry // guarded by mu: unused entries, for reuse
+	nfree int         // guarded by mu
 
 	// A cache line of padding keeps the fields above off the line of the
 	// next shard's mutex, which goroutines on other keys write.
@@ -113,6 +135,7 @@ type keyedEntry struct {
 	// comes first, to share a cache line with l's state word.
 	refs int         // guarded by the shard's mu
 	next *keyedEntry // guarded by the shard's mu: the next free entry
+	peak int         // guarded by the shard's mu: the most refs since l was made
 	l    Lock
 }
 
@@ -149,6 +172,7 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 		}
 	}
 	e.refs++
+	e.peak = max(e.peak, e.refs)
 	sh.mu.Unlock()
 
 	// The key's Lock looks at ctx, outside the shard's mutex (a Context is
@@ -279,7 +303,10 @@ func (sh *keyedShard[K]) addLocked(key K, h uint64) *keyedEntry {
 		sh.m = make(map[K]*keyedEntry)
 	}
 	sh.m[key] = e
-	sh.peak = max(sh.peak, len(sh.m))
+	if n := len(sh.m); n > sh.peak {
+		sh.peak = n
+		sh.grown = sh.grown || n > keyedMapSmall
+	}
 	return e
 }
 
@@ -290,6 +317,11 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 		return
 	}
 	sh.n--
+	if e.peak > keyedWaitersKept {
+		// Nobody refers to e: no goroutine holds l, waits for it or is
+		// still to return from a call on it.
+		e.l, e.peak = Lock{}, 0
+	}
 	if e == &sh.own {
 		sh.ownUsed = false
 	} else if sh.nfree < keyedFreeMax {
@@ -304,7 +336,10 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 		}
 	}
 	delete(sh.m, key)
-	if n := len(sh.m); sh.peak >= keyedShrinkMin && n < sh.peak/4 {
+	switch n := len(sh.m); {
+	case n == 0 && sh.grown:
+		sh.m, sh.peak, sh.grown = nil, 0, false
+	case sh.peak > keyedMapSmall && n < sh.peak/4:
 		sh.shrinkLocked()
 	}
 }
@@ -314,10 +349,6 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 // most a copy of each key per three deleted: constant time per Unlock,
 // amortized.
 func (sh *keyedShard[K]) shrinkLocked() {
-	if len(sh.m) == 0 {
-		sh.m, sh.peak = nil, 0
-		return
-	}
 	m := make(map[K]*keyedEntry, len(sh.m))
 	for key, e := range sh.m {
 		m[key] = e

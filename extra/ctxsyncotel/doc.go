@@ -104,9 +104,9 @@
 //	ctxsync.adaptive.latency                gauge (O)            s              the baseline latency
 //
 // Counters read from a snapshot never go down, though what they read may:
-// Breaker.Reset zeroes the breaker's Total, and a pool, breaker or Tally
-// observed once an earlier one's registration ended (one made anew on a
-// reload) starts from its own counts. The counters carry on from where
+// Breaker.Reset zeroes the breaker's Total, and a pool, breaker, Tally,
+// Watch or adaptive Limiter observed once an earlier one's registration
+// ended (one made anew on a reload) starts from its own counts. The counters carry on from where
 // they were, since an observable counter cannot mark a restart with a new
 // start time, and a delta reader would get a negative delta: the new
 // source's counts add to them, and the counts a breaker made between the

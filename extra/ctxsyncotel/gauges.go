@@ -221,23 +221,52 @@ func queuePair(q QueueSource) (length, unfinished int) {
 }
 
 // observe, for the function fn, checks name, src and opts, reads src once
-// with read, and has register
-// make the instruments of what and register their callback, whose
-// measurements take the options it is given.
+// with read, and has register make the instruments of what and register
+// their callback, whose measurements take the options it is given.
 func observe(fn, what, name string, src any, read func(), opts []Option,
 	register func(metric.Meter, []metric.ObserveOption) (metric.Registration, error),
 ) (metric.Registration, error) {
-	c, err := newConfig(what, name, opts)
+	c, set, err := prepare(fn, what, name, src, read, opts)
 	if err != nil {
 		return nil, err
 	}
+	return registered(register(c.meter(), observeOpts(set)))
+}
+
+// observeCounting is observe for a source of which some instruments are
+// counters: register is also given the counters of the series, n of them,
+// kept in by, which src is now read for, and the number of the
+// registration, for counters.applyFrom.
+func observeCounting(fn, what, name string, src any, read func(), opts []Option, by *seriesCounters, n int,
+	register func(metric.Meter, []metric.ObserveOption, *counters, uint64) (metric.Registration, error),
+) (metric.Registration, error) {
+	c, set, err := prepare(fn, what, name, src, read, opts)
+	if err != nil {
+		return nil, err
+	}
+	counts := by.of(c.provider, set, n)
+	token, undo := counts.observingAs(src)
+	reg, err := registered(register(c.meter(), observeOpts(set), counts, token))
+	if err != nil {
+		undo() // src is not read
+	}
+	return reg, err
+}
+
+// prepare checks name, src and opts for observe, reads src once with read,
+// and returns the configuration and the attribute set of the measurements.
+func prepare(fn, what, name string, src any, read func(), opts []Option) (*config, attribute.Set, error) {
+	c, err := newConfig(what, name, opts)
+	if err != nil {
+		return nil, attribute.Set{}, err
+	}
 	if isNil(src) {
-		return nil, errors.New("ctxsyncotel: " + fn + " of a nil " + what)
+		return nil, attribute.Set{}, errors.New("ctxsyncotel: " + fn + " of a nil " + what)
 	}
 	// Read once here, so that a source that panics (a zero value that must
 	// be made by its constructor) does so in the caller's goroutine, not at
 	// a collection in the exporter's.
 	read()
 	key := attribute.Key("ctxsync." + what + ".name")
-	return registered(register(c.meter(), observeOpts(c.set(key.String(name)))))
+	return c, c.set(key.String(name)), nil
 }

@@ -100,11 +100,30 @@ func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.R
 // reports ctxsync.watch.version, with the ctxsync.watch.name attribute set
 // to name: a counter, since the version only grows, by one per Store, so
 // that its rate is how often the value changes. It fails as ObserveFlight.
+//
+// The counter never goes down: a Watch observed under the name (with the
+// same MeterProvider and attributes) once the registration of another ended
+// (a Watch made anew on a reload) adds its version to the count, and the
+// same Watch observed again carries on. While two registrations under one
+// name are in force, the Watch observed last is the one counted. What the
+// counter counted is kept for each name while its MeterProvider lives.
 func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registration, error) {
-	return observeInt("ObserveWatch", "watch", name, w, func() int64 { return int64(min(w.Version(), 1<<63-1)) }, opts,
-		func(m metric.Meter) (metric.Observable, error) {
-			return m.Int64ObservableCounter("ctxsync.watch.version",
+	version := func() int64 { return int64(min(w.Version(), 1<<63-1)) }
+	return observeCounting("ObserveWatch", "watch", name, w, func() { version() }, opts, &watchCounters, 1,
+		func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
+			inst, err := m.Int64ObservableCounter("ctxsync.watch.version",
 				metric.WithDescription("The Watch's version: 1, plus one per Store."), metric.WithUnit("{version}"))
+			if err != nil {
+				return nil, err
+			}
+			return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+				seq := counts.start()
+				v := [1]int64{version()}
+				if counts.applyFrom(token, seq, v[:]) {
+					o.ObserveInt64(inst, v[0], all...)
+				}
+				return nil
+			}, inst)
 		})
 }
 
@@ -113,10 +132,12 @@ func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registrati
 // (now), ctxsync.adaptive.shed (calls shed, a counter) and
 // ctxsync.adaptive.latency (the baseline latency the algorithm measures
 // against, in seconds), with the ctxsync.adaptive.name attribute set to name.
-// It fails as ObserveFlight.
+// It fails as ObserveFlight. The shed counter never goes down, as
+// ObserveWatch's version: a Limiter observed under the name once the
+// registration of another ended adds its count to it.
 func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metric.Registration, error) {
 	read := func() { l.Limit(); l.InFlight(); l.Waiting(); l.Shed(); l.Latency() }
-	return observe("ObserveAdaptiveLimiter", "adaptive", name, l, read, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observeCounting("ObserveAdaptiveLimiter", "adaptive", name, l, read, opts, &adaptiveCounters, 1, func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
 		limit, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.limit",
 			metric.WithDescription("Calls the limiter lets in flight now."), metric.WithUnit("{call}"))
 		if err != nil {
@@ -146,7 +167,11 @@ func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metr
 			o.ObserveInt64(limit, int64(l.Limit()), all...)
 			o.ObserveInt64(inFlight, int64(l.InFlight()), all...)
 			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
-			o.ObserveInt64(shed, l.Shed(), all...)
+			seq := counts.start()
+			n := [1]int64{l.Shed()}
+			if counts.applyFrom(token, seq, n[:]) {
+				o.ObserveInt64(shed, n[0], all...)
+			}
 			o.ObserveFloat64(latency, l.Latency().Seconds(), all...)
 			return nil
 		}, limit, inFlight, waiting, shed, latency)

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"weak"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // counters keep the counters that Observe reads from a source's snapshot
@@ -32,9 +35,27 @@ type counters struct {
 
 	mu      sync.Mutex
 	src     weak.Pointer[byte] // the source read last; weak, to keep none alive (see observing)
+	gen     uint64             // numbers the calls of observingAs
+	cur     uint64             // the number of the registration counted (see applyFrom)
 	applied uint64             // the seq of the read last applied
 	last    []int64            // the counts read last
 	base    []int64            // counted before the last reset, and from earlier sources
+}
+
+// maxCount is the most a counter read from a source reports: counts
+// saturate there. The SDK adds an int64 sum up through a float64, and a
+// float64 of 2^63-512 or more rounds to 2^63, which wraps to a negative
+// int64: 2^63-1024 is the largest float64 below 2^63. A count of a source
+// summed with those of the sources before it would wrap past
+// math.MaxInt64 itself.
+const maxCount = 1<<63 - 1024
+
+// addCount returns a+b, for counts in [0, maxCount], saturated at maxCount.
+func addCount(a, b int64) int64 {
+	if a > maxCount-b {
+		return maxCount
+	}
+	return a + b
 }
 
 // countersByName are the counters of each name a metrics type observed.
@@ -71,32 +92,64 @@ func (c *countersByName) of(name string, n int) *counters {
 //
 // It returns undo, which puts c back as it was, for an Observe whose
 // registration then fails: src is not read after all, and the source read
-// before, observed again, must carry on, not be added to itself. Called
+// before, observed again, must carry on, not be added to itself. If another
+// source was observed meanwhile, undo leaves c to it. Called
 // before the registration, not after, so that no collection reads src
 // before c knows it.
 func (c *counters) observing(src any) (undo func()) {
-	var id weak.Pointer[byte]
-	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer && !v.IsNil() {
-		id = weak.Make((*byte)(v.UnsafePointer()))
-	}
+	_, undo = c.observingAs(src)
+	return undo
+}
+
+// observingAs is observing for an Observe function, which does not refuse a
+// second registration under a name while the first is in force: it also
+// returns the number of this registration, for applyFrom. The registration
+// observed last is the one counted, whether or not its source is new.
+func (c *counters) observingAs(src any) (token uint64, undo func()) {
+	id := sourceOf(src)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if id == (weak.Pointer[byte]{}) || id == c.src {
-		return func() {}
+	c.gen++
+	token, cur0 := c.gen, c.cur
+	c.cur = token
+	var last0, base0 []int64
+	src0, switched := c.src, id != (weak.Pointer[byte]{}) && id != c.src
+	if switched {
+		last0, base0 = slices.Clone(c.last), slices.Clone(c.base)
+		c.src = id
+		for i := range c.last {
+			c.base[i] = addCount(c.base[i], c.last[i])
+			c.last[i] = 0
+		}
 	}
-	src0, last0, base0 := c.src, slices.Clone(c.last), slices.Clone(c.base)
-	c.src = id
-	for i := range c.last {
-		c.base[i] += c.last[i]
-		c.last[i] = 0
-	}
-	return func() {
+	return token, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.src = src0
-		copy(c.last, last0)
-		copy(c.base, base0)
+		if c.cur != token {
+			// Another registration was made meanwhile (an Observe
+			// function lets two under one name at once): the counters are
+			// its now, and putting back what was before this one would
+			// leave it reading a source no longer the name's (see
+			// applyFrom). What this one's source added to the base was
+			// counted by the source before it, and stays.
+			return
+		}
+		c.cur = cur0
+		if switched {
+			c.src = src0
+			copy(c.last, last0)
+			copy(c.base, base0)
+		}
 	}
+}
+
+// sourceOf returns the weak pointer that src is known by, or the zero one if
+// src is not a pointer.
+func sourceOf(src any) weak.Pointer[byte] {
+	if v := reflect.ValueOf(src); v.Kind() == reflect.Pointer && !v.IsNil() {
+		return weak.Make((*byte)(v.UnsafePointer()))
+	}
+	return weak.Pointer[byte]{}
 }
 
 // start numbers the beginning of a read of the source: take it before the
@@ -121,11 +174,33 @@ func (c *counters) start() uint64 { return c.seq.Add(1) }
 // reader alone (the SDK runs a reader's callbacks one collection at a
 // time) never does.
 func (c *counters) apply(seq uint64, v []int64) {
+	c.applyFrom(0, seq, v)
+}
+
+// applyFrom is apply for a read made by the registration numbered token
+// (see observingAs), and reports whether it did: it does nothing, and
+// reports false, if another registration was made under the name since. The
+// registration numbered token then reports none of the counters: its counts
+// are no longer the name's, and reported beside those of the registration
+// made last, the SDK would add the two up, and the sum fall when either
+// ended; nor can two sources be told apart when neither is a pointer, and
+// counted in turn, each would take the other's smaller counts for a reset.
+// A token of 0 is always counted.
+func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 	alone := c.seq.Add(1) == seq+1
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if token != 0 && token != c.cur {
+		return false
+	}
 	if alone && seq > c.applied {
 		c.applied = seq
+		// A count is kept to [0, maxCount]: a negative one, from a
+		// source of the user's own, would make the counter negative, or
+		// fall with the next.
+		for i, n := range v {
+			v[i] = min(max(n, 0), maxCount)
+		}
 		// A fall of one count is a reset of all: the others, read at or
 		// above what they were, count from 0 again too, and what they
 		// counted before it would otherwise be lost.
@@ -135,12 +210,64 @@ func (c *counters) apply(seq uint64, v []int64) {
 		}
 		for i, n := range v {
 			if reset {
-				c.base[i] += c.last[i]
+				c.base[i] = addCount(c.base[i], c.last[i])
 			}
 			c.last[i] = n
 		}
 	}
 	for i := range v {
-		v[i] = c.base[i] + c.last[i]
+		v[i] = addCount(c.base[i], c.last[i])
 	}
+	return true
+}
+
+// seriesCounters are the counters of an Observe function, which has no value
+// of its own to keep them in between registrations (as a PoolMetrics has):
+// one set for each series, a MeterProvider's and an attribute set's, since
+// the SDK keeps a series of each, and a source observed anew under one must
+// carry on from what its last source counted.
+//
+// An entry is kept while its provider lives, whatever the registrations: a
+// name observed anew after a while must still carry on. The provider is
+// known by a weak pointer, which keeps it alive no longer than the program
+// does, and the entries of providers collected go when a new series is
+// added. A provider that is not a pointer cannot be known: its series get
+// new counters at each Observe, which carry on nothing (noop.MeterProvider
+// is such a value, and reports nothing anyway).
+type seriesCounters struct {
+	mu sync.Mutex
+	m  map[seriesKey]*counters // guarded by mu
+}
+
+type seriesKey struct {
+	provider weak.Pointer[byte]
+	set      attribute.Distinct
+}
+
+// The counters of the Observe functions that report counters.
+var watchCounters, adaptiveCounters seriesCounters
+
+// of returns the counters, n of them, of the series of provider and set.
+func (s *seriesCounters) of(provider metric.MeterProvider, set attribute.Set, n int) *counters {
+	id := sourceOf(provider)
+	if id == (weak.Pointer[byte]{}) {
+		return &counters{last: make([]int64, n), base: make([]int64, n)}
+	}
+	key := seriesKey{id, set.Equivalent()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.m[key]; k != nil {
+		return k
+	}
+	if s.m == nil {
+		s.m = map[seriesKey]*counters{}
+	}
+	for key := range s.m {
+		if key.provider.Value() == nil {
+			delete(s.m, key)
+		}
+	}
+	k := &counters{last: make([]int64, n), base: make([]int64, n)}
+	s.m[key] = k
+	return k
 }
