@@ -159,7 +159,9 @@ type Limit struct {
 // Rate not above 0, a Burst below 1, a Rate and Burst that take over four years
 // to refill (and the same of each of Limits), a negative Timeout, a LocalShare outside 0 to 1 (or, with
 // FailLocal, one whose local bucket would take over four years to refill), an
-// unknown Policy, or a MaxRoundTrips below -1.
+// unknown Policy, a MaxRoundTrips below -1, or, for a *redis.ClusterClient
+// with Limits, a Prefix that empties the keys' hash tag (its first "{"
+// followed at once by "}").
 func New(cfg Config) (*Limiter, error) {
 	bad := func(format string, args ...any) (*Limiter, error) {
 		return nil, fmt.Errorf("redislimit: bad Config: "+format, args...)
@@ -182,6 +184,10 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "ratelimit:"
+	}
+	if _, cluster := cfg.Client.(*redis.ClusterClient); cluster && len(cfg.Limits) > 0 && emptiesTag(cfg.Prefix) {
+		// Every call would fail with CROSSSLOT, and follow the Policy.
+		return bad("Prefix %q empties the keys' hash tag: on Redis Cluster a key's Limits would fall in different slots", cfg.Prefix)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 100 * time.Millisecond

@@ -15,11 +15,14 @@
 //
 // Keys carry a hash tag ("prefix{key}"), so the limiter works on Redis Cluster;
 // it accepts any redis.UniversalClient (a single node, Sentinel, or Cluster).
-// A key that begins with "}", or a Prefix that holds "{}", empties the tag:
-// on a Cluster with Config.Limits, the limits of such a key fall in
-// different slots, and each of its calls fails with CROSSSLOT and follows
-// the Policy (under FailOpen, it is never limited). Where keys come from
-// clients (an API key, a header), keep them from beginning with "}" there.
+// The tag must not be empty, or Redis hashes the whole key, and a key's
+// limits (Config.Limits) fall in different slots, where one script cannot
+// reach them all. So the empty key, and a key that begins with "}" (whose
+// tag would end there) or with a zero byte, go between the braces after a
+// zero byte: Limiter.Key("}x") is "prefix{\x00}x}", whose tag is "\x00". All
+// such keys share that one slot; every other key is its own tag, as before.
+// A Prefix that empties the tag itself (its first "{" followed at once by
+// "}") is refused by New for a Cluster client with Limits.
 //
 // Every string is a key, the empty one included: it has its bucket, apart
 // from every other key's, as it has its limiter in a ratelimit.Keyed, which
@@ -29,9 +32,7 @@
 // or, with Middleware's default Key, every request of a server on a Unix
 // socket, whose RemoteAddr is empty. Those requests share one bucket, as
 // they would in a Keyed; a Key function that must not let them should give
-// them keys of their own. The empty key's tag is empty too ("prefix{}"),
-// with the same consequence on a Cluster with Limits as a key that begins
-// with "}".
+// them keys of their own.
 //
 // When Redis is unreachable or slow, each call gives up after Config.Timeout
 // and follows Config.Policy: allow (FailOpen), refuse (FailClosed), or fall
@@ -59,6 +60,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -112,10 +114,30 @@ type Limiter struct {
 	ctxTimeouts bool
 }
 
-// Key returns the Redis key of key.
+// Key returns the Redis key of key: the Prefix, then key between braces, as
+// its hash tag. The empty key, and one that begins with "}" or a zero byte,
+// go between the braces after a zero byte (see the package doc).
 func (l *Limiter) Key(key string) string {
 	l.check()
-	return l.prefix + "{" + key + "}"
+	return l.prefix + "{" + tagOf(key) + "}"
+}
+
+// tagOf returns what goes between the braces of key's Redis key: key, or,
+// for a key whose tag would be empty ("" or one that begins with "}"), key
+// after a zero byte. Keys that begin with a zero byte get one more, so that
+// no two keys share a Redis key.
+func tagOf(key string) string {
+	if key == "" || key[0] == '}' || key[0] == 0 {
+		return "\x00" + key
+	}
+	return key
+}
+
+// emptiesTag reports whether prefix, put before "{key}", makes Redis Cluster
+// hash every key whole: its first "{" is followed at once by "}".
+func emptiesTag(prefix string) bool {
+	i := strings.IndexByte(prefix, '{')
+	return i >= 0 && i+1 < len(prefix) && prefix[i+1] == '}'
 }
 
 const (

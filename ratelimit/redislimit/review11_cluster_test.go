@@ -64,17 +64,14 @@ func clusterRedis(t *testing.T) *redis.ClusterClient {
 // key from a header, say), "ratelimit:{}x}" and "ratelimit:{}x}:2" fall in
 // different slots, the script fails with CROSSSLOT at every call, and the
 // call follows the Policy: with FailOpen, the default, such a key is never
-// limited at all. Every key must be limited, in one slot, as "x" is.
-//
-// Skipped: the fix changes the key layout that the package doc states
-// ("prefix{key}") for the keys it breaks (and, to stay one to one, for
-// some others), which is for the maintainers to decide: see the report.
+// limited at all. Every key must be limited, in one slot, as "x" is: such
+// keys, the empty one and those that begin with a zero byte go between the
+// braces after a zero byte (see tagOf).
 func TestReview11ClusterKeysShareASlot(t *testing.T) {
-	t.Skip("Config.Limits on Redis Cluster fails with CROSSSLOT for keys that begin with '}': the fix changes the documented key layout")
 	c := clusterRedis(t)
 	l := newLimiter(t, Config{Client: c, Rate: 1e-3, Burst: 2, Limits: []Limit{{Rate: 1e-3, Burst: 3}}, Policy: FailOpen})
 	ctx := context.Background()
-	for _, key := range []string{"x", "}x", "}", "}}", "a}b", "{", "{}", " \n"} {
+	for _, key := range []string{"x", "}x", "}", "}}", "a}b", "{", "{}", " \n", "", "\x00", "\x00}x"} {
 		for i := range 2 {
 			d, err := l.TakeContext(ctx, key, 1)
 			require.NoError(t, err, "key %q, event %d", key, i+1)
@@ -123,4 +120,74 @@ func TestReview11ClusterRoundTrips(t *testing.T) {
 		require.True(t, d.Allowed, "a whole burst after Reset")
 		require.Zero(t, l.Failures())
 	}
+}
+
+// A Prefix that empties the hash tag (its first "{" followed at once by "}")
+// would fail every call of a ClusterClient with Limits with CROSSSLOT: New
+// refuses it there, and nowhere else (one key per call, or one node, works).
+func TestClusterPrefixEmptyingTheTagRefused(t *testing.T) {
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cluster.Close()
+	node := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer node.Close()
+	limits := []Limit{{Rate: 1, Burst: 2}}
+	for _, tc := range []struct {
+		prefix string
+		bad    bool
+	}{{"a{}b:", true}, {"{}", true}, {"a}{}", true}, {"a{b}{}", false}, {"a{", false}, {"}{x}", false}, {"a}", false}} {
+		_, err := New(Config{Client: cluster, Rate: 1, Burst: 1, Prefix: tc.prefix, Limits: limits})
+		if tc.bad {
+			require.ErrorContains(t, err, "redislimit: bad Config: Prefix", "prefix %q", tc.prefix)
+		} else {
+			require.NoError(t, err, "prefix %q", tc.prefix)
+		}
+		_, err = New(Config{Client: cluster, Rate: 1, Burst: 1, Prefix: tc.prefix})
+		require.NoError(t, err, "prefix %q without Limits", tc.prefix)
+		_, err = New(Config{Client: node, Rate: 1, Burst: 1, Prefix: tc.prefix, Limits: limits})
+		require.NoError(t, err, "prefix %q on one node", tc.prefix)
+	}
+}
+
+// clusterTag returns the part of a Redis key that Redis Cluster hashes:
+// between the first "{" and the first "}" after it, if that is not empty;
+// else the whole key.
+func clusterTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+// FuzzKeyTag: every key's Redis keys, its own and those of its Limits, share
+// a non-empty hash tag, under any Prefix that does not empty it; and no two
+// keys share a Redis key.
+func FuzzKeyTag(f *testing.F) {
+	for _, k := range []string{"", "x", "}", "}x", "\x00", "\x00}", "a}b", "{", "{}", "{a}"} {
+		f.Add(k, "x", "ratelimit:")
+	}
+	f.Add("a", "\x00a", "p{")
+	f.Add("}", "\x00}", "p{q}")
+	node := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	f.Cleanup(func() { node.Close() })
+	f.Fuzz(func(t *testing.T, a, b, prefix string) {
+		if emptiesTag(prefix) || prefix == "" {
+			t.Skip()
+		}
+		l := &Limiter{prefix: prefix, client: node}
+		for _, k := range []string{a, b} {
+			key := l.Key(k)
+			tag := clusterTag(key)
+			if tag == key && strings.Contains(key, "{") {
+				t.Fatalf("Key(%q) = %q: its hash tag is empty", k, key)
+			}
+			if more := clusterTag(key + ":2"); more != tag {
+				t.Fatalf("Key(%q) = %q: its limits' tag %q differs from %q", k, key, more, tag)
+			}
+		}
+		if a != b && l.Key(a) == l.Key(b) {
+			t.Fatalf("keys %q and %q share the Redis key %q", a, b, l.Key(a))
+		}
+	})
 }
