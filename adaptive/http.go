@@ -40,8 +40,8 @@ func checkLimiter(l *Limiter, what string) {
 // while it waited, is answered 503 Service Unavailable with a Retry-After of
 // twice l's latency, rounded up to whole seconds (at least 1), and a short
 // text body; one whose client went away while it waited (its ctx cancelled,
-// as net/http does then) gets no answer. The Ticket of a request that went through
-// is finished when the handler returns: as an overload failure if the
+// as net/http does then) gets no answer. The Ticket of a request that went
+// through is finished when the handler returns: as an overload failure if the
 // handler answered 503 or 504; as by Ignore if it answered 429, if it
 // panicked (the panic goes on), if its client went away or if it took the
 // connection over (http.Hijacker, or a 101 Switching Protocols: a
