@@ -134,9 +134,10 @@ func (cfg MiddlewareConfig) Validate() error {
 //
 // If limiter has a method TakeContext(ctx context.Context, key string, n
 // int) (Decision, error), as redislimit's Limiter has (and Global of its
-// Handle, see Global), Middleware calls it (and a Keyed calls a key's
-// limiter's TakeContext(ctx, n), such as a Tally's wrapper of a Handle has)
-// with the request's ctx rather than Take: a decision that costs a round
+// Handle, see Global), Middleware calls it with the request's ctx rather
+// than Take; so does a *Keyed for a key whose limiter has a method
+// TakeContext(ctx, n) (a Handle, or a Tally's wrapper of one, which is how a
+// Tally counts a redislimit's decisions per key): a decision that costs a round
 // trip ends with the request, instead of holding the handler's goroutine for
 // a client that has gone, or past the deadline the request carries. If it
 // returns an error with the zero Decision, as redislimit's does when the
