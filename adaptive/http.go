@@ -36,11 +36,12 @@ func checkLimiter(l *Limiter, what string) {
 }
 
 // Middleware returns HTTP server middleware that lets a request through only
-// with a Ticket of l. A request that l sheds is answered 503 Service
-// Unavailable with a Retry-After of twice l's latency, rounded up to whole
-// seconds (at least 1), and a short text body; one whose client went away
-// while it waited gets no answer. The Ticket of a request that went through
-// is finished when the handler returns: as an overload failure if the
+// with a Ticket of l. A request that l sheds, or whose ctx's deadline passed
+// while it waited, is answered 503 Service Unavailable with a Retry-After of
+// twice l's latency, rounded up to whole seconds (at least 1), and a short
+// text body; one whose client went away while it waited (its ctx cancelled,
+// as net/http does then) gets no answer. The Ticket of a request that went
+// through is finished when the handler returns: as an overload failure if the
 // handler answered 503 or 504; as by Ignore if it answered 429, if it
 // panicked (the panic goes on), if its client went away or if it took the
 // connection over (http.Hijacker, or a 101 Switching Protocols: a
@@ -65,7 +66,13 @@ func Middleware(l *Limiter) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			t, err := l.Acquire(r.Context())
 			if err != nil {
-				if errors.Is(err, ErrShed) {
+				// Canceled is net/http's sign that the client has gone:
+				// nothing to answer. Any other end of the wait (a
+				// deadline, set by a timeout in front, that passed while
+				// the request was queued) leaves a client waiting, to
+				// whom a response with nothing written would be net/http's
+				// default, 200 and no body, for a request never served.
+				if !errors.Is(err, context.Canceled) {
 					w.Header().Set("Retry-After", strconv.FormatInt(retryAfter(l.Latency()), 10))
 					http.Error(w, "adaptive: service overloaded", http.StatusServiceUnavailable)
 				}

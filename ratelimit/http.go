@@ -134,8 +134,10 @@ func (cfg MiddlewareConfig) Validate() error {
 //
 // If limiter has a method TakeContext(ctx context.Context, key string, n
 // int) (Decision, error), as redislimit's Limiter has (and Global of its
-// Handle, see Global), Middleware calls it
-// with the request's ctx rather than Take: a decision that costs a round
+// Handle, see Global), Middleware calls it with the request's ctx rather
+// than Take; so does a *Keyed for a key whose limiter has a method
+// TakeContext(ctx, n) (a Handle, or a Tally's wrapper of one, which is how a
+// Tally counts a redislimit's decisions per key): a decision that costs a round
 // trip ends with the request, instead of holding the handler's goroutine for
 // a client that has gone, or past the deadline the request carries. If it
 // returns an error with the zero Decision, as redislimit's does when the
@@ -186,6 +188,12 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 	}
 	policy := strconv.Quote(cfg.Policy)
 	ct, _ := limiter.(contextTaker)
+	if k, ok := limiter.(keyedContextTaker); ok && ct == nil && k.keyed() == any(limiter) {
+		// A *Keyed itself, not a type of the user's that embeds one and
+		// may have a Take of its own: its keys' limiters may have a
+		// TakeContext (redislimit's Handles, counted by a Tally).
+		ct = keyedContext{k}
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			n := 1
@@ -235,6 +243,20 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 // ends. Structural, so that this package need not know the module.
 type contextTaker interface {
 	TakeContext(ctx context.Context, key string, n int) (Decision, error)
+}
+
+// keyedContextTaker is a *Keyed[string, L]: Middleware asks it with the
+// request's ctx, which it passes to a key's limiter that has TakeContext.
+type keyedContextTaker interface {
+	takeContext(ctx context.Context, key string, n int) (Decision, error)
+	keyed() any
+}
+
+// keyedContext is a keyedContextTaker as a contextTaker.
+type keyedContext struct{ k keyedContextTaker }
+
+func (k keyedContext) TakeContext(ctx context.Context, key string, n int) (Decision, error) {
+	return k.k.takeContext(ctx, key, n)
 }
 
 func writeHeaders(h http.Header, policy string, d Decision) {

@@ -342,6 +342,25 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	return Decision{Allowed: e.lim.AllowN(n), Remaining: Unknown}
 }
 
+// takeContext is Take for Middleware, which asks with the request's ctx: a
+// key's limiter with TakeContext (redislimit's Handle, or a Tally's wrapper
+// of one) is asked with it, so that a decision that waits for Redis ends
+// with the request; any other is asked as Take asks it, whatever ctx.
+func (k *Keyed[K, L]) takeContext(ctx context.Context, key K, n int) (Decision, error) {
+	checkN(n, "Keyed.Take")
+	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
+	if e.ns != nil {
+		return e.ns.takeAt(n, now), nil
+	}
+	switch t := any(e.lim).(type) {
+	case contextTakerOne:
+		return t.TakeContext(ctx, n)
+	case Taker:
+		return t.Take(n), nil
+	}
+	return Decision{Allowed: e.lim.AllowN(n), Remaining: Unknown}, nil
+}
+
 // quietTakeKey is Take counted by no Tally around the key's limiter (see
 // quietTake).
 func (k *Keyed[K, L]) quietTakeKey(key K, n int) Decision {
