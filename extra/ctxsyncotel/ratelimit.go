@@ -123,7 +123,7 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	}
 	meter := m.cfg.meter()
 	decisions, err1 := meter.Int64ObservableCounter("ctxsync.ratelimit.decisions",
-		metric.WithDescription("AllowN and Take calls, by whether they took their events."),
+		metric.WithDescription("AllowN, Take and TakeContext calls, by whether they took their events."),
 		metric.WithUnit("{decision}"))
 	waits, err2 := meter.Int64ObservableCounter("ctxsync.ratelimit.waits",
 		metric.WithDescription("WaitN calls and Transport requests that returned, by whether they took their events."),

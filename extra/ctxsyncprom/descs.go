@@ -66,7 +66,7 @@ func newDescs(ns string) descs {
 		breakerFailureRatio:  d("breaker", "window_failure_ratio", "Failed calls in the window of the rate rules, as a fraction of its calls; only with a rate rule."),
 		breakerSlowCallRatio: d("breaker", "window_slow_call_ratio", "Slow calls in the window of the rate rules, as a fraction of its calls; only with a rate rule."),
 
-		limiterDecisions: d("ratelimit", "decisions_total", "AllowN and Take calls through the Tally, by decision: allowed or refused.", "decision"),
+		limiterDecisions: d("ratelimit", "decisions_total", "AllowN, Take and TakeContext calls through the Tally, by decision: allowed or refused.", "decision"),
 		limiterWaits:     d("ratelimit", "waits_total", "WaitN calls and Transport requests through the Tally, by result: taken (the events were taken) or failed (an error).", "result"),
 
 		semAvailable: d("semaphore", "available", "Permits (units, for a Weighted) free now."),

@@ -376,7 +376,7 @@ func TestTallyMetrics(t *testing.T) {
 }
 
 const tallyWant = `
-# HELP ctxsync_ratelimit_decisions_total AllowN and Take calls through the Tally, by decision: allowed or refused.
+# HELP ctxsync_ratelimit_decisions_total AllowN, Take and TakeContext calls through the Tally, by decision: allowed or refused.
 # TYPE ctxsync_ratelimit_decisions_total counter
 ctxsync_ratelimit_decisions_total{decision="allowed",name="search"} 2
 ctxsync_ratelimit_decisions_total{decision="refused",name="search"} 1
