@@ -447,8 +447,8 @@ func (l *Limiter) For(key string) *Handle {
 
 // A Handle limits one key of a Limiter. A *Handle, as Limiter.For returns
 // it, satisfies ratelimit.Limiter and ratelimit.Taker. Its AllowN and Take
-// use no context beyond the Limiter's Timeout; Redis errors go to
-// Config.OnError.
+// use no context beyond the Limiter's Timeout (TakeContext and WaitN take
+// the caller's); Redis errors go to Config.OnError.
 //
 // Use Limiter.For; the zero Handle is not usable, and its methods panic. A
 // Handle is a plain value, which may be copied: a copy limits the same key of
