@@ -3,13 +3,13 @@ package ctxsync_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // TestReviewNu12EventDoneOutsideStallsABubble: the package documentation
@@ -28,7 +28,7 @@ import (
 // then it shows the stall in a child process, which a watchdog on the real
 // clock ends (the child's run takes microseconds when it does not stall).
 func TestReviewNu12EventDoneOutsideStallsABubble(t *testing.T) {
-	if os.Getenv("CTXSYNC_NU12_EVENT_CHILD") == "1" {
+	if testutil.InChild(t) {
 		var e ctxsync.Event
 		_ = e.Done() // outside every bubble, as a select on a package-level Event does
 		ended := make(chan struct{})
@@ -48,20 +48,10 @@ func TestReviewNu12EventDoneOutsideStallsABubble(t *testing.T) {
 		}
 		return
 	}
-	src, err := os.ReadFile("event.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Join(strings.Fields(strings.ReplaceAll(string(src), "//", " ")), " ")
-	if strings.Contains(doc, "asked for outside every bubble") {
+	if strings.Contains(testutil.DocText(t, "event.go"), "asked for outside every bubble") {
 		return // the doc names the case
 	}
-	if testing.Short() {
-		t.Skip("runs a child process")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReviewNu12EventDoneOutsideStallsABubble$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CTXSYNC_NU12_EVENT_CHILD=1")
-	out, err := cmd.CombinedOutput()
+	out, err := testutil.RunChild(t)
 	if err == nil {
 		return // the Wait in the bubble ended at its deadline
 	}

@@ -2,14 +2,13 @@ package group_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/ctxsync/ctxsync/group"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // TestReviewNu12LimitWaitInBubbleThenWaitOutside: the Group's doc said that a
@@ -26,7 +25,7 @@ import (
 // in a child process. The test holds when the Group does not die, or when its
 // doc names this case among those the runtime refuses.
 func TestReviewNu12LimitWaitInBubbleThenWaitOutside(t *testing.T) {
-	if os.Getenv("CTXSYNC_NU12_CHILD") == "1" {
+	if testutil.InChild(t) {
 		g, _ := group.New(context.Background(), group.Options{Limit: 2})
 		synctest.Test(t, func(t *testing.T) {
 			for range 3 { // the third Go waits for a slot
@@ -38,33 +37,16 @@ func TestReviewNu12LimitWaitInBubbleThenWaitOutside(t *testing.T) {
 		_ = g.Wait()
 		return
 	}
-	if testing.Short() {
-		t.Skip("runs a child process")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReviewNu12LimitWaitInBubbleThenWaitOutside$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CTXSYNC_NU12_CHILD=1")
-	out, err := cmd.CombinedOutput()
+	out, err := testutil.RunChild(t)
 	if err == nil {
 		return // the Group served outside the bubble, as a task-free use should
 	}
 	if !strings.Contains(string(out), "synctest channel from outside bubble") {
 		t.Fatalf("the child failed otherwise: %v\n%s", err, out)
 	}
-	if !strings.Contains(docText(t, "group.go"), "or Go has waited there for a slot") {
+	if !strings.Contains(testutil.DocText(t, "group.go"), "or Go has waited there for a slot") {
 		t.Errorf("a Group whose Go waited for a slot of its Limit in a bubble dies when Wait runs outside it, and Group's doc does not say so:\n%s", firstLines(string(out), 3))
 	}
-}
-
-// docText returns the text of a source file with the comment markers taken
-// out and its white space collapsed, so that a phrase of a doc comment is
-// found wherever its lines wrap.
-func docText(t *testing.T, file string) string {
-	t.Helper()
-	src, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(string(src), "//", " ")), " ")
 }
 
 func firstLines(s string, n int) string {

@@ -3,13 +3,13 @@ package group_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/ctxsync/ctxsync/group"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // TestReviewNu12DoneMadeOutsideStallsABubble: the Group's doc said that a
@@ -26,7 +26,7 @@ import (
 // until then it shows the stall in a child process, which a watchdog on the
 // real clock ends (the child's run takes microseconds when it does not stall).
 func TestReviewNu12DoneMadeOutsideStallsABubble(t *testing.T) {
-	if os.Getenv("CTXSYNC_NU12_STALL_CHILD") == "1" {
+	if testutil.InChild(t) {
 		g, _ := group.New(context.Background(), group.Options{Limit: 1})
 		// Outside any bubble, a task looks at its ctx's Done, as one that
 		// selects on it does: the group's ctx makes the channel here.
@@ -59,15 +59,10 @@ func TestReviewNu12DoneMadeOutsideStallsABubble(t *testing.T) {
 		}
 		return
 	}
-	if strings.Contains(docText(t, "group.go"), "made outside every bubble") {
+	if strings.Contains(testutil.DocText(t, "group.go"), "made outside every bubble") {
 		return // the doc names the case
 	}
-	if testing.Short() {
-		t.Skip("runs a child process")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReviewNu12DoneMadeOutsideStallsABubble$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "CTXSYNC_NU12_STALL_CHILD=1")
-	out, err := cmd.CombinedOutput()
+	out, err := testutil.RunChild(t)
 	if err == nil {
 		return // the Group served the bubble
 	}
