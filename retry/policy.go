@@ -298,7 +298,8 @@ func (p *Policy) retry(ctx context.Context, fn func(context.Context) error, err 
 		if floor > d {
 			// The server's word wins over MaxDelay; a floor of 0 (a
 			// half-open breaker) leaves the backoff as it is, so a
-			// caller never spins.
+			// caller waits its backoff rather than spin (with NoDelay,
+			// which asks for no wait, it waits none).
 			d = floor
 		}
 		if deadline, ok := ctx.Deadline(); ok && d >= time.Until(deadline) {
