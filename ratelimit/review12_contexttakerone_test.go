@@ -146,3 +146,57 @@ func TestReview12TransportLimiterTakeContext(t *testing.T) {
 		}
 	}
 }
+
+// saysDelay is a limiter whose WaitN says the delay itself, as redislimit's
+// does (a *DeadlineError under its own key): Transport must pass it on under
+// the request's key without asking the limiter again.
+type saysDelay struct {
+	t     *testing.T
+	delay time.Duration
+}
+
+func (s *saysDelay) AllowN(int) bool { s.t.Error("AllowN called"); return false }
+func (s *saysDelay) Take(int) ratelimit.Decision {
+	s.t.Error("Take called; WaitN said the delay")
+	return ratelimit.Decision{}
+}
+func (s *saysDelay) WaitN(context.Context, int) error {
+	return &ratelimit.DeadlineError{Key: "its own", Delay: s.delay}
+}
+
+type saysDelayKeyed struct{ saysDelay }
+
+func (s *saysDelayKeyed) WaitN(ctx context.Context, _ string, n int) error {
+	return s.saysDelay.WaitN(ctx, n)
+}
+func (s *saysDelayKeyed) Take(string, int) ratelimit.Decision { return s.saysDelay.Take(1) }
+
+func TestTransportPassesOnASaidDelay(t *testing.T) {
+	send := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		t.Error("the request was sent")
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	tally := new(ratelimit.Tally)
+	for _, tc := range []struct {
+		name string
+		tr   *ratelimit.Transport
+		key  string
+	}{
+		{"Limiter", &ratelimit.Transport{Limiter: &saysDelay{t: t, delay: 2 * time.Hour}, Base: send}, ""},
+		{"tallied Limiter", &ratelimit.Transport{Limiter: tally.Wrap(&saysDelay{t: t, delay: 2 * time.Hour}), Base: send}, ""},
+		{"PerHost", &ratelimit.Transport{PerHost: &saysDelayKeyed{saysDelay{t: t, delay: 2 * time.Hour}},
+			Key: func(*http.Request) string { return "h" }, Base: send}, "h"},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://h.example/", nil)
+		_, err := tc.tr.RoundTrip(req)
+		var de *ratelimit.DeadlineError
+		if !errors.As(err, &de) || de.Delay != 2*time.Hour || de.Key != tc.key {
+			t.Errorf("%s: RoundTrip = %#v; want a DeadlineError of 2h under %q", tc.name, err, tc.key)
+		}
+	}
+	if c := tally.Counts(); c != (ratelimit.TallyCounts{WaitFailed: 1}) {
+		t.Errorf("counts %+v; want one failed wait", c)
+	}
+}

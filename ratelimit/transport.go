@@ -35,6 +35,8 @@ type KeyWaiter interface {
 // the wait would be, when the limiter can tell (a Taker can: those of this
 // package and Keyed), else with ErrWouldExceedDeadline; both match
 // ErrWouldExceedDeadline and context.DeadlineExceeded. To learn how long, a
+// limiter whose WaitN fails with a *DeadlineError, as redislimit's does,
+// has said it, and is not asked again; otherwise a
 // PerHost with a method TakeContext(ctx, key, n) (Decision, error), as
 // redislimit's Limiter has, or a Limiter with a method TakeContext(ctx, n)
 // (Decision, error), as redislimit's Handle has (also inside a Tally's
@@ -138,7 +140,8 @@ type Transport struct {
 // A DeadlineError is the error of Transport.RoundTrip for a request that the
 // limiter could not allow before its ctx's deadline: RoundTrip returns it at
 // once, rather than wait only to fail. errors.Is matches it with
-// ErrWouldExceedDeadline and context.DeadlineExceeded.
+// ErrWouldExceedDeadline and context.DeadlineExceeded. A limiter's WaitN may
+// fail with one too, under the key it was asked for (redislimit's does).
 //
 // A DeadlineError is a plain value: it may be copied.
 type DeadlineError struct {
@@ -311,6 +314,9 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	if !errors.Is(err, ErrWouldExceedDeadline) {
 		return err
 	}
+	if de := saidDelay(err, key); de != nil {
+		return de
+	}
 	// A type of the user's that embeds a *Keyed has its quiet Take: its
 	// limiters' Tally counted the wait, and must not count the Take too.
 	if q, ok := t.PerHost.(interface{ quietTakeKey(string, int) Decision }); ok {
@@ -370,6 +376,9 @@ func waitRequest(ctx context.Context, l Limiter, n int, key string) error {
 	if !errors.Is(err, ErrWouldExceedDeadline) {
 		return err
 	}
+	if de := saidDelay(err, key); de != nil {
+		return de
+	}
 	if _, ok := l.(Taker); ok {
 		// A limiter whose Take waits (redislimit's Handle) is asked with
 		// the request's ctx, as PerHost's is (see Transport.wait).
@@ -408,6 +417,19 @@ func quietTakeContext(ctx context.Context, l Limiter, n int) (Decision, error) {
 		return t.TakeContext(ctx, n)
 	}
 	return quietTake(l, n), nil
+}
+
+// saidDelay returns the delay that err, the ErrWouldExceedDeadline of a
+// wait, says itself (redislimit's WaitN returns a *DeadlineError), under
+// key, the request's; or nil if it says none. A limiter that said it is not
+// asked again: for redislimit's, that would be a second round trip, and
+// while Redis fails a second failure, for one request.
+func saidDelay(err error, key string) *DeadlineError {
+	var de *DeadlineError
+	if !errors.As(err, &de) || de.Delay <= 0 {
+		return nil
+	}
+	return &DeadlineError{Key: key, Delay: de.Delay}
 }
 
 // deadlineError turns err, the ErrWouldExceedDeadline of a wait, into a

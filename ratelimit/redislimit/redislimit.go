@@ -301,8 +301,10 @@ func (l *Limiter) Take(key string, n int) ratelimit.Decision {
 // Waiters are not queued across instances: each asks again when the limiter
 // says the events will be there, so under contention a newcomer may be served
 // before an older waiter. It fails at once with ratelimit.ErrExceedsBurst if n
-// is above the burst, and with ratelimit.ErrWouldExceedDeadline once the
-// events cannot come before the deadline of ctx. Otherwise, on failure, it
+// is above the burst, and with a *ratelimit.DeadlineError once the events
+// cannot come before the deadline of ctx: it says how long the wait would
+// be, and errors.Is matches it with ratelimit.ErrWouldExceedDeadline and
+// context.DeadlineExceeded. Otherwise, on failure, it
 // returns ctx.Err(); if ctx ended during a round trip, the events of that
 // attempt may have been taken for nobody, as TakeContext says.
 //
@@ -358,7 +360,9 @@ func (l *Limiter) waitN(ctx context.Context, key string, n int, fn string) error
 		}
 		wait = max(wait, time.Millisecond)
 		if dl, ok := ctx.Deadline(); ok && known && time.Until(dl) < wait {
-			return ratelimit.ErrWouldExceedDeadline
+			// The delay, said: a Transport passes it on rather than ask
+			// Redis again how long the wait would be.
+			return &ratelimit.DeadlineError{Key: key, Delay: wait}
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait)

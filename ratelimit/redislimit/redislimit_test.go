@@ -216,7 +216,13 @@ func TestWaitN(t *testing.T) {
 		// until it (which would end in DeadlineExceeded).
 		soon, cancel3 := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel3()
-		require.Equal(t, ratelimit.ErrWouldExceedDeadline, l2.WaitN(soon, "slow", 1))
+		err = l2.WaitN(soon, "slow", 1)
+		require.ErrorIs(t, err, ratelimit.ErrWouldExceedDeadline)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		var de *ratelimit.DeadlineError
+		require.ErrorAs(t, err, &de, "WaitN says how long the wait would be")
+		require.Equal(t, "slow", de.Key)
+		require.Greater(t, de.Delay, 500*time.Millisecond)
 
 		done, cancel2 := context.WithCancel(ctx)
 		cancel2()
