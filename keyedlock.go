@@ -38,11 +38,12 @@ const (
 
 	// keyedWaitersKept is the most goroutines an entry's lock may have had
 	// at once for the entry to be reused with that lock. A Lock keeps the
-	// nodes of its waiters, and the ring that holds them, for its next
-	// waiters: an entry whose key had a burst of waiters gets a new Lock
-	// when it is dropped, or it would keep the burst's memory for the next
-	// key, for good. A few are kept, so that a key waited for now and then
-	// reuses them.
+	// ring that holds its waiters' free nodes, sized for the most waiters it
+	// had: an entry whose key had a burst of waiters gets a new Lock when it
+	// is dropped, or it would keep the burst's ring for the next key, for
+	// good. A small ring is kept, so that a key waited for now and then
+	// reuses it. (The nodes themselves are dropped whenever an entry goes:
+	// see releaseLocked.)
 	keyedWaitersKept = 4
 
 	keyedUnlocked = "ctxsync: Unlock of unlocked KeyedLock key"
@@ -69,7 +70,7 @@ var keyedSeed = maphash.MakeSeed()
 // or drop a key's lock, never while anyone waits: one key's holders and
 // waiters do not slow another key's, beyond the rare moment two keys of a
 // shard are looked up at once. The shards take about 12 KiB for string keys,
-// and keep up to 16 KiB of unused key locks for reuse, whatever the number
+// and keep up to 21 KiB of unused key locks for reuse, whatever the number
 // of keys held now or before: make one KeyedLock per kind of resource, not
 // one per request.
 //
@@ -317,10 +318,17 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 		return
 	}
 	sh.n--
+	// Nobody refers to e: no goroutine holds l, waits for it or is still to
+	// return from a call on it. The nodes its waiters left are dropped
+	// either way: l's queue would make its next waiter a fresh node anyway
+	// (it reuses nodes only while busy), so kept they would only hold
+	// memory, for as long as e sits unused. The shard's mutex, under which
+	// each of those goroutines dropped its reference, orders their writes
+	// to l before these.
 	if e.peak > keyedWaitersKept {
-		// Nobody refers to e: no goroutine holds l, waits for it or is
-		// still to return from a call on it.
 		e.l, e.peak = Lock{}, 0
+	} else {
+		e.l.q.Forget()
 	}
 	if e == &sh.own {
 		sh.ownUsed = false
