@@ -244,7 +244,7 @@ func observeCounting(fn, what, name string, src any, read func(), opts []Option,
 	if err != nil {
 		return nil, err
 	}
-	counts := by.of(c.provider, set, n)
+	counts := by.of(c.provider, c.m, set, n)
 	token, undo := counts.observingAs(src)
 	reg, err := registered(register(c.meter(), observeOpts(set), counts, token))
 	if err != nil {

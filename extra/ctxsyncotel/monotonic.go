@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -152,6 +153,14 @@ func sourceOf(src any) weak.Pointer[byte] {
 	return weak.Pointer[byte]{}
 }
 
+// samePointer reports whether a and b are the same pointer; false for
+// values that are not pointers, which may not even be comparable.
+func samePointer(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer &&
+		va.Type() == vb.Type() && va.UnsafePointer() == vb.UnsafePointer()
+}
+
 // start numbers the beginning of a read of the source: take it before the
 // read, and give it to apply.
 func (c *counters) start() uint64 { return c.seq.Add(1) }
@@ -247,8 +256,27 @@ type seriesKey struct {
 // The counters of the Observe functions that report counters.
 var watchCounters, adaptiveCounters seriesCounters
 
-// of returns the counters, n of them, of the series of provider and set.
-func (s *seriesCounters) of(provider metric.MeterProvider, set attribute.Set, n int) *counters {
+// globalProvider is the global MeterProvider as the package found it: before
+// the first otel.SetMeterProvider of the process, the one that delegates to
+// the provider set then.
+var globalProvider = otel.GetMeterProvider()
+
+// of returns the counters, n of them, of the series of provider and set; m
+// is provider's Meter of the package's instruments.
+//
+// The global provider, taken when no WithMeterProvider is given, is two
+// providers in turn: the delegating one before the first
+// otel.SetMeterProvider, the provider set then after it. Instruments of
+// either report to the same series of the provider set, so a source observed
+// through one and then one through the other must share counters, or the
+// counter would fall from the first's count to the second's. They are known
+// for one by the Meter: the delegating provider, once set, gives the set
+// provider's own (the SDK's is one per scope); until then it gives one of
+// its own, and nothing is shared.
+func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int) *counters {
+	if !samePointer(provider, globalProvider) && samePointer(scopeMeter(globalProvider), m) {
+		provider = globalProvider
+	}
 	id := sourceOf(provider)
 	if id == (weak.Pointer[byte]{}) {
 		return &counters{last: make([]int64, n), base: make([]int64, n)}
