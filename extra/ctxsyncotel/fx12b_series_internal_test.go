@@ -2,6 +2,7 @@ package ctxsyncotel
 
 import (
 	"reflect"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -41,4 +42,27 @@ func TestSeriesCountersSweepAmortized(t *testing.T) {
 	if sweeps > 20 {
 		t.Errorf("%d sweeps of the table for %d new series, want about log₂(%d)", sweeps, n, n)
 	}
+}
+
+// TestSeriesCountersDropCollectedProviders: the series of providers
+// collected go, once series of live ones have been added: the table does not
+// keep a provider made per test, or per reload, for good.
+func TestSeriesCountersDropCollectedProviders(t *testing.T) {
+	const n = 1000
+	var s seriesCounters
+	set := attribute.NewSet(attribute.String("name", "x"))
+	for range n {
+		mp := sdkmetric.NewMeterProvider()
+		s.of(mp, scopeMeter(mp), set, 1)
+	}
+	runtime.GC()
+	live := sdkmetric.NewMeterProvider()
+	m := scopeMeter(live)
+	for i := range n {
+		s.of(live, m, attribute.NewSet(attribute.String("name", strconv.Itoa(i))), 1)
+	}
+	if len(s.m) != n {
+		t.Errorf("%d series kept after %d providers were collected and %d series of a live one added, want %d", len(s.m), n, n, n)
+	}
+	runtime.KeepAlive(live)
 }

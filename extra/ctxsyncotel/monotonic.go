@@ -239,14 +239,27 @@ func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 // An entry is kept while its provider lives, whatever the registrations: a
 // name observed anew after a while must still carry on. The provider is
 // known by a weak pointer, which keeps it alive no longer than the program
-// does, and the entries of providers collected go when a new series is
-// added. A provider that is not a pointer cannot be known: its series get
+// does, and the entries of providers collected go when a new series finds
+// the table grown by half since they were last looked for (see sweepAt). A provider that is not a pointer cannot be known: its series get
 // new counters at each Observe, which carry on nothing (noop.MeterProvider
 // is such a value, and reports nothing anyway).
 type seriesCounters struct {
 	mu sync.Mutex
 	m  map[seriesKey]*counters // guarded by mu
+
+	// sweepAt is the size of m at which a new series first sweeps it for
+	// the entries of providers collected: half as large again as what the
+	// last sweep left, so that a sweep's cost, a look at each entry, is
+	// paid for by the series added since, and observing n names costs n
+	// looks, not n²/2. The entries of providers collected meanwhile stay
+	// until then: the table holds at most one and a half times the most
+	// series of providers alive at once, and a few. Guarded by mu.
+	sweepAt int
 }
+
+// seriesSweepMin is the least sweepAt: a table of a few series is not worth
+// a sweep.
+const seriesSweepMin = 16
 
 type seriesKey struct {
 	provider weak.Pointer[byte]
@@ -290,10 +303,13 @@ func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set a
 	if s.m == nil {
 		s.m = map[seriesKey]*counters{}
 	}
-	for key := range s.m {
-		if key.provider.Value() == nil {
-			delete(s.m, key)
+	if len(s.m) >= s.sweepAt {
+		for key := range s.m {
+			if key.provider.Value() == nil {
+				delete(s.m, key)
+			}
 		}
+		s.sweepAt = max(len(s.m)+len(s.m)/2, seriesSweepMin)
 	}
 	k := &counters{last: make([]int64, n), base: make([]int64, n)}
 	s.m[key] = k
