@@ -2,13 +2,20 @@ package ctxsync
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/keycheck"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // keptWaiterNodes returns how many waiter nodes the entries that k keeps for
@@ -73,4 +80,147 @@ func TestKeyedLockFewWaitersPerKeyGiveMemoryBack(t *testing.T) {
 	require.Equal(t, keyedShards*(1+keyedFreeMax), entries, "entries kept for reuse")
 	require.Zero(t, nodes, "waiter nodes held by the %d entries kept for reuse, after %d keys each had %d waiters", entries, keys, waiters)
 	runtime.KeepAlive(&k)
+}
+
+// sameShardKeys returns n int keys that hash to one shard of a KeyedLock.
+func sameShardKeys(n int) []int {
+	var keys []int
+	for key := 0; len(keys) < n; key++ {
+		if keycheck.Hash(keyedSeed, key, "")%keyedShards == 0 {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// TestHammerKeyedLockOneShard: goroutines lock keys of one shard, some many
+// at once (so that the shard's map grows past keyedMapSmall, then is rebuilt
+// smaller and dropped as they go), many on one key (so that its lock is made
+// anew when the key goes), with random cancellations. Whatever the map and
+// the locks go through: never two holders of a key, nobody stranded, and at
+// the end the shard empty and whole.
+func TestHammerKeyedLockOneShard(t *testing.T) {
+	keys := sameShardKeys(40)
+	var (
+		k      KeyedLock[int]
+		inside = make([]atomic.Int32, len(keys))
+		wg     sync.WaitGroup
+	)
+	rounds := testutil.HammerRounds(150)
+	hold := func(i int) {
+		if n := inside[i].Add(1); n != 1 {
+			t.Errorf("%d goroutines hold key %d", n, keys[i])
+		}
+	}
+	release := func(i int) {
+		inside[i].Add(-1)
+		k.Unlock(keys[i])
+	}
+	for g := range 16 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 12))
+			for range rounds {
+				ctx, cancel := context.WithCancel(context.Background())
+				if r.IntN(3) == 0 {
+					stop := time.AfterFunc(time.Duration(r.IntN(100))*time.Microsecond, cancel)
+					defer stop.Stop()
+				}
+				switch r.IntN(4) {
+				case 0: // a burst: many keys at once, in order (no deadlock)
+					lo := r.IntN(len(keys))
+					hi := lo + r.IntN(len(keys)-lo)
+					var held []int
+					for i := lo; i < hi; i++ {
+						if k.Lock(ctx, keys[i]) != nil {
+							break
+						}
+						hold(i)
+						held = append(held, i)
+					}
+					runtime.Gosched()
+					for _, i := range held {
+						release(i)
+					}
+				case 1: // the hot key, waited for by many
+					if k.Lock(ctx, keys[0]) == nil {
+						hold(0)
+						runtime.Gosched()
+						release(0)
+					}
+				case 2:
+					if i := r.IntN(len(keys)); k.TryLock(keys[i]) {
+						hold(i)
+						release(i)
+					}
+				default:
+					if i := r.IntN(len(keys)); k.Lock(ctx, keys[i]) == nil {
+						hold(i)
+						release(i)
+					}
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 0, k.Len(), "keys left")
+	sh := &k.shards[0]
+	sh.mu.Lock()
+	require.Zero(t, sh.n)
+	require.False(t, sh.ownUsed)
+	require.Zero(t, len(sh.m))
+	require.LessOrEqual(t, sh.nfree, keyedFreeMax)
+	for i := range sh.ents {
+		require.Nil(t, sh.ents[i])
+	}
+	sh.mu.Unlock()
+	for _, key := range keys {
+		require.True(t, k.TryLock(key))
+		k.Unlock(key)
+	}
+}
+
+// TestKeyedLockFIFOWhileTheMapIsRebuilt: the waiters of a key kept in the
+// shard's map are served in the order they came, while other keys of the
+// shard come and go around them, so that the map is rebuilt smaller and its
+// key moved, and the key's lock passed over more waiters than an entry keeps
+// its lock for.
+func TestKeyedLockFIFOWhileTheMapIsRebuilt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		keys := sameShardKeys(30)
+		var k KeyedLock[int]
+		for _, key := range keys[:4] { // the slots: the rest goes in the map
+			require.True(t, k.TryLock(key))
+		}
+		hot := keys[4]
+		require.True(t, k.TryLock(hot))
+		var order []int
+		for w := range 2 * keyedWaitersKept {
+			go func() {
+				require.NoError(t, k.Lock(context.Background(), hot))
+				order = append(order, w) // guarded by hot's lock
+				k.Unlock(hot)
+			}()
+			synctest.Wait() // w waits: the next comes after it
+			// Grow the map past keyedMapSmall and shrink it below a quarter
+			// of its peak: it is rebuilt with hot in it.
+			for _, key := range keys[5:] {
+				require.True(t, k.TryLock(key))
+			}
+			for _, key := range keys[5:] {
+				k.Unlock(key)
+			}
+		}
+		k.Unlock(hot)
+		synctest.Wait()
+		want := make([]int, 2*keyedWaitersKept)
+		for i := range want {
+			want[i] = i
+		}
+		require.Equal(t, want, order)
+		for _, key := range keys[:4] {
+			k.Unlock(key)
+		}
+		require.Equal(t, 0, k.Len())
+	})
 }
