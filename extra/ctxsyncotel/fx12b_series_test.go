@@ -72,3 +72,65 @@ func exactPoint(c collected, name string, set attribute.Set) (int64, bool) {
 	}
 	return 0, false
 }
+
+// TestObservedCounterBackToTheRegistrationLeft pins a defect of "the
+// registration made last is the one counted": once it ended, the
+// registration made before it under the name, still in force, reported
+// nothing, for good: the series of a Watch still observed vanished (a
+// reload that observed a new Watch, then failed and unregistered it, left
+// the old one unreported). ObserveWatch's doc counts the Watch observed
+// last only while two registrations are in force. The right behaviour: the
+// registration left is counted again, carrying on from the count reached,
+// with neither a fall nor a climb without a Store, and its Stores counted.
+func TestObservedCounterBackToTheRegistrationLeft(t *testing.T) {
+	r, opt := newProvider(t)
+	set := attribute.NewSet(ctxsyncotel.WatchNameKey.String("config"))
+	version := func(step string) int64 {
+		t.Helper()
+		got, ok := exactPoint(collect(t, r), "ctxsync.watch.version", set)
+		if !ok {
+			t.Fatalf("%s: no ctxsync.watch.version{config} reported", step)
+		}
+		return got
+	}
+	w1, w2 := ctxsync.NewWatch(0), ctxsync.NewWatch(0)
+	for i := range 9 {
+		w1.Store(i) // version 10
+	}
+	reg1, err := ctxsyncotel.ObserveWatch("config", w1, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg1.Unregister()
+	if got := version("first Watch"); got != 10 {
+		t.Fatalf("first Watch: %d, want 10", got)
+	}
+	reg2, err := ctxsyncotel.ObserveWatch("config", w2, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.Store(1) // version 2
+	if got := version("second Watch"); got != 12 {
+		t.Fatalf("second Watch: %d, want 12 (10, then its 2)", got)
+	}
+	if err := reg2.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if got := version("back to the first Watch"); got != 12 {
+		t.Errorf("back to the first Watch, no Store since: %d, want 12", got)
+	}
+	w1.Store(10) // version 11: one Store
+	w1.Store(11) // version 12: two
+	if got := version("first Watch, two Stores on"); got != 14 {
+		t.Errorf("first Watch, two Stores on: %d, want 14", got)
+	}
+	_ = reg1.Unregister()
+	reg3, err := ctxsyncotel.ObserveWatch("config", w2, opt) // the second again, alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg3.Unregister()
+	if got := version("second Watch again"); got < 14 {
+		t.Errorf("second Watch observed again: %d, fell below 14", got)
+	}
+}
