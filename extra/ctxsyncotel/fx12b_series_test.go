@@ -1,9 +1,12 @@
 package ctxsyncotel_test
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/ctxsync/ctxsync"
@@ -132,5 +135,81 @@ func TestObservedCounterBackToTheRegistrationLeft(t *testing.T) {
 	defer reg3.Unregister()
 	if got := version("second Watch again"); got < 14 {
 		t.Errorf("second Watch observed again: %d, fell below 14", got)
+	}
+}
+
+// TestObservedCounterRandomRegistrations: Watches made anew, observed under
+// one name through two providers, registrations ended in any order, Stores
+// between collections: each provider's counter never falls, never counts
+// more than the versions of the Watches observed through it (none twice),
+// and is reported while a registration is in force.
+func TestObservedCounterRandomRegistrations(t *testing.T) {
+	type reg struct {
+		r metric.Registration
+		w *ctxsync.Watch[int]
+	}
+	for seed := range uint64(20) {
+		rnd := rand.New(rand.NewPCG(seed, 12))
+		var readers [2]*sdkmetric.ManualReader
+		var opts [2]ctxsyncotel.Option
+		for p := range 2 {
+			readers[p], opts[p] = newProvider(t)
+		}
+		set := attribute.NewSet(ctxsyncotel.WatchNameKey.String("config"))
+		var (
+			live    [2][]reg
+			bound   [2]int64 // the versions of every Watch observed through the provider
+			last    [2]int64
+			counted [2]map[*ctxsync.Watch[int]]uint64 // the version of each when last bounded
+		)
+		for p := range 2 {
+			counted[p] = map[*ctxsync.Watch[int]]uint64{}
+		}
+		for step := range 200 {
+			p := rnd.IntN(2)
+			switch op := rnd.IntN(4); {
+			case op == 0 || len(live[p]) == 0:
+				w := ctxsync.NewWatch(0)
+				for range rnd.IntN(5) {
+					w.Store(0)
+				}
+				r, err := ctxsyncotel.ObserveWatch("config", w, opts[p])
+				if err != nil {
+					t.Fatal(err)
+				}
+				live[p] = append(live[p], reg{r, w})
+			case op == 1:
+				i := rnd.IntN(len(live[p]))
+				if err := live[p][i].r.Unregister(); err != nil {
+					t.Fatal(err)
+				}
+				live[p] = append(live[p][:i], live[p][i+1:]...)
+			default:
+				live[p][rnd.IntN(len(live[p]))].w.Store(0)
+			}
+			for q := range 2 {
+				for _, l := range live[q] {
+					v := l.w.Version()
+					bound[q] += int64(v - counted[q][l.w])
+					counted[q][l.w] = v
+				}
+				got, ok := exactPoint(collect(t, readers[q]), "ctxsync.watch.version", set)
+				if !ok {
+					if len(live[q]) > 0 {
+						t.Fatalf("seed %d step %d provider %d: not reported, with %d registrations in force", seed, step, q, len(live[q]))
+					}
+					continue
+				}
+				if got < last[q] || got > bound[q] {
+					t.Fatalf("seed %d step %d provider %d: %d after %d, want from %d to %d (the versions observed)", seed, step, q, got, last[q], last[q], bound[q])
+				}
+				last[q] = got
+			}
+		}
+		for p := range 2 {
+			for _, l := range live[p] {
+				_ = l.r.Unregister()
+			}
+		}
 	}
 }

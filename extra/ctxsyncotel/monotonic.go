@@ -41,6 +41,21 @@ type counters struct {
 	applied uint64             // the seq of the read last applied
 	last    []int64            // the counts read last
 	base    []int64            // counted before the last reset, and from earlier sources
+
+	// live are the registrations of an Observe function in force under the
+	// name, oldest first: when the one counted ends, the newest left is
+	// counted again (see ended).
+	live []liveRegistration
+}
+
+// A liveRegistration is a registration of an Observe function in force.
+type liveRegistration struct {
+	token uint64
+	src   weak.Pointer[byte] // its source, as observingAs knew it
+
+	// last are the counts read from src when a registration made later
+	// took over, nil while it is counted: what its source has counted.
+	last []int64
 }
 
 // maxCount is the most a counter read from a source reports: counts
@@ -98,21 +113,36 @@ func (c *countersByName) of(name string, n int) *counters {
 // before the registration, not after, so that no collection reads src
 // before c knows it.
 func (c *counters) observing(src any) (undo func()) {
-	_, undo = c.observingAs(src)
+	_, undo = c.observe(src, false)
 	return undo
 }
 
 // observingAs is observing for an Observe function, which does not refuse a
 // second registration under a name while the first is in force: it also
-// returns the number of this registration, for applyFrom. The registration
-// observed last is the one counted, whether or not its source is new.
+// returns the number of this registration, for applyFrom and ended. The
+// registration observed last is the one counted, whether or not its source
+// is new, until it ends.
 func (c *counters) observingAs(src any) (token uint64, undo func()) {
+	return c.observe(src, true)
+}
+
+// observe is observingAs, which also records the registration among those in
+// force if live: a metrics type's Observe refuses a second registration, and
+// does not tell of the end of one.
+func (c *counters) observe(src any, live bool) (token uint64, undo func()) {
 	id := sourceOf(src)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	token, cur0 := c.gen, c.cur
 	c.cur = token
+	prev := c.liveOf(cur0)
+	if prev >= 0 {
+		c.live[prev].last = slices.Clone(c.last)
+	}
+	if live {
+		c.live = append(c.live, liveRegistration{token: token, src: id})
+	}
 	var last0, base0 []int64
 	src0, switched := c.src, id != (weak.Pointer[byte]{}) && id != c.src
 	if switched {
@@ -126,6 +156,9 @@ func (c *counters) observingAs(src any) (token uint64, undo func()) {
 	return token, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if i := c.liveOf(token); i >= 0 {
+			c.live = slices.Delete(c.live, i, i+1)
+		}
 		if c.cur != token {
 			// Another registration was made meanwhile (an Observe
 			// function lets two under one name at once): the counters are
@@ -136,12 +169,54 @@ func (c *counters) observingAs(src any) (token uint64, undo func()) {
 			return
 		}
 		c.cur = cur0
+		if i := c.liveOf(cur0); i >= 0 {
+			c.live[i].last = nil // counted again, as before
+		}
 		if switched {
 			c.src = src0
 			copy(c.last, last0)
 			copy(c.base, base0)
 		}
 	}
+}
+
+// liveOf returns the index in c.live of the registration numbered token, or
+// -1. c.mu must be held.
+func (c *counters) liveOf(token uint64) int {
+	return slices.IndexFunc(c.live, func(r liveRegistration) bool { return r.token == token })
+}
+
+// ended tells c that the registration numbered token, of observingAs, has
+// ended. If it was the one counted, the newest one left in force is counted
+// again, from the counts its source had when it was taken over: what the
+// registrations after it counted stays in the base, and the counter neither
+// falls nor climbs. (Taking its source for a new one would add its counts a
+// second time.) A source that is not a pointer cannot be told from the one
+// counted, and carries on from its counts, as at an Observe.
+func (c *counters) ended(token uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.liveOf(token)
+	if i < 0 {
+		return // ended already, or its Observe failed
+	}
+	c.live = slices.Delete(c.live, i, i+1)
+	if c.cur != token || len(c.live) == 0 {
+		return
+	}
+	back := &c.live[len(c.live)-1]
+	c.cur = back.token
+	if back.last != nil && back.src != c.src {
+		// The base is at least what the source counted when it was taken
+		// over (the switch added it), unless it saturated: then the sum
+		// stays saturated.
+		for i := range c.last {
+			c.base[i] = addCount(c.base[i], c.last[i]) - back.last[i]
+			c.last[i] = back.last[i]
+		}
+		c.src = back.src
+	}
+	back.last = nil
 }
 
 // sourceOf returns the weak pointer that src is known by, or the zero one if
