@@ -136,7 +136,7 @@ type keyedEntry struct {
 	// comes first, to share a cache line with l's state word.
 	refs int         // guarded by the shard's mu
 	next *keyedEntry // guarded by the shard's mu: the next free entry
-	peak int         // guarded by the shard's mu: the most refs since l was made
+	peak int         // guarded by the shard's mu: the most refs since the entry was last dropped
 	l    Lock
 }
 
@@ -325,11 +325,14 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 	// memory, for as long as e sits unused. The shard's mutex, under which
 	// each of those goroutines dropped its reference, orders their writes
 	// to l before these.
-	if e.peak > keyedWaitersKept {
-		e.l, e.peak = Lock{}, 0
-	} else {
+	// A lock that never had a waiter has no node: its line is not touched.
+	switch {
+	case e.peak > keyedWaitersKept:
+		e.l = Lock{}
+	case e.peak > 1:
 		e.l.q.Forget()
 	}
+	e.peak = 0
 	if e == &sh.own {
 		sh.ownUsed = false
 	} else if sh.nfree < keyedFreeMax {
