@@ -360,9 +360,12 @@ var globalProvider = otel.GetMeterProvider()
 // counter would fall from the first's count to the second's. They are known
 // for one by the Meter: the delegating provider, once set, gives the set
 // provider's own (the SDK's is one per scope); until then it gives one of
-// its own, and nothing is shared.
+// its own, and nothing is shared. Only a provider that is the global one
+// now is looked at so: the delegating one is not asked for a Meter (nor,
+// through it, the provider it delegates to) on behalf of another.
 func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int) *counters {
-	if !samePointer(provider, globalProvider) && samePointer(scopeMeter(globalProvider), m) {
+	if !samePointer(provider, globalProvider) && samePointer(provider, otel.GetMeterProvider()) &&
+		samePointer(scopeMeter(globalProvider), m) {
 		provider = globalProvider
 	}
 	id := sourceOf(provider)
