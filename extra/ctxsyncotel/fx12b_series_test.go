@@ -1,7 +1,10 @@
 package ctxsyncotel_test
 
 import (
+	"context"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -211,5 +214,79 @@ func TestObservedCounterRandomRegistrations(t *testing.T) {
 				_ = l.r.Unregister()
 			}
 		}
+	}
+}
+
+// TestObservedCounterConcurrentCollections: two readers of one provider
+// collect all the time while Watches are observed and unregistered under
+// one name and stored to: each reader sees the counter never fall, and the
+// race detector sees no race between registrations, their ends and the
+// collections.
+func TestObservedCounterConcurrentCollections(t *testing.T) {
+	r1, r2 := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r1), sdkmetric.WithReader(r2))
+	defer mp.Shutdown(context.Background())
+	opt := ctxsyncotel.WithMeterProvider(mp)
+	set := attribute.NewSet(ctxsyncotel.WatchNameKey.String("config"))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, r := range []*sdkmetric.ManualReader{r1, r2, r1, r2} {
+		wg.Go(func() {
+			var last int64
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var rm metricdata.ResourceMetrics
+				if err := r.Collect(context.Background(), &rm); err != nil {
+					t.Error(err)
+					return
+				}
+				for _, sm := range rm.ScopeMetrics {
+					for _, m := range sm.Metrics {
+						if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "ctxsync.watch.version" {
+							for _, p := range d.DataPoints {
+								if p.Attributes.Equals(&set) {
+									if p.Value < last {
+										t.Errorf("version fell from %d to %d", last, p.Value)
+									}
+									last = p.Value
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var live []metric.Registration
+	var watches []*ctxsync.Watch[int]
+	for range hammerRounds(150) {
+		switch op := rnd.IntN(3); {
+		case op == 0 || len(live) == 0:
+			w := ctxsync.NewWatch(0)
+			reg, err := ctxsyncotel.ObserveWatch("config", w, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, watches = append(live, reg), append(watches, w)
+		case op == 1:
+			i := rnd.IntN(len(live))
+			if err := live[i].Unregister(); err != nil {
+				t.Fatal(err)
+			}
+			live, watches = append(live[:i], live[i+1:]...), append(watches[:i], watches[i+1:]...)
+		default:
+			watches[rnd.IntN(len(watches))].Store(1)
+		}
+		runtime.Gosched()
+	}
+	close(stop)
+	wg.Wait()
+	for _, reg := range live {
+		_ = reg.Unregister()
 	}
 }
