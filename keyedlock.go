@@ -324,8 +324,8 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 	// (it reuses nodes only while busy), so kept they would only hold
 	// memory, for as long as e sits unused. The shard's mutex, under which
 	// each of those goroutines dropped its reference, orders their writes
-	// to l before these.
-	// A lock that never had a waiter has no node: its line is not touched.
+	// to l before these. A lock that had no waiter since e was last dropped
+	// has no node: its queue's cache line is not touched.
 	switch {
 	case e.peak > keyedWaitersKept:
 		e.l = Lock{}
