@@ -38,11 +38,12 @@ const (
 
 	// keyedWaitersKept is the most goroutines an entry's lock may have had
 	// at once for the entry to be reused with that lock. A Lock keeps the
-	// nodes of its waiters, and the ring that holds them, for its next
-	// waiters: an entry whose key had a burst of waiters gets a new Lock
-	// when it is dropped, or it would keep the burst's memory for the next
-	// key, for good. A few are kept, so that a key waited for now and then
-	// reuses them.
+	// ring that holds its waiters' free nodes, sized for the most waiters it
+	// had: an entry whose key had a burst of waiters gets a new Lock when it
+	// is dropped, or it would keep the burst's ring for the next key, for
+	// good. A small ring is kept, so that a key waited for now and then
+	// reuses it. (The nodes themselves are dropped whenever an entry goes:
+	// see releaseLocked.)
 	keyedWaitersKept = 4
 
 	keyedUnlocked = "ctxsync: Unlock of unlocked KeyedLock key"
@@ -69,7 +70,7 @@ var keyedSeed = maphash.MakeSeed()
 // or drop a key's lock, never while anyone waits: one key's holders and
 // waiters do not slow another key's, beyond the rare moment two keys of a
 // shard are looked up at once. The shards take about 12 KiB for string keys,
-// and keep up to 16 KiB of unused key locks for reuse, whatever the number
+// and keep up to 21 KiB of unused key locks for reuse, whatever the number
 // of keys held now or before: make one KeyedLock per kind of resource, not
 // one per request.
 //
@@ -135,7 +136,7 @@ type keyedEntry struct {
 	// comes first, to share a cache line with l's state word.
 	refs int         // guarded by the shard's mu
 	next *keyedEntry // guarded by the shard's mu: the next free entry
-	peak int         // guarded by the shard's mu: the most refs since l was made
+	peak int         // guarded by the shard's mu: the most refs since the entry was last dropped
 	l    Lock
 }
 
@@ -317,11 +318,21 @@ func (sh *keyedShard[K]) releaseLocked(key K, h uint64, e *keyedEntry) {
 		return
 	}
 	sh.n--
-	if e.peak > keyedWaitersKept {
-		// Nobody refers to e: no goroutine holds l, waits for it or is
-		// still to return from a call on it.
-		e.l, e.peak = Lock{}, 0
+	// Nobody refers to e: no goroutine holds l, waits for it or is still to
+	// return from a call on it. The nodes its waiters left are dropped
+	// either way: l's queue would make its next waiter a fresh node anyway
+	// (it reuses nodes only while busy), so kept they would only hold
+	// memory, for as long as e sits unused. The shard's mutex, under which
+	// each of those goroutines dropped its reference, orders their writes
+	// to l before these. A lock that had no waiter since e was last dropped
+	// has no node: its queue's cache line is not touched.
+	switch {
+	case e.peak > keyedWaitersKept:
+		e.l = Lock{}
+	case e.peak > 1:
+		e.l.q.Forget()
 	}
+	e.peak = 0
 	if e == &sh.own {
 		sh.ownUsed = false
 	} else if sh.nfree < keyedFreeMax {

@@ -244,13 +244,31 @@ func observeCounting(fn, what, name string, src any, read func(), opts []Option,
 	if err != nil {
 		return nil, err
 	}
-	counts := by.of(c.provider, set, n)
+	counts := by.of(c.provider, c.m, set, n)
 	token, undo := counts.observingAs(src)
 	reg, err := registered(register(c.meter(), observeOpts(set), counts, token))
 	if err != nil {
 		undo() // src is not read
+		return nil, err
 	}
-	return reg, err
+	return &countedRegistration{reg, counts, token}, nil
+}
+
+// A countedRegistration is the registration of an Observe function that
+// reports counters: its end hands the counters back to the registration
+// made before it under the name, if one is still in force.
+type countedRegistration struct {
+	metric.Registration
+	counts *counters
+	token  uint64
+}
+
+func (r *countedRegistration) Unregister() error {
+	err := r.Registration.Unregister()
+	if err == nil {
+		r.counts.ended(r.token) // its callback runs no more
+	}
+	return err
 }
 
 // prepare checks name, src and opts for observe, reads src once with read,

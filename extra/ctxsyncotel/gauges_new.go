@@ -105,8 +105,12 @@ func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.R
 // same MeterProvider and attributes) once the registration of another ended
 // (a Watch made anew on a reload) adds its version to the count, and the
 // same Watch observed again carries on. While two registrations under one
-// name are in force, the Watch observed last is the one counted. What the
-// counter counted is kept for each name while its MeterProvider lives.
+// name are in force, the Watch observed last is the one counted; once its
+// registration ends, the one observed before it, if still in force, is
+// counted again from where its count was. What the counter counted is kept
+// for each name while its MeterProvider lives. The global MeterProvider (no
+// WithMeterProvider) before otel.SetMeterProvider and the provider set then,
+// whose series are one, count as one.
 func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registration, error) {
 	version := func() int64 { return int64(min(w.Version(), 1<<63-1)) }
 	return observeCounting("ObserveWatch", "watch", name, w, func() { version() }, opts, &watchCounters, 1,

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -40,6 +41,21 @@ type counters struct {
 	applied uint64             // the seq of the read last applied
 	last    []int64            // the counts read last
 	base    []int64            // counted before the last reset, and from earlier sources
+
+	// live are the registrations of an Observe function in force under the
+	// name, oldest first: when the one counted ends, the newest left is
+	// counted again (see ended).
+	live []liveRegistration
+}
+
+// A liveRegistration is a registration of an Observe function in force.
+type liveRegistration struct {
+	token uint64
+	src   weak.Pointer[byte] // its source, as observingAs knew it
+
+	// last are the counts read from src when a registration made later
+	// took over, nil while it is counted: what its source has counted.
+	last []int64
 }
 
 // maxCount is the most a counter read from a source reports: counts
@@ -97,21 +113,36 @@ func (c *countersByName) of(name string, n int) *counters {
 // before the registration, not after, so that no collection reads src
 // before c knows it.
 func (c *counters) observing(src any) (undo func()) {
-	_, undo = c.observingAs(src)
+	_, undo = c.observe(src, false)
 	return undo
 }
 
 // observingAs is observing for an Observe function, which does not refuse a
 // second registration under a name while the first is in force: it also
-// returns the number of this registration, for applyFrom. The registration
-// observed last is the one counted, whether or not its source is new.
+// returns the number of this registration, for applyFrom and ended. The
+// registration observed last is the one counted, whether or not its source
+// is new, until it ends.
 func (c *counters) observingAs(src any) (token uint64, undo func()) {
+	return c.observe(src, true)
+}
+
+// observe is observingAs, which also records the registration among those in
+// force if live: a metrics type's Observe refuses a second registration, and
+// does not tell of the end of one.
+func (c *counters) observe(src any, live bool) (token uint64, undo func()) {
 	id := sourceOf(src)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	token, cur0 := c.gen, c.cur
 	c.cur = token
+	prev := c.liveOf(cur0)
+	if prev >= 0 {
+		c.live[prev].last = slices.Clone(c.last)
+	}
+	if live {
+		c.live = append(c.live, liveRegistration{token: token, src: id})
+	}
 	var last0, base0 []int64
 	src0, switched := c.src, id != (weak.Pointer[byte]{}) && id != c.src
 	if switched {
@@ -125,6 +156,9 @@ func (c *counters) observingAs(src any) (token uint64, undo func()) {
 	return token, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if i := c.liveOf(token); i >= 0 {
+			c.live = slices.Delete(c.live, i, i+1)
+		}
 		if c.cur != token {
 			// Another registration was made meanwhile (an Observe
 			// function lets two under one name at once): the counters are
@@ -135,12 +169,54 @@ func (c *counters) observingAs(src any) (token uint64, undo func()) {
 			return
 		}
 		c.cur = cur0
+		if i := c.liveOf(cur0); i >= 0 {
+			c.live[i].last = nil // counted again, as before
+		}
 		if switched {
 			c.src = src0
 			copy(c.last, last0)
 			copy(c.base, base0)
 		}
 	}
+}
+
+// liveOf returns the index in c.live of the registration numbered token, or
+// -1. c.mu must be held.
+func (c *counters) liveOf(token uint64) int {
+	return slices.IndexFunc(c.live, func(r liveRegistration) bool { return r.token == token })
+}
+
+// ended tells c that the registration numbered token, of observingAs, has
+// ended. If it was the one counted, the newest one left in force is counted
+// again, from the counts its source had when it was taken over: what the
+// registrations after it counted stays in the base, and the counter neither
+// falls nor climbs. (Taking its source for a new one would add its counts a
+// second time.) A source that is not a pointer cannot be told from the one
+// counted, and carries on from its counts, as at an Observe.
+func (c *counters) ended(token uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.liveOf(token)
+	if i < 0 {
+		return // ended already, or its Observe failed
+	}
+	c.live = slices.Delete(c.live, i, i+1)
+	if c.cur != token || len(c.live) == 0 {
+		return
+	}
+	back := &c.live[len(c.live)-1]
+	c.cur = back.token
+	if back.last != nil && back.src != c.src {
+		// The base is at least what the source counted when it was taken
+		// over (the switch added it), unless it saturated: then the sum
+		// stays saturated.
+		for i := range c.last {
+			c.base[i] = addCount(c.base[i], c.last[i]) - back.last[i]
+			c.last[i] = back.last[i]
+		}
+		c.src = back.src
+	}
+	back.last = nil
 }
 
 // sourceOf returns the weak pointer that src is known by, or the zero one if
@@ -150,6 +226,14 @@ func sourceOf(src any) weak.Pointer[byte] {
 		return weak.Make((*byte)(v.UnsafePointer()))
 	}
 	return weak.Pointer[byte]{}
+}
+
+// samePointer reports whether a and b are the same pointer; false for
+// values that are not pointers, which may not even be comparable.
+func samePointer(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer &&
+		va.Type() == vb.Type() && va.UnsafePointer() == vb.UnsafePointer()
 }
 
 // start numbers the beginning of a read of the source: take it before the
@@ -230,14 +314,27 @@ func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 // An entry is kept while its provider lives, whatever the registrations: a
 // name observed anew after a while must still carry on. The provider is
 // known by a weak pointer, which keeps it alive no longer than the program
-// does, and the entries of providers collected go when a new series is
-// added. A provider that is not a pointer cannot be known: its series get
+// does, and the entries of providers collected go when a new series finds
+// the table grown by half since they were last looked for (see sweepAt). A provider that is not a pointer cannot be known: its series get
 // new counters at each Observe, which carry on nothing (noop.MeterProvider
 // is such a value, and reports nothing anyway).
 type seriesCounters struct {
 	mu sync.Mutex
 	m  map[seriesKey]*counters // guarded by mu
+
+	// sweepAt is the size of m at which a new series first sweeps it for
+	// the entries of providers collected: half as large again as what the
+	// last sweep left, so that a sweep's cost, a look at each entry, is
+	// paid for by the series added since, and observing n names costs n
+	// looks, not n²/2. The entries of providers collected meanwhile stay
+	// until then: the table holds at most one and a half times the most
+	// series of providers alive at once, and a few. Guarded by mu.
+	sweepAt int
 }
+
+// seriesSweepMin is the least sweepAt: a table of a few series is not worth
+// a sweep.
+const seriesSweepMin = 16
 
 type seriesKey struct {
 	provider weak.Pointer[byte]
@@ -247,8 +344,30 @@ type seriesKey struct {
 // The counters of the Observe functions that report counters.
 var watchCounters, adaptiveCounters seriesCounters
 
-// of returns the counters, n of them, of the series of provider and set.
-func (s *seriesCounters) of(provider metric.MeterProvider, set attribute.Set, n int) *counters {
+// globalProvider is the global MeterProvider as the package found it: before
+// the first otel.SetMeterProvider of the process, the one that delegates to
+// the provider set then.
+var globalProvider = otel.GetMeterProvider()
+
+// of returns the counters, n of them, of the series of provider and set; m
+// is provider's Meter of the package's instruments.
+//
+// The global provider, taken when no WithMeterProvider is given, is two
+// providers in turn: the delegating one before the first
+// otel.SetMeterProvider, the provider set then after it. Instruments of
+// either report to the same series of the provider set, so a source observed
+// through one and then one through the other must share counters, or the
+// counter would fall from the first's count to the second's. They are known
+// for one by the Meter: the delegating provider, once set, gives the set
+// provider's own (the SDK's is one per scope); until then it gives one of
+// its own, and nothing is shared. Only a provider that is the global one
+// now is looked at so: the delegating one is not asked for a Meter (nor,
+// through it, the provider it delegates to) on behalf of another.
+func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int) *counters {
+	if !samePointer(provider, globalProvider) && samePointer(provider, otel.GetMeterProvider()) &&
+		samePointer(scopeMeter(globalProvider), m) {
+		provider = globalProvider
+	}
 	id := sourceOf(provider)
 	if id == (weak.Pointer[byte]{}) {
 		return &counters{last: make([]int64, n), base: make([]int64, n)}
@@ -262,10 +381,13 @@ func (s *seriesCounters) of(provider metric.MeterProvider, set attribute.Set, n 
 	if s.m == nil {
 		s.m = map[seriesKey]*counters{}
 	}
-	for key := range s.m {
-		if key.provider.Value() == nil {
-			delete(s.m, key)
+	if len(s.m) >= s.sweepAt {
+		for key := range s.m {
+			if key.provider.Value() == nil {
+				delete(s.m, key)
+			}
 		}
+		s.sweepAt = max(len(s.m)+len(s.m)/2, seriesSweepMin)
 	}
 	k := &counters{last: make([]int64, n), base: make([]int64, n)}
 	s.m[key] = k

@@ -163,7 +163,7 @@ func applyOptions(opts []Option) (*config, error) {
 	}
 	// Asked for here, once, so that a provider that gives no Meter is an
 	// error of the constructor rather than a nil dereference in it.
-	c.m = c.provider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	c.m = scopeMeter(c.provider)
 	if isNil(c.m) {
 		return nil, fmt.Errorf("ctxsyncotel: the MeterProvider (%T) gave a nil Meter", c.provider)
 	}
@@ -180,6 +180,11 @@ func applyOptions(opts []Option) (*config, error) {
 		c.buckets = DefaultDurationBuckets()
 	}
 	return c, nil
+}
+
+// scopeMeter returns p's Meter of the package's instruments.
+func scopeMeter(p metric.MeterProvider) metric.Meter {
+	return p.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
 }
 
 // meter returns the Meter of the instruments.

@@ -433,6 +433,20 @@ func (l *List[T]) node() *Waiter[T] {
 	return newWaiter[T]()
 }
 
+// Forget drops the free nodes, as the next Push would once the list is quiet,
+// for an owner that knows the list is quiet now and may not be used again for
+// long: a primitive kept for reuse (a KeyedLock's entry) would otherwise keep
+// its last waiters' nodes, and their channels, until its next waiter, though
+// that waiter makes a fresh node anyway. The ring itself is kept. Nobody may
+// be queued, and every granted waiter must have finished with its node.
+func (l *List[T]) Forget() {
+	if l.nfree == 0 {
+		return
+	}
+	clear(l.free)
+	l.freeHead, l.nfree = 0, 0
+}
+
 // quiet reports whether every node on the free ring is idle: no goroutine that
 // was granted is still to receive its grant. With nobody queued either, no
 // goroutine uses a node of this list. It looks at the newest grants first, as
