@@ -122,7 +122,7 @@
 // until the next Clear, that Event must not be Set or waited for outside it;
 // and one that it returns outside every bubble belongs to none, so that until
 // the next Clear a Wait in a bubble is not durably blocked on it, and stops the
-// bubble's clock.
+// bubble's clock until the next Set.
 // Use a primitive from one bubble at a time, or from outside all of them, as
 // you would a channel.
 //
