@@ -360,6 +360,13 @@ func (l *Limiter) waitN(ctx context.Context, key string, n int, fn string) error
 		}
 		wait = max(wait, time.Millisecond)
 		if dl, ok := ctx.Deadline(); ok && known && time.Until(dl) < wait {
+			// A ctx that ended during the round trip, Redis answering all
+			// the same, is the caller's error: a cancelled request said
+			// to be refused for its deadline would carry a delay that
+			// retry.Transport may honour for a client that has gone.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			// The delay, said: a Transport passes it on rather than ask
 			// Redis again how long the wait would be.
 			return &ratelimit.DeadlineError{Key: key, Delay: wait}
