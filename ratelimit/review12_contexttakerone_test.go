@@ -200,3 +200,50 @@ func TestTransportPassesOnASaidDelay(t *testing.T) {
 		t.Errorf("counts %+v; want one failed wait", c)
 	}
 }
+
+// A limiter that says a delay as the request's ctx ends (its WaitN looked at
+// the deadline before the cancel): the request fails with ctx.Err(), the
+// caller's error, not with a delay for a retry to honour.
+func TestTransportSaidDelayAfterCtxEnded(t *testing.T) {
+	send := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		t.Error("the request was sent")
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
+	for _, perHost := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		lim := &cancelsThenSays{saysDelay: saysDelay{t: t, delay: 2 * time.Hour}, cancel: cancel}
+		tr := &ratelimit.Transport{Limiter: lim, Base: send}
+		if perHost {
+			tr = &ratelimit.Transport{PerHost: &cancelsThenSaysKeyed{lim}, Base: send}
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://h.example/", nil)
+		if _, err := tr.RoundTrip(req); err != context.Canceled {
+			t.Errorf("perHost %v: RoundTrip = %v, want %v", perHost, err, context.Canceled)
+		}
+		if !lim.called {
+			t.Errorf("perHost %v: WaitN was not called", perHost)
+		}
+		cancel()
+	}
+}
+
+// cancelsThenSays cancels the request's ctx in WaitN, then says a delay.
+type cancelsThenSays struct {
+	saysDelay
+	cancel context.CancelFunc
+	called bool
+}
+
+func (c *cancelsThenSays) WaitN(ctx context.Context, n int) error {
+	c.called = true
+	c.cancel()
+	return c.saysDelay.WaitN(ctx, n)
+}
+
+// cancelsThenSaysKeyed is cancelsThenSays as a PerHost.
+type cancelsThenSaysKeyed struct{ c *cancelsThenSays }
+
+func (k *cancelsThenSaysKeyed) WaitN(ctx context.Context, _ string, n int) error {
+	return k.c.WaitN(ctx, n)
+}
+func (k *cancelsThenSaysKeyed) Take(string, int) ratelimit.Decision { return k.c.Take(1) }

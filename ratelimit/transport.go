@@ -315,6 +315,9 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 		return err
 	}
 	if de := saidDelay(err, key); de != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr // the ctx ended as the limiter answered: the caller's error
+		}
 		return de
 	}
 	// A type of the user's that embeds a *Keyed has its quiet Take: its
@@ -377,6 +380,9 @@ func waitRequest(ctx context.Context, l Limiter, n int, key string) error {
 		return err
 	}
 	if de := saidDelay(err, key); de != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr // the ctx ended as the limiter answered: the caller's error
+		}
 		return de
 	}
 	if _, ok := l.(Taker); ok {
