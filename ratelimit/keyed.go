@@ -333,6 +333,12 @@ func (k *Keyed[K, L]) keyed() any { return k }
 func (k *Keyed[K, L]) Take(key K, n int) Decision {
 	checkN(n, "Keyed.Take")
 	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
+	return e.take(n, now)
+}
+
+// take is Take of the entry's limiter, now being the clock read of the
+// lookup.
+func (e *keyedEntry[L]) take(n int, now int64) Decision {
 	if e.ns != nil {
 		return e.ns.takeAt(n, now) // one clock read in all, as AllowN
 	}
@@ -349,16 +355,10 @@ func (k *Keyed[K, L]) Take(key K, n int) Decision {
 func (k *Keyed[K, L]) takeContext(ctx context.Context, key K, n int) (Decision, error) {
 	checkN(n, "Keyed.Take")
 	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
-	if e.ns != nil {
-		return e.ns.takeAt(n, now), nil
-	}
-	switch t := any(e.lim).(type) {
-	case contextTakerOne:
+	if t, ok := any(e.lim).(contextTakerOne); ok && e.ns == nil {
 		return t.TakeContext(ctx, n)
-	case Taker:
-		return t.Take(n), nil
 	}
-	return Decision{Allowed: e.lim.AllowN(n), Remaining: Unknown}, nil
+	return e.take(n, now), nil
 }
 
 // quietTakeKey is Take counted by no Tally around the key's limiter (see

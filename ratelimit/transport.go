@@ -314,11 +314,8 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	if !errors.Is(err, ErrWouldExceedDeadline) {
 		return err
 	}
-	if de := saidDelay(err, key); de != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr // the ctx ended as the limiter answered: the caller's error
-		}
-		return de
+	if said := saidDelay(ctx, err, key); said != nil {
+		return said
 	}
 	// A type of the user's that embeds a *Keyed has its quiet Take: its
 	// limiters' Tally counted the wait, and must not count the Take too.
@@ -330,14 +327,7 @@ func (t *Transport) wait(ctx context.Context, req *http.Request, n int, perHost 
 	// the deadline passed, and the request must not wait on for Redis.
 	if ct, ok := t.PerHost.(contextTaker); ok {
 		d, terr := ct.TakeContext(ctx, key, n)
-		if terr != nil && d == (Decision{}) {
-			// No decision. The ctx ended (redislimit's case): the
-			// caller's own error. Else the wait's, as with no delay.
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-		}
-		return deadlineError(d, key, err)
+		return askedDelay(ctx, d, terr, key, err)
 	}
 	if tk, ok := t.PerHost.(KeyTaker); ok {
 		return deadlineError(tk.Take(key, n), key, err)
@@ -379,22 +369,14 @@ func waitRequest(ctx context.Context, l Limiter, n int, key string) error {
 	if !errors.Is(err, ErrWouldExceedDeadline) {
 		return err
 	}
-	if de := saidDelay(err, key); de != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr // the ctx ended as the limiter answered: the caller's error
-		}
-		return de
+	if said := saidDelay(ctx, err, key); said != nil {
+		return said
 	}
 	if _, ok := l.(Taker); ok {
 		// A limiter whose Take waits (redislimit's Handle) is asked with
 		// the request's ctx, as PerHost's is (see Transport.wait).
 		d, terr := quietTakeContext(ctx, l, n)
-		if terr != nil && d == (Decision{}) {
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-		}
-		return deadlineError(d, key, err)
+		return askedDelay(ctx, d, terr, key, err)
 	}
 	return err
 }
@@ -425,17 +407,35 @@ func quietTakeContext(ctx context.Context, l Limiter, n int) (Decision, error) {
 	return quietTake(l, n), nil
 }
 
-// saidDelay returns the delay that err, the ErrWouldExceedDeadline of a
-// wait, says itself (redislimit's WaitN returns a *DeadlineError), under
-// key, the request's; or nil if it says none. A limiter that said it is not
-// asked again: for redislimit's, that would be a second round trip, and
-// while Redis fails a second failure, for one request.
-func saidDelay(err error, key string) *DeadlineError {
+// saidDelay returns the error of a wait whose err, ErrWouldExceedDeadline,
+// says the delay itself (redislimit's WaitN returns a *DeadlineError): the
+// delay under key, the request's, or ctx.Err() if ctx ended as the limiter
+// answered (the caller's own error, not a delay for a retry to honour); nil
+// if err says none. A limiter that said it is not asked again: for
+// redislimit's, that would be a second round trip, and while Redis fails a
+// second failure, for one request.
+func saidDelay(ctx context.Context, err error, key string) error {
 	var de *DeadlineError
 	if !errors.As(err, &de) || de.Delay <= 0 {
 		return nil
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
 	return &DeadlineError{Key: key, Delay: de.Delay}
+}
+
+// askedDelay is deadlineError for the answer (d, terr) of a TakeContext asked
+// with ctx after the wait failed with err. An error with the zero Decision
+// is no decision: if ctx has ended (redislimit's case), the caller's own
+// error; else the wait's, as a refusal that tells no delay.
+func askedDelay(ctx context.Context, d Decision, terr error, key string, err error) error {
+	if terr != nil && d == (Decision{}) {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+	}
+	return deadlineError(d, key, err)
 }
 
 // deadlineError turns err, the ErrWouldExceedDeadline of a wait, into a
