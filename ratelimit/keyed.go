@@ -352,12 +352,21 @@ func (e *keyedEntry[L]) take(n int, now int64) Decision {
 // key's limiter with TakeContext (redislimit's Handle, or a Tally's wrapper
 // of one) is asked with it, so that a decision that waits for Redis ends
 // with the request; any other is asked as Take asks it, whatever ctx.
+//
+// The key counts as waited on while its decision is under way, as in WaitN:
+// a decision may take a round trip, during which the new keys of other
+// calls must not evict the key, whose next call would get a new limiter.
 func (k *Keyed[K, L]) takeContext(ctx context.Context, key K, n int) (Decision, error) {
 	checkN(n, "Keyed.Take")
-	e, now := k.entry(key, false, "ratelimit: Keyed.Take")
+	e, now := k.entry(key, true, "ratelimit: Keyed.Take")
 	if t, ok := any(e.lim).(contextTakerOne); ok && e.ns == nil {
+		defer func() {
+			e.lastUsed.Store(nowNs()) // used until now
+			e.waiting.Add(-1)
+		}()
 		return t.TakeContext(ctx, n)
 	}
+	e.waiting.Add(-1) // decided at now, which entry marked
 	return e.take(n, now), nil
 }
 
