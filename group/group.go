@@ -68,8 +68,10 @@ type Options struct {
 // waits on it is not durably blocked: a Go waiting for a slot there, or a
 // task selecting on ctx.Done(), stops the bubble's clock, and the test hangs.
 // The group's ctx has one Done channel for its whole life, so a Group shared
-// across a bubble's edge waits on it on one side only. A Group must not be given tasks from inside a bubble while tasks
-// given from outside it have not all returned, nor the other way round: a
+// across a bubble's edge waits on it on one side only.
+//
+// A Group must not be given tasks from inside a bubble while tasks given
+// from outside it have not all returned, nor the other way round: a
 // goroutine of the group started on one side could take a task given on the
 // other (even one given after the other side's Go returned, while the
 // goroutine it started has yet to run), which would then run on the wrong
