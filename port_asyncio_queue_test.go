@@ -34,7 +34,9 @@ package ctxsync_test
 //     the waiting item in before the cancel, so Put returns nil and the item is
 //     queued (Put's doc).
 //   - TaskDoneUnderflow: the peer raises ValueError; TaskDone here panics with
-//     a "ctxsync:" message, as misuse does.
+//     a "ctxsync:" message, as misuse does. Its bound is the items taken, not
+//     the items put: a TaskDone for an item still queued panics too (its doc
+//     says why), where the peer lets it pass.
 //   - TaskDone: the peer stops its workers with one sentinel item each; here
 //     their ctx ends, which needs no item that Join would count.
 //   - Format (join): no format string; Cap and Unfinished say what it shows.
