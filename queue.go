@@ -304,6 +304,10 @@ func (q *Queue[T]) CloseNow() []T {
 		q.handedBack += uint64(len(items))
 		q.releaseJoinersLocked()
 		q.joinMu.Unlock()
+		// popLocked shrinks the ring only when it can take putMu, which
+		// we hold: without this, the burst's buffer would stay pinned for
+		// the life of the closed queue, where a drain by Get gives it back.
+		q.ring.fit()
 	}
 	q.releaseGettersLocked()
 	q.takeMu.Unlock()

@@ -102,6 +102,20 @@ func (r *ring[T]) shrink() {
 	}
 }
 
+// fit shrinks the ring to the size that pops would have left it at, had each
+// been free to shrink it: halved while it is a quarter full or less, down to
+// storeMinShrink. One resize, however many halvings. The caller holds both
+// sides.
+func (r *ring[T]) fit() {
+	n, size := r.len(), len(r.buf)
+	for size > storeMinShrink && n <= int64(size/4) {
+		size /= 2
+	}
+	if size != len(r.buf) {
+		r.resize(size)
+	}
+}
+
 func (r *ring[T]) resize(size int) {
 	buf := make([]T, size)
 	h, t := r.head.Load(), r.tail.Load()
