@@ -12,7 +12,7 @@
 // waited, how long a call took) is fed by hooks that the pool, breaker or
 // Tally calls; they allocate nothing, their attributes being made once, and
 // take no lock but the SDK's. Each hook constructor takes the user's own
-// hook, called after ours.
+// hook, called after ours, and once even if ours panics.
 //
 // Names are the user's to choose, in UTF-8 (OTLP carries them as protobuf
 // strings, and one that is not UTF-8 would fail a whole export), one per

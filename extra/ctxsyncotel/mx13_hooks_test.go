@@ -44,7 +44,9 @@ type brokenHistogram struct {
 	goexit bool
 }
 
-func (h brokenHistogram) Record(context.Context, float64, ...metric.RecordOption) { breakDown(h.goexit) }
+func (h brokenHistogram) Record(context.Context, float64, ...metric.RecordOption) {
+	breakDown(h.goexit)
+}
 
 type brokenCounter struct {
 	noop.Int64Counter

@@ -163,9 +163,13 @@ func (m *PoolMetrics) check() {
 // The pool's hooks report no time between Acquire and Release, so
 // db.client.connection.use_time is not measured.
 //
+// next's hooks run once for each event, after ours, even if ours panics or
+// calls runtime.Goexit (a MeterProvider that breaks down): the panic then
+// goes on, once next's hook has returned.
+//
 // Made with no name, the hooks measure each event under the event's Name,
 // the pool's Config.Name; told of an event of a pool with no name (or one
-// that is not UTF-8), they panic, before calling next, at the first event of
+// that is not UTF-8), they panic, after calling next, at the first event of
 // the pool, in the goroutine of the event: for OnCreate the pool's own,
 // where a panic ends the program (see pool.Pool). Name the pool, or give
 // NewPoolMetrics a name.
@@ -174,6 +178,13 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	h := next
 	onAcquire, onCreate := next.OnAcquire, next.OnCreate
 	h.OnAcquire = func(e pool.AcquireEvent) {
+		if onAcquire != nil {
+			// Deferred, so that the user's hook runs once even if ours
+			// panics or calls runtime.Goexit (a Meter that breaks down,
+			// or a pool with no name): a program that counts its own
+			// events must not lose one to its metrics.
+			defer onAcquire(e)
+		}
 		o := m.named
 		if m.own != nil {
 			// Looked up even for an event that records nothing, so
@@ -186,20 +197,17 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 		if e.Err != nil && errors.Is(e.Err, context.DeadlineExceeded) {
 			m.timeouts.Add(context.Background(), 1, o.add...)
 		}
-		if onAcquire != nil {
-			onAcquire(e)
-		}
 	}
 	h.OnCreate = func(e pool.CreateEvent) {
+		if onCreate != nil {
+			defer onCreate(e) // as OnAcquire's
+		}
 		o := m.named
 		if m.own != nil {
 			o = m.ownOf(e.Name)
 		}
 		if e.Err == nil {
 			m.createTime.Record(context.Background(), e.Duration.Seconds(), o.rec...)
-		}
-		if onCreate != nil {
-			onCreate(e)
 		}
 	}
 	return h

@@ -86,19 +86,24 @@ func (m *LimiterMetrics) check() {
 
 // OnWait returns a function for ratelimit.Tally.OnWait that records the
 // duration of each wait in ctxsync.ratelimit.wait.duration, and then calls
-// next, if not nil: the way to keep a function of one's own. Set it before
+// next, if not nil: the way to keep a function of one's own. next runs once
+// for each wait even if ours panics or calls runtime.Goexit (a
+// MeterProvider that breaks down); the panic then goes on. Set it before
 // the Tally's first use, as Tally says.
 func (m *LimiterMetrics) OnWait(next func(time.Duration, error)) func(time.Duration, error) {
 	m.check()
 	return func(d time.Duration, err error) {
+		if next != nil {
+			// Deferred, so that the user's function runs once even if
+			// ours panics or calls runtime.Goexit (a Meter that breaks
+			// down).
+			defer next(d, err)
+		}
 		opts := m.taken
 		if err != nil {
 			opts = m.failed
 		}
 		m.waitDuration.Record(context.Background(), d.Seconds(), opts...)
-		if next != nil {
-			next(d, err)
-		}
 	}
 }
 
