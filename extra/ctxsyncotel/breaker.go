@@ -307,14 +307,22 @@ func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + name + " is observed already")
 	}
+	free := true
+	defer func() {
+		// Refused, or the Meter panicked: with no registration to
+		// Unregister, m would be observed for good.
+		if free {
+			m.observed.Store(false)
+		}
+	}()
 	if m.own != nil {
 		m.own.get(name) // learned: OnStateChange counts under it, if it is the first
 	}
 	reg, err := registered(m.observe(b, name))
 	if err != nil {
-		m.observed.Store(false)
 		return nil, err
 	}
+	free = false
 	return &registration{Registration: reg, release: &m.observed}, nil
 }
 
@@ -339,6 +347,12 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 	}
 	totals := m.calls.of(name, int(breaker.Rejected)+1)
 	undo := totals.observing(b)
+	kept := false
+	defer func() {
+		if !kept {
+			undo() // refused, or the Meter panicked: b is not read
+		}
+	}()
 	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := totals.start()
 		bm := b.Metrics() // may run OnStateChange: outside totals' lock
@@ -360,8 +374,6 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 		}
 		return nil
 	}, state, calls))
-	if err != nil {
-		undo() // b is not read
-	}
+	kept = err == nil
 	return reg, err
 }

@@ -243,11 +243,19 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + name + " is observed already")
 	}
+	free := true
+	defer func() {
+		// Refused, or the Meter panicked: with no registration to
+		// Unregister, m would be observed for good.
+		if free {
+			m.observed.Store(false)
+		}
+	}()
 	reg, err := registered(m.observe(p, name))
 	if err != nil {
-		m.observed.Store(false)
 		return nil, err
 	}
+	free = false
 	return &registration{Registration: reg, release: &m.observed}, nil
 }
 
@@ -306,6 +314,12 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 	}
 	counts := m.counts.of(name, len(poolCounts{}))
 	undo := counts.observing(p)
+	kept := false
+	defer func() {
+		if !kept {
+			undo() // refused, or the Meter panicked: p is not read
+		}
+	}()
 	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := counts.start()
 		s := p.Stats()
@@ -336,8 +350,6 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 		return nil
 	}, count, maxConns, minIdle, pending, constructing, closing, acquires, empty, waits, canceled,
 		waited, created, failures, closeErrs, closed))
-	if err != nil {
-		undo() // p is not read
-	}
+	kept = err == nil
 	return reg, err
 }
