@@ -246,11 +246,21 @@ func observeCounting(fn, what, name string, src any, read func(), opts []Option,
 	}
 	counts := by.of(c.provider, c.m, set, n)
 	token, undo := counts.observingAs(src)
+	kept := false
+	defer func() {
+		// Refused, or the Meter panicked or called runtime.Goexit: src
+		// is not read. Left to it, the counters would take the
+		// registration in force before for an earlier one, which would
+		// report nothing more.
+		if !kept {
+			undo()
+		}
+	}()
 	reg, err := registered(register(c.meter(), observeOpts(set), counts, token))
 	if err != nil {
-		undo() // src is not read
 		return nil, err
 	}
+	kept = true
 	return &countedRegistration{reg, counts, token}, nil
 }
 
