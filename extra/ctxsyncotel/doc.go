@@ -111,7 +111,10 @@
 // start time, and a delta reader would get a negative delta: the new
 // source's counts add to them, and the counts a breaker made between the
 // last collection and its Reset are lost to them (and more, if no count
-// fell by the next collection: see BreakerMetrics.Observe).
+// fell by the next collection: see BreakerMetrics.Observe). A negative
+// count, which only a source of one's own can report, is read as 0, as in
+// ctxsyncprom, and a fall to it as a reset. Counters saturate at
+// 2^63-1024, the largest float64 below 2^63, through which the SDK sums.
 //
 // # Cost
 //
