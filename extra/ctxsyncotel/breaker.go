@@ -189,14 +189,25 @@ func (m *BreakerMetrics) check() {
 // fast and many, leave OnCall out: Observe alone reports the calls and the
 // state, at no cost to the calls.
 //
+// next runs once for each call, after ours, even if ours panics or calls
+// runtime.Goexit (a MeterProvider that breaks down): the panic then goes
+// on, once next has returned.
+//
 // Made with no name, OnCall measures each call under the event's Name, the
 // breaker's Settings.Name; told of a call of a breaker with no name (or one
-// that is not UTF-8), it panics, before calling next, at the breaker's first
+// that is not UTF-8), it panics, after calling next, at the breaker's first
 // call, in that call's goroutine. Name the breaker, or give
 // NewBreakerMetrics a name.
 func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallEvent) {
 	m.check()
 	return func(e breaker.CallEvent) {
+		if next != nil {
+			// Deferred, so that the user's function runs once even if
+			// ours panics or calls runtime.Goexit (a Meter that breaks
+			// down, or a breaker with no name): a program that counts
+			// its own calls must not lose one to its metrics.
+			defer next(e)
+		}
 		o := m.named
 		if m.own != nil {
 			// Looked up even for a refusal, so that a breaker with no
@@ -211,16 +222,14 @@ func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallE
 		if e.Outcome != breaker.Rejected {
 			m.duration.Record(context.Background(), e.Duration.Seconds(), o.outcome(e.Outcome)...)
 		}
-		if next != nil {
-			next(e)
-		}
 	}
 }
 
 // OnStateChange returns a function for breaker.Settings.OnStateChange that
 // counts each change in ctxsync.breaker.state_changes, by the state entered,
-// and then calls next, if not nil. A breaker that opens and closes again
-// between two collections shows there, where the state gauge misses it.
+// and then calls next, if not nil, once, even if ours panics (see OnCall).
+// A breaker that opens and closes again between two collections shows
+// there, where the state gauge misses it.
 //
 // A change of state carries no name: made with no name, the metrics count
 // it under the first name they learned (see NewBreakerMetrics), and hold a
@@ -228,15 +237,15 @@ func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallE
 func (m *BreakerMetrics) OnStateChange(next func(from, to breaker.State, counts breaker.Counts)) func(from, to breaker.State, counts breaker.Counts) {
 	m.check()
 	return func(from, to breaker.State, counts breaker.Counts) {
+		if next != nil {
+			defer next(from, to, counts) // as OnCall's
+		}
 		o := m.named
 		if m.own != nil {
 			o = m.firstOpts(to)
 		}
 		if o != nil {
 			m.changes.Add(context.Background(), 1, o.state(to)...)
-		}
-		if next != nil {
-			next(from, to, counts)
 		}
 	}
 }
@@ -298,14 +307,22 @@ func (m *BreakerMetrics) Observe(b BreakerSource) (metric.Registration, error) {
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: BreakerMetrics.Observe: breaker " + name + " is observed already")
 	}
+	free := true
+	defer func() {
+		// Refused, or the Meter panicked: with no registration to
+		// Unregister, m would be observed for good.
+		if free {
+			m.observed.Store(false)
+		}
+	}()
 	if m.own != nil {
 		m.own.get(name) // learned: OnStateChange counts under it, if it is the first
 	}
 	reg, err := registered(m.observe(b, name))
 	if err != nil {
-		m.observed.Store(false)
 		return nil, err
 	}
+	free = false
 	return &registration{Registration: reg, release: &m.observed}, nil
 }
 
@@ -330,6 +347,12 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 	}
 	totals := m.calls.of(name, int(breaker.Rejected)+1)
 	undo := totals.observing(b)
+	kept := false
+	defer func() {
+		if !kept {
+			undo() // refused, or the Meter panicked: b is not read
+		}
+	}()
 	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := totals.start()
 		bm := b.Metrics() // may run OnStateChange: outside totals' lock
@@ -351,8 +374,6 @@ func (m *BreakerMetrics) observe(b BreakerSource, name string) (metric.Registrat
 		}
 		return nil
 	}, state, calls))
-	if err != nil {
-		undo() // b is not read
-	}
+	kept = err == nil
 	return reg, err
 }

@@ -12,12 +12,18 @@
 // waited, how long a call took) is fed by hooks that the pool, breaker or
 // Tally calls; they allocate nothing, their attributes being made once, and
 // take no lock but the SDK's. Each hook constructor takes the user's own
-// hook, called after ours.
+// hook, called after ours, and once even if ours panics.
 //
 // Names are the user's to choose, in UTF-8 (OTLP carries them as protobuf
 // strings, and one that is not UTF-8 would fail a whole export), one per
-// pool, breaker, limiter or primitive observed: two sources observed under one name report the same
-// series, which the SDK then merges or overwrites. A pool and a breaker
+// pool, breaker, limiter or primitive observed. A primitive observed
+// under a name (with the same MeterProvider and attributes) while another's
+// registration is in force, one made anew on a reload say, takes the series
+// over: the registration made last reports it, alone, until it ends, and
+// then the one made before it, if still in force; two registrations are
+// never added up, which would show a semaphore of 4 permits with 8 free.
+// Two PoolMetrics, BreakerMetrics or LimiterMetrics of one name each
+// report, and the SDK adds them up: make one per name. A pool and a breaker
 // carry their own (pool.Config.Name, breaker.Settings.Name): give it there,
 // once, and "" to NewPoolMetrics or NewBreakerMetrics, whose hooks then read
 // it from each event, and Observe from its source. A name given to them
@@ -111,7 +117,10 @@
 // start time, and a delta reader would get a negative delta: the new
 // source's counts add to them, and the counts a breaker made between the
 // last collection and its Reset are lost to them (and more, if no count
-// fell by the next collection: see BreakerMetrics.Observe).
+// fell by the next collection: see BreakerMetrics.Observe). A negative
+// count, which only a source of one's own can report, is read as 0, as in
+// ctxsyncprom, and a fall to it as a reset. Counters saturate at
+// 2^63-1024, the largest float64 below 2^63, through which the SDK sums.
 //
 // # Cost
 //

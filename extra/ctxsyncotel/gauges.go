@@ -62,7 +62,7 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 			locked.Locked()
 		}
 	}
-	return observe("ObserveLock", "lock", name, l, read, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveLock", "lock", name, l, read, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
 		waiting, err := m.Int64ObservableUpDownCounter("ctxsync.lock.waiting",
 			metric.WithDescription("Goroutines waiting for the lock now."), metric.WithUnit("{waiter}"))
 		if err != nil {
@@ -79,6 +79,9 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 			insts = append(insts, held)
 		}
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if !reported() {
+				return nil // another registration reports the series
+			}
 			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
 			if locked != nil {
 				v := int64(0)
@@ -98,8 +101,14 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // registration, whose Unregister stops it. It fails on an empty name or one
 // that is not UTF-8, a nil s, a bad option, or an instrument the Meter
 // refuses to make.
+//
+// While two registrations under one name (with the same MeterProvider and
+// attributes) are in force, the one made last reports, alone: a semaphore
+// made anew on a reload and observed under the old one's name takes its
+// series over. Once it ends, the one made before it, if still in force,
+// reports again. So do the other Observe functions of the primitives.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveSemaphore", "semaphore", name, s, func() { s.Available(); s.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveSemaphore", "semaphore", name, s, func() { s.Available(); s.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
 		avail, err1 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.available",
 			metric.WithDescription("Permits free now."), metric.WithUnit("{permit}"))
 		waiting, err2 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.waiting",
@@ -108,6 +117,9 @@ func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Re
 			return nil, err
 		}
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if !reported() {
+				return nil // another registration reports the series
+			}
 			o.ObserveInt64(avail, int64(s.Available()), all...)
 			o.ObserveInt64(waiting, int64(s.Waiting()), all...)
 			return nil
@@ -123,7 +135,7 @@ func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Re
 // empty name or one that is not UTF-8, a nil w, a bad option, or an
 // instrument the Meter refuses to make.
 func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveWeighted", "weighted", name, w, func() { w.Capacity(); w.Available(); w.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveWeighted", "weighted", name, w, func() { w.Capacity(); w.Available(); w.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
 		capacity, err1 := m.Int64ObservableUpDownCounter("ctxsync.weighted.capacity",
 			metric.WithDescription("The capacity of the weighted semaphore, in its units."), metric.WithUnit("{unit}"))
 		avail, err2 := m.Int64ObservableUpDownCounter("ctxsync.weighted.available",
@@ -134,6 +146,9 @@ func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Regi
 			return nil, err
 		}
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if !reported() {
+				return nil // another registration reports the series
+			}
 			c, a := weightedPair(w)
 			o.ObserveInt64(capacity, c, all...)
 			o.ObserveInt64(avail, a, all...)
@@ -174,7 +189,7 @@ func weightedPair(w WeightedSource) (capacity, available int64) {
 // that is not UTF-8, a nil q, a bad option, or an instrument the Meter
 // refuses to make.
 func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished(); q.Cap(); q.Getters(); q.Putters() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished(); q.Cap(); q.Getters(); q.Putters() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
 		length, err1 := m.Int64ObservableUpDownCounter("ctxsync.queue.length",
 			metric.WithDescription("Items in the queue now."), metric.WithUnit("{item}"))
 		unfinished, err2 := m.Int64ObservableUpDownCounter("ctxsync.queue.unfinished",
@@ -191,6 +206,9 @@ func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registrati
 		getters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("get")))
 		putters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("put")))
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if !reported() {
+				return nil // another registration reports the series
+			}
 			l, u := queuePair(q)
 			o.ObserveInt64(length, int64(l), all...)
 			o.ObserveInt64(unfinished, int64(u), all...)
@@ -222,16 +240,27 @@ func queuePair(q QueueSource) (length, unfinished int) {
 
 // observe, for the function fn, checks name, src and opts, reads src once
 // with read, and has register make the instruments of what and register
-// their callback, whose measurements take the options it is given.
+// their callback, whose measurements take the options it is given. The
+// callback must observe nothing while reported returns false.
+//
+// Two registrations in force under one series (the same source observed
+// twice, or one made anew on a reload observed before the old one's
+// registration ends) would both report it, and the SDK would add them up:
+// a semaphore of 4 permits would show 8 free. So only the registration made
+// last reports, as ObserveWatch's counter does, and once it ends the one
+// made before it, if still in force, reports again.
 func observe(fn, what, name string, src any, read func(), opts []Option,
-	register func(metric.Meter, []metric.ObserveOption) (metric.Registration, error),
+	register func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error),
 ) (metric.Registration, error) {
-	c, set, err := prepare(fn, what, name, src, read, opts)
-	if err != nil {
-		return nil, err
-	}
-	return registered(register(c.meter(), observeOpts(set)))
+	return observeCounting(fn, what, name, src, read, opts, &gaugeSeries, 0,
+		func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
+			return register(m, all, func() bool { return counts.reported(token) })
+		})
 }
+
+// gaugeSeries are the registrations in force of each series of the Observe
+// functions that report no counter (their counters, none, left unused).
+var gaugeSeries seriesCounters
 
 // observeCounting is observe for a source of which some instruments are
 // counters: register is also given the counters of the series, n of them,
@@ -246,11 +275,21 @@ func observeCounting(fn, what, name string, src any, read func(), opts []Option,
 	}
 	counts := by.of(c.provider, c.m, set, n)
 	token, undo := counts.observingAs(src)
+	kept := false
+	defer func() {
+		// Refused, or the Meter panicked or called runtime.Goexit: src
+		// is not read. Left to it, the counters would take the
+		// registration in force before for an earlier one, which would
+		// report nothing more.
+		if !kept {
+			undo()
+		}
+	}()
 	reg, err := registered(register(c.meter(), observeOpts(set), counts, token))
 	if err != nil {
-		undo() // src is not read
 		return nil, err
 	}
+	kept = true
 	return &countedRegistration{reg, counts, token}, nil
 }
 

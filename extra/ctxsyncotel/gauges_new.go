@@ -48,12 +48,15 @@ type AdaptiveSource interface {
 func observeInt(fn, what, name string, src any, get func() int64, opts []Option,
 	mk func(metric.Meter) (metric.Observable, error),
 ) (metric.Registration, error) {
-	return observe(fn, what, name, src, func() { get() }, opts, func(m metric.Meter, all []metric.ObserveOption) (metric.Registration, error) {
+	return observe(fn, what, name, src, func() { get() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
 		inst, err := mk(m)
 		if err != nil {
 			return nil, err
 		}
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			if !reported() {
+				return nil // another registration reports the series (see observe)
+			}
 			o.ObserveInt64(inst.(metric.Int64Observable), get(), all...)
 			return nil
 		}, inst)
@@ -168,14 +171,17 @@ func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metr
 			return nil, err
 		}
 		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			seq := counts.start()
+			n := [1]int64{l.Shed()}
+			if !counts.applyFrom(token, seq, n[:]) {
+				// Another registration reports the series: the
+				// gauges too, which the SDK would add up.
+				return nil
+			}
 			o.ObserveInt64(limit, int64(l.Limit()), all...)
 			o.ObserveInt64(inFlight, int64(l.InFlight()), all...)
 			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
-			seq := counts.start()
-			n := [1]int64{l.Shed()}
-			if counts.applyFrom(token, seq, n[:]) {
-				o.ObserveInt64(shed, n[0], all...)
-			}
+			o.ObserveInt64(shed, n[0], all...)
 			o.ObserveFloat64(latency, l.Latency().Seconds(), all...)
 			return nil
 		}, limit, inFlight, waiting, shed, latency)

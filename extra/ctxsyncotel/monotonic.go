@@ -219,6 +219,15 @@ func (c *counters) ended(token uint64) {
 	back.last = nil
 }
 
+// reported reports whether the registration numbered token, of
+// observingAs, is the one that reports the series: the one made last of
+// those in force.
+func (c *counters) reported(token uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return token == c.cur
+}
+
 // sourceOf returns the weak pointer that src is known by, or the zero one if
 // src is not a pointer.
 func sourceOf(src any) weak.Pointer[byte] {

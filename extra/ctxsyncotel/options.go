@@ -52,8 +52,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithAttributes adds attributes to every measurement: the service's
 // deployment, say. The name attribute of each constructor (the pool's name,
 // the breaker's...) wins over one of the same key here. An attribute whose
-// key, or a string of whose value, is not UTF-8 is an error of the
-// constructor or Observe function given it, as such a name is.
+// key is empty, or whose key or a string of whose value is not UTF-8, is an
+// error of the constructor or Observe function given it, as such a name is.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	a := append([]attribute.KeyValue(nil), attrs...) // the caller may reuse attrs
 	return optionFunc(func(c *config) {
@@ -150,6 +150,11 @@ func applyOptions(opts []Option) (*config, error) {
 	// Carried beside the name, in the same protobuf strings: one that is
 	// not UTF-8 would fail every export as such a name would.
 	for _, kv := range c.attrs {
+		// An empty key is no attribute (KeyValue.Valid): the SDK keeps
+		// it, and a back end refuses it, a Prometheus label above all.
+		if !kv.Valid() {
+			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute with an empty key (value %s)", kv.Value.Emit())
+		}
 		if !utf8.ValidString(string(kv.Key)) || !validUTF8(kv.Value) {
 			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute %q=%s is not UTF-8", kv.Key, kv.Value.String())
 		}

@@ -163,9 +163,13 @@ func (m *PoolMetrics) check() {
 // The pool's hooks report no time between Acquire and Release, so
 // db.client.connection.use_time is not measured.
 //
+// next's hooks run once for each event, after ours, even if ours panics or
+// calls runtime.Goexit (a MeterProvider that breaks down): the panic then
+// goes on, once next's hook has returned.
+//
 // Made with no name, the hooks measure each event under the event's Name,
 // the pool's Config.Name; told of an event of a pool with no name (or one
-// that is not UTF-8), they panic, before calling next, at the first event of
+// that is not UTF-8), they panic, after calling next, at the first event of
 // the pool, in the goroutine of the event: for OnCreate the pool's own,
 // where a panic ends the program (see pool.Pool). Name the pool, or give
 // NewPoolMetrics a name.
@@ -174,6 +178,13 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	h := next
 	onAcquire, onCreate := next.OnAcquire, next.OnCreate
 	h.OnAcquire = func(e pool.AcquireEvent) {
+		if onAcquire != nil {
+			// Deferred, so that the user's hook runs once even if ours
+			// panics or calls runtime.Goexit (a Meter that breaks down,
+			// or a pool with no name): a program that counts its own
+			// events must not lose one to its metrics.
+			defer onAcquire(e)
+		}
 		o := m.named
 		if m.own != nil {
 			// Looked up even for an event that records nothing, so
@@ -186,20 +197,17 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 		if e.Err != nil && errors.Is(e.Err, context.DeadlineExceeded) {
 			m.timeouts.Add(context.Background(), 1, o.add...)
 		}
-		if onAcquire != nil {
-			onAcquire(e)
-		}
 	}
 	h.OnCreate = func(e pool.CreateEvent) {
+		if onCreate != nil {
+			defer onCreate(e) // as OnAcquire's
+		}
 		o := m.named
 		if m.own != nil {
 			o = m.ownOf(e.Name)
 		}
 		if e.Err == nil {
 			m.createTime.Record(context.Background(), e.Duration.Seconds(), o.rec...)
-		}
-		if onCreate != nil {
-			onCreate(e)
 		}
 	}
 	return h
@@ -235,11 +243,19 @@ func (m *PoolMetrics) Observe(p PoolSource) (metric.Registration, error) {
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: PoolMetrics.Observe: pool " + name + " is observed already")
 	}
+	free := true
+	defer func() {
+		// Refused, or the Meter panicked: with no registration to
+		// Unregister, m would be observed for good.
+		if free {
+			m.observed.Store(false)
+		}
+	}()
 	reg, err := registered(m.observe(p, name))
 	if err != nil {
-		m.observed.Store(false)
 		return nil, err
 	}
+	free = false
 	return &registration{Registration: reg, release: &m.observed}, nil
 }
 
@@ -298,6 +314,12 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 	}
 	counts := m.counts.of(name, len(poolCounts{}))
 	undo := counts.observing(p)
+	kept := false
+	defer func() {
+		if !kept {
+			undo() // refused, or the Meter panicked: p is not read
+		}
+	}()
 	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := counts.start()
 		s := p.Stats()
@@ -328,8 +350,6 @@ func (m *PoolMetrics) observe(p PoolSource, name string) (metric.Registration, e
 		return nil
 	}, count, maxConns, minIdle, pending, constructing, closing, acquires, empty, waits, canceled,
 		waited, created, failures, closeErrs, closed))
-	if err != nil {
-		undo() // p is not read
-	}
+	kept = err == nil
 	return reg, err
 }

@@ -86,19 +86,24 @@ func (m *LimiterMetrics) check() {
 
 // OnWait returns a function for ratelimit.Tally.OnWait that records the
 // duration of each wait in ctxsync.ratelimit.wait.duration, and then calls
-// next, if not nil: the way to keep a function of one's own. Set it before
+// next, if not nil: the way to keep a function of one's own. next runs once
+// for each wait even if ours panics or calls runtime.Goexit (a
+// MeterProvider that breaks down); the panic then goes on. Set it before
 // the Tally's first use, as Tally says.
 func (m *LimiterMetrics) OnWait(next func(time.Duration, error)) func(time.Duration, error) {
 	m.check()
 	return func(d time.Duration, err error) {
+		if next != nil {
+			// Deferred, so that the user's function runs once even if
+			// ours panics or calls runtime.Goexit (a Meter that breaks
+			// down).
+			defer next(d, err)
+		}
 		opts := m.taken
 		if err != nil {
 			opts = m.failed
 		}
 		m.waitDuration.Record(context.Background(), d.Seconds(), opts...)
-		if next != nil {
-			next(d, err)
-		}
 	}
 }
 
@@ -121,6 +126,14 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	if !m.observed.CompareAndSwap(false, true) {
 		return nil, errors.New("ctxsyncotel: LimiterMetrics.Observe: limiter " + m.name + " is observed already")
 	}
+	free := true
+	defer func() {
+		// Refused, or the Meter panicked: with no registration to
+		// Unregister, m would be observed for good.
+		if free {
+			m.observed.Store(false)
+		}
+	}()
 	meter := m.cfg.meter()
 	decisions, err1 := meter.Int64ObservableCounter("ctxsync.ratelimit.decisions",
 		metric.WithDescription("AllowN, Take and TakeContext calls, by whether they took their events."),
@@ -129,7 +142,6 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 		metric.WithDescription("WaitN calls and Transport requests that returned, by whether they took their events."),
 		metric.WithUnit("{wait}"))
 	if err := errors.Join(err1, err2); err != nil {
-		m.observed.Store(false)
 		return nil, err
 	}
 	allowed := observeOpts(m.set(LimiterDecisionKey.String("allowed")))
@@ -138,6 +150,12 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 	failed := observeOpts(m.set(LimiterWaitKey.String("failed")))
 	counts := m.counts.of(m.name, 4)
 	undo := counts.observing(t)
+	kept := false
+	defer func() {
+		if !kept {
+			undo() // refused, or the Meter panicked: t is not read
+		}
+	}()
 	reg, err := registered(meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		seq := counts.start()
 		c := t.Counts()
@@ -150,9 +168,8 @@ func (m *LimiterMetrics) Observe(t LimiterSource) (metric.Registration, error) {
 		return nil
 	}, decisions, waits))
 	if err != nil {
-		undo() // t is not read
-		m.observed.Store(false)
 		return nil, err
 	}
+	kept, free = true, false
 	return &registration{Registration: reg, release: &m.observed}, nil
 }

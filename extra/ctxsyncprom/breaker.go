@@ -177,8 +177,9 @@ func (c *Collector) ownBreakerOnCall() func(breaker.CallEvent) {
 }
 
 // JoinOnCall returns an OnCall that calls each of fs that is not nil, in
-// order; nil if there is none. If one panics, those after it are not called
-// for that call.
+// order; nil if there is none. If one panics or calls runtime.Goexit, those
+// after it are called all the same, once, and the panic then goes on (as
+// the last one, if another panics too).
 func JoinOnCall(fs ...func(breaker.CallEvent)) func(breaker.CallEvent) {
 	var set []func(breaker.CallEvent)
 	for _, f := range fs {

@@ -365,5 +365,12 @@ func newSeries(d *prometheus.Desc, counter bool, labelValues ...string) series {
 }
 
 func (s *series) at(v float64) sample {
+	if s.counter && !(v >= 0) {
+		// A source of the user's own may report a negative count. A
+		// counter below zero is no counter (OpenMetrics forbids it, and
+		// rate() would read its climb back as growth): it gives 0, a
+		// reset to Prometheus, as ctxsyncotel clamps it to 0 too.
+		v = 0
+	}
 	return sample{desc: s.desc, labels: s.labels, value: v, counter: s.counter}
 }

@@ -46,7 +46,9 @@
 // Every name starts with the namespace of Config, "ctxsync" by default, and
 // every series has the label name. Durations are in seconds. A gauge is a
 // value now; a counter counts since the source was made (a breaker's since
-// its last Reset, which Prometheus reads as a counter reset).
+// its last Reset, which Prometheus reads as a counter reset). A negative
+// count, which only a source of one's own can report, gives 0, as in
+// ctxsyncotel: a counter reset too, if the count was above it.
 //
 //	Metric                                     Type       Labels beside name  From
 //	ctxsync_pool_resources                     gauge      state               AddPool: Stats.Closing, Constructing, Idle, InUse

@@ -175,7 +175,9 @@ func (c *Collector) ownPoolHooks() pool.Hooks {
 // JoinPoolHooks returns hooks that call, for each event, the hooks of each
 // of hooks that are set, in the order given. An event none of them has a hook
 // for has none in the result, so that it costs the pool nothing. If a hook
-// panics, those after it are not called for that event.
+// panics or calls runtime.Goexit, those after it are called all the same,
+// once, and the panic then goes on (as the last one, if another hook
+// panics too).
 func JoinPoolHooks(hooks ...pool.Hooks) pool.Hooks {
 	var j pool.Hooks
 	var release []func()
@@ -209,11 +211,7 @@ func JoinPoolHooks(hooks ...pool.Hooks) pool.Hooks {
 	case 1:
 		j.OnRelease = release[0]
 	default:
-		j.OnRelease = func() {
-			for _, f := range release {
-				f()
-			}
-		}
+		j.OnRelease = func() { callEachRelease(release) }
 	}
 	return j
 }
@@ -226,11 +224,27 @@ func join[E any](fs []func(E)) func(E) {
 	case 1:
 		return fs[0]
 	}
-	return func(e E) {
-		for _, f := range fs {
-			f(e)
-		}
+	return func(e E) { callEach(fs, e) }
+}
+
+// callEach calls each of fs, at least one, with e, in order. Those after
+// one that panics or calls runtime.Goexit are called all the same, by a
+// deferred call, as it unwinds: hooks of the user's joined after the
+// Collector's, whose hooks panic on a source with no name, must not lose
+// the event to them. The panic then goes on.
+func callEach[E any](fs []func(E), e E) {
+	if len(fs) > 1 {
+		defer callEach(fs[1:], e)
 	}
+	fs[0](e)
+}
+
+// callEachRelease is callEach for OnRelease, which takes no event.
+func callEachRelease(fs []func()) {
+	if len(fs) > 1 {
+		defer callEachRelease(fs[1:])
+	}
+	fs[0]()
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
