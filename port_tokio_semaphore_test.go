@@ -62,6 +62,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // tkOut is what a spawned call returned.
@@ -681,4 +682,72 @@ func TestPortTokioSemaphoreBatchShrinkRefusesWaiter(t *testing.T) {
 		require.Equal(t, int64(5), w.Available())
 		require.Equal(t, 0, w.Waiting())
 	})
+}
+
+// cancel_acquire_releases_permits, for one permit at a time. DEFECT found by
+// the port: a Semaphore whose only waiter gives up (its ctx ends) and is then
+// passed over by a Release kept that permit out of reach until the waiter's
+// goroutine ran again: Available said 0 and TryAcquire failed, with a permit
+// free and nobody waiting (Waiting 0), against TryAcquire's doc ("takes a
+// permit if one is free and nobody is waiting"). On a loaded machine that
+// goroutine may not run for a long while, and a caller that sheds load with
+// TryAcquire turns work away with capacity to spare. Weighted and Lock free
+// what they pass over at once. The right behaviour: the permit is free as
+// soon as the Release returns.
+func TestPortTokioSemaphoreCancelAcquireReleasesPermits(t *testing.T) {
+	testutil.OneProcessor(t) // the waiter cannot run between the cancel and the look
+	for _, k := range semaphoreKinds {
+		t.Run(k.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := k.new(1)
+				require.True(t, s.TryAcquire())
+				a := tkSpawn(s.Acquire)
+				a.pending(t, "Acquire")
+				a.cancel()  // the waiter gives up; it has not run since
+				s.Release() // after its ctx ended: not its permit
+				require.Equal(t, 0, s.Waiting())
+				require.Equal(t, 1, s.Available(), "a permit free, nobody waiting")
+				require.True(t, s.TryAcquire(), "a permit free, nobody waiting")
+				_, err := a.ready(t, "Acquire")
+				require.Equal(t, context.Canceled, err)
+				require.Equal(t, 0, s.Available(), "the waiter's leaving added a permit")
+				require.False(t, s.TryAcquire())
+				s.Release()
+				require.Equal(t, 1, s.Available())
+			})
+		})
+	}
+}
+
+// The same with a live waiter behind the one that gave up: the permit goes
+// to it, and the count stays right once the first has left.
+func TestPortTokioSemaphoreCancelAcquirePassesOn(t *testing.T) {
+	testutil.OneProcessor(t)
+	for _, k := range semaphoreKinds {
+		t.Run(k.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := k.new(1)
+				require.True(t, s.TryAcquire())
+				a := tkSpawn(s.Acquire)
+				b := tkSpawn(s.Acquire)
+				c := tkSpawn(s.Acquire)
+				a.cancel()
+				s.Release() // passes a over, to b
+				require.Equal(t, 0, s.Available())
+				require.False(t, s.TryAcquire(), "TryAcquire overtook c")
+				_, err := a.ready(t, "a")
+				require.Equal(t, context.Canceled, err)
+				_, err = b.ready(t, "b")
+				require.NoError(t, err)
+				c.pending(t, "c")
+				require.Equal(t, 1, s.Waiting())
+				s.Release() // b's
+				_, err = c.ready(t, "c")
+				require.NoError(t, err)
+				s.Release() // c's
+				require.Equal(t, 1, s.Available())
+				require.Equal(t, 0, s.Waiting())
+			})
+		})
+	}
 }
