@@ -29,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 func tkBarrierWait(b *ctxsync.Barrier) func(context.Context) (int, error) {
@@ -126,6 +127,45 @@ func TestPortTokioBarrierLots(t *testing.T) {
 			}
 			require.Equal(t, 1, leaders, "round %d: leaders", round)
 			require.Len(t, seen, parties)
+		}
+	})
+}
+
+// A party dropped from tango, looked at before its goroutine runs again.
+// DEFECT found by the port: Broken reported false after a party of the
+// round gathering parties had given up (its ctx ended), until that party's
+// goroutine ran again, though the round could no longer complete and
+// Barrier's doc says that the barrier breaks when a party gives up. On a
+// loaded machine that goroutine may wait long to run, and a caller that
+// looks with Broken to decide on a Reset sees a whole barrier. The right
+// behaviour: Broken sees the party gone, and the barrier broken, at once.
+func TestPortTokioBarrierBrokenSeesDroppedParty(t *testing.T) {
+	testutil.OneProcessor(t) // the party cannot run between the cancel and the look
+	synctest.Test(t, func(t *testing.T) {
+		b := ctxsync.NewBarrier(3, nil)
+		w1 := tkSpawnV(tkBarrierWait(b))
+		w2 := tkSpawnV(tkBarrierWait(b))
+		w1.cancel() // it has not run since
+		require.True(t, b.Broken(), "a party of the round has given up")
+		_, err := b.Wait(t.Context())
+		require.Equal(t, ctxsync.ErrBrokenBarrier, err)
+		_, err = w1.ready(t, "the party that gave up")
+		require.Equal(t, context.Canceled, err)
+		_, err = w2.ready(t, "the other party")
+		require.Equal(t, ctxsync.ErrBrokenBarrier, err)
+		require.True(t, b.Broken())
+
+		b.Reset()
+		require.False(t, b.Broken())
+		ws := []*tkTask[int]{tkSpawnV(tkBarrierWait(b)), tkSpawnV(tkBarrierWait(b))}
+		require.False(t, b.Broken(), "parties waiting, none gone")
+		i, err := b.Wait(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 2, i)
+		for k, w := range ws {
+			i, err := w.ready(t, "a Wait after Reset")
+			require.NoError(t, err)
+			require.Equal(t, k, i)
 		}
 	})
 }
