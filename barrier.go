@@ -360,10 +360,19 @@ func (b *Barrier) Abort() {
 	b.q.Unlock()
 }
 
-// Broken reports whether the barrier is broken.
+// Broken reports whether the barrier is broken. A party of the round that
+// gathers parties whose ctx has ended breaks it, and Broken sees that at once,
+// without waiting for that party's Wait to return.
 func (b *Barrier) Broken() bool {
 	b.q.Lock()
 	defer b.q.Unlock()
+	if !b.broken && b.arrived > 0 && b.goneLocked(b.round, b.arrived) {
+		// The round can no longer complete. Its parties learn of it when
+		// their goroutines run again; a look made before then would see a
+		// whole barrier, and its caller would not Reset it. Break it now,
+		// as that party's Wait, or the last party's arrival, would.
+		b.breakFromLocked(b.round)
+	}
 	return b.broken
 }
 

@@ -302,10 +302,13 @@ func TestHammerBarrier(t *testing.T) {
 				return
 			case <-time.After(time.Duration(r.IntN(500)) * time.Microsecond):
 			}
-			if r.IntN(2) == 0 {
+			switch r.IntN(3) {
+			case 0:
 				b.Reset()
-			} else {
+			case 1:
 				b.Abort()
+			default:
+				b.Broken() // a look that breaks a round whose party has given up
 			}
 		}
 	})

@@ -136,19 +136,31 @@ func (s *Semaphore) acquireSlow(ctx context.Context) error {
 	}
 
 	s.q.Lock()
+	queued := w.Queued()
 	if _, granted, _ := s.q.Cancel(w); granted {
 		// A permit arrived as ctx ended: pass it on, so that the caller, told
 		// of the error, holds nothing.
 		s.releaseLocked()
-	} else if !s.withdraw() {
-		// Every goroutine counted, we included, has a permit promised and on
-		// its way, since none is owed while anyone queues. Ours will find
-		// us gone: have it dropped, and put a permit back in its place.
+	} else if queued {
+		s.leaveLocked()
+	}
+	// Otherwise a Release passed over us, our ctx having ended, and took us
+	// out of the count then (see deliverLocked).
+	s.q.Unlock()
+	return waitq.DoneErr(ctx)
+}
+
+// leaveLocked takes out of the count a goroutine counted as waiting that
+// leaves without a permit. s.q must be locked.
+func (s *Semaphore) leaveLocked() {
+	if !s.withdraw() {
+		// Every goroutine counted, the one leaving included, has a permit
+		// promised and on its way, since none is owed while anyone queues.
+		// One of them will find it gone: have it dropped, and put a permit
+		// back in its place.
 		s.owed--
 		s.releaseLocked()
 	}
-	s.q.Unlock()
-	return waitq.DoneErr(ctx)
 }
 
 // doneCounted returns ctx.Done() for acquireSlow, whose caller Acquire has
@@ -248,18 +260,33 @@ func (s *Semaphore) handOff(c int64) {
 // waiting: the oldest queued waiter takes it, unless it is owed to one not
 // yet queued, or its waiter has left (see owed). s.q must be locked.
 func (s *Semaphore) deliverLocked() {
-	switch {
-	case s.owed < 0:
-		s.owed++ // its waiter left, and put a permit back
-	default:
-		if w := s.q.Front(); w != nil {
+	for {
+		if s.owed < 0 {
+			s.owed++ // its waiter left, and put a permit back
+			return
+		}
+		n := s.q.Len()
+		w := s.q.Front()
+		if dropped := n - s.q.Len(); dropped > 0 {
+			// Front passed over waiters whose ctx has ended. Take them out
+			// of the count now, not when their goroutines next run: until
+			// then the permit, had it no other taker, would sit owed to
+			// one of them, neither free nor granted, and TryAcquire and
+			// Available would miss it. Their leaving may put a permit back
+			// or leave ours to be dropped (see owed): look again.
+			for range dropped {
+				s.leaveLocked()
+			}
+			continue
+		}
+		if w != nil {
 			s.q.Grant(w, struct{}{})
 			return
 		}
-		// Nobody queued, or only waiters whose ctx ended (Front dropped
-		// them): the permit is owed to a goroutine counted and not queued,
-		// which a dropped waiter is too, until its Cancel settles it.
+		// Nobody queued: the permit is owed to a goroutine counted and not
+		// yet queued.
 		s.owed++
+		return
 	}
 }
 

@@ -38,7 +38,8 @@ type semaphore interface {
 // FuzzSemaphoreModel checks a Semaphore and a BoundedSemaphore against
 // semaphoreModel (see model_test.go): after each step, every Acquire's
 // outcome, Available and Waiting. Each step is two bytes: an operation and,
-// for a cancellation, which waiter.
+// for a cancellation, which waiter, and from 128 up a Release made at once
+// after it, before the waiter has run again.
 func FuzzSemaphoreModel(f *testing.F) {
 	// Waiters served in order as permits come back; the head gives up.
 	f.Add(uint8(1), []byte{0, 0, 0, 0, 0, 0, 3, 0, 2, 0, 1, 0, 2, 0, 2, 0, 2, 0})
@@ -46,6 +47,9 @@ func FuzzSemaphoreModel(f *testing.F) {
 	// past the initial count (a panic for the bounded one).
 	f.Add(uint8(0), []byte{0, 0, 0, 0, 0, 0, 3, 1, 1, 0, 2, 0, 2, 0, 2, 0, 2, 0, 1, 0})
 	f.Add(uint8(3), []byte{1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0, 2, 0, 3, 0, 2, 0, 2, 0})
+	// The only waiter gives up, and a Release follows at once; then the
+	// head of three does.
+	f.Add(uint8(0), []byte{0, 0, 3, 128, 1, 0, 0, 0, 0, 0, 0, 0, 3, 129, 2, 0})
 	f.Fuzz(func(t *testing.T, permits uint8, script []byte) {
 		for _, bounded := range []bool{false, true} {
 			synctest.Test(t, func(t *testing.T) {
@@ -82,6 +86,15 @@ func FuzzSemaphoreModel(f *testing.F) {
 					case 3:
 						if !m.queue.cancel(arg) {
 							continue
+						}
+						if arg >= 128 && !(bounded && m.free == initial) {
+							// A Release at once, before the waiter that gave
+							// up has run again: what it frees is free, or
+							// granted, as soon as the Release returns.
+							s.Release()
+							m.free++
+							m.handOver()
+							require.Equal(t, m.free, s.Available(), "Available right after a Release past a waiter that gave up")
 						}
 					}
 					synctest.Wait()
