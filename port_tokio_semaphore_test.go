@@ -752,24 +752,23 @@ func TestPortTokioSemaphoreCancelAcquirePassesOn(t *testing.T) {
 	}
 }
 
-// Weighted.Acquire's doc says that "Acquire of 0 units waits only for the
-// goroutines queued before it"; Resize's doc says that while a shrink below
-// the units held is being paid back "nobody is admitted". They disagree for
-// a request of 0 with nobody queued after such a shrink: Acquire(ctx, 0)
-// waits (as Resize's doc and the fuzz model have it) until enough units come
-// back. Which is meant is for the package's owners to say: either Acquire's
-// doc names the exception, or a request of 0 goes through at once (and
-// TryAcquire(0) succeeds) whenever nobody is queued. This test pins
-// Acquire's doc, and is skipped until that is settled.
+// A request of 0 units with nobody queued, after a Resize below the units
+// held: it waits until the units held are back within the capacity, as
+// every request does while Available is negative (Acquire's and Resize's
+// docs), and TryAcquire(0) fails meanwhile. tokio has no shrink below the
+// permits held; its acquire of 0 goes through at once.
 func TestPortTokioSemaphoreBatchAcquireZeroAfterShrink(t *testing.T) {
-	t.Skip("Weighted: Acquire's doc (0 units wait only for those queued before) and Resize's (nobody admitted while a shrink is paid back) disagree for Acquire(0); see the comment")
 	synctest.Test(t, func(t *testing.T) {
 		w := ctxsync.NewWeighted(2)
 		require.True(t, w.TryAcquire(2))
 		w.Resize(1) // Available -1, nobody queued
+		require.False(t, w.TryAcquire(0), "TryAcquire(0) with Available negative")
 		a := tkSpawn(tkAcquireN(w, 0))
-		_, err := a.ready(t, "Acquire(0), nobody queued before it")
+		a.pending(t, "Acquire(0) with Available negative")
+		w.Release(1) // Available 0: back within the capacity
+		_, err := a.ready(t, "Acquire(0) once back within the capacity")
 		require.NoError(t, err)
-		w.Release(2)
+		w.Release(1)
+		require.Equal(t, int64(1), w.Available())
 	})
 }

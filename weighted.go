@@ -111,7 +111,9 @@ func checkCapacity(capacity int64, fn string) {
 
 // Acquire takes n units, waiting if needed until they are free, after the
 // goroutines already waiting, or until ctx is done. Acquire of 0 units waits
-// only for the goroutines queued before it.
+// only for the goroutines queued before it, and, after a Resize below the
+// units held, until they are back within the capacity (see Resize): no
+// request is admitted while Available is negative.
 //
 // On failure it returns ctx.Err() and w is left as it was: a ctx that is
 // already done fails even when the units are free. If the units are handed over
