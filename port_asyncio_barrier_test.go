@@ -703,4 +703,3 @@ func TestPortAsyncioBarrierAbortBarrierWhenExceptionThenResetting(t *testing.T) 
 		require.Zero(t, b1.Waiting())
 	})
 }
-
