@@ -43,20 +43,11 @@ import (
 	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
-// condRelocksInOrder tells whether waiters notified together take the Lock
-// again in the order they were notified, as the peer's cases expect. They do
-// not yet: see TestPortAsyncioConditionNotifiedRelockInOrder. Until they do,
-// requireRelockOrder checks only that every notified waiter got through.
-const condRelocksInOrder = false
-
 // requireRelockOrder checks the order in which notified waiters, each adding
-// its number to a log under the Lock, took the Lock again.
+// its number to a log under the Lock, took the Lock again: the order in which
+// they were notified (see TestPortAsyncioConditionNotifiedRelockInOrder).
 func requireRelockOrder(t *testing.T, want, got []int) {
 	t.Helper()
-	if !condRelocksInOrder {
-		require.ElementsMatch(t, want, got)
-		return
-	}
 	require.Equal(t, want, got, "notified waiters take the Lock in the order they were notified")
 }
 
@@ -81,9 +72,6 @@ func requireRelockOrder(t *testing.T, want, got []int) {
 // on the Lock itself, in order (wait morphing), and the woken Wait waits on
 // that place; the cancel paths keep it and pass only the notification on.
 func TestPortAsyncioConditionNotifiedRelockInOrder(t *testing.T) {
-	if !condRelocksInOrder {
-		t.Skip("defect: waiters notified together may take the Lock out of order; the fix (Notify queueing them on the Lock in order) is left for later")
-	}
 	synctest.Test(t, func(t *testing.T) {
 		c := ctxsync.NewCondition(nil)
 		var got pyLog
@@ -141,11 +129,7 @@ func TestPortAsyncioConditionWait(t *testing.T) {
 
 		c.Unlock()
 		synctest.Wait()
-		if g := got.get(); condRelocksInOrder {
-			require.Equal(t, []int{1, 2}, g, "the older of the two notified takes the Lock first")
-		} else {
-			require.Len(t, g, 2, "one of the two notified has the Lock")
-		}
+		require.Equal(t, []int{1, 2}, got.get(), "the older of the two notified takes the Lock first")
 		require.True(t, c.Locked())
 
 		c.Unlock()
