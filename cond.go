@@ -20,7 +20,8 @@ import (
 // concurrent use by multiple goroutines.
 //
 // Waiters are notified first in, first out: Notify(n) wakes the n that have
-// waited longest.
+// waited longest, and they take the Lock again in that order, after the
+// goroutines already waiting for it.
 //
 // In the terminology of the Go memory model, a call to Notify or NotifyAll is
 // synchronized before the return of any Wait that it wakes; and since Wait
@@ -32,7 +33,17 @@ type Condition struct {
 	l   *Lock // the Lock, if shared; own otherwise
 	own Lock
 
-	q waitq.Queue[struct{}] // waiters for a notification
+	q waitq.Queue[condGrant] // waiters for a notification
+}
+
+// condGrant is what Notify hands a waiter with the notification: the Lock,
+// taken for it, or a place queued for it among the Lock's waiters (see
+// Lock.queueLocked). So the waiters notified together take the Lock again in the
+// order they were notified, oldest first, as they were queued; each taking its
+// own turn once it ran would let the youngest overtake the others, and a
+// waiter that kept losing that race could starve.
+type condGrant struct {
+	place *waitq.Waiter[struct{}] // nil: the Lock is the waiter's already
 }
 
 // NewCondition returns a Condition on l. Several Conditions may share one Lock,
@@ -98,23 +109,31 @@ func (c *Condition) Wait(ctx context.Context) error {
 	// before the lock: the caller's code (see waitq.Ended).
 	done := ctx.Done()
 	c.q.Lock()
-	w := c.q.PushDone(done, struct{}{})
+	w := c.q.PushDone(done, condGrant{})
 	c.q.Unlock()
 	c.unlockQueued(l, w)
 
-	_, notified := c.q.Wait(done, w)
+	g, notified := c.q.Wait(done, w)
+	granted := notified
 	var err error
 	if !notified {
 		c.q.Lock()
-		if _, granted, _ := c.q.Cancel(w); granted {
+		if g, granted, _ = c.q.Cancel(w); granted {
 			// Notified just before ctx ended, and ctx won the select:
 			// pass it on, or the next waiter would sleep through a change
-			// meant to wake someone.
+			// meant to wake someone. The place for the Lock that came
+			// with it is kept: Wait must lock again all the same.
 			c.notifyLocked(1)
 		}
 		c.q.Unlock()
 	}
-	lockUncancelable(l)
+	if granted {
+		if g.place != nil {
+			l.q.Wait(nil, g.place) // a nil Done channel: until Unlock hands it over
+		}
+	} else {
+		lockUncancelable(l)
+	}
 	if !notified {
 		// Read once the Lock is held again: ctx is the caller's code, and
 		// a caller whose ctx.Err panics must still hold the Lock, as after
@@ -128,7 +147,7 @@ func (c *Condition) Wait(ctx context.Context) error {
 // was unlocked since Wait looked, by another goroutine: Wait was called
 // without holding it. Then w leaves the queue before the panic goes on, so
 // that it cannot take a notification meant for a goroutine that waits.
-func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
+func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[condGrant]) {
 	unlocked := false
 	defer func() {
 		if !unlocked {
@@ -141,20 +160,24 @@ func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
 
 // withdraw takes w, queued by a Wait that will not wait, out of the queue, and
 // passes on a notification it may have taken.
-func (c *Condition) withdraw(w *waitq.Waiter[struct{}]) {
+func (c *Condition) withdraw(w *waitq.Waiter[condGrant]) {
 	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
 	// that is already done, which takes a grant already made, if any.
 	ended := make(chan struct{})
 	close(ended)
-	_, granted := c.q.Wait(ended, w)
+	g, granted := c.q.Wait(ended, w)
 	c.q.Lock()
 	if !granted {
-		_, granted, _ = c.q.Cancel(w)
+		g, granted, _ = c.q.Cancel(w)
 	}
 	if granted {
 		c.notifyLocked(1)
 	}
 	c.q.Unlock()
+	if granted {
+		// The place for the Lock that came with the notification too.
+		c.lock().giveUp(g.place)
+	}
 }
 
 // lockUncancelable locks l, waiting as long as it takes.
@@ -202,6 +225,11 @@ func (c *Condition) WaitFor(ctx context.Context, pred func() bool) error {
 // NotifyAll does. The caller may, but need not, hold the Lock; holding it is
 // what makes the change it announces visible in full.
 //
+// The waiters it wakes are queued for the Lock at once, in the order they
+// waited, behind the goroutines already waiting for it; if the Lock is free,
+// the oldest of them takes it at once, so that a Lock or TryLock that
+// follows does not overtake it.
+//
 // Notify panics if n is negative.
 func (c *Condition) Notify(n int) {
 	if n < 0 {
@@ -212,22 +240,31 @@ func (c *Condition) Notify(n int) {
 	c.q.Unlock()
 }
 
-// NotifyAll wakes every waiter.
+// NotifyAll wakes every waiter, as Notify does.
 func (c *Condition) NotifyAll() {
 	c.q.Lock()
 	c.notifyLocked(c.q.Len())
 	c.q.Unlock()
 }
 
-// notifyLocked wakes the n oldest waiters. c.q must be locked.
+// notifyLocked wakes the n oldest waiters, each with its place for the Lock
+// (see condGrant). c.q must be locked; the Lock's queue is locked after it,
+// once for them all.
 func (c *Condition) notifyLocked(n int) {
-	for ; n > 0; n-- {
-		w := c.q.Front()
-		if w == nil {
-			return
-		}
-		c.q.Grant(w, struct{}{})
+	if n <= 0 {
+		return
 	}
+	w := c.q.Front()
+	if w == nil {
+		return
+	}
+	l := c.lock()
+	l.q.Lock()
+	for ; n > 0 && w != nil; n-- {
+		c.q.Grant(w, condGrant{place: l.queueLocked(nil)})
+		w = c.q.Front()
+	}
+	l.q.Unlock()
 }
 
 // Waiting returns the number of goroutines waiting for a notification at the
