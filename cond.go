@@ -20,8 +20,7 @@ import (
 // concurrent use by multiple goroutines.
 //
 // Waiters are notified first in, first out: Notify(n) wakes the n that have
-// waited longest, and they take the Lock again in that order, after the
-// goroutines already waiting for it.
+// waited longest.
 //
 // In the terminology of the Go memory model, a call to Notify or NotifyAll is
 // synchronized before the return of any Wait that it wakes; and since Wait
@@ -33,17 +32,7 @@ type Condition struct {
 	l   *Lock // the Lock, if shared; own otherwise
 	own Lock
 
-	q waitq.Queue[condGrant] // waiters for a notification
-}
-
-// condGrant is what Notify hands a waiter with the notification: the Lock,
-// taken for it, or a place queued for it among the Lock's waiters (see
-// Lock.queueLocked). So the waiters notified together take the Lock again in the
-// order they were notified, oldest first, as they were queued; each taking its
-// own turn once it ran would let the youngest overtake the others, and a
-// waiter that kept losing that race could starve.
-type condGrant struct {
-	place *waitq.Waiter[struct{}] // nil: the Lock is the waiter's already
+	q waitq.Queue[struct{}] // waiters for a notification
 }
 
 // NewCondition returns a Condition on l. Several Conditions may share one Lock,
@@ -109,31 +98,23 @@ func (c *Condition) Wait(ctx context.Context) error {
 	// before the lock: the caller's code (see waitq.Ended).
 	done := ctx.Done()
 	c.q.Lock()
-	w := c.q.PushDone(done, condGrant{})
+	w := c.q.PushDone(done, struct{}{})
 	c.q.Unlock()
 	c.unlockQueued(l, w)
 
-	g, notified := c.q.Wait(done, w)
-	granted := notified
+	_, notified := c.q.Wait(done, w)
 	var err error
 	if !notified {
 		c.q.Lock()
-		if g, granted, _ = c.q.Cancel(w); granted {
+		if _, granted, _ := c.q.Cancel(w); granted {
 			// Notified just before ctx ended, and ctx won the select:
 			// pass it on, or the next waiter would sleep through a change
-			// meant to wake someone. The place for the Lock that came
-			// with it is kept: Wait must lock again all the same.
+			// meant to wake someone.
 			c.notifyLocked(1)
 		}
 		c.q.Unlock()
 	}
-	if granted {
-		if g.place != nil {
-			l.q.Wait(nil, g.place) // a nil Done channel: until Unlock hands it over
-		}
-	} else {
-		lockUncancelable(l)
-	}
+	lockUncancelable(l)
 	if !notified {
 		// Read once the Lock is held again: ctx is the caller's code, and
 		// a caller whose ctx.Err panics must still hold the Lock, as after
@@ -147,7 +128,7 @@ func (c *Condition) Wait(ctx context.Context) error {
 // was unlocked since Wait looked, by another goroutine: Wait was called
 // without holding it. Then w leaves the queue before the panic goes on, so
 // that it cannot take a notification meant for a goroutine that waits.
-func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[condGrant]) {
+func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
 	unlocked := false
 	defer func() {
 		if !unlocked {
@@ -160,24 +141,20 @@ func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[condGrant]) {
 
 // withdraw takes w, queued by a Wait that will not wait, out of the queue, and
 // passes on a notification it may have taken.
-func (c *Condition) withdraw(w *waitq.Waiter[condGrant]) {
+func (c *Condition) withdraw(w *waitq.Waiter[struct{}]) {
 	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
 	// that is already done, which takes a grant already made, if any.
 	ended := make(chan struct{})
 	close(ended)
-	g, granted := c.q.Wait(ended, w)
+	_, granted := c.q.Wait(ended, w)
 	c.q.Lock()
 	if !granted {
-		g, granted, _ = c.q.Cancel(w)
+		_, granted, _ = c.q.Cancel(w)
 	}
 	if granted {
 		c.notifyLocked(1)
 	}
 	c.q.Unlock()
-	if granted {
-		// The place for the Lock that came with the notification too.
-		c.lock().giveUp(g.place)
-	}
 }
 
 // lockUncancelable locks l, waiting as long as it takes.
@@ -225,11 +202,6 @@ func (c *Condition) WaitFor(ctx context.Context, pred func() bool) error {
 // NotifyAll does. The caller may, but need not, hold the Lock; holding it is
 // what makes the change it announces visible in full.
 //
-// The waiters it wakes are queued for the Lock at once, in the order they
-// waited, behind the goroutines already waiting for it; if the Lock is free,
-// the oldest of them takes it at once, so that a Lock or TryLock that
-// follows does not overtake it.
-//
 // Notify panics if n is negative.
 func (c *Condition) Notify(n int) {
 	if n < 0 {
@@ -240,31 +212,22 @@ func (c *Condition) Notify(n int) {
 	c.q.Unlock()
 }
 
-// NotifyAll wakes every waiter, as Notify does.
+// NotifyAll wakes every waiter.
 func (c *Condition) NotifyAll() {
 	c.q.Lock()
 	c.notifyLocked(c.q.Len())
 	c.q.Unlock()
 }
 
-// notifyLocked wakes the n oldest waiters, each with its place for the Lock
-// (see condGrant). c.q must be locked; the Lock's queue is locked after it,
-// once for them all.
+// notifyLocked wakes the n oldest waiters. c.q must be locked.
 func (c *Condition) notifyLocked(n int) {
-	if n <= 0 {
-		return
+	for ; n > 0; n-- {
+		w := c.q.Front()
+		if w == nil {
+			return
+		}
+		c.q.Grant(w, struct{}{})
 	}
-	w := c.q.Front()
-	if w == nil {
-		return
-	}
-	l := c.lock()
-	l.q.Lock()
-	for ; n > 0 && w != nil; n-- {
-		c.q.Grant(w, condGrant{place: l.queueLocked(nil)})
-		w = c.q.Front()
-	}
-	l.q.Unlock()
 }
 
 // Waiting returns the number of goroutines waiting for a notification at the

@@ -91,68 +91,29 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 	}
 	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	l.q.Lock()
-	w := l.queueLocked(done)
-	l.q.Unlock()
-	if w == nil {
-		return l.keep(ctx) // it was free
-	}
-
-	if _, ok := l.q.Wait(done, w); ok {
-		return nil // Unlock handed the lock to us.
-	}
-	l.leave(w)
-	return waitq.DoneErr(ctx)
-}
-
-// queueLocked takes l if it is free, or queues a waiter behind those already
-// waiting, under a ctx whose Done channel is done (nil: one that never ends).
-// It returns the waiter, or nil if it took l. l.q must be locked.
-//
-// A Condition's Notify calls it too, with a nil done, on behalf of each
-// waiter it wakes, which then waits on the place with l.q.Wait, or gives it
-// up with giveUp: so the waiters it wakes take the Lock in the order it woke
-// them. If each queued once it ran, the youngest could take the Lock first.
-func (l *Lock) queueLocked(done <-chan struct{}) *waitq.Waiter[struct{}] {
 	for {
 		s := l.state.Load()
 		if s&(lockHeld|lockWaiters) == 0 {
 			// Free and, since the waiters bit is clear, nobody is queued.
 			if l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
-				return nil
+				l.q.Unlock()
+				return l.keep(ctx)
 			}
 			continue
 		}
 		// Set the waiters bit before queueing so that a concurrent fast Unlock
 		// fails its CAS and comes to the queue for us.
 		if s&lockWaiters != 0 || l.state.CompareAndSwap(s, s|lockWaiters) {
-			return l.q.PushDone(done, struct{}{})
+			break
 		}
 	}
-}
+	w := l.q.PushDone(done, struct{}{})
+	l.q.Unlock()
 
-// giveUp gives back, unused, a place that queueLocked returned for a
-// Condition's waiter: the lock itself if the place is nil, or if it was
-// handed over meanwhile.
-func (l *Lock) giveUp(w *waitq.Waiter[struct{}]) {
-	if w == nil {
-		l.Unlock()
-		return
+	if _, ok := l.q.Wait(done, w); ok {
+		return nil // Unlock handed the lock to us.
 	}
-	// leave may only settle a waiter whose wait gave up: wait with a Done
-	// channel already closed, which takes a hand-over already made, if any.
-	ended := make(chan struct{})
-	close(ended)
-	if _, ok := l.q.Wait(ended, w); ok {
-		l.Unlock()
-		return
-	}
-	l.leave(w)
-}
 
-// leave takes w out of the queue after its wait gave up (l.q.Wait returned
-// false), and hands the lock on if it was handed to w meanwhile, so that the
-// goroutine that gave up holds nothing.
-func (l *Lock) leave(w *waitq.Waiter[struct{}]) {
 	l.q.Lock()
 	if _, granted, _ := l.q.Cancel(w); granted {
 		// The lock was handed to us as ctx ended. Hand it on, so that the
@@ -168,6 +129,7 @@ func (l *Lock) leave(w *waitq.Waiter[struct{}]) {
 		}
 	}
 	l.q.Unlock()
+	return waitq.DoneErr(ctx)
 }
 
 // keep settles a lock that lockSlow took by itself, after the caller's ctx was
