@@ -33,6 +33,7 @@ package ctxsync_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -450,11 +451,12 @@ func TestPortAsyncioConditionAmbiguousLoops(t *testing.T) {
 				done <- err
 				return
 			}
-			defer c.Unlock()
-			done <- c.Wait(context.Background())
+			err := c.Wait(context.Background())
+			c.Unlock()
+			done <- err
 		}()
 		for c.Waiting() == 0 {
-			time.Sleep(time.Millisecond) // virtual in a bubble
+			runtime.Gosched() // outside a bubble, there is no synctest.Wait
 		}
 		require.NoError(t, c.Lock(context.Background()))
 		c.Notify(1)
@@ -494,9 +496,11 @@ func TestPortAsyncioConditionCancelledErrorWakeup(t *testing.T) {
 				done <- err
 				return
 			}
-			defer c.Unlock()
 			err := c.WaitFor(ctx, func() bool { return false })
-			require.True(t, c.Locked())
+			if !c.Locked() {
+				err = errors.New("WaitFor returned without the Lock")
+			}
+			c.Unlock()
 			done <- err
 		}()
 		synctest.Wait()
