@@ -113,15 +113,13 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}
 	r.state = stateChecked
 	p.q.Unlock()
-	checked := false
-	defer func() {
-		if !checked {
-			p.checkPanicked(r)
-		}
-	}()
-	err := p.healthCheck(ctx, r)
-	checked = true
-	cerr := p.errAfterCheck(ctx, r) // before the lock: the caller's code
+	// The check's ctx is made from the caller's, and its making and its
+	// cancel run the caller's code (Deadline, Done, Value), which may
+	// panic: that is no failure of the check, and r goes back, as when
+	// ctx ends. Only a panic of HealthCheck itself closes r.
+	cctx, cancel := p.checkCtx(ctx, r)
+	err := p.runCheck(cctx, cancel, r)
+	cerr := p.errAfterCheck(ctx, cancel, r) // before the lock: the caller's code
 	p.q.Lock()
 	switch {
 	case p.closed:
@@ -176,28 +174,70 @@ func (p *Pool[T]) closeFailed(r *Resource[T], err error) {
 	p.closeValue(r)
 }
 
-// errAfterCheck returns ctx.Err(), read once the check of r is over. ctx is
-// the caller's code: if Err panics, r goes back, to the next waiter or the
-// idle ones, as for a caller whose ctx ended during the check, so that the
-// panic goes on to the caller with nothing kept. (A function of its own: see
-// closeFailed.)
-func (p *Pool[T]) errAfterCheck(ctx context.Context, r *Resource[T]) error {
-	looked := false
+// checkCtx returns the ctx of the check of r at Acquire: the caller's ctx,
+// bounded by HealthCheckTimeout. context.WithTimeout calls methods of ctx,
+// the caller's code: if one panics, r goes back (see giveBack), its check
+// never run. (A function of its own: see closeFailed.)
+func (p *Pool[T]) checkCtx(ctx context.Context, r *Resource[T]) (context.Context, context.CancelFunc) {
+	made := false
 	defer func() {
-		if looked {
-			return
-		}
-		p.q.Lock()
-		p.stats.AcquireCount--
-		closeIt := p.releaseLocked(r)
-		p.q.Unlock()
-		if closeIt {
-			p.closeValue(r)
+		if !made {
+			p.giveBack(r)
 		}
 	}()
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.HealthCheckTimeout)
+	made = true
+	return cctx, cancel
+}
+
+// runCheck runs HealthCheck on the value of r at Acquire, under ctx. A check
+// that panics, or calls runtime.Goexit, has not passed: r is closed, then
+// cancel called, and the panic goes on. Otherwise cancel is the caller's to
+// call: it may run the caller's code (see errAfterCheck).
+func (p *Pool[T]) runCheck(ctx context.Context, cancel context.CancelFunc, r *Resource[T]) error {
+	checked := false
+	defer func() {
+		if !checked {
+			// After r is closed: it runs the caller's ctx, which may
+			// panic too.
+			defer cancel()
+			p.checkPanicked(r)
+		}
+	}()
+	err := p.cfg.HealthCheck(ctx, r.v)
+	checked = true
+	return err
+}
+
+// errAfterCheck cancels the ctx of the check of r, then returns ctx.Err(),
+// once the check is over. Both run the caller's code (the cancel looks at
+// the caller's ctx, to leave it): if either panics, r goes back, as for a
+// caller whose ctx ended during the check, so that the panic goes on to
+// the caller with nothing kept. (A function of its own: see closeFailed.)
+func (p *Pool[T]) errAfterCheck(ctx context.Context, cancel context.CancelFunc, r *Resource[T]) error {
+	looked := false
+	defer func() {
+		if !looked {
+			p.giveBack(r)
+		}
+	}()
+	cancel()
 	err := ctx.Err()
 	looked = true
 	return err
+}
+
+// giveBack hands r, taken for a check at Acquire, to the next waiter or the
+// idle ones (or closes it, if the pool is closed), for an Acquire that will
+// not have it: its caller's ctx panicked. The lock must not be held.
+func (p *Pool[T]) giveBack(r *Resource[T]) {
+	p.q.Lock()
+	p.stats.AcquireCount--
+	closeIt := p.releaseLocked(r)
+	p.q.Unlock()
+	if closeIt {
+		p.closeValue(r)
+	}
 }
 
 // checkPanicked closes r, whose HealthCheck at Acquire panicked: a check
@@ -221,7 +261,8 @@ func (p *Pool[T]) checkPanicked(r *Resource[T]) {
 var errHealthCheckPanicked = errors.New("pool: HealthCheck panicked or did not return")
 
 // healthCheck runs Config.HealthCheck on the value of r, for at most
-// HealthCheckTimeout. The lock must not be held.
+// HealthCheckTimeout, under ctx, the pool's own (the sweep's): its making
+// and cancel run no caller's code. The lock must not be held.
 func (p *Pool[T]) healthCheck(ctx context.Context, r *Resource[T]) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.HealthCheckTimeout)
 	defer cancel()
