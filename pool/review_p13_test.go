@@ -3,9 +3,11 @@ package pool
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,4 +54,34 @@ func TestReviewP13_CallerCtxPanicAroundCheckIsNoFailedCheck(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestReviewP13_CloseAgainAfterTheBubble pins a defect: a pool with
+// background work made inside a testing/synctest bubble and closed there,
+// as its doc asks, was closed again after the bubble (a deferred Close, a
+// shutdown that closes every pool it knows): that Close received from the
+// channel the pool's goroutine closed as it ended, a channel of the bubble,
+// and the runtime ended the program ("receive on synctest channel from
+// outside bubble"). The doc says that closing a closed pool waits again, as
+// the first Close does: here there is nothing left to wait for, and a Close
+// that need not touch the bubble's channel must return nil.
+func TestReviewP13_CloseAgainAfterTheBubble(t *testing.T) {
+	if !testutil.InChild(t) {
+		out, err := testutil.RunChild(t)
+		if err != nil || !strings.Contains(string(out), "second Close = <nil>") {
+			t.Fatalf("the second Close, after the bubble, ended the program (%v):\n%s", err, out)
+		}
+		return
+	}
+	var p *Pool[int]
+	synctest.Test(t, func(t *testing.T) {
+		p = mustNew(t, Config[int]{
+			New:               func(context.Context) (int, error) { return 1, nil },
+			MaxSize:           1,
+			HealthCheckPeriod: time.Minute,
+		})
+		acquireWithin(t, p).Release()
+		require.NoError(t, p.Close(context.Background()))
+	})
+	fmt.Printf("second Close = %v\n", p.Close(context.Background()))
 }
