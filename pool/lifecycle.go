@@ -449,6 +449,9 @@ func (p *Pool[T]) maintain() {
 			return
 		}
 		close(p.stopped)
+		p.q.Lock()
+		p.ended = true
+		p.q.Unlock()
 	}()
 	ctx, done := p.closable(context.Background()) // for the health checks
 	defer done()

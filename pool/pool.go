@@ -149,6 +149,11 @@ type Pool[T any] struct {
 	sweeping bool
 	live     map[*Resource[T]]struct{} // every resource made and not yet closed
 
+	// ended is set once the maintainer has closed stopped: a Close then
+	// need not look at the channel, which may belong to a synctest bubble
+	// that has ended (see Close).
+	ended bool
+
 	// cancels cancel the contexts of the calls to New under way and of the
 	// background health checks (see closable); Close calls them.
 	cancels    map[uint64]context.CancelFunc
