@@ -37,6 +37,9 @@ func TestReviewP13_CallerCtxPanicAroundCheckIsNoFailedCheck(t *testing.T) {
 				})
 				t.Cleanup(func() { _ = p.Close(context.Background()) })
 				acquireWithin(t, p).Release()
+				// The pool's first sweep, which may check the resource in
+				// the background, is over before the Acquire, and after.
+				synctest.Wait()
 				ctx := &testutil.OnceCtx{Context: context.Background(), PanicAt: at}
 				v := testutil.PanicOf(func() {
 					if r, err := p.Acquire(ctx); err == nil {
@@ -46,6 +49,7 @@ func TestReviewP13_CallerCtxPanicAroundCheckIsNoFailedCheck(t *testing.T) {
 				if v != nil && v != testutil.ErrCtxPanic {
 					t.Fatalf("Acquire panicked with %v", v)
 				}
+				synctest.Wait()
 				requireWhole(t, p)
 				s := p.Stats()
 				require.Zero(t, s.ClosedHealth, "a check that ran %d times and always passed counted as failed: %+v", checks.Load(), s)
