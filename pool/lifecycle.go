@@ -489,14 +489,13 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 		p.q.Unlock()
 		return
 	}
-	// Until the sweep ends, it may run user code (Config.Close,
-	// HealthCheck), which Close must not wait for without bound.
-	p.sweeping = true
-	defer func() {
-		p.q.Lock()
-		p.sweeping = false
-		p.q.Unlock()
-	}()
+	// sweeping is set only while the sweep runs user code (Config.Close,
+	// HealthCheck, the hooks), or has taken what it will run it on: Close
+	// must not wait for that without bound. Set for a sweep with nothing
+	// to close or check, it made a Close with a done ctx that came then
+	// return ctx.Err(), though nothing was left to wait for, at random.
+	// (Cleared in a defer too, for a runtime.Goexit in user code.)
+	defer p.userCodeDone()
 	keep := p.idle[:0]
 	for _, r := range p.idle {
 		if reason := p.expiry(r, now); reason != 0 {
@@ -517,9 +516,13 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	clear(p.idle[len(keep):])
 	p.idle = keep
 	p.fillLocked()
+	p.sweeping = len(expired) > 0
 	p.q.Unlock()
 
-	p.closeValues(expired)
+	if len(expired) > 0 {
+		p.closeValues(expired)
+		p.userCodeDone()
+	}
 	for _, r := range due {
 		if !p.takeForCheck(r, now) {
 			if p.isClosed() {
@@ -528,9 +531,18 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 			continue
 		}
 		p.sweepCheck(ctx, r)
+		p.userCodeDone()
 	}
 
 	p.topUp()
+}
+
+// userCodeDone tells Close that the sweep runs no user code now, and will
+// run none before it sees the pool closed (see takeForCheck).
+func (p *Pool[T]) userCodeDone() {
+	p.q.Lock()
+	p.sweeping = false
+	p.q.Unlock()
 }
 
 // topUp makes resources until MinIdle are idle or being made, or the pool
@@ -611,5 +623,6 @@ func (p *Pool[T]) takeForCheck(r *Resource[T], now int64) bool {
 	p.idle = slices.Delete(p.idle, i, i+1)
 	r.state = stateChecked
 	p.inUse++
+	p.sweeping = true // its check is user code (see sweep)
 	return true
 }

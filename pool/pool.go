@@ -145,7 +145,8 @@ type Pool[T any] struct {
 	making  int // calls to New under way
 	closing int // calls to Config.Close under way: they still count against MaxSize
 	closed  bool
-	// sweeping is set while the maintainer sweeps, and may run user code.
+	// sweeping is set while the maintainer's sweep runs user code, or has
+	// taken the resources it will run it on (see sweep).
 	sweeping bool
 	live     map[*Resource[T]]struct{} // every resource made and not yet closed
 
