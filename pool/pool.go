@@ -99,7 +99,8 @@ type Stats struct {
 //   - A pool with background work (MinIdle, HealthCheck, MaxIdleTime,
 //     MaxLifetime or HealthCheckPeriod set) runs it in a goroutine started by
 //     New, in New's bubble or outside any. Made inside a bubble, it must be
-//     closed there: the bubble cannot end while that goroutine runs. Made
+//     closed there: the bubble cannot end while that goroutine runs (a Close
+//     again after the bubble, a deferred one say, returns at once). Made
 //     outside, that goroutine must not wake a goroutine of a bubble: the
 //     runtime ends the program ("send on synctest channel from outside
 //     bubble") when it does. That happens only when a background health
