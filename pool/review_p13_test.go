@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,4 +89,55 @@ func TestReviewP13_CloseAgainAfterTheBubble(t *testing.T) {
 		require.NoError(t, p.Close(context.Background()))
 	})
 	fmt.Printf("second Close = %v\n", p.Close(context.Background()))
+}
+
+// TestReviewP13_ResourceFromAnotherBubble pins a defect: every
+// testing/synctest bubble's clock starts at the same instant, and a pool
+// made outside the bubbles (a package-level pool that bubbled tests share,
+// as the doc allows) kept the times of a resource released in one bubble
+// at its virtual 30 minutes, and read them in the next bubble at its
+// virtual 10 seconds: the resource seemed idle for -29m50s, and was neither
+// health-checked nor closed for MaxIdleTime (1 minute). The doc says that
+// times kept on one clock and read on another are taken as unknown: the
+// resource is past MaxIdleTime, and due for its check. Only times less
+// than an hour in the future were trusted; no time read on the pool's own
+// clock is ever in the future of a later read.
+func TestReviewP13_ResourceFromAnotherBubble(t *testing.T) {
+	for _, maxIdle := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprintf("MaxIdleTime=%v", maxIdle), func(t *testing.T) {
+			l := newLedger()
+			cfg := l.config(1)
+			var checks atomic.Int32
+			cfg.HealthCheck = func(context.Context, *conn) error { checks.Add(1); return nil }
+			cfg.HealthCheckPeriod = 1000 * time.Hour
+			cfg.MaxIdleTime = maxIdle
+			p := mustNew(t, cfg)
+			t.Cleanup(func() { _ = p.Close(context.Background()) })
+			// The pool's goroutine runs outside the bubbles: its first
+			// sweep must be over before the resource is idle, or its
+			// check would hand it to a bubble's waiter from outside.
+			// The sweep ends by taking the wake-up sent now.
+			p.wake()
+			for len(p.kick) > 0 {
+				runtime.Gosched()
+			}
+			synctest.Test(t, func(t *testing.T) {
+				r := acquireWithin(t, p)
+				time.Sleep(30 * time.Minute)
+				r.Release()
+			})
+			synctest.Test(t, func(t *testing.T) {
+				time.Sleep(10 * time.Second)
+				acquireWithin(t, p).Release()
+			})
+			s := p.Stats()
+			if maxIdle > 0 {
+				require.Equal(t, int64(1), s.ClosedIdle, "the resource from another bubble was not taken as idle too long: %+v", s)
+			} else {
+				require.Equal(t, int32(1), checks.Load(), "the resource from another bubble was not health-checked: %+v", s)
+			}
+			require.NoError(t, p.Close(context.Background()))
+			l.check(t)
+		})
+	}
 }
