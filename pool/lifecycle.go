@@ -51,7 +51,7 @@ func (p *Pool[T]) expiry(r *Resource[T], now int64) CloseReason {
 	switch {
 	case !p.timed:
 		return 0
-	case r.expires != 0 && (now >= r.expires || r.created-now > clock.Jump):
+	case r.expires != 0 && (now >= r.expires || r.created > now):
 		return ClosedLifetime
 	case p.cfg.MaxIdleTime > 0 && idleFor(r, now) >= int64(p.cfg.MaxIdleTime):
 		return ClosedIdle
@@ -61,11 +61,14 @@ func (p *Pool[T]) expiry(r *Resource[T], now int64) CloseReason {
 
 // idleFor returns how long r has been idle at now. Kept on another clock (r
 // was released outside a testing/synctest bubble and now is read inside one,
-// whose clock starts in 2000), its release seems far in the future: then its
-// idle time is unknown, and taken as forever, so that it is checked rather
-// than trusted.
+// whose clock starts in 2000; or in another bubble, whose clock started at
+// the same instant, at a later virtual time), its release may seem in the
+// future: then its idle time is unknown, and taken as forever, so that it is
+// checked rather than trusted. On one clock a release never seems so: every
+// now compared here is read after the lock that put r back was released
+// (see sweep and takeForCheck), and so after the release's own read.
 func idleFor[T any](r *Resource[T], now int64) int64 {
-	if r.lastUsed-now > clock.Jump {
+	if r.lastUsed > now {
 		return math.MaxInt64
 	}
 	return now - r.lastUsed
@@ -482,13 +485,16 @@ func (p *Pool[T]) maintain() {
 // sweep closes the idle resources that have expired, health-checks those not
 // used lately, and makes resources until MinIdle are idle or being made.
 func (p *Pool[T]) sweep(ctx context.Context) {
-	now := p.now()
 	var expired, due []*Resource[T]
 	p.q.Lock()
 	if p.closed {
 		p.q.Unlock()
 		return
 	}
+	// Read under the lock, after every release of the idle resources: a
+	// time read before it could precede one, whose resource would seem
+	// released in the future, as one from another clock (see idleFor).
+	now := p.now()
 	// sweeping is set only while the sweep runs user code (Config.Close,
 	// HealthCheck, the hooks), or has taken what it will run it on: Close
 	// must not wait for that without bound. Set for a sweep with nothing
@@ -524,7 +530,7 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 		p.userCodeDone()
 	}
 	for _, r := range due {
-		if !p.takeForCheck(r, now) {
+		if !p.takeForCheck(r) {
 			if p.isClosed() {
 				break // no more checks on values about to be closed
 			}
@@ -604,15 +610,17 @@ func (p *Pool[T]) isClosed() bool {
 }
 
 // takeForCheck takes r out of the idle resources for the sweep's check, if
-// it is still idle, still due at now (an Acquire may have taken it, and
+// it is still idle, still due (an Acquire may have taken it, and
 // used it, or checked it, since the sweep looked), and the pool is open. It
 // is then counted as in use, so that MaxSize and Close account for it. Close
 // does not take it from the sweep, even when it gives up waiting: the
 // check's end hands it back, and it is closed then.
-func (p *Pool[T]) takeForCheck(r *Resource[T], now int64) bool {
+func (p *Pool[T]) takeForCheck(r *Resource[T]) bool {
 	p.q.Lock()
 	defer p.q.Unlock()
-	if p.closed || r.state != stateIdle || idleFor(r, now) < int64(p.cfg.HealthCheckSkip) {
+	// The sweep's time is stale by the checks made since: read again,
+	// under the lock (see idleFor).
+	if p.closed || r.state != stateIdle || idleFor(r, p.now()) < int64(p.cfg.HealthCheckSkip) {
 		return false
 	}
 	// The resources due are the least recently used: near the front.
