@@ -112,10 +112,14 @@ type Stats struct {
 //     while that resource is out: the runtime refuses to stop a bubble's
 //     timer from outside.
 //
-// Times kept on one clock and read on another (a resource made outside a
-// bubble and found idle inside one, whose times seem far in the future
-// there) are taken as unknown: such a resource is past MaxLifetime and
-// MaxIdleTime if they are set, and due for its health check.
+// Times kept on one clock and read on another that seem in the future there
+// (a resource made outside a bubble and found idle inside one, whose clock
+// starts in 2000; or released in a bubble and found in the next one, whose
+// clock starts at the same instant, at an earlier virtual time) are taken as
+// unknown: such a resource is past MaxLifetime and MaxIdleTime if they are
+// set, and due for its health check. Found in the next bubble at a later
+// virtual time, it is taken as idle, and as old, for the difference of the
+// two virtual times: no clock tells the bubbles apart.
 type Pool[T any] struct {
 	_   nocopy.NoCopy
 	cfg Config[T]
