@@ -90,31 +90,41 @@ func (p *Pool[T]) Close(ctx context.Context) error {
 			}
 		}
 	}
-	if p.stopped != nil {
-		// A maintainer that is not sweeping runs no user code before it
-		// sees the pool closed and ends: wait for it, even with ctx done,
-		// so that a Close with nothing left to wait for returns nil. One
-		// that sweeps, only until ctx ends, as every wait here: Close may
-		// be running in the pool's goroutine itself, from a background
-		// HealthCheck or a Config.Close that the sweep runs, and that
-		// goroutine ends only once the function that called Close has
-		// returned. A closed stopped wins over a done ctx.
-		p.q.Lock()
-		sweeping := p.sweeping
-		p.q.Unlock()
+	if p.stopped == nil {
+		return err
+	}
+	// A maintainer whose sweep runs no user code now runs none before it
+	// sees the pool closed and ends: wait for it, even with ctx done, so
+	// that a Close with nothing left to wait for returns nil. One whose
+	// sweep runs user code, only until ctx ends, as every wait here: Close
+	// may be running in the pool's goroutine itself, from a background
+	// HealthCheck or a Config.Close that the sweep runs, and that
+	// goroutine ends only once the function that called Close has
+	// returned. A closed stopped wins over a done ctx.
+	//
+	// Once the maintainer is known to have ended, stopped is not looked at:
+	// made by New inside a synctest bubble, it belongs to the bubble, and
+	// a Close again after the bubble has ended (a deferred one, say) would
+	// be refused by the runtime, which ends the program, for a wait that
+	// has nothing left to wait for.
+	p.q.Lock()
+	sweeping, ended := p.sweeping, p.ended
+	p.q.Unlock()
+	if ended {
+		return err
+	}
+	select {
+	case <-p.stopped:
+	default:
+		if !sweeping {
+			<-p.stopped
+			break
+		}
 		select {
 		case <-p.stopped:
-		default:
-			if !sweeping {
-				<-p.stopped
-				break
-			}
-			select {
-			case <-p.stopped:
-			case <-ctx.Done():
-				if err == nil {
-					err = waitq.DoneErr(ctx)
-				}
+		case <-ctx.Done():
+			if err == nil {
+				err = waitq.DoneErr(ctx)
 			}
 		}
 	}

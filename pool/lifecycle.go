@@ -51,7 +51,7 @@ func (p *Pool[T]) expiry(r *Resource[T], now int64) CloseReason {
 	switch {
 	case !p.timed:
 		return 0
-	case r.expires != 0 && (now >= r.expires || r.created-now > clock.Jump):
+	case r.expires != 0 && (now >= r.expires || r.created > now):
 		return ClosedLifetime
 	case p.cfg.MaxIdleTime > 0 && idleFor(r, now) >= int64(p.cfg.MaxIdleTime):
 		return ClosedIdle
@@ -61,11 +61,14 @@ func (p *Pool[T]) expiry(r *Resource[T], now int64) CloseReason {
 
 // idleFor returns how long r has been idle at now. Kept on another clock (r
 // was released outside a testing/synctest bubble and now is read inside one,
-// whose clock starts in 2000), its release seems far in the future: then its
-// idle time is unknown, and taken as forever, so that it is checked rather
-// than trusted.
+// whose clock starts in 2000; or in another bubble, whose clock started at
+// the same instant, at a later virtual time), its release may seem in the
+// future: then its idle time is unknown, and taken as forever, so that it is
+// checked rather than trusted. On one clock a release never seems so: every
+// now compared here is read after the lock that put r back was released
+// (see sweep and takeForCheck), and so after the release's own read.
 func idleFor[T any](r *Resource[T], now int64) int64 {
-	if r.lastUsed-now > clock.Jump {
+	if r.lastUsed > now {
 		return math.MaxInt64
 	}
 	return now - r.lastUsed
@@ -113,15 +116,13 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}
 	r.state = stateChecked
 	p.q.Unlock()
-	checked := false
-	defer func() {
-		if !checked {
-			p.checkPanicked(r)
-		}
-	}()
-	err := p.healthCheck(ctx, r)
-	checked = true
-	cerr := p.errAfterCheck(ctx, r) // before the lock: the caller's code
+	// The check's ctx is made from the caller's, and its making and its
+	// cancel run the caller's code (Deadline, Done, Value), which may
+	// panic: that is no failure of the check, and r goes back, as when
+	// ctx ends. Only a panic of HealthCheck itself closes r.
+	cctx, cancel := p.checkCtx(ctx, r)
+	err := p.runCheck(cctx, cancel, r)
+	cerr := p.errAfterCheck(ctx, cancel, r) // before the lock: the caller's code
 	p.q.Lock()
 	switch {
 	case p.closed:
@@ -176,28 +177,70 @@ func (p *Pool[T]) closeFailed(r *Resource[T], err error) {
 	p.closeValue(r)
 }
 
-// errAfterCheck returns ctx.Err(), read once the check of r is over. ctx is
-// the caller's code: if Err panics, r goes back, to the next waiter or the
-// idle ones, as for a caller whose ctx ended during the check, so that the
-// panic goes on to the caller with nothing kept. (A function of its own: see
-// closeFailed.)
-func (p *Pool[T]) errAfterCheck(ctx context.Context, r *Resource[T]) error {
-	looked := false
+// checkCtx returns the ctx of the check of r at Acquire: the caller's ctx,
+// bounded by HealthCheckTimeout. context.WithTimeout calls methods of ctx,
+// the caller's code: if one panics, r goes back (see giveBack), its check
+// never run. (A function of its own: see closeFailed.)
+func (p *Pool[T]) checkCtx(ctx context.Context, r *Resource[T]) (context.Context, context.CancelFunc) {
+	made := false
 	defer func() {
-		if looked {
-			return
-		}
-		p.q.Lock()
-		p.stats.AcquireCount--
-		closeIt := p.releaseLocked(r)
-		p.q.Unlock()
-		if closeIt {
-			p.closeValue(r)
+		if !made {
+			p.giveBack(r)
 		}
 	}()
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.HealthCheckTimeout)
+	made = true
+	return cctx, cancel
+}
+
+// runCheck runs HealthCheck on the value of r at Acquire, under ctx. A check
+// that panics, or calls runtime.Goexit, has not passed: r is closed, then
+// cancel called, and the panic goes on. Otherwise cancel is the caller's to
+// call: it may run the caller's code (see errAfterCheck).
+func (p *Pool[T]) runCheck(ctx context.Context, cancel context.CancelFunc, r *Resource[T]) error {
+	checked := false
+	defer func() {
+		if !checked {
+			// After r is closed: it runs the caller's ctx, which may
+			// panic too.
+			defer cancel()
+			p.checkPanicked(r)
+		}
+	}()
+	err := p.cfg.HealthCheck(ctx, r.v)
+	checked = true
+	return err
+}
+
+// errAfterCheck cancels the ctx of the check of r, then returns ctx.Err(),
+// once the check is over. Both run the caller's code (the cancel looks at
+// the caller's ctx, to leave it): if either panics, r goes back, as for a
+// caller whose ctx ended during the check, so that the panic goes on to
+// the caller with nothing kept. (A function of its own: see closeFailed.)
+func (p *Pool[T]) errAfterCheck(ctx context.Context, cancel context.CancelFunc, r *Resource[T]) error {
+	looked := false
+	defer func() {
+		if !looked {
+			p.giveBack(r)
+		}
+	}()
+	cancel()
 	err := ctx.Err()
 	looked = true
 	return err
+}
+
+// giveBack hands r, taken for a check at Acquire, to the next waiter or the
+// idle ones (or closes it, if the pool is closed), for an Acquire that will
+// not have it: its caller's ctx panicked. The lock must not be held.
+func (p *Pool[T]) giveBack(r *Resource[T]) {
+	p.q.Lock()
+	p.stats.AcquireCount--
+	closeIt := p.releaseLocked(r)
+	p.q.Unlock()
+	if closeIt {
+		p.closeValue(r)
+	}
 }
 
 // checkPanicked closes r, whose HealthCheck at Acquire panicked: a check
@@ -221,7 +264,8 @@ func (p *Pool[T]) checkPanicked(r *Resource[T]) {
 var errHealthCheckPanicked = errors.New("pool: HealthCheck panicked or did not return")
 
 // healthCheck runs Config.HealthCheck on the value of r, for at most
-// HealthCheckTimeout. The lock must not be held.
+// HealthCheckTimeout, under ctx, the pool's own (the sweep's): its making
+// and cancel run no caller's code. The lock must not be held.
 func (p *Pool[T]) healthCheck(ctx context.Context, r *Resource[T]) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.HealthCheckTimeout)
 	defer cancel()
@@ -408,6 +452,9 @@ func (p *Pool[T]) maintain() {
 			return
 		}
 		close(p.stopped)
+		p.q.Lock()
+		p.ended = true
+		p.q.Unlock()
 	}()
 	ctx, done := p.closable(context.Background()) // for the health checks
 	defer done()
@@ -438,21 +485,23 @@ func (p *Pool[T]) maintain() {
 // sweep closes the idle resources that have expired, health-checks those not
 // used lately, and makes resources until MinIdle are idle or being made.
 func (p *Pool[T]) sweep(ctx context.Context) {
-	now := p.now()
 	var expired, due []*Resource[T]
 	p.q.Lock()
 	if p.closed {
 		p.q.Unlock()
 		return
 	}
-	// Until the sweep ends, it may run user code (Config.Close,
-	// HealthCheck), which Close must not wait for without bound.
-	p.sweeping = true
-	defer func() {
-		p.q.Lock()
-		p.sweeping = false
-		p.q.Unlock()
-	}()
+	// Read under the lock, after every release of the idle resources: a
+	// time read before it could precede one, whose resource would seem
+	// released in the future, as one from another clock (see idleFor).
+	now := p.now()
+	// sweeping is set only while the sweep runs user code (Config.Close,
+	// HealthCheck, the hooks), or has taken what it will run it on: Close
+	// must not wait for that without bound. Set for a sweep with nothing
+	// to close or check, it made a Close with a done ctx that came then
+	// return ctx.Err(), though nothing was left to wait for, at random.
+	// (Cleared in a defer too, for a runtime.Goexit in user code.)
+	defer p.userCodeDone()
 	keep := p.idle[:0]
 	for _, r := range p.idle {
 		if reason := p.expiry(r, now); reason != 0 {
@@ -473,20 +522,33 @@ func (p *Pool[T]) sweep(ctx context.Context) {
 	clear(p.idle[len(keep):])
 	p.idle = keep
 	p.fillLocked()
+	p.sweeping = len(expired) > 0
 	p.q.Unlock()
 
-	p.closeValues(expired)
+	if len(expired) > 0 {
+		p.closeValues(expired)
+		p.userCodeDone()
+	}
 	for _, r := range due {
-		if !p.takeForCheck(r, now) {
+		if !p.takeForCheck(r) {
 			if p.isClosed() {
 				break // no more checks on values about to be closed
 			}
 			continue
 		}
 		p.sweepCheck(ctx, r)
+		p.userCodeDone()
 	}
 
 	p.topUp()
+}
+
+// userCodeDone tells Close that the sweep runs no user code now, and will
+// run none before it sees the pool closed (see takeForCheck).
+func (p *Pool[T]) userCodeDone() {
+	p.q.Lock()
+	p.sweeping = false
+	p.q.Unlock()
 }
 
 // topUp makes resources until MinIdle are idle or being made, or the pool
@@ -548,15 +610,17 @@ func (p *Pool[T]) isClosed() bool {
 }
 
 // takeForCheck takes r out of the idle resources for the sweep's check, if
-// it is still idle, still due at now (an Acquire may have taken it, and
+// it is still idle, still due (an Acquire may have taken it, and
 // used it, or checked it, since the sweep looked), and the pool is open. It
 // is then counted as in use, so that MaxSize and Close account for it. Close
 // does not take it from the sweep, even when it gives up waiting: the
 // check's end hands it back, and it is closed then.
-func (p *Pool[T]) takeForCheck(r *Resource[T], now int64) bool {
+func (p *Pool[T]) takeForCheck(r *Resource[T]) bool {
 	p.q.Lock()
 	defer p.q.Unlock()
-	if p.closed || r.state != stateIdle || idleFor(r, now) < int64(p.cfg.HealthCheckSkip) {
+	// The sweep's time is stale by the checks made since: read again,
+	// under the lock (see idleFor).
+	if p.closed || r.state != stateIdle || idleFor(r, p.now()) < int64(p.cfg.HealthCheckSkip) {
 		return false
 	}
 	// The resources due are the least recently used: near the front.
@@ -567,5 +631,6 @@ func (p *Pool[T]) takeForCheck(r *Resource[T], now int64) bool {
 	p.idle = slices.Delete(p.idle, i, i+1)
 	r.state = stateChecked
 	p.inUse++
+	p.sweeping = true // its check is user code (see sweep)
 	return true
 }

@@ -99,7 +99,8 @@ type Stats struct {
 //   - A pool with background work (MinIdle, HealthCheck, MaxIdleTime,
 //     MaxLifetime or HealthCheckPeriod set) runs it in a goroutine started by
 //     New, in New's bubble or outside any. Made inside a bubble, it must be
-//     closed there: the bubble cannot end while that goroutine runs. Made
+//     closed there: the bubble cannot end while that goroutine runs (a Close
+//     again after the bubble, a deferred one say, returns at once). Made
 //     outside, that goroutine must not wake a goroutine of a bubble: the
 //     runtime ends the program ("send on synctest channel from outside
 //     bubble") when it does. That happens only when a background health
@@ -111,10 +112,14 @@ type Stats struct {
 //     while that resource is out: the runtime refuses to stop a bubble's
 //     timer from outside.
 //
-// Times kept on one clock and read on another (a resource made outside a
-// bubble and found idle inside one, whose times seem far in the future
-// there) are taken as unknown: such a resource is past MaxLifetime and
-// MaxIdleTime if they are set, and due for its health check.
+// Times kept on one clock and read on another that seem in the future there
+// (a resource made outside a bubble and found idle inside one, whose clock
+// starts in 2000; or released in a bubble and found in the next one, whose
+// clock starts at the same instant, at an earlier virtual time) are taken as
+// unknown: such a resource is past MaxLifetime and MaxIdleTime if they are
+// set, and due for its health check. Found in the next bubble at a later
+// virtual time, it is taken as idle, and as old, for the difference of the
+// two virtual times: no clock tells the bubbles apart.
 type Pool[T any] struct {
 	_   nocopy.NoCopy
 	cfg Config[T]
@@ -145,9 +150,15 @@ type Pool[T any] struct {
 	making  int // calls to New under way
 	closing int // calls to Config.Close under way: they still count against MaxSize
 	closed  bool
-	// sweeping is set while the maintainer sweeps, and may run user code.
+	// sweeping is set while the maintainer's sweep runs user code, or has
+	// taken the resources it will run it on (see sweep).
 	sweeping bool
 	live     map[*Resource[T]]struct{} // every resource made and not yet closed
+
+	// ended is set once the maintainer has closed stopped: a Close then
+	// need not look at the channel, which may belong to a synctest bubble
+	// that has ended (see Close).
+	ended bool
 
 	// cancels cancel the contexts of the calls to New under way and of the
 	// background health checks (see closable); Close calls them.

@@ -828,6 +828,9 @@ func TestHammerPool(t *testing.T) {
 		s := p.Stats()
 		require.LessOrEqual(t, s.Total, maxSize)
 		require.NoError(t, p.Close(t.Context()))
+		// Close does not wait for the goroutine of a call to New to tell
+		// OnCreate (see Hooks): the hooks are counted once it has.
+		synctest.Wait()
 		// The counters match what the callers saw, and every resource made
 		// is closed under one of the Closed counters.
 		s = p.Stats()
