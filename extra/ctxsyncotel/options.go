@@ -152,8 +152,8 @@ func applyOptions(opts []Option) (*config, error) {
 	for _, kv := range c.attrs {
 		// An empty key is no attribute (KeyValue.Valid): the SDK keeps
 		// it, and a back end refuses it, a Prometheus label above all.
-		if !kv.Valid() {
-			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute with an empty key (value %s)", kv.Value.Emit())
+		if !kv.Key.Defined() {
+			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute with an empty key (value %s)", kv.Value.String())
 		}
 		if !utf8.ValidString(string(kv.Key)) || !validUTF8(kv.Value) {
 			return nil, fmt.Errorf("ctxsyncotel: WithAttributes: attribute %q=%s is not UTF-8", kv.Key, kv.Value.String())
