@@ -52,3 +52,84 @@ func TestReviewFx13b_FailedObserveAfterTheOneBeforeEndedLeavesTheOldestReporting
 		t.Errorf("ctxsync.semaphore.available = %d, want 3 (X's)", got)
 	}
 }
+
+// gapProvider gives Meters whose registrations, once unregistered from the
+// SDK, call after: a collection at that moment.
+type gapProvider struct {
+	metric.MeterProvider
+	after func()
+}
+
+func (p *gapProvider) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	return &gapMeter{Meter: p.MeterProvider.Meter(name, opts...), p: p}
+}
+
+type gapMeter struct {
+	metric.Meter
+	p *gapProvider
+}
+
+func (m *gapMeter) RegisterCallback(f metric.Callback, insts ...metric.Observable) (metric.Registration, error) {
+	reg, err := m.Meter.RegisterCallback(f, insts...)
+	if err != nil {
+		return nil, err
+	}
+	return &gapRegistration{Registration: reg, p: m.p}, nil
+}
+
+type gapRegistration struct {
+	metric.Registration
+	p *gapProvider
+}
+
+func (r *gapRegistration) Unregister() error {
+	err := r.Registration.Unregister()
+	if f := r.p.after; f != nil {
+		r.p.after = nil
+		f()
+	}
+	return err
+}
+
+// TestReviewFx13b_UnregisterLeavesNoGap pins a defect: of two registrations
+// under one series, the one made last reports; its Unregister took its
+// callback out of the SDK first, and only then handed the series back to
+// the one made before. A collection between the two found the series
+// reported by neither: the semaphore vanished from that export (a
+// Prometheus scrape through the OpenTelemetry exporter drops the series, a
+// push exporter sends a gap), at every reload that ends a registration.
+// Handed back first, the series is reported by the earlier registration
+// alone, the later one's callback, until it is gone, reporting nothing.
+func TestReviewFx13b_UnregisterLeavesNoGap(t *testing.T) {
+	r := sdkmetric.NewManualReader()
+	sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	defer sdk.Shutdown(context.Background())
+	p := &gapProvider{MeterProvider: sdk}
+	opt := ctxsyncotel.WithMeterProvider(p)
+	x, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(3), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Unregister()
+	b, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(7), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := collect(t, r).point(t, "ctxsync.semaphore.available", ctxsyncotel.SemaphoreNameKey.String("s")); got != 7 {
+		t.Fatalf("ctxsync.semaphore.available = %d, want 7 (the registration made last)", got)
+	}
+	var n int
+	var got int64
+	p.after = func() {
+		c := collect(t, r)
+		if n = c.points("ctxsync.semaphore.available"); n == 1 {
+			got = c.point(t, "ctxsync.semaphore.available", ctxsyncotel.SemaphoreNameKey.String("s"))
+		}
+	}
+	if err := b.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || got != 3 {
+		t.Errorf("collected during the Unregister: %d points of ctxsync.semaphore.available (value %d), want 1 of 3 (the registration still in force)", n, got)
+	}
+}
