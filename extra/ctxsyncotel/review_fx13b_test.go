@@ -143,3 +143,48 @@ func TestReviewFx13b_UnregisterLeavesNoGap(t *testing.T) {
 		t.Errorf("collected during the Unregister: %d points of ctxsync.semaphore.available (value %d), want 1 of 3 (the registration still in force)", n, got)
 	}
 }
+
+// TestReviewFx13b_FailedObserveWatchAfterTheOneBeforeEnded is the test above
+// for an Observe function with a counter: the registration still in force
+// reports the Watch's version again, and the counter does not fall.
+func TestReviewFx13b_FailedObserveWatchAfterTheOneBeforeEnded(t *testing.T) {
+	r := sdkmetric.NewManualReader()
+	sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	defer sdk.Shutdown(context.Background())
+	p := &refusingProvider{MeterProvider: sdk}
+	opt := ctxsyncotel.WithMeterProvider(p)
+	wx, wa, wb := ctxsync.NewWatch(0), ctxsync.NewWatch(0), ctxsync.NewWatch(0)
+	wx.Store(1) // version 2
+	for range 4 {
+		wa.Store(1) // version 5
+	}
+	x, err := ctxsyncotel.ObserveWatch("w", wx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Unregister()
+	key := ctxsyncotel.WatchNameKey.String("w")
+	before := collect(t, r).point(t, "ctxsync.watch.version", key)
+	a, err := ctxsyncotel.ObserveWatch("w", wa, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := collect(t, r).point(t, "ctxsync.watch.version", key)
+	p.refuse = true
+	p.during = func() {
+		if err := a.Unregister(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ctxsyncotel.ObserveWatch("w", wb, opt); err == nil {
+		t.Fatal("ObserveWatch with a refusing Meter succeeded")
+	}
+	wx.Store(2) // version 3: one more for X
+	c := collect(t, r)
+	if n := c.points("ctxsync.watch.version"); n != 1 {
+		t.Fatalf("ctxsync.watch.version has %d points, want 1 (X's, the one in force); before %d, %d", n, before, mid)
+	}
+	if got := c.point(t, "ctxsync.watch.version", key); got != mid+1 {
+		t.Errorf("ctxsync.watch.version = %d, want %d (what it was, and X's new version)", got, mid+1)
+	}
+}
