@@ -122,7 +122,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	// ctx ends. Only a panic of HealthCheck itself closes r.
 	cctx, cancel := p.checkCtx(ctx, r)
 	err := p.runCheck(cctx, cancel, r)
-	cerr := p.errAfterCheck(ctx, cancel, r) // before the lock: the caller's code
+	cerr := p.errAfterCheck(ctx, cancel, r, err) // before the lock: the caller's code
 	p.q.Lock()
 	switch {
 	case p.closed:
@@ -213,14 +213,22 @@ func (p *Pool[T]) runCheck(ctx context.Context, cancel context.CancelFunc, r *Re
 }
 
 // errAfterCheck cancels the ctx of the check of r, then returns ctx.Err(),
-// once the check is over. Both run the caller's code (the cancel looks at
-// the caller's ctx, to leave it): if either panics, r goes back, as for a
-// caller whose ctx ended during the check, so that the panic goes on to
-// the caller with nothing kept. (A function of its own: see closeFailed.)
-func (p *Pool[T]) errAfterCheck(ctx context.Context, cancel context.CancelFunc, r *Resource[T]) error {
+// once the check is over: checkErr is what it found. Both run the caller's
+// code (the cancel looks at the caller's ctx, to leave it): if either
+// panics, r goes back, as for a caller whose ctx ended during the check, so
+// that the panic goes on to the caller with nothing kept; unless the check
+// failed. Then r is closed for it: the check's verdict is known, and
+// whether the caller's ctx ended is not (it panicked); given back, a broken
+// r would go to the next waiter, which takes what it is handed unchecked.
+// (A function of its own: see closeFailed.)
+func (p *Pool[T]) errAfterCheck(ctx context.Context, cancel context.CancelFunc, r *Resource[T], checkErr error) error {
 	looked := false
 	defer func() {
-		if !looked {
+		switch {
+		case looked:
+		case checkErr != nil:
+			p.checkFailed(r, checkErr)
+		default:
 			p.giveBack(r)
 		}
 	}()
@@ -246,6 +254,13 @@ func (p *Pool[T]) giveBack(r *Resource[T]) {
 // checkPanicked closes r, whose HealthCheck at Acquire panicked: a check
 // that does not return has not passed. The panic then goes on to the caller.
 func (p *Pool[T]) checkPanicked(r *Resource[T]) {
+	p.checkFailed(r, errHealthCheckPanicked)
+}
+
+// checkFailed closes r, whose HealthCheck at Acquire failed with err, and
+// tells Hooks.OnHealthCheckFail, on a path where the caller's code panics
+// (see checkPanicked and errAfterCheck). The lock must not be held.
+func (p *Pool[T]) checkFailed(r *Resource[T], err error) {
 	p.q.Lock()
 	p.stats.AcquireCount--
 	if p.closed {
@@ -255,7 +270,7 @@ func (p *Pool[T]) checkPanicked(r *Resource[T]) {
 		p.fillLocked()
 	}
 	p.q.Unlock()
-	p.closeFailed(r, errHealthCheckPanicked)
+	p.closeFailed(r, err)
 }
 
 // errHealthCheckPanicked is what Hooks.OnHealthCheckFail is told of a

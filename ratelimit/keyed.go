@@ -25,11 +25,12 @@ type KeyedConfig struct {
 
 	// MaxKeys caps the number of keys; 0 means 100 000. When a new key would
 	// exceed it, the least recently used of a sample of keys is evicted even
-	// if it is not idle, so that rotating keys cannot exhaust memory. The cap
-	// is split between the shards, each of which evicts on its own, so a new
-	// key may evict another of its shard while other shards have room. Keys
-	// with goroutines in their WaitN are spared, so the cap may be passed by
-	// as many keys as there are goroutines waiting.
+	// if it is not idle (as many of the sample as it takes to bring the
+	// shard back to its cap), so that rotating keys cannot exhaust memory.
+	// The cap is split between the shards, each of which evicts on its own,
+	// so a new key may evict another of its shard while other shards have
+	// room. Keys with goroutines in their WaitN are spared, so the cap may be
+	// passed by as many keys as there are goroutines waiting.
 	MaxKeys int
 }
 
@@ -227,14 +228,19 @@ func (k *Keyed[K, L]) insert(s *keyedShard[K, L], key K, now int64, wait bool) *
 	return e
 }
 
-// evictLocked removes idle keys from a sample of the shard, and if the shard
-// is still full, the least recently used of the sample. A sample keeps the
-// cost of an insertion constant whatever the number of keys; Go's map
+// evictLocked removes idle keys from a sample of the shard, and while the
+// shard is still full, the least recently used of the sample. A sample keeps
+// the cost of an insertion constant whatever the number of keys; Go's map
 // iteration starts at a random place, so samples differ. s.mu must be held.
+//
+// The shard may be over its cap, not just full: the keys made while the
+// others were waited on are spared (see KeyedConfig.MaxKeys). Evicting one
+// key per new key would keep that excess once nobody waits, until the keys
+// were idle for the TTL; so as many as it takes go, of the sample.
 func (k *Keyed[K, L]) evictLocked(s *keyedShard[K, L], now int64) {
-	var lru K
-	oldest := int64(0)
-	found := false
+	var keys [keyedSample]K // the sample's keys that may go for the cap
+	var useds [keyedSample]int64
+	n := 0
 	seen := 0
 	for key, e := range s.entries {
 		if seen == keyedSample {
@@ -253,12 +259,19 @@ func (k *Keyed[K, L]) evictLocked(s *keyedShard[K, L], now int64) {
 			delete(s.entries, key)
 			continue
 		}
-		if !found || used < oldest {
-			lru, oldest, found = key, used, true
-		}
+		keys[n], useds[n] = key, used
+		n++
 	}
-	if len(s.entries) >= s.max && found {
-		delete(s.entries, lru)
+	for n > 0 && len(s.entries) >= s.max {
+		lru := 0
+		for i := 1; i < n; i++ {
+			if useds[i] < useds[lru] {
+				lru = i
+			}
+		}
+		delete(s.entries, keys[lru])
+		n--
+		keys[lru], useds[lru] = keys[n], useds[n]
 	}
 }
 

@@ -177,6 +177,14 @@ func (c *counters) observe(src any, live bool) (token uint64, undo func()) {
 			copy(c.last, last0)
 			copy(c.base, base0)
 		}
+		if live && c.liveOf(cur0) < 0 && len(c.live) > 0 {
+			// The registration counted before this one ended while
+			// this one was under way (its end left the counters to
+			// this one): left to it, the series would be reported by
+			// none of the registrations still in force. The newest of
+			// them takes over, as at the end of the one counted.
+			c.resumeNewestLocked()
+		}
 	}
 }
 
@@ -204,6 +212,13 @@ func (c *counters) ended(token uint64) {
 	if c.cur != token || len(c.live) == 0 {
 		return
 	}
+	c.resumeNewestLocked()
+}
+
+// resumeNewestLocked makes the newest registration in force, of which there
+// is one, the one counted, from the counts its source had when it was taken
+// over (see ended). c.mu must be held.
+func (c *counters) resumeNewestLocked() {
 	back := &c.live[len(c.live)-1]
 	c.cur = back.token
 	if back.last != nil && back.src != c.src {
