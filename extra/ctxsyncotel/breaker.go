@@ -205,8 +205,10 @@ func (m *BreakerMetrics) OnCall(next func(breaker.CallEvent)) func(breaker.CallE
 			// Deferred, so that the user's function runs once even if
 			// ours panics or calls runtime.Goexit (a Meter that breaks
 			// down, or a breaker with no name): a program that counts
-			// its own calls must not lose one to its metrics.
-			defer next(e)
+			// its own calls must not lose one to its metrics. In a
+			// closure, so that a recover called in the user's function
+			// cannot take our panic: it is not called by a deferred call.
+			defer func() { next(e) }()
 		}
 		o := m.named
 		if m.own != nil {
@@ -238,7 +240,7 @@ func (m *BreakerMetrics) OnStateChange(next func(from, to breaker.State, counts 
 	m.check()
 	return func(from, to breaker.State, counts breaker.Counts) {
 		if next != nil {
-			defer next(from, to, counts) // as OnCall's
+			defer func() { next(from, to, counts) }() // as OnCall's
 		}
 		o := m.named
 		if m.own != nil {

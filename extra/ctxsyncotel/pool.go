@@ -182,8 +182,10 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 			// Deferred, so that the user's hook runs once even if ours
 			// panics or calls runtime.Goexit (a Meter that breaks down,
 			// or a pool with no name): a program that counts its own
-			// events must not lose one to its metrics.
-			defer onAcquire(e)
+			// events must not lose one to its metrics. In a closure, so
+			// that a recover called in the user's hook cannot take our
+			// panic: it is not called by a deferred call.
+			defer func() { onAcquire(e) }()
 		}
 		o := m.named
 		if m.own != nil {
@@ -200,7 +202,7 @@ func (m *PoolMetrics) Hooks(next pool.Hooks) pool.Hooks {
 	}
 	h.OnCreate = func(e pool.CreateEvent) {
 		if onCreate != nil {
-			defer onCreate(e) // as OnAcquire's
+			defer func() { onCreate(e) }() // as OnAcquire's
 		}
 		o := m.named
 		if m.own != nil {

@@ -96,8 +96,9 @@ func (m *LimiterMetrics) OnWait(next func(time.Duration, error)) func(time.Durat
 		if next != nil {
 			// Deferred, so that the user's function runs once even if
 			// ours panics or calls runtime.Goexit (a Meter that breaks
-			// down).
-			defer next(d, err)
+			// down). In a closure, so that a recover called in the
+			// user's function cannot take our panic (see OnCall).
+			defer func() { next(d, err) }()
 		}
 		opts := m.taken
 		if err != nil {
