@@ -138,16 +138,22 @@ func NewBreakerMetrics(name string, opts ...Option) (*BreakerMetrics, error) {
 			return m.opts(name)
 		},
 		// The first name learned: count the changes of state held
-		// until now under it.
-		onFirst: func(o *breakerOpts) {
-			for i, n := range m.pending {
-				if n > 0 {
-					st := breaker.State(i)
-					if i == len(m.pending)-1 {
-						st = -1 // out of range: the "other" state
+		// until now under it. They are taken under the lock, which
+		// firstOpts holds as it holds a change, so that none is held
+		// after them; and counted after it, by the Meter, the user's
+		// code.
+		onFirst: func(o *breakerOpts) func() {
+			held := m.pending
+			clear(m.pending[:])
+			return func() {
+				for i, n := range held {
+					if n > 0 {
+						st := breaker.State(i)
+						if i == len(held)-1 {
+							st = -1 // out of range: the "other" state
+						}
+						m.changes.Add(context.Background(), n, o.state(st)...)
 					}
-					m.changes.Add(context.Background(), n, o.state(st)...)
-					m.pending[i] = 0
 				}
 			}
 		},

@@ -24,8 +24,9 @@ type byName[V any] struct {
 	mu     sync.Mutex                   // serializes the making of entries
 	make   func(name string) V          // checks name, and makes its entry
 	// onFirst, if not nil, is called with the first entry once it is
-	// stored, with mu held.
-	onFirst func(V)
+	// stored, with mu held; what it returns, if not nil, is called once mu
+	// is released: the part that runs the user's code (a Meter's Add).
+	onFirst func(V) func()
 }
 
 type named[V any] struct {
@@ -47,6 +48,14 @@ func (c *byName[V]) slow(name string) V {
 			return v
 		}
 	}
+	var after func()
+	defer func() {
+		// After the unlock below, deferred after it: the user's code
+		// runs with no lock held, and may call back into the metrics.
+		if after != nil {
+			after()
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock() // make panics on a bad name: the cache stays as it was
 	f := c.first.Load()
@@ -63,7 +72,7 @@ func (c *byName[V]) slow(name string) V {
 	if f == nil {
 		c.first.Store(&named[V]{name, v})
 		if c.onFirst != nil {
-			c.onFirst(v)
+			after = c.onFirst(v)
 		}
 		return v
 	}
