@@ -24,8 +24,8 @@ type fx13aWaiter struct {
 // processor, so that waiters whose ctx was cancelled do not run again until
 // the script lets them: cancellations, Releases (whole, or split into the Add
 // and the hand-off that a Release makes, with others in between), TryAcquire,
-// and fast-path Acquires, before and after the waiters' own cancel paths
-// run. A model of the free permits and the FIFO queue of live waiters says
+// Acquires (whole, or split between the Add that counts them waiting and the
+// rest), before and after the waiters' own cancel paths run. A model of the free permits and the FIFO queue of live waiters says
 // what TryAcquire and Available must show right after each call; at the end,
 // every permit is given back and counted once.
 func TestSemaphoreDroppedWaitersInterleaved(t *testing.T) {
@@ -59,6 +59,10 @@ func fx13aSemaphoreScript(t *testing.T, r *rand.Rand, bounded bool) {
 	var all []*fx13aWaiter
 	var pending []int64 // Releases whose Add has landed and whose hand-off has not
 	loose := false      // a cancellation raced a pending hand-off: only the end is checked
+	counted := 0        // Acquires whose Add has landed, counting them waiting, and which have not gone on yet
+	// One script in two splits Acquires between their Add and the rest; the
+	// others keep the model strict throughout.
+	splits := r.IntN(2) == 0
 
 	handOver := func() {
 		for free > 0 && len(queue) > 0 {
@@ -93,6 +97,9 @@ func fx13aSemaphoreScript(t *testing.T, r *rand.Rand, bounded bool) {
 	for step := range 40 {
 		what := fmt.Sprintf("step %d", step)
 		op := r.IntN(8)
+		if splits && r.IntN(10) == 0 {
+			op = 8 + r.IntN(2)
+		}
 		s.q.Lock()
 		owed, n := s.owed, s.q.Len()
 		s.q.Unlock()
@@ -177,10 +184,33 @@ func fx13aSemaphoreScript(t *testing.T, r *rand.Rand, bounded bool) {
 			}
 		case 7: // everybody runs
 			settleAll(what)
+		case 8: // an Acquire's Add lands; the rest of it runs later
+			loose = true // where it stands in the queue is up to the race
+			if s.state.Add(-1) >= 0 {
+				held++ // the fast path's take
+			} else {
+				counted++
+			}
+		case 9: // the rest of such an Acquire runs
+			if counted == 0 {
+				continue
+			}
+			counted--
+			ctx, cancel := context.WithCancel(context.Background())
+			w := &fx13aWaiter{cancel: cancel, res: make(chan error, 1)}
+			all = append(all, w)
+			go func() { w.res <- s.acquireSlow(ctx) }()
+			settleAll(what + ": the rest of an Acquire")
 		}
 	}
 	for _, c := range pending {
 		s.handOff(c)
+	}
+	for range counted {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &fx13aWaiter{cancel: cancel, res: make(chan error, 1)}
+		all = append(all, w)
+		go func() { w.res <- s.acquireSlow(ctx) }()
 	}
 	for _, w := range all {
 		w.gone = true
