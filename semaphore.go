@@ -270,9 +270,9 @@ func (s *Semaphore) deliverLocked() {
 		dropped := n - s.q.Len()
 		if w != nil {
 			// Serve the oldest waiter before settling those Front passed
-			// over: their leaving may free a permit (see leaveLocked),
-			// and it must not be free while w is queued without one, for
-			// a newcomer to take ahead of it.
+			// over: their leaving may free a permit and have ours dropped
+			// (see leaveLocked), and w would then wait for another
+			// Release's hand-off, its permit lying free meanwhile.
 			s.q.Grant(w, struct{}{})
 			s.leaveDroppedLocked(dropped)
 			return
