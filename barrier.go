@@ -363,6 +363,13 @@ func (b *Barrier) Abort() {
 // Broken reports whether the barrier is broken. A party of the round that
 // gathers parties whose ctx has ended breaks it, and Broken sees that at once,
 // without waiting for that party's Wait to return.
+//
+// To see that, Broken looks at the Done channel of every party waiting, so
+// it is not a look from afar in a testing/synctest bubble: while parties wait
+// inside a bubble, a call of Broken from outside the bubble is a fatal error
+// of the Go runtime, as a Wait, Reset or Abort from there is (see "Testing
+// with synctest" in the package documentation). Its cost grows with the
+// number of parties waiting.
 func (b *Barrier) Broken() bool {
 	b.q.Lock()
 	defer b.q.Unlock()

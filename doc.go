@@ -117,7 +117,9 @@
 // Notify or Reset made outside the bubble then is fatal, even one that frees
 // too little to wake anyone, since it looks at the waiters' channels to skip
 // those whose ctx has ended (sync.Mutex, which parks without a channel, allows
-// it, and so does not make the waiter durably blocked). For the same reason, a
+// it, and so does not make the waiter durably blocked). Barrier.Broken, though
+// a look, is fatal from outside too: it reads the parties' channels to break a
+// round one of whom has given up. For the same reason, a
 // channel that Event.Done returns inside a bubble belongs to that bubble:
 // until the next Clear, that Event must not be Set or waited for outside it;
 // and one that it returns outside every bubble belongs to none, so that until

@@ -267,26 +267,38 @@ func (s *Semaphore) deliverLocked() {
 		}
 		n := s.q.Len()
 		w := s.q.Front()
-		if dropped := n - s.q.Len(); dropped > 0 {
-			// Front passed over waiters whose ctx has ended. Take them out
-			// of the count now, not when their goroutines next run: until
-			// then the permit, had it no other taker, would sit owed to
-			// one of them, neither free nor granted, and TryAcquire and
-			// Available would miss it. Their leaving may put a permit back
-			// or leave ours to be dropped (see owed): look again.
-			for range dropped {
-				s.leaveLocked()
-			}
-			continue
-		}
+		dropped := n - s.q.Len()
 		if w != nil {
+			// Serve the oldest waiter before settling those Front passed
+			// over: their leaving may free a permit and have ours dropped
+			// (see leaveLocked), and w would then wait for another
+			// Release's hand-off, its permit lying free meanwhile.
 			s.q.Grant(w, struct{}{})
+			s.leaveDroppedLocked(dropped)
 			return
 		}
-		// Nobody queued: the permit is owed to a goroutine counted and not
-		// yet queued.
-		s.owed++
-		return
+		if dropped == 0 {
+			// Nobody queued: the permit is owed to a goroutine counted
+			// and not yet queued.
+			s.owed++
+			return
+		}
+		// Front passed over waiters whose ctx has ended, and found nobody
+		// else. Their leaving may put a permit back or leave ours to be
+		// dropped (see owed): look again.
+		s.leaveDroppedLocked(dropped)
+	}
+}
+
+// leaveDroppedLocked takes out of the count the n waiters that Front has
+// just passed over, their ctx having ended: now, not when their goroutines
+// next run. Until then a permit, had it no other taker, would sit owed to
+// one of them, neither free nor granted, and TryAcquire and Available would
+// miss it. Their own cancel paths find them settled (see acquireSlow). s.q
+// must be locked.
+func (s *Semaphore) leaveDroppedLocked(n int) {
+	for range n {
+		s.leaveLocked()
 	}
 }
 
