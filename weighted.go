@@ -286,6 +286,7 @@ func (w *Weighted) TryAcquire(n int64) bool {
 	if w.checkRequest(n) != nil {
 		return false
 	}
+	looked := false
 	for {
 		s := w.state.Load()
 		if s&weightedResizing != 0 {
@@ -294,8 +295,25 @@ func (w *Weighted) TryAcquire(n int64) bool {
 			s = w.state.Load()
 			w.q.Unlock()
 		}
-		if s&weightedWaiters != 0 || s>>weightedShift < n {
+		if s>>weightedShift < n {
 			return false
+		}
+		if s&weightedWaiters != 0 {
+			// The units are free, yet someone is queued: a waiter at the
+			// head that needs more, whom we must not overtake; or waiters
+			// whose ctx has ended, who hold the flag until their
+			// goroutines run again. Look once, if the lock is free (a
+			// TryAcquire does not wait): the look drops those, grants
+			// whoever fits, and clears the flag if nobody is left.
+			if looked || !w.q.TryLock() {
+				return false
+			}
+			looked = true
+			if w.state.Load()&weightedWaiters != 0 {
+				w.notifyLocked()
+			}
+			w.q.Unlock()
+			continue
 		}
 		if w.state.CompareAndSwap(s, s-n<<weightedShift) {
 			return true
