@@ -119,7 +119,10 @@
 // those whose ctx has ended (sync.Mutex, which parks without a channel, allows
 // it, and so does not make the waiter durably blocked). Barrier.Broken, though
 // a look, is fatal from outside too: it reads the parties' channels to break a
-// round one of whom has given up. For the same reason, a
+// round one of whom has given up. So is a Weighted's TryAcquire that finds
+// the units it asks for free while someone is queued: it looks at the queue
+// to skip waiters whose ctx has ended, and grants whoever fits before it
+// takes. For the same reason, a
 // channel that Event.Done returns inside a bubble belongs to that bubble:
 // until the next Clear, that Event must not be Set or waited for outside it;
 // and one that it returns outside every bubble belongs to none, so that until

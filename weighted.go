@@ -282,6 +282,12 @@ func (w *Weighted) keep(ctx context.Context, n int64) (err error) {
 // A goroutine whose Acquire is finding that its units are not all free counts,
 // for that moment, as waiting: TryAcquire may fail then, as it would behind a
 // queued waiter, even if that goroutine then returns to try again later.
+//
+// A TryAcquire that finds its units free while someone is queued looks at
+// the queue, as a Release does, to skip the waiters whose ctx has ended and
+// serve those that fit: like a Release, it must not be made outside a
+// testing/synctest bubble while a goroutine inside waits (see the package
+// doc).
 func (w *Weighted) TryAcquire(n int64) bool {
 	if w.checkRequest(n) != nil {
 		return false

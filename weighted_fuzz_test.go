@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // weightedModel is what a Weighted should be: a capacity, the units held, and
@@ -59,8 +60,23 @@ func FuzzWeightedModel(f *testing.F) {
 	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 4, 3, 1, 3, 1})
 	f.Add(uint8(10), uint8(0), []byte{0, 10, 0, 10, 4, 9})
 	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 3, 3, 1})
+	// A cancel of the head, then at once TryAcquire: past it (128|0, then
+	// 128|2<<2), and, with a live waiter behind it that does not fit, not past
+	// that one.
+	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 5, 5, 128 | 2<<2})
+	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 5, 0, 9, 5, 128 | 1<<2})
+	f.Add(uint8(10), uint8(0), []byte{0, 6, 0, 5, 0, 2, 5, 128 | 2<<2})
 	f.Fuzz(func(t *testing.T, capB, scaleB uint8, script []byte) {
 		scale := []int64{1, 1 << 31, 1 << 33, 1 << 50}[scaleB%4]
+		for i := 0; i+1 < len(script); i += 2 {
+			if script[i]%6 == 5 && script[i+1]&0x80 != 0 {
+				// A TryAcquire right after a cancel (below): the waiter's
+				// goroutine must not run between the two, or it may hold
+				// the lock that TryAcquire's look tries.
+				testutil.OneProcessor(t)
+				break
+			}
+		}
 		synctest.Test(t, func(t *testing.T) {
 			m := &weightedModel{cap: int64(capB%16) * scale}
 			w := ctxsync.NewWeighted(m.cap)
@@ -117,6 +133,22 @@ func FuzzWeightedModel(f *testing.F) {
 					m.queue[i].w.cancel()
 					m.remove(i, context.Canceled)
 					m.grant()
+					if arg&0x80 == 0 {
+						break
+					}
+					// At once, before the waiter's goroutine runs again: its
+					// ctx has ended, so it counts as gone (TryAcquire looks
+					// at the queue), and whoever fits behind it is served
+					// before TryAcquire, which never overtakes a live one.
+					k := (arg & 0x7f) >> 2 % 18 * scale
+					if k > m.cap && !m.resized {
+						break
+					}
+					want := k <= m.cap && len(m.queue) == 0 && k <= m.free()
+					require.Equal(t, want, w.TryAcquire(k), "TryAcquire(%d) after a cancel, with %d of %d held, %d queued", k, m.held, m.cap, len(m.queue))
+					if want {
+						m.held += k
+					}
 				}
 				synctest.Wait()
 
