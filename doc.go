@@ -122,12 +122,11 @@
 // round one of whom has given up. So is a Weighted's TryAcquire that finds
 // the units it asks for free while someone is queued: it looks at the queue
 // to skip waiters whose ctx has ended, and grants whoever fits before it
-// takes. For the same reason, a
-// channel that Event.Done returns inside a bubble belongs to that bubble:
-// until the next Clear, that Event must not be Set or waited for outside it;
-// and one that it returns outside every bubble belongs to none, so that until
-// the next Clear a Wait in a bubble is not durably blocked on it, and stops the
-// bubble's clock until the next Set.
+// takes. For the same reason, a channel that Event.Done returns inside a
+// bubble belongs to that bubble: until the next Clear, that Event must not be
+// Set or waited for outside it; and one that it returns outside every bubble
+// belongs to none, so that until the next Clear a Wait in a bubble is not
+// durably blocked on it, and stops the bubble's clock until the next Set.
 // Use a primitive from one bubble at a time, or from outside all of them, as
 // you would a channel.
 //
