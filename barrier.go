@@ -117,8 +117,11 @@ func NewBarrier(parties int, action func() error) *Barrier {
 // party whose ctx ends while the action runs returns ctx.Err() without
 // breaking the barrier. The last party of a complete round is the exception
 // when it must wait for the action of an earlier round: if its ctx ends first,
-// its round's action never runs, so the barrier breaks. A ctx that is already
-// done fails at once, without arriving.
+// its round's action never runs, so the barrier breaks. If its ctx ends just
+// as the earlier action returns, it may run its own round's action all the
+// same: a party handed its turn as its ctx ends keeps the turn, as a grant
+// that races a cancellation is kept everywhere in the package. A ctx that is
+// already done fails at once, without arriving.
 //
 // The action may call Parties, Waiting, Broken, Reset and Abort. It must not
 // call Wait: a Wait from the action arrives in the next round, which cannot

@@ -24,8 +24,11 @@ var ErrReleasedTooManyTimes = errors.New("ctxsync: BoundedSemaphore released too
 // concurrent use by multiple goroutines.
 //
 // Waiters are served first in, first out: Release hands its permit straight to
-// the oldest waiter, and neither Acquire nor TryAcquire takes a permit while a
-// queued goroutine is still without one.
+// the oldest waiter that no earlier Release has promised one, and neither
+// Acquire nor TryAcquire takes a permit while a queued goroutine is without
+// one or the promise of one. (A permit promised by a Release still on its way
+// to the waiter is that waiter's: a later Release's permit, free meanwhile,
+// may go to a newcomer.)
 //
 // In the terminology of the Go memory model, a call to Release is synchronized
 // before the return of the Acquire or TryAcquire that takes its permit.
@@ -234,9 +237,10 @@ func (s *Semaphore) TryAcquire() bool {
 	}
 }
 
-// Release gives a permit back. If goroutines are waiting, the oldest one takes
-// it. A Release without a matching Acquire raises the count; Release panics if
-// that would carry the count past math.MaxInt64.
+// Release gives a permit back. If goroutines are waiting, the oldest one that
+// no earlier Release has promised a permit takes it. A Release without a
+// matching Acquire raises the count; Release panics if that would carry the
+// count past math.MaxInt64.
 func (s *Semaphore) Release() {
 	if c := s.state.Add(1); c <= 0 {
 		s.handOff(c)
@@ -379,8 +383,8 @@ func (b *BoundedSemaphore) Acquire(ctx context.Context) error { return b.s.Acqui
 // whether it did. It never waits.
 func (b *BoundedSemaphore) TryAcquire() bool { return b.s.TryAcquire() }
 
-// Release gives a permit back. If goroutines are waiting, the oldest one takes
-// it.
+// Release gives a permit back. If goroutines are waiting, the oldest one that
+// no earlier Release has promised a permit takes it.
 //
 // Release panics with an error matching ErrReleasedTooManyTimes if the count is
 // already at its initial value.

@@ -179,7 +179,9 @@ func (c *Collector) ownBreakerOnCall() func(breaker.CallEvent) {
 // JoinOnCall returns an OnCall that calls each of fs that is not nil, in
 // order; nil if there is none. If one panics or calls runtime.Goexit, those
 // after it are called all the same, once, and the panic then goes on (as
-// the last one, if another panics too).
+// the last one, if another panics too). A later one that calls
+// runtime.Goexit ends the goroutine instead, and an earlier one's panic is
+// lost, as Go's deferred calls lose it.
 func JoinOnCall(fs ...func(breaker.CallEvent)) func(breaker.CallEvent) {
 	var set []func(breaker.CallEvent)
 	for _, f := range fs {

@@ -177,7 +177,9 @@ func (c *Collector) ownPoolHooks() pool.Hooks {
 // for has none in the result, so that it costs the pool nothing. If a hook
 // panics or calls runtime.Goexit, those after it are called all the same,
 // once, and the panic then goes on (as the last one, if another hook
-// panics too).
+// panics too). A later hook that calls runtime.Goexit ends the goroutine
+// instead, and an earlier hook's panic is lost, as Go's deferred calls lose
+// it.
 func JoinPoolHooks(hooks ...pool.Hooks) pool.Hooks {
 	var j pool.Hooks
 	var release []func()
