@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/pool"
@@ -57,4 +59,25 @@ func TestClosedIsNotRetried(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestHedgedClosedEndsTheCall: a hedged copy that meets a closed Queue ends
+// the call at once, as a Permanent failure does, rather than leave the call
+// waiting for a copy still in flight that cannot do better.
+func TestHedgedClosedEndsTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := ctxsync.NewQueue[int](1)
+		q.Close()
+		var calls atomic.Int32
+		h := retry.Hedge{Delay: time.Millisecond, MaxHedges: 1, Budget: retry.NewBudget(1, 1e6)}
+		_, err := retry.DoHedged(t.Context(), h, func(ctx context.Context) (int, error) {
+			if calls.Add(1) == 1 {
+				<-ctx.Done() // the first copy hangs until the call ends
+				return 0, ctx.Err()
+			}
+			return q.Get(ctx)
+		})
+		require.ErrorIs(t, err, ctxsync.ErrClosed)
+		require.EqualValues(t, 2, calls.Load())
+	})
 }

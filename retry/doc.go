@@ -18,7 +18,8 @@
 // variable. Its zero value retries twice (three attempts in all) with full
 // jitter from 100ms doubling to 10s.
 //
-// What is retried: every error except those marked with Permanent and the
+// What is retried: every error except those marked with Permanent, the
+// ErrClosed of a ctxsync.Queue or a pool.Pool (neither opens again), and the
 // caller's own context errors (once the caller's ctx has ended, nothing is
 // retried). Policy.Retryable narrows that further. An attempt cut short by
 // Policy.AttemptTimeout is retried: the caller's ctx still has time.

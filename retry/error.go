@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/pool"
 )
 
 // Permanent marks err as not worth retrying: an attempt that returns it (or
@@ -21,15 +24,20 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// isPermanent reports whether Permanent marked err or an error it wraps.
+// isPermanent reports whether Permanent marked err or an error it wraps, or
+// whether err is or wraps the ErrClosed of a ctxsync.Queue or a pool.Pool:
+// neither opens again, so no later attempt could get past it.
 func isPermanent(err error) bool {
 	for e := err; e != nil; {
+		if e == ctxsync.ErrClosed || e == pool.ErrClosed {
+			return true
+		}
 		switch x := e.(type) {
 		case *permanentError:
 			return true
 		case interface{ As(any) bool }, interface{ Unwrap() []error }:
 			var p *permanentError
-			return errors.As(err, &p)
+			return errors.As(err, &p) || errors.Is(err, ctxsync.ErrClosed) || errors.Is(err, pool.ErrClosed)
 		case interface{ Unwrap() error }:
 			e = x.Unwrap()
 			continue

@@ -89,9 +89,10 @@ func (h Hedge) Validate() error {
 // DoHedged calls fn, and again each h.Delay that no attempt has succeeded,
 // up to h.MaxHedges more times, while h.Budget allows; it returns the value
 // of the first attempt to succeed and cancels the ctxs of the others, whose
-// results are dropped. A failure ends the call when it is marked Permanent,
-// or when no other attempt is in flight: DoHedged then returns the error of
-// the attempt that failed last, with its value, as fn returned them.
+// results are dropped. A failure ends the call when it is marked Permanent
+// (or is a closed Queue's or Pool's ErrClosed: see the package doc), or when
+// no other attempt is in flight: DoHedged then returns the error of the
+// attempt that failed last, with its value, as fn returned them.
 // Hedging is for slowness; to try again after a failure, call DoHedged from
 // Do.
 //

@@ -18,9 +18,10 @@ const NoLimit = -1
 // and copy it freely, even while it is in use. The zero value of every field
 // means its documented default, so the zero Policy makes at most 3 attempts,
 // waits between them with exponential backoff from 100ms doubling up to 10s
-// with full jitter, retries every error but Permanent ones and the caller's
-// own ctx errors, honours a RetryAfter() of up to 10s, and never starts a
-// wait that would end after ctx's deadline.
+// with full jitter, retries every error but Permanent ones, a closed Queue's
+// or Pool's ErrClosed and the caller's own ctx errors, honours a
+// RetryAfter() of up to 10s, and never starts a wait that would end after
+// ctx's deadline.
 //
 // Fields out of range are programming errors: Execute panics, with a
 // message that begins with "retry:" (Validate returns the same as an error,
@@ -82,8 +83,8 @@ type Policy struct {
 
 	// Retryable, if not nil, decides whether an attempt's error is worth
 	// another attempt. It is consulted only for errors that are neither
-	// Permanent nor the caller's own ctx errors: it cannot make those
-	// retryable. nil retries every such error. It runs in the caller's
+	// Permanent, nor a closed Queue's or Pool's ErrClosed, nor the caller's
+	// own ctx errors: it cannot make those retryable. nil retries every such error. It runs in the caller's
 	// goroutine, outside any lock; a panic in it reaches the caller.
 	Retryable func(error) bool
 
