@@ -2,15 +2,15 @@ package ctxsync
 
 import (
 	"context"
-	"errors"
 
+	"github.com/ctxsync/ctxsync/internal/closed"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
 // ErrClosed is returned by the queues' Put once they are closed, by their
 // Get once they are closed and drained, and by a Watch's Wait and Changes
 // once it is closed.
-var ErrClosed = errors.New("ctxsync: closed")
+var ErrClosed = closed.New("ctxsync: closed")
 
 // A queue's store (PriorityQueue's heap, Queue's ring) shrinks when a pop
 // leaves it a quarter full, but not below storeMinShrink items.

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
+	"github.com/ctxsync/ctxsync/internal/closed"
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
 // ErrClosed is returned by Acquire once the pool is closed.
-var ErrClosed = errors.New("pool: closed")
+var ErrClosed = closed.New("pool: closed")
 
 // ErrBroken marks an error that leaves a resource broken: a function given to
 // With that returns an error wrapping it (errors.Is) has its resource closed

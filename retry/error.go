@@ -5,8 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ctxsync/ctxsync"
-	"github.com/ctxsync/ctxsync/pool"
+	"github.com/ctxsync/ctxsync/internal/closed"
 )
 
 // Permanent marks err as not worth retrying: an attempt that returns it (or
@@ -29,15 +28,13 @@ func (e *permanentError) Unwrap() error { return e.err }
 // neither opens again, so no later attempt could get past it.
 func isPermanent(err error) bool {
 	for e := err; e != nil; {
-		if e == ctxsync.ErrClosed || e == pool.ErrClosed {
-			return true
-		}
 		switch x := e.(type) {
-		case *permanentError:
+		case *permanentError, *closed.Error:
 			return true
 		case interface{ As(any) bool }, interface{ Unwrap() []error }:
 			var p *permanentError
-			return errors.As(err, &p) || errors.Is(err, ctxsync.ErrClosed) || errors.Is(err, pool.ErrClosed)
+			var c *closed.Error
+			return errors.As(err, &p) || errors.As(err, &c)
 		case interface{ Unwrap() error }:
 			e = x.Unwrap()
 			continue
