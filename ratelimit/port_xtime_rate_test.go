@@ -30,6 +30,11 @@ package ratelimit_test
 //   - Time never goes backwards: AllowNAt judges a time before the clock's at
 //     the clock's, so TestLimiterJumpBackwards becomes "a stale t takes from
 //     the bucket as now does", and TestReserveJumpBack, ...Cancel likewise.
+//     Outside a bubble, even a t read a moment before the call is stale
+//     by then, so a schedule of AllowNAt(t0+k·d) runs a little behind the
+//     peer's; the cases sleep in a bubble to the peer's times instead.
+//   - TestLongRunningQPS: virtual time is exact, so the count is checked
+//     exactly, to the last call, within the peer's bounds.
 //   - Skipped: TestLimit (Limit's Inf constant), TestCancelTooLate,
 //     TestCancel0Tokens and TestCancel1Token (they cancel a reservation after
 //     or partly after its time: nothing of ours is held then),
@@ -74,14 +79,14 @@ func xrateRun(t *testing.T, b *ratelimit.TokenBucket, steps []xrateStep) {
 	}
 }
 
-// xrateWaitAt starts WaitN(ctx, n) in a goroutine, queued once synctest.Wait
-// returns, and returns a channel that gets its error and the ticks it took
-// from start.
+// xrateOutcome is how a WaitN ended: its error, and when, from the start.
 type xrateOutcome struct {
 	err   error
 	ticks time.Duration
 }
 
+// xrateWaitAt starts WaitN(ctx, n) in a goroutine, queued once synctest.Wait
+// returns, and returns a channel that gets its outcome, timed from start.
 func xrateWaitAt(ctx context.Context, b *ratelimit.TokenBucket, n int, start time.Time) <-chan xrateOutcome {
 	ch := make(chan xrateOutcome, 1)
 	go func() {
