@@ -1,4 +1,4 @@
-package breaker
+package breaker_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/retry"
 )
 
@@ -25,8 +26,15 @@ import (
 // at which to look again: the opening's length, but at least a second.
 // Right: over ten seconds, a retry loop that honours it makes at most a
 // few attempts a second.
+// forcedRT is a RoundTripper of a function. The test is external: retry
+// imports pool, which imports breaker, so an internal test of breaker cannot
+// import retry.
+type forcedRT func(*http.Request) (*http.Response, error)
+
+func (f forcedRT) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 func TestForcedOpenRetryDoesNotSpin(t *testing.T) {
-	for name, s := range map[string]Settings{
+	for name, s := range map[string]breaker.Settings{
 		"OpenBackoff=0":   {OpenBackoff: func(int) time.Duration { return 0 }},
 		"OpenTimeout=1ns": {OpenTimeout: time.Nanosecond},
 		"OpenTimeout=1ms": {OpenTimeout: time.Millisecond},
@@ -34,7 +42,7 @@ func TestForcedOpenRetryDoesNotSpin(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var sent int
-				tr := &Transport{Settings: s, Base: rtFunc(func(req *http.Request) (*http.Response, error) {
+				tr := &breaker.Transport{Settings: s, Base: forcedRT(func(req *http.Request) (*http.Response, error) {
 					sent++
 					return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 				})}
@@ -51,14 +59,14 @@ func TestForcedOpenRetryDoesNotSpin(t *testing.T) {
 				defer cancel()
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.test/", nil)
 				_, err = client.Do(req)
-				require.ErrorIs(t, err, ErrOpen)
+				require.ErrorIs(t, err, breaker.ErrOpen)
 				refused := b.Counts().Rejected
 				require.LessOrEqual(t, refused, int64(20),
 					"refusals of a forced-open breaker to a retry loop over 10s: it spins")
 				require.Equal(t, 1, sent, "requests sent through a forced-open breaker")
 				require.True(t, strings.Contains(err.Error(), "forced open"), "%v", err)
 
-				var oe *OpenError
+				var oe *breaker.OpenError
 				require.True(t, errors.As(err, &oe))
 				require.True(t, oe.Forced)
 				require.GreaterOrEqual(t, oe.RetryAfter(), time.Second, "RetryAfter of a forced opening")

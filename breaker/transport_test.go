@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/ctxsync/ctxsync/retry"
 )
 
 type rtFunc func(*http.Request) (*http.Response, error)
@@ -564,15 +562,4 @@ func TestTransportAcrossBubbles(t *testing.T) {
 	require.NoError(t, err, "an opening from inside the bubble still refused after it")
 	require.Equal(t, Closed, tr.Breaker("b.test").State())
 	require.Equal(t, 2, tr.Hosts())
-}
-
-// TestStatusErrorIsRetrysToo: breaker.StatusError and retry.StatusError are
-// one type, so a program stacking the Transports matches a status with
-// either name.
-func TestStatusErrorIsRetrysToo(t *testing.T) {
-	var err error = fmt.Errorf("wrapped: %w", &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
-	var se *retry.StatusError
-	require.ErrorAs(t, err, &se)
-	require.Equal(t, 503, se.StatusCode)
-	require.Equal(t, time.Duration(0), se.RetryAfter(), "breaker's leaves Delay at 0")
 }
