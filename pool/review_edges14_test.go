@@ -1,0 +1,98 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// deadlineHookCtx is a caller's ctx whose Deadline, which the HealthCheck's
+// ctx at Acquire asks first, runs hook: it ends the ctx, or panics, there,
+// just before the check.
+type deadlineHookCtx struct {
+	context.Context
+	hook func()
+}
+
+func (c *deadlineHookCtx) Deadline() (time.Time, bool) {
+	c.hook()
+	return c.Context.Deadline()
+}
+
+// TestEdges14_UncheckedResourceIsCheckedByNextTaker pins a defect: an idle
+// resource due for its HealthCheck, taken by an Acquire whose ctx then
+// panicked before the check (the check never ran), or ended just before it
+// (the check ran under a ctx already done, and failed: the resource was
+// given the benefit of the doubt), went to the next waiter, which takes what
+// it is handed as working: a broken resource reached a caller unchecked.
+// Config.HealthCheck's doc promises the check to whoever takes an idle
+// resource not used lately. Right: the waiter it goes to runs the check
+// itself, under its own ctx, and a resource that fails it is closed and the
+// waiter served another.
+func TestEdges14_UncheckedResourceIsCheckedByNextTaker(t *testing.T) {
+	for _, how := range []string{"ctx panics", "ctx ends"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var made, checks atomic.Int32
+				p := mustNew(t, Config[int32]{
+					New: func(context.Context) (int32, error) { return made.Add(1), nil },
+					HealthCheck: func(ctx context.Context, v int32) error {
+						checks.Add(1)
+						if v == 1 {
+							return errors.New("the first resource is broken")
+						}
+						return ctx.Err()
+					},
+					HealthCheckSkip: NoHealthCheckSkip,
+					MaxSize:         1,
+				})
+				t.Cleanup(func() { _ = p.Close(context.Background()) })
+				acquireWithin(t, p).Release()
+				synctest.Wait()
+
+				type got struct {
+					v   int32
+					err error
+				}
+				next := make(chan got, 1)
+				callerCtx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				ctx := &deadlineHookCtx{Context: callerCtx, hook: func() {
+					// The Acquire has taken the idle resource: the next
+					// one queues behind it.
+					go func() {
+						r, err := p.Acquire(context.Background())
+						if err != nil {
+							next <- got{err: err}
+							return
+						}
+						next <- got{v: r.Value()}
+						r.Release()
+					}()
+					synctest.Wait()
+					require.Equal(t, 1, p.Stats().Waiting)
+					if how == "ctx panics" {
+						panic("the caller's ctx panics")
+					}
+					cancel()
+				}}
+				func() {
+					defer func() { _ = recover() }()
+					_, err := p.Acquire(ctx)
+					require.ErrorIs(t, err, context.Canceled)
+				}()
+				g := <-next
+				require.NoError(t, g.err)
+				require.NotEqual(t, int32(1), g.v, "the waiter was handed the broken resource, unchecked (%d checks)", checks.Load())
+				synctest.Wait()
+				requireWhole(t, p)
+				require.EqualValues(t, 1, p.Stats().ClosedHealth)
+			})
+		})
+	}
+}
