@@ -36,7 +36,10 @@ type Config[T any] struct {
 	// HealthCheck reports whether an idle resource still works. Optional. It
 	// runs when Acquire takes an idle resource that has not been used for
 	// HealthCheckSkip, and in the background every HealthCheckPeriod. A
-	// resource that fails it is closed and the next one tried.
+	// resource that fails it is closed and the next one tried. An Acquire
+	// that gives up before its check has passed (its ctx ended, or a method
+	// of its ctx panicked) hands the resource on still owed the check: the
+	// waiter it goes to runs it.
 	HealthCheck func(ctx context.Context, v T) error
 
 	// Broken tells whether the resource whose value fn, given to With, has
