@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -92,6 +93,39 @@ func TestEdges14_UncheckedResourceIsCheckedByNextTaker(t *testing.T) {
 				synctest.Wait()
 				requireWhole(t, p)
 				require.EqualValues(t, 1, p.Stats().ClosedHealth)
+			})
+		})
+	}
+}
+
+// TestEdges14_TinyHealthCheckPeriodDoesNotSpin pins a defect:
+// Config.HealthCheckPeriod took any positive value, and 1 ns (a config
+// file's "1" read as a Duration, say) had the background goroutine sweep
+// back to back, one core busy for good, and with NoHealthCheckSkip a
+// HealthCheck at every sweep: thousands in a virtual millisecond. Right: a
+// period below a millisecond counts as a millisecond (see Config). A period
+// near math.MaxInt64 works too: no sweep but the first, and Close returns.
+func TestEdges14_TinyHealthCheckPeriodDoesNotSpin(t *testing.T) {
+	for _, period := range []time.Duration{1, time.Microsecond, time.Millisecond - 1, math.MaxInt64} {
+		t.Run(period.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var checks atomic.Int64
+				p := mustNew(t, Config[int]{
+					New:               func(context.Context) (int, error) { return 1, nil },
+					HealthCheck:       func(context.Context, int) error { checks.Add(1); return nil },
+					HealthCheckSkip:   NoHealthCheckSkip,
+					HealthCheckPeriod: period,
+					MaxSize:           1,
+				})
+				t.Cleanup(func() { _ = p.Close(context.Background()) })
+				acquireWithin(t, p).Release()
+				synctest.Wait()
+				before := checks.Load()
+				time.Sleep(100 * time.Microsecond)
+				synctest.Wait()
+				require.LessOrEqual(t, checks.Load()-before, int64(1),
+					"background HealthChecks in 100µs with a period of %v", period)
+				require.NoError(t, p.Close(t.Context()))
 			})
 		})
 	}
