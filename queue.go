@@ -300,11 +300,12 @@ func (q *Queue[T]) CloseNow() []T {
 		q.handedBack += uint64(len(items))
 		q.releaseJoinersLocked()
 		q.joinMu.Unlock()
-		// popLocked shrinks the ring only when it can take putMu, which
-		// we hold: without this, the burst's buffer would stay pinned for
-		// the life of the closed queue, where a drain by Get gives it back.
-		q.ring.fit()
 	}
+	// popLocked shrinks the ring only when it can take putMu, which we
+	// hold here, and which Puts may have held at every pop before: without
+	// this, the burst's buffer would stay pinned for the life of the closed
+	// queue, whether or not items were left in it.
+	q.ring.fit()
 	q.releaseGettersLocked()
 	q.takeMu.Unlock()
 	q.putMu.Unlock()
