@@ -40,11 +40,12 @@ func TestEdges14_UncheckedResourceIsCheckedByNextTaker(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var made, checks atomic.Int32
+				var broken atomic.Bool // once the pool's first sweep is over
 				p := mustNew(t, Config[int32]{
 					New: func(context.Context) (int32, error) { return made.Add(1), nil },
 					HealthCheck: func(ctx context.Context, v int32) error {
 						checks.Add(1)
-						if v == 1 {
+						if v == 1 && broken.Load() {
 							return errors.New("the first resource is broken")
 						}
 						return ctx.Err()
@@ -54,7 +55,10 @@ func TestEdges14_UncheckedResourceIsCheckedByNextTaker(t *testing.T) {
 				})
 				t.Cleanup(func() { _ = p.Close(context.Background()) })
 				acquireWithin(t, p).Release()
+				// The pool's first sweep, which may check the resource in
+				// the background, is over: the next is a minute away.
 				synctest.Wait()
+				broken.Store(true)
 
 				type got struct {
 					v   int32
