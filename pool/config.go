@@ -86,7 +86,10 @@ type Config[T any] struct {
 
 	// HealthCheckPeriod is how often the pool checks its idle resources in
 	// the background: HealthCheck, MaxIdleTime, MaxLifetime and MinIdle. 0
-	// means one minute, when any of them is set.
+	// means one minute, when any of them is set. A period below a
+	// millisecond (1 ns, a "1" read as a Duration) counts as a millisecond:
+	// shorter, the sweeps would run back to back and keep a processor busy.
+	// A period near math.MaxInt64 sweeps once, when the pool is made.
 	HealthCheckPeriod time.Duration
 
 	// Breaker, if not nil, guards the making of resources: while it is open
@@ -124,6 +127,12 @@ const (
 	NoHealthCheckSkip time.Duration = -1
 )
 
+// minHealthCheckPeriod is the shortest Config.HealthCheckPeriod: a ticker
+// faster than the sweep it drives has it run back to back, a processor
+// spinning for a pool, and a HealthCheck per idle resource at every turn.
+// A millisecond keeps the fast sweeps a test in real time may want.
+const minHealthCheckPeriod = time.Millisecond
+
 // errConfig is returned, wrapped, by New for a bad Config.
 var errConfig = errors.New("pool: bad Config")
 
@@ -159,6 +168,9 @@ func (c *Config[T]) check() error {
 	}
 	if c.HealthCheckPeriod == 0 && c.background() {
 		c.HealthCheckPeriod = time.Minute
+	}
+	if c.HealthCheckPeriod > 0 {
+		c.HealthCheckPeriod = max(c.HealthCheckPeriod, minHealthCheckPeriod)
 	}
 	return nil
 }
