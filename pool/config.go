@@ -26,7 +26,11 @@ type Config[T any] struct {
 	// the values of the context of the Acquire that asked for it but not its
 	// cancellation: a caller that gives up returns at once, and the resource,
 	// once made, joins the pool (pgx learned this the hard way). Close cancels
-	// it.
+	// it. When it returns an error, the value returned beside it is dropped,
+	// never given to Close, as Go's convention has it: a value returned with
+	// an error may be half built, or closed already. A New that opened
+	// something before it failed (a connection whose handshake failed)
+	// closes it itself.
 	New func(ctx context.Context) (T, error)
 
 	// Close closes a resource the pool is done with. Optional. Its error is

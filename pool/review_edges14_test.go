@@ -134,3 +134,30 @@ func TestEdges14_TinyHealthCheckPeriodDoesNotSpin(t *testing.T) {
 		})
 	}
 }
+
+// TestEdges14_NewValueWithErrorIsNotClosed pins a decision: when Config.New
+// returns an error, the value it returns beside it is dropped, never given to
+// Config.Close. Go's convention is that a value returned with an error is not
+// to be used, and many a New returns a half-built one (a client whose dial
+// failed, its connection nil), which a Close would panic on, or one it has
+// closed itself, which a Close would close twice. A New that opened
+// something before it failed (a connection whose handshake failed) closes it
+// itself; Config.New's doc says so.
+func TestEdges14_NewValueWithErrorIsNotClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var closed atomic.Int32
+		failed := errors.New("handshake failed")
+		p := mustNew(t, Config[*int]{
+			New:     func(context.Context) (*int, error) { return new(int), failed },
+			Close:   func(*int) error { closed.Add(1); return nil },
+			MaxSize: 1,
+		})
+		_, err := p.Acquire(t.Context())
+		require.ErrorIs(t, err, failed)
+		require.NoError(t, p.Close(t.Context()))
+		require.Zero(t, closed.Load(), "Config.Close called on the value New returned with its error")
+		s := p.Stats()
+		require.EqualValues(t, 1, s.CreateFailures)
+		require.Zero(t, s.Total)
+	})
+}
