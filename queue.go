@@ -232,12 +232,14 @@ func (q *Queue[T]) Cap() int { return int(q.capacity) }
 
 // Getters returns the number of goroutines waiting in Get at the moment of
 // the call: consumers starved of items. For metrics; it may be stale by the
-// time the caller looks at it.
+// time the caller looks at it. A Get whose ctx has ended counts until it
+// returns, or until a Put passes it over.
 func (q *Queue[T]) Getters() int { return int(q.nGetters.Load()) }
 
 // Putters returns the number of goroutines waiting in Put at the moment of
 // the call: producers held back by a full queue. For metrics; it may be
-// stale by the time the caller looks at it.
+// stale by the time the caller looks at it. A Put whose ctx has ended counts
+// until it returns, or until a Get passes it over.
 func (q *Queue[T]) Putters() int { return int(q.nPutters.Load()) }
 
 // Close closes the queue: Put and TryPut fail from now on, producers waiting
