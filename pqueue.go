@@ -107,7 +107,8 @@ func (q *PriorityQueue[T]) Cap() int { return q.core.capacity }
 
 // Getters returns the number of goroutines waiting in Get at the moment of
 // the call: consumers starved of items. For metrics; it may be stale by the
-// time the caller looks at it.
+// time the caller looks at it. A Get whose ctx has ended counts until it
+// returns, or until a Put passes it over.
 func (q *PriorityQueue[T]) Getters() int {
 	g, _ := q.core.waiting()
 	return g
@@ -115,7 +116,8 @@ func (q *PriorityQueue[T]) Getters() int {
 
 // Putters returns the number of goroutines waiting in Put at the moment of
 // the call: producers held back by a full queue. For metrics; it may be
-// stale by the time the caller looks at it.
+// stale by the time the caller looks at it. A Put whose ctx has ended counts
+// until it returns, or until a Get passes it over.
 func (q *PriorityQueue[T]) Putters() int {
 	_, p := q.core.waiting()
 	return p

@@ -53,8 +53,8 @@ type Queue[T any] struct {
 	// Read by both sides, and seldom written.
 	capacity int64        // 0: unbounded; never changes
 	closed   bool         // written with both locks held
-	nPutters atomic.Int32 // putters.Len(), for the consumers
-	nGetters atomic.Int32 // getters.Len(), for the producers
+	nPutters atomic.Int32 // putters.Len(), for the consumers (see countPuttersLocked)
+	nGetters atomic.Int32 // getters.Len(), for the producers (see countGettersLocked)
 	_        [64]byte     // each side on cache lines of its own
 
 	putMu   waitq.Mutex              // guards putters and the ring's tail
@@ -119,7 +119,7 @@ func (q *Queue[T]) Put(ctx context.Context, v T) error {
 		return nil
 	}
 	w := q.putters.PushDone(done, putResult[T]{it: v})
-	q.nPutters.Add(1)
+	q.countPuttersLocked()
 	filled := q.servePuttersLocked() // room came as we queued: a Get may have missed us
 	q.putMu.Unlock()
 	q.settle(filled, false)
@@ -129,9 +129,7 @@ func (q *Queue[T]) Put(ctx context.Context, v T) error {
 	}
 	q.putMu.Lock()
 	r, granted, _ := q.putters.Cancel(w)
-	if !granted {
-		q.nPutters.Add(-1)
-	}
+	q.countPuttersLocked()
 	q.putMu.Unlock()
 	if granted {
 		// The item was accepted (or the queue closed) as ctx ended. An
@@ -188,7 +186,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 		return zero, ErrClosed
 	}
 	w := q.getters.PushDone(done, getResult[T]{})
-	q.nGetters.Add(1)
+	q.countGettersLocked()
 	madeRoom := q.serveGettersLocked() // an item came as we queued: a Put may have missed us
 	q.takeMu.Unlock()
 	q.settle(false, madeRoom)
@@ -198,9 +196,7 @@ func (q *Queue[T]) Get(ctx context.Context) (T, error) {
 	}
 	q.takeMu.Lock()
 	r, granted, _ := q.getters.Cancel(w)
-	if !granted {
-		q.nGetters.Add(-1)
-	}
+	q.countGettersLocked()
 	q.takeMu.Unlock()
 	if granted {
 		// The item (or ErrClosed) came before ctx ended, or it would not
@@ -236,12 +232,14 @@ func (q *Queue[T]) Cap() int { return int(q.capacity) }
 
 // Getters returns the number of goroutines waiting in Get at the moment of
 // the call: consumers starved of items. For metrics; it may be stale by the
-// time the caller looks at it.
+// time the caller looks at it. A Get whose ctx has ended counts until it
+// returns, or until a Put passes it over.
 func (q *Queue[T]) Getters() int { return int(q.nGetters.Load()) }
 
 // Putters returns the number of goroutines waiting in Put at the moment of
 // the call: producers held back by a full queue. For metrics; it may be
-// stale by the time the caller looks at it.
+// stale by the time the caller looks at it. A Put whose ctx has ended counts
+// until it returns, or until a Get passes it over.
 func (q *Queue[T]) Putters() int { return int(q.nPutters.Load()) }
 
 // Close closes the queue: Put and TryPut fail from now on, producers waiting
@@ -304,11 +302,12 @@ func (q *Queue[T]) CloseNow() []T {
 		q.handedBack += uint64(len(items))
 		q.releaseJoinersLocked()
 		q.joinMu.Unlock()
-		// popLocked shrinks the ring only when it can take putMu, which
-		// we hold: without this, the burst's buffer would stay pinned for
-		// the life of the closed queue, where a drain by Get gives it back.
-		q.ring.fit()
 	}
+	// popLocked shrinks the ring only when it can take putMu, which we
+	// hold here, and which Puts may have held at every pop before: without
+	// this, the burst's buffer would stay pinned for the life of the closed
+	// queue, whether or not items were left in it.
+	q.ring.fit()
 	q.releaseGettersLocked()
 	q.takeMu.Unlock()
 	q.putMu.Unlock()
@@ -320,8 +319,8 @@ func (q *Queue[T]) CloseNow() []T {
 func (q *Queue[T]) releasePuttersLocked() {
 	for w := q.putters.Front(); w != nil; w = q.putters.Front() {
 		q.putters.Grant(&q.putMu, w, putResult[T]{err: ErrClosed})
-		q.nPutters.Add(-1)
 	}
+	q.countPuttersLocked()
 }
 
 // releaseGettersLocked releases every waiting consumer with ErrClosed; the
@@ -329,7 +328,26 @@ func (q *Queue[T]) releasePuttersLocked() {
 func (q *Queue[T]) releaseGettersLocked() {
 	for w := q.getters.Front(); w != nil; w = q.getters.Front() {
 		q.getters.Grant(&q.takeMu, w, getResult[T]{err: ErrClosed})
-		q.nGetters.Add(-1)
+	}
+	q.countGettersLocked()
+}
+
+// countGettersLocked publishes the number of getters queued, after the list
+// changed: a push, a grant, a cancel, or a Front that dropped waiters whose
+// ctx had ended. Counted by hand (one less at each grant), the gauge missed
+// those drops: it counted a waiter out of the line until its goroutine ran
+// again, and Getters said a consumer waited beside an item queued.
+// It stores only a change: the word shares a cache line that both sides
+// read. q.takeMu must be held.
+func (q *Queue[T]) countGettersLocked() { storeIfChanged(&q.nGetters, q.getters.Len()) }
+
+// countPuttersLocked is countGettersLocked for the putters. q.putMu must be
+// held.
+func (q *Queue[T]) countPuttersLocked() { storeIfChanged(&q.nPutters, q.putters.Len()) }
+
+func storeIfChanged(c *atomic.Int32, n int) {
+	if c.Load() != int32(n) {
+		c.Store(int32(n))
 	}
 }
 
@@ -400,9 +418,9 @@ func (q *Queue[T]) serveGettersLocked() (madeRoom bool) {
 			break
 		}
 		q.getters.Grant(&q.takeMu, w, getResult[T]{it: q.popLocked()})
-		q.nGetters.Add(-1)
 		served = true
 	}
+	q.countGettersLocked()
 	return served && q.puttersWait()
 }
 
@@ -420,9 +438,9 @@ func (q *Queue[T]) servePuttersLocked() (filled bool) {
 		}
 		q.pushLocked(w.Val.it)
 		q.putters.Grant(&q.putMu, w, putResult[T]{})
-		q.nPutters.Add(-1)
 		served = true
 	}
+	q.countPuttersLocked()
 	return served && q.gettersWait()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -57,7 +58,10 @@ func checkLimiter(l *Limiter, what string) {
 // asks by a type assertion whether it may stream or upgrade gets the
 // server's answer (over HTTP/2, no Hijacker). It has Unwrap too, which
 // returns the server's writer, for http.ResponseController's other methods
-// (deadlines, full duplex).
+// (deadlines, full duplex); and ReadFrom, which hands a copy (io.Copy,
+// http.ServeFile) to the server's writer, so that a file is still sent with
+// sendfile. It is never an http.Pusher: HTTP/2 server push, which browsers
+// have dropped, is not offered behind Middleware.
 //
 // Middleware panics if l is nil or was not made by New.
 func Middleware(l *Limiter) func(http.Handler) http.Handler {
@@ -174,6 +178,28 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ReadFrom passes a copy (io.Copy, http.ServeContent) to the writer
+// underneath if it is an io.ReaderFrom, as net/http's is: without it the copy
+// would go through Write in small chunks, and net/http's sendfile would be
+// lost behind the middleware. Otherwise it copies through Write. Unlike
+// Flush and Hijack it needs nothing of the writer underneath, so every
+// writer of Middleware has it.
+//
+// Only a byte sent says the header went: net/http's ReadFrom of an empty
+// reader sends nothing, and a WriteHeader after it still counts.
+func (w *statusWriter) ReadFrom(r io.Reader) (n int64, err error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		// Only Write: io.Copy would call this ReadFrom again.
+		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	}
+	if n > 0 && w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return n, err
+}
 
 // flushError sends what the handler wrote so far, through
 // http.ResponseController, which reports whether it could.

@@ -26,7 +26,11 @@ type Config[T any] struct {
 	// the values of the context of the Acquire that asked for it but not its
 	// cancellation: a caller that gives up returns at once, and the resource,
 	// once made, joins the pool (pgx learned this the hard way). Close cancels
-	// it.
+	// it. When it returns an error, the value returned beside it is dropped,
+	// never given to Close, as Go's convention has it: a value returned with
+	// an error may be half built, or closed already. A New that opened
+	// something before it failed (a connection whose handshake failed)
+	// closes it itself.
 	New func(ctx context.Context) (T, error)
 
 	// Close closes a resource the pool is done with. Optional. Its error is
@@ -36,7 +40,10 @@ type Config[T any] struct {
 	// HealthCheck reports whether an idle resource still works. Optional. It
 	// runs when Acquire takes an idle resource that has not been used for
 	// HealthCheckSkip, and in the background every HealthCheckPeriod. A
-	// resource that fails it is closed and the next one tried.
+	// resource that fails it is closed and the next one tried. An Acquire
+	// that gives up before its check has passed (its ctx ended, or a method
+	// of its ctx panicked) hands the resource on still owed the check: the
+	// waiter it goes to runs it.
 	HealthCheck func(ctx context.Context, v T) error
 
 	// Broken tells whether the resource whose value fn, given to With, has
@@ -83,7 +90,10 @@ type Config[T any] struct {
 
 	// HealthCheckPeriod is how often the pool checks its idle resources in
 	// the background: HealthCheck, MaxIdleTime, MaxLifetime and MinIdle. 0
-	// means one minute, when any of them is set.
+	// means one minute, when any of them is set. A period below a
+	// millisecond (1 ns, a "1" read as a Duration) counts as a millisecond:
+	// shorter, the sweeps would run back to back and keep a processor busy.
+	// A period near math.MaxInt64 sweeps once, when the pool is made.
 	HealthCheckPeriod time.Duration
 
 	// Breaker, if not nil, guards the making of resources: while it is open
@@ -121,6 +131,12 @@ const (
 	NoHealthCheckSkip time.Duration = -1
 )
 
+// minHealthCheckPeriod is the shortest Config.HealthCheckPeriod: a ticker
+// faster than the sweep it drives has it run back to back, a processor
+// spinning for a pool, and a HealthCheck per idle resource at every turn.
+// A millisecond keeps the fast sweeps a test in real time may want.
+const minHealthCheckPeriod = time.Millisecond
+
 // errConfig is returned, wrapped, by New for a bad Config.
 var errConfig = errors.New("pool: bad Config")
 
@@ -156,6 +172,9 @@ func (c *Config[T]) check() error {
 	}
 	if c.HealthCheckPeriod == 0 && c.background() {
 		c.HealthCheckPeriod = time.Minute
+	}
+	if c.HealthCheckPeriod > 0 {
+		c.HealthCheckPeriod = max(c.HealthCheckPeriod, minHealthCheckPeriod)
 	}
 	return nil
 }

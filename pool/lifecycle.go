@@ -143,8 +143,11 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		// check that does not look at ctx may pass after it ended). A
 		// check that failed as ctx ended may have failed for that: the
 		// resource is given the benefit of the doubt.
+		// It goes back owed its check, which the next taker runs (see
+		// Resource.unchecked), unless it passed.
 		p.stats.AcquireCount--
 		p.stats.CanceledAcquires++
+		r.unchecked = err != nil
 		closeIt := p.releaseLocked(r)
 		p.q.Unlock()
 		if closeIt {
@@ -153,6 +156,7 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 		return false, cerr
 	case err == nil:
 		r.state = stateInUse
+		r.unchecked = false
 		p.q.Unlock()
 		return true, nil
 	}
@@ -185,7 +189,7 @@ func (p *Pool[T]) checkCtx(ctx context.Context, r *Resource[T]) (context.Context
 	made := false
 	defer func() {
 		if !made {
-			p.giveBack(r)
+			p.giveBack(r, true)
 		}
 	}()
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.HealthCheckTimeout)
@@ -229,7 +233,7 @@ func (p *Pool[T]) errAfterCheck(ctx context.Context, cancel context.CancelFunc, 
 		case checkErr != nil:
 			p.checkFailed(r, checkErr)
 		default:
-			p.giveBack(r)
+			p.giveBack(r, false) // it passed
 		}
 	}()
 	cancel()
@@ -240,10 +244,15 @@ func (p *Pool[T]) errAfterCheck(ctx context.Context, cancel context.CancelFunc, 
 
 // giveBack hands r, taken for a check at Acquire, to the next waiter or the
 // idle ones (or closes it, if the pool is closed), for an Acquire that will
-// not have it: its caller's ctx panicked. The lock must not be held.
-func (p *Pool[T]) giveBack(r *Resource[T]) {
+// not have it: its caller's ctx panicked. If owed, the check has not passed
+// (it never ran): the next taker runs it. Handed over unchecked, a broken
+// resource would reach a waiter as working; idle, its time of last use,
+// unchanged, has the next Acquire check it anyway. The lock must not be
+// held.
+func (p *Pool[T]) giveBack(r *Resource[T], owed bool) {
 	p.q.Lock()
 	p.stats.AcquireCount--
+	r.unchecked = owed
 	closeIt := p.releaseLocked(r)
 	p.q.Unlock()
 	if closeIt {
@@ -603,6 +612,7 @@ func (p *Pool[T]) sweepCheck(ctx context.Context, r *Resource[T]) {
 			p.closeLocked(r, ClosedHealth)
 			p.fillLocked()
 		} else {
+			r.unchecked = err != nil // passed, or cut short by Close
 			closeIt = p.releaseLocked(r)
 		}
 		p.q.Unlock()

@@ -176,6 +176,10 @@ type handoff[T any] struct {
 	err   error
 	panic *newPanic
 
+	// check is set with an r whose HealthCheck is owed (see
+	// Resource.unchecked): the Acquire runs it before it keeps r.
+	check bool
+
 	// ask is the ctx of the waiting Acquire, while it is queued: a call to
 	// New made for it gets its values (see fillLocked). Every grant
 	// replaces it, so the pool keeps no caller's ctx once it is served.
@@ -371,6 +375,23 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		}
 		if h.err != nil {
 			return nil, h.err
+		}
+		if h.check {
+			// Given back by an Acquire that took it idle and gave up
+			// before its check could tell: the check is ours to run.
+			// Taken unchecked, a broken resource would reach us as
+			// working. If it fails, r is closed, and we look again,
+			// queueing anew if need be: behind those who queued while
+			// we checked, as an Acquire whose idle resource failed is.
+			ok, err := p.checkOut(ctx, h.r)
+			if ok {
+				p.acquired(h.r)
+				return h.r, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		// Handed over by a Release or fresh from New: it works.
 		p.acquired(h.r)

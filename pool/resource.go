@@ -29,6 +29,10 @@ type Resource[T any] struct {
 	expires  int64 // on clock; 0 for never
 	lastUsed int64 // on clock, when the pool times releases
 	state    resState
+	// unchecked is set, under the pool's lock, while r is owed the
+	// HealthCheck at checkout that an Acquire began and could not finish
+	// (see Pool.giveBack): the waiter it is handed to runs it.
+	unchecked bool
 
 	leak      *time.Timer // Config.LeakThreshold's report, while acquired
 	closedFor CloseReason // why the pool closed it, for Hooks.OnClose
@@ -120,6 +124,7 @@ func (r *Resource[T]) Release() {
 		p.fillLocked()
 	} else {
 		r.lastUsed = now
+		r.unchecked = false // its holder has just used it
 		if !p.releaseLocked(r) {
 			p.q.Unlock()
 			if h := p.cfg.Hooks.OnRelease; h != nil {
@@ -192,7 +197,7 @@ func (p *Pool[T]) releaseLocked(r *Resource[T]) (closeIt bool) {
 	if w := p.q.Front(); w != nil {
 		p.stats.AcquireCount++
 		r.state = stateInUse // from a background check, it was stateChecked
-		p.q.Grant(w, handoff[T]{r: r})
+		p.q.Grant(w, handoff[T]{r: r, check: r.unchecked})
 		return false
 	}
 	r.state = stateIdle

@@ -204,7 +204,10 @@ type prechecker interface {
 // as an error whose message begins with "ratelimit:", or nil: call it where
 // the Transport is built, so that a mistake shows there rather than at the
 // first request. It does not look at Cost, which RoundTrip checks for each
-// request.
+// request. Among the limiters, it finds those of this package that were not
+// made by their constructors (a zero TokenBucket, Keyed, Combined...); a
+// limiter of another package is not asked, and one that is not usable
+// (redislimit's zero Handle or Limiter, say) panics at the first request.
 func (t *Transport) Check() error {
 	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
 		return errors.New(msg)
