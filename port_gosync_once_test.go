@@ -224,3 +224,60 @@ func TestPortGoLazyOnceFuncPanicTraceback(t *testing.T) {
 	require.True(t, strings.Contains(string(pe.Stack), "ctxsync_test.gosyncInitPanics"),
 		"the stack of the panic names the init that panicked:\n%s", pe.Stack)
 }
+
+// collected runs the collector until done is set, or gives up after a while.
+func collected(done *atomic.Bool) bool {
+	for range 200 {
+		if done.Load() {
+			return true
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	return done.Load()
+}
+
+// TestPortGoLazyOnceXGC pins a defect found by the port of the peer's
+// OnceXGC.
+//
+// What is wrong: a Lazy keeps its init, and so everything init's closure
+// holds (a buffer, a config, a client), reachable for as long as the Lazy
+// lives, though once the value is made init never runs again. A Lazy in a
+// package variable pins it for the life of the program. No doc covers it;
+// sync.OnceFunc, OnceValue and OnceValues drop their f after the first call
+// for this reason.
+//
+// What is right: once a run of init succeeds and its value is kept, the
+// Lazy lets go of init, so that what it holds can be collected. (After a
+// failure it keeps init, to run it again: that is by design.)
+func TestPortGoLazyOnceXGC(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(buf []byte) func()
+	}{
+		{"OnceFunc", func(buf []byte) func() {
+			l := ctxsync.NewLazy(func(context.Context) (struct{}, error) { buf[0] = 1; return struct{}{}, nil })
+			return func() { _, _ = l.Get(context.Background()) }
+		}},
+		{"OnceValue", func(buf []byte) func() {
+			l := ctxsync.NewLazy(func(context.Context) (any, error) { buf[0] = 1; return nil, nil })
+			return func() { _, _ = l.Get(context.Background()) }
+		}},
+		{"OnceValues", func(buf []byte) func() {
+			l := ctxsync.NewLazy(func(context.Context) (gosyncPair, error) { buf[0] = 1; return gosyncPair{}, nil })
+			return func() { _, _ = l.Get(context.Background()) }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := make([]byte, 1024)
+			var gone atomic.Bool
+			runtime.AddCleanup(&buf[0], func(g *atomic.Bool) { g.Store(true) }, &gone)
+			get := tc.make(buf)
+			runtime.GC()
+			require.False(t, gone.Load(), "init collected before the value was made")
+			get()
+			require.True(t, collected(&gone), "init, kept by the Lazy after the value was made, is never collected")
+			get()
+		})
+	}
+}
