@@ -191,7 +191,7 @@ func TestPortGoLazyOnceFuncPanicNil(t *testing.T) {
 	calls := 0
 	l := ctxsync.NewLazy(func(context.Context) (struct{}, error) {
 		calls++
-		panic(nil) //nolint:govet // the case under test
+		panic(nil)
 	})
 	requirePanicEachGet(t, &calls, l, func(v any) bool {
 		_, ok := v.(*runtime.PanicNilError)
