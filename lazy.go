@@ -27,7 +27,8 @@ import (
 // deadline or cancellation); each Get can leave when its ctx ends; and init's
 // ctx is cancelled when every Get waiting for it has left. A success is kept
 // for good, even one that every Get had left: later Gets return it at the
-// cost of an atomic load. An error, a panic or a runtime.Goexit in init is
+// cost of an atomic load. Then the Lazy lets go of init, which never runs
+// again, so that what init holds can be collected. An error, a panic or a runtime.Goexit in init is
 // not kept: the Gets waiting for that run get it (a panic raised again in each
 // as a *PanicError, Goexit as ErrGoexit), and the next Get runs init again.
 //
@@ -48,7 +49,11 @@ type Lazy[T any] struct {
 	// is kept, and the other run's Gets get it too.
 	keep sync.Mutex
 
-	init   func(ctx context.Context) (T, error)
+	// init is the caller's init until a run of it succeeds; then nil, so
+	// that what its closure holds can be collected: it never runs again.
+	// Loaded by every Get that finds the value not made, and cleared by a
+	// run while they may load it, it is an atomic pointer.
+	init   atomic.Pointer[func(ctx context.Context) (T, error)]
 	flight Flight[struct{}, T]
 }
 
@@ -59,7 +64,9 @@ func NewLazy[T any](init func(ctx context.Context) (T, error)) *Lazy[T] {
 	if init == nil {
 		panic("ctxsync: NewLazy with nil init")
 	}
-	return &Lazy[T]{init: init}
+	l := &Lazy[T]{}
+	l.init.Store(&init)
+	return l
 }
 
 // Get returns the value, running init to make it if it is not made yet, or
@@ -93,13 +100,17 @@ func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
 }
 
 func (l *Lazy[T]) get(ctx context.Context) (T, error) {
-	if l.init == nil {
-		panic("ctxsync: Lazy.Get on a zero Lazy; use NewLazy")
-	}
 	// made is loaded before ctx is looked at, as in Get: a value seen made
 	// before a look that finds ctx alive was made before ctx ended. The
 	// other order would hand a Get whose ctx had ended a value made after.
+	//
+	// init is loaded before made: a run clears init only after it set
+	// made, so an init found gone with the value not made is a zero Lazy's.
+	noInit := l.init.Load() == nil
 	made := l.made.Load()
+	if noInit && !made {
+		panic("ctxsync: Lazy.Get on a zero Lazy; use NewLazy")
+	}
 	if err := waitq.CtxErr(ctx, "ctxsync"); err != nil {
 		var zero T
 		return zero, err
@@ -121,7 +132,9 @@ func (l *Lazy[T]) get(ctx context.Context) (T, error) {
 
 // run is the Flight's fn: one run of init.
 func (l *Lazy[T]) run(ctx context.Context) (T, error) {
-	if l.made.Load() {
+	// init before made, as in get: init is gone only once made is set.
+	init := l.init.Load()
+	if init == nil || l.made.Load() {
 		// Made by a run that ended after the Get that started this one
 		// looked.
 		return l.val, nil
@@ -131,7 +144,7 @@ func (l *Lazy[T]) run(ctx context.Context) (T, error) {
 	// The mark holds while this run lasts only: a ctx kept from it (say
 	// with context.WithoutCancel) may Get the Lazy once the run is over.
 	defer ictx.running.Store(false)
-	v, err := l.init(ictx)
+	v, err := (*init)(ictx)
 	if err != nil {
 		return v, err
 	}
@@ -140,6 +153,10 @@ func (l *Lazy[T]) run(ctx context.Context) (T, error) {
 	if !l.made.Load() {
 		l.val = v
 		l.made.Store(true)
+		// The value is kept for good and init never runs again: let go of
+		// it, and of all it holds. (A run still going, started before,
+		// holds its own reference.)
+		l.init.Store(nil)
 	}
 	return l.val, nil
 }
