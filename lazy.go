@@ -28,9 +28,10 @@ import (
 // ctx is cancelled when every Get waiting for it has left. A success is kept
 // for good, even one that every Get had left: later Gets return it at the
 // cost of an atomic load. Then the Lazy lets go of init, which never runs
-// again, so that what init holds can be collected. An error, a panic or a runtime.Goexit in init is
-// not kept: the Gets waiting for that run get it (a panic raised again in each
-// as a *PanicError, Goexit as ErrGoexit), and the next Get runs init again.
+// again, so that what init holds can be collected. An error, a panic or a
+// runtime.Goexit in init is not kept: the Gets waiting for that run get it (a
+// panic raised again in each as a *PanicError, Goexit as ErrGoexit), and the
+// next Get runs init again.
 //
 // init must not Get its own Lazy, which would wait for the run it is in. A Get
 // under init's ctx, or a ctx made from it (another Lazy's init started under
