@@ -100,6 +100,16 @@ func (b backend) config(c redis.UniversalClient, name string, n int, lease time.
 	return Config{Client: c, Name: name, N: n, Lease: lease, Prefix: b.prefix, Poll: 200 * time.Millisecond}
 }
 
+// roomyConfig returns a Config for a Semaphore of n permits named name, on a
+// roomyClient of its own (as a process of its own would have), with a
+// roomyLease and roomyTimeout: for a test that needs Redis to answer and
+// waits for no lease to end.
+func (b backend) roomyConfig(t testing.TB, name string, n int) Config {
+	cfg := b.config(b.roomyClient(t), name, n, roomyLease)
+	cfg.Timeout = roomyTimeout
+	return cfg
+}
+
 var prefixes atomic.Int64
 
 // backends returns the Redis servers to run a test against.
