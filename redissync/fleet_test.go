@@ -118,15 +118,19 @@ func TestFleetManyNamesFewConnections(t *testing.T) {
 	if raceOn {
 		keys = 4_000 // a goroutine per waiter, within the race detector's 8,128
 	}
-	// 10,000 round trips at once, at the start and after the kill: a pool
-	// and a Timeout that let them queue.
+	// 10,000 round trips at once, at the start, at the subscription and
+	// after the kill: a pool and a Timeout that let them queue. The Keyed's
+	// waiters share one pipeline, thousands of scripts a round trip: under
+	// the race detector, beside other suites on 2 cores, 15 s did not do for
+	// some. The Lease is long enough for such a Timeout, and for the holders
+	// never to renew while the test runs.
 	newClient := func() *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: b.addr, PoolSize: 64, PoolTimeout: time.Minute,
-			ReadTimeout: 10 * time.Second, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: b.addr, PoolSize: 64, PoolTimeout: 5 * time.Minute,
+			ReadTimeout: 2 * time.Minute, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	cfg := Config{Client: newClient(), Name: "fleet", N: 1, Lease: time.Minute, Timeout: 15 * time.Second,
+	cfg := Config{Client: newClient(), Name: "fleet", N: 1, Lease: 10 * time.Minute, Timeout: 2 * time.Minute,
 		Poll: time.Hour, Prefix: b.prefix}
 	holder := mustKeyed(t, cfg)
 	cfg.Client = newClient()
