@@ -17,8 +17,8 @@ func TestMissedHandoffClaimedAtItsEnd(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/N=%d", b.name, n), func(t *testing.T) {
 				ctx := context.Background()
 				name := fmt.Sprintf("claimed%d", n)
-				holder := mustNew(t, b.config(b.client(t), name, n, time.Second))
-				w := mustNew(t, b.config(b.client(t), name, n, time.Second))
+				holder := mustNew(t, b.roomyConfig(t, name, n))
+				w := mustNew(t, b.roomyConfig(t, name, n))
 				var p *Permit
 				for range n {
 					var err error

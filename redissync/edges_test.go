@@ -23,16 +23,27 @@ func realBackend(t *testing.T) backend {
 // renews only every third of its own long Lease, so it is never renewed: the
 // server frees it after the short lease, another process takes it, and the
 // waiter's Lost is still open. Two holders at once, Lost not closed.
+//
+// Nothing here may hang on a timer being on time. The waiter's Lease is
+// roomy, so that no renewal falls in the watch (which ends long before a
+// third of it) and its Lost can close only if Redis ends its lease early;
+// the process that tries to take the permit meanwhile has roomy timeouts;
+// and the watch ends on the server's clock, past the end the short Lease
+// would have given, not after a span of ours that a stalled test may spend
+// asleep.
 func TestMixedLeaseHandoff(t *testing.T) {
 	b := realBackend(t)
 	ctx := context.Background()
-	// The short Lease is a second, not less: the releaser must hold its
-	// permit until the waiter queues, renewing it, and a loaded machine may
-	// hold a renewal up by a good part of a short Lease.
-	short := mustNew(t, Config{Client: b.client(t), Name: "mixed", N: 1, Lease: time.Second, Poll: time.Second})
-	long := mustNew(t, Config{Client: b.client(t), Name: "mixed", N: 1, Lease: 6 * time.Second, Poll: time.Second})
+	// The short Lease is 3 s, with a Timeout just under a third of it: the
+	// releaser must hold its permit, renewing it, until the waiter queues,
+	// and a loaded machine may hold a round trip up for most of a second.
+	const short = 3 * time.Second
+	shortCfg := Config{Client: b.roomyClient(t), Name: "mixed", N: 1, Lease: short, Timeout: 900 * time.Millisecond, Poll: time.Second}
+	rel := mustNew(t, shortCfg)
+	long := mustNew(t, Config{Client: b.roomyClient(t), Name: "mixed", N: 1, Lease: roomyLease, Timeout: roomyTimeout, Poll: time.Second})
+	other := mustNew(t, Config{Client: b.roomyClient(t), Name: "mixed", N: 1, Lease: roomyLease, Timeout: roomyTimeout, Poll: time.Second})
 
-	p, err := short.Acquire(ctx)
+	p, err := rel.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +55,7 @@ func TestMixedLeaseHandoff(t *testing.T) {
 		}
 		got <- q
 	}()
-	for _, queued := counts(t, short); queued == 0; _, queued = counts(t, short) {
+	for _, queued := counts(t, rel); queued == 0; _, queued = counts(t, rel) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -56,11 +67,23 @@ func TestMixedLeaseHandoff(t *testing.T) {
 		t.Fatal("no permit")
 	}
 	defer q.Release(ctx)
-	// The waiter holds a permit of its own 6s Lease, as far as it knows:
+	// The hand-over came before this reading of the server's clock: a
+	// permit given the short Lease would be free by its end plus a little.
+	handed, err := other.client.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchEnd := handed.Add(short + short/50 + 100*time.Millisecond)
+	// The waiter holds a permit of its own long Lease, as far as it knows:
 	// past the short Lease, nobody else may take it.
-	deadline := time.Now().Add(2500 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		r, err := short.TryAcquire(ctx)
+	// The clock is read before each try: the last try is made past
+	// watchEnd on the server.
+	for {
+		now, err := other.client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := other.TryAcquire(ctx)
 		if err != nil && !errors.Is(err, ErrWouldWait) {
 			t.Fatal(err)
 		}
@@ -68,9 +91,12 @@ func TestMixedLeaseHandoff(t *testing.T) {
 			select {
 			case <-q.Lost():
 			default:
-				t.Errorf("another process took the permit (token %d) while the waiter's permit (token %d, Lease 6s) has not seen Lost", r.Token(), q.Token())
+				t.Errorf("another process took the permit (token %d) while the waiter's permit (token %d, Lease %v) has not seen Lost", r.Token(), q.Token(), roomyLease)
 			}
 			_ = r.Release(ctx)
+			return
+		}
+		if now.After(watchEnd) {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)

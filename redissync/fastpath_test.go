@@ -67,9 +67,9 @@ func TestFastPathDoesNotOvertakeTheLine(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			holder := mustNew(t, b.config(b.client(t), "fast", 1, time.Second))
-			waiter := mustNew(t, b.config(b.client(t), "fast", 1, time.Second))
-			newcomer := mustNew(t, b.config(b.client(t), "fast", 1, time.Second))
+			holder := mustNew(t, b.roomyConfig(t, "fast", 1))
+			waiter := mustNew(t, b.roomyConfig(t, "fast", 1))
+			newcomer := mustNew(t, b.roomyConfig(t, "fast", 1))
 			p, err := holder.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -268,8 +268,8 @@ func TestMissedHandoffGetsANewToken(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			holder := mustNew(t, b.config(b.client(t), "missed", 1, time.Second))
-			w := mustNew(t, b.config(b.client(t), "missed", 1, time.Second))
+			holder := mustNew(t, b.roomyConfig(t, "missed", 1))
+			w := mustNew(t, b.roomyConfig(t, "missed", 1))
 			p, err := holder.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -289,7 +289,7 @@ func TestMissedHandoffGetsANewToken(t *testing.T) {
 			if err != nil || !r.granted {
 				t.Fatalf("attempt after the hand-over: %+v, %v; want granted", r, err)
 			}
-			if r.token <= handed || r.left <= 0 || r.left > time.Second {
+			if r.token <= handed || r.left <= 0 || r.left > w.lease {
 				t.Errorf("re-asked: token %d (handed %d), lease left %v", r.token, handed, r.left)
 			}
 			if held, err := w.release(ctx, id); err != nil || !held {

@@ -59,7 +59,7 @@ func TestAcquireTryAcquireRelease(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			l := mustNew(t, b.config(b.client(t), "basic", 1, time.Second))
+			l := mustNew(t, b.roomyConfig(t, "basic", 1))
 			p, err := l.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -104,7 +104,7 @@ func TestSemaphorePermitsAcrossClients(t *testing.T) {
 			ctx := context.Background()
 			var sems []*Semaphore
 			for range 3 {
-				sems = append(sems, mustNew(t, b.config(b.client(t), "sem", 2, time.Second)))
+				sems = append(sems, mustNew(t, b.roomyConfig(t, "sem", 2)))
 			}
 			var got []*Permit
 			last := int64(0)
@@ -144,7 +144,7 @@ func TestSemaphorePermitsAcrossClients(t *testing.T) {
 func TestDoneCtxFailsFirst(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := mustNew(t, b.config(b.client(t), "done", 1, time.Second))
+			l := mustNew(t, b.roomyConfig(t, "done", 1))
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			if p, err := l.Acquire(ctx); p != nil || !errors.Is(err, context.Canceled) {
@@ -165,7 +165,7 @@ func TestDoneCtxFailsFirst(t *testing.T) {
 func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			l := mustNew(t, b.config(b.client(t), "cancel", 1, time.Second))
+			l := mustNew(t, b.roomyConfig(t, "cancel", 1))
 			holder, err := l.Acquire(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -176,7 +176,13 @@ func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 			if p != nil || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Acquire while held: %v, %v", p, err)
 			}
-			if held, queued := counts(t, l); held != 1 || queued != 0 {
+			// Its place is given back in the background when its round
+			// trip outlived the ctx, as a loaded machine may make it.
+			held, queued := counts(t, l)
+			for deadline := time.Now().Add(30 * time.Second); queued != 0 && time.Now().Before(deadline); held, queued = counts(t, l) {
+				time.Sleep(time.Millisecond)
+			}
+			if held != 1 || queued != 0 {
 				t.Errorf("after the waiter left: %d held, %d queued; want 1, 0", held, queued)
 			}
 			if err := holder.Release(context.Background()); err != nil {
@@ -202,7 +208,7 @@ func TestFIFOAcrossClients(t *testing.T) {
 				name := fmt.Sprintf("fifo%d", n)
 				var sems []*Semaphore
 				for range 3 {
-					sems = append(sems, mustNew(t, b.config(b.client(t), name, n, time.Second)))
+					sems = append(sems, mustNew(t, b.roomyConfig(t, name, n)))
 				}
 				var holders []*Permit
 				for range n {

@@ -64,15 +64,22 @@ func TestLockCrashedHolderNewcomerKeepsBehindTheLine(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			cfg := b.config(b.client(t), "crashline", 1, 100*time.Millisecond)
+			// The crashed holder's lease must outlast the waiter's
+			// attempt (a round trip, which a loaded machine may hold up
+			// for most of a second), and is waited out after it: a second.
+			// It renews nothing, so its Timeout can be longer than Config
+			// allows (see longTimeout): the default, a quarter of the
+			// Lease, failed its Acquire on a loaded machine.
+			cfg := b.config(b.roomyClient(t), "crashline", 1, time.Second)
 			cfg.Poll = time.Hour
 			crashed := mustNew(t, cfg)
 			crashed.noRenew.Store(true)
-			cfg.Client = b.client(t)
+			longTimeout(crashed)
+			cfg.Client = b.roomyClient(t)
 			// The newcomer's Lease is long: the lock it hands to the waiter
 			// (whose id names no Lease) is held for it, and must outlast the
 			// checks below however slow a loaded machine makes them.
-			cfg.Lease = time.Minute
+			cfg.Lease, cfg.Timeout = roomyLease, roomyTimeout
 			newcomer := mustNew(t, cfg)
 			p, err := crashed.Acquire(ctx)
 			if err != nil {

@@ -42,6 +42,29 @@ func (b backend) client(t testing.TB) *redis.Client {
 	return c
 }
 
+// roomyLease and roomyTimeout are the Lease and Timeout of a test that needs
+// Redis to answer, not to fail, and does not wait for a lease to end. On a
+// loaded 2-core machine (race-detector suites and fuzzing beside the tests)
+// a round trip, or the timer of a renewal, can be held up for seconds: with
+// a Lease of a second and its default Timeout (250 ms), that failed calls
+// with ErrUnavailable and lost leases, in tests that check neither. The
+// Timeout stays below a third of the Lease, as Config requires.
+const (
+	roomyLease   = 30 * time.Second
+	roomyTimeout = 5 * time.Second
+)
+
+// roomyClient returns a client of b, closed when the test ends, whose own
+// timeouts are no tighter than roomyTimeout: the client of the tests whose
+// Config has a roomyTimeout. Tests of faults (a Redis stopped, a connection
+// killed) keep client and strictClient, which fail within a second.
+func (b backend) roomyClient(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: 2 * roomyTimeout,
+		ReadTimeout: 2 * roomyTimeout, WriteTimeout: 2 * roomyTimeout, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // strictClient returns a client of b, closed when the test ends, whose
 // calls fail within a second and are never retried, honouring deadlines or
 // not as ctxTimeouts says: the client of the tests of client hooks.
@@ -75,6 +98,16 @@ func awaitKeyedIdle(t testing.TB, k *Keyed, what string) {
 // config returns a Config for a Semaphore of n permits named name on c.
 func (b backend) config(c redis.UniversalClient, name string, n int, lease time.Duration) Config {
 	return Config{Client: c, Name: name, N: n, Lease: lease, Prefix: b.prefix, Poll: 200 * time.Millisecond}
+}
+
+// roomyConfig returns a Config for a Semaphore of n permits named name, on a
+// roomyClient of its own (as a process of its own would have), with a
+// roomyLease and roomyTimeout: for a test that needs Redis to answer and
+// waits for no lease to end.
+func (b backend) roomyConfig(t testing.TB, name string, n int) Config {
+	cfg := b.config(b.roomyClient(t), name, n, roomyLease)
+	cfg.Timeout = roomyTimeout
+	return cfg
 }
 
 var prefixes atomic.Int64

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 )
 
 // TestTryAcquireNilPermitNilError pins a bug: TryAcquire of a held lock
@@ -29,8 +28,8 @@ func TestTryAcquireNilPermitNilError(t *testing.T) {
 				}
 			}
 
-			lock := mustNew(t, b.config(b.client(t), "wouldwait-lock", 1, time.Second))
-			other := mustNew(t, b.config(b.client(t), "wouldwait-lock", 1, time.Second))
+			lock := mustNew(t, b.roomyConfig(t, "wouldwait-lock", 1))
+			other := mustNew(t, b.roomyConfig(t, "wouldwait-lock", 1))
 			p, err := lock.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -60,7 +59,7 @@ func TestTryAcquireNilPermitNilError(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			sem := mustNew(t, b.config(b.client(t), "wouldwait-sem", 2, time.Second))
+			sem := mustNew(t, b.roomyConfig(t, "wouldwait-sem", 2))
 			var held []*Permit
 			for range 2 {
 				p, err := sem.TryAcquire(ctx)
