@@ -48,7 +48,7 @@ import (
 // again in the order they were notified, as the peer's cases expect. They do
 // not yet: see TestPortAsyncioConditionNotifiedRelockInOrder. Until they do,
 // requireRelockOrder checks only that every notified waiter got through.
-const condRelocksInOrder = false
+const condRelocksInOrder = true
 
 // requireRelockOrder checks the order in which notified waiters, each adding
 // its number to a log under the Lock, took the Lock again.
