@@ -61,7 +61,7 @@ func TestConditionRelockOrderLockFree(t *testing.T) {
 
 // TestConditionWaitForTakesTurns: four consumers WaitFor a token; each round
 // the producer adds one and calls NotifyAll, and the consumer that takes the
-// token goes back to the end of the line.
+// token goes back to the end of the line once the others wait again.
 //
 // What was wrong: the woken consumers raced for the Lock, and whichever the
 // scheduler ran first took the token; the one that had waited longest could
@@ -69,6 +69,10 @@ func TestConditionRelockOrderLockFree(t *testing.T) {
 // out. What is right: the consumers notified together take the Lock in the
 // order they were notified, so the one that has waited longest finds the
 // token, and they take turns.
+//
+// (The consumer that took the token waits for the round to end before it
+// locks again: a Lock call made before the notified waiters have run may take
+// the Lock before them, as Condition's doc says.)
 func TestConditionWaitForTakesTurns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const consumers, rounds = 4, 24
@@ -76,7 +80,9 @@ func TestConditionWaitForTakesTurns(t *testing.T) {
 		tokens := 0 // guarded by c's Lock
 		var got pyLog
 		ctx, cancel := context.WithCancel(t.Context())
+		var again [consumers]chan struct{}
 		for i := range consumers {
+			again[i] = make(chan struct{})
 			go func() {
 				for {
 					if err := c.Lock(ctx); err != nil {
@@ -91,16 +97,25 @@ func TestConditionWaitForTakesTurns(t *testing.T) {
 					if err != nil {
 						return
 					}
+					select {
+					case <-again[i]:
+					case <-ctx.Done():
+						return
+					}
 				}
 			}()
 			synctest.Wait() // consumer i waits, behind the ones before it
 		}
-		for range rounds {
+		for r := range rounds {
 			require.NoError(t, c.Lock(t.Context()))
 			tokens++
 			c.NotifyAll()
 			c.Unlock()
 			synctest.Wait()
+			g := got.get()
+			require.Len(t, g, r+1)
+			again[g[r]] <- struct{}{}
+			synctest.Wait() // the taker waits again, behind the others
 		}
 		cancel()
 		synctest.Wait()
