@@ -20,7 +20,14 @@ import (
 // concurrent use by multiple goroutines.
 //
 // Waiters are notified first in, first out: Notify(n) wakes the n that have
-// waited longest.
+// waited longest. The waiters notified take the Lock again in the order they
+// were notified, whether by one call or by several: a waiter notified earlier
+// never takes it after one notified later, so that one which keeps finding the
+// state not to its liking (in WaitFor, say) cannot be overtaken again and
+// again by waiters that came after it. They queue for the Lock once the first
+// of them to run finds it taken, not at the notification: a Lock call made in
+// between may take the Lock before them. Several Conditions that share a Lock
+// each keep the order among their own waiters.
 //
 // In the terminology of the Go memory model, a call to Notify or NotifyAll is
 // synchronized before the return of any Wait that it wakes; and since Wait
@@ -32,7 +39,25 @@ type Condition struct {
 	l   *Lock // the Lock, if shared; own otherwise
 	own Lock
 
-	q waitq.Queue[struct{}] // waiters for a notification
+	// The waiters for a notification. Notify grants each waiter it wakes a
+	// ticket: the notifications, numbered in order.
+	q waitq.Queue[uint64]
+
+	// The order in which notified waiters take the Lock again, guarded by
+	// q's Mutex. Tickets below turn have their place in the Lock's order
+	// settled: they took it, or a place was queued for them on it. A
+	// notified waiter whose ticket is turn may take a free Lock; one whose
+	// ticket is above it, or which finds the Lock taken, queues places for
+	// itself and for every ticket from turn up, in order, and the waiters of
+	// those tickets wait on them when they run (see relock). If each waiter
+	// queued for itself once its goroutine ran, the order would be the
+	// scheduler's (the one readied last usually runs first), and a waiter
+	// could lose the Lock to younger ones every time. If Notify queued them
+	// all itself, every wake-up would cost a hand-over of the Lock and a new
+	// waiter node even when nobody contends for it.
+	tickets uint64       // the ticket the next notified waiter gets
+	turn    uint64       // the oldest ticket whose place is not settled
+	places  relockPlaces // places queued for tickets below turn, until taken
 }
 
 // NewCondition returns a Condition on l. Several Conditions may share one Lock,
@@ -67,7 +92,8 @@ func (c *Condition) Locked() bool { return c.lock().Locked() }
 // or ctx is done, and locks the Lock again before it returns. It always returns
 // holding the Lock, whatever it returns, so that a deferred Unlock stays
 // right; the re-lock does not give up when ctx ends, since it cannot without
-// breaking that promise.
+// breaking that promise. A Wait that was notified takes the Lock again after
+// those notified before it (see Condition), even if its ctx ends meanwhile.
 //
 // The caller must hold the Lock. Wait panics if the Lock is not locked, but it
 // cannot tell who locked it: a Lock is not tied to a goroutine (one may lock
@@ -98,23 +124,29 @@ func (c *Condition) Wait(ctx context.Context) error {
 	// before the lock: the caller's code (see waitq.Ended).
 	done := ctx.Done()
 	c.q.Lock()
-	w := c.q.PushDone(done, struct{}{})
+	w := c.q.PushDone(done, 0)
 	c.q.Unlock()
 	c.unlockQueued(l, w)
 
-	_, notified := c.q.Wait(done, w)
+	ticket, notified := c.q.Wait(done, w)
+	ticketed := notified
 	var err error
 	if !notified {
 		c.q.Lock()
-		if _, granted, _ := c.q.Cancel(w); granted {
+		if ticket, ticketed, _ = c.q.Cancel(w); ticketed {
 			// Notified just before ctx ended, and ctx won the select:
 			// pass it on, or the next waiter would sleep through a change
-			// meant to wake someone.
+			// meant to wake someone. The ticket is kept: a waiter notified
+			// later may have queued a place on the Lock for it already.
 			c.notifyLocked(1)
 		}
 		c.q.Unlock()
 	}
-	lockUncancelable(l)
+	if ticketed {
+		c.relock(l, ticket)
+	} else {
+		lockUncancelable(l)
+	}
 	if !notified {
 		// Read once the Lock is held again: ctx is the caller's code, and
 		// a caller whose ctx.Err panics must still hold the Lock, as after
@@ -128,7 +160,7 @@ func (c *Condition) Wait(ctx context.Context) error {
 // was unlocked since Wait looked, by another goroutine: Wait was called
 // without holding it. Then w leaves the queue before the panic goes on, so
 // that it cannot take a notification meant for a goroutine that waits.
-func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
+func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[uint64]) {
 	unlocked := false
 	defer func() {
 		if !unlocked {
@@ -140,21 +172,90 @@ func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
 }
 
 // withdraw takes w, queued by a Wait that will not wait, out of the queue, and
-// passes on a notification it may have taken.
-func (c *Condition) withdraw(w *waitq.Waiter[struct{}]) {
+// passes on a notification it may have taken, and gives up the place on the
+// Lock that came with it.
+func (c *Condition) withdraw(w *waitq.Waiter[uint64]) {
 	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
 	// that is already done, which takes a grant already made, if any.
 	ended := make(chan struct{})
 	close(ended)
-	_, granted := c.q.Wait(ended, w)
+	ticket, granted := c.q.Wait(ended, w)
 	c.q.Lock()
 	if !granted {
-		_, granted, _ = c.q.Cancel(w)
+		ticket, granted, _ = c.q.Cancel(w)
 	}
-	if granted {
-		c.notifyLocked(1)
+	if !granted {
+		c.q.Unlock()
+		return
+	}
+	c.notifyLocked(1)
+	// The ticket's place: taken for it by a waiter notified later, or
+	// settled now, so that the tickets after it are not held up. Giving it
+	// up never waits: this goroutine is panicking.
+	l := c.lock()
+	var p *waitq.Waiter[struct{}]
+	if ticket < c.turn {
+		p = c.places.take(ticket)
+	} else {
+		p = c.settleLocked(l, ticket)
 	}
 	c.q.Unlock()
+	l.giveUp(p)
+}
+
+// relock takes the Lock again for a Wait notified with ticket t, after the
+// waiters notified before it (see turn).
+func (c *Condition) relock(l *Lock, t uint64) {
+	for paused := false; ; paused = true {
+		c.q.Lock()
+		if t < c.turn {
+			// A waiter notified after us found the Lock taken, and queued
+			// our place on it before its own.
+			p := c.places.take(t)
+			c.q.Unlock()
+			l.waitPlace(p)
+			return
+		}
+		// TryLock with q locked, so that no waiter notified after us can
+		// queue a place for us meanwhile. Only the oldest ticket may take
+		// a free Lock: a younger one would overtake it.
+		if t == c.turn && l.TryLock() {
+			c.turn++
+			c.q.Unlock()
+			return
+		}
+		if paused {
+			p := c.settleLocked(l, t)
+			c.q.Unlock()
+			l.waitPlace(p)
+			return
+		}
+		c.q.Unlock()
+		// As Lock does before it queues: the holder, or the waiters
+		// notified before us, are likely to be running or runnable, and
+		// yielding lets them take and release the Lock without a queue,
+		// which costs every waiter in it a hand-over.
+		waitq.Pause()
+	}
+}
+
+// settleLocked queues places on l, in order, for the notified waiters whose
+// tickets run from turn to t, and returns t's: nil if it took l, which was
+// free, for t. The others are kept in places. c.q must be locked; l's queue is
+// locked after it, so that the places are in the order of the tickets.
+func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
+	l.q.Lock()
+	for ; c.turn < t; c.turn++ {
+		p := l.queueLocked(nil) // a nil Done channel: the re-lock never gives up
+		if p == nil {
+			p = &relockHeld
+		}
+		c.places.put(c.turn, p)
+	}
+	p := l.queueLocked(nil)
+	c.turn++
+	l.q.Unlock()
+	return p
 }
 
 // lockUncancelable locks l, waiting as long as it takes.
@@ -202,6 +303,9 @@ func (c *Condition) WaitFor(ctx context.Context, pred func() bool) error {
 // NotifyAll does. The caller may, but need not, hold the Lock; holding it is
 // what makes the change it announces visible in full.
 //
+// The waiters it wakes take the Lock again in the order they waited, after
+// those that earlier calls woke (see Condition).
+//
 // Notify panics if n is negative.
 func (c *Condition) Notify(n int) {
 	if n < 0 {
@@ -212,21 +316,23 @@ func (c *Condition) Notify(n int) {
 	c.q.Unlock()
 }
 
-// NotifyAll wakes every waiter.
+// NotifyAll wakes every waiter, as Notify does.
 func (c *Condition) NotifyAll() {
 	c.q.Lock()
 	c.notifyLocked(c.q.Len())
 	c.q.Unlock()
 }
 
-// notifyLocked wakes the n oldest waiters. c.q must be locked.
+// notifyLocked wakes the n oldest waiters, each with its ticket. c.q must be
+// locked.
 func (c *Condition) notifyLocked(n int) {
 	for ; n > 0; n-- {
 		w := c.q.Front()
 		if w == nil {
 			return
 		}
-		c.q.Grant(w, struct{}{})
+		c.q.Grant(w, c.tickets)
+		c.tickets++
 	}
 }
 
@@ -237,3 +343,68 @@ func (c *Condition) Waiting() int {
 	defer c.q.Unlock()
 	return c.q.Len()
 }
+
+// relockHeld stands in relockPlaces for a place that settleLocked did not
+// queue, having found the Lock free and taken it for the ticket's waiter. It
+// is never queued.
+var relockHeld waitq.Waiter[struct{}]
+
+// relockPlaces holds the places that notified waiters queued on the Lock for
+// the waiters notified before them, by ticket, until those take them. Its
+// tickets are put in increasing order and taken in any.
+type relockPlaces struct {
+	slots []*waitq.Waiter[struct{}] // by ticket modulo len, a power of two (or 0)
+	low   uint64                    // the oldest ticket held, if any
+	n     int                       // places held
+}
+
+// put holds the place p for ticket t, above every ticket held.
+func (r *relockPlaces) put(t uint64, p *waitq.Waiter[struct{}]) {
+	if r.n == 0 {
+		r.low = t
+	}
+	if t-r.low >= uint64(len(r.slots)) {
+		r.grow(t)
+	}
+	r.slots[t&uint64(len(r.slots)-1)] = p
+	r.n++
+}
+
+// grow makes room for the tickets from low to t.
+func (r *relockPlaces) grow(t uint64) {
+	size := max(8, len(r.slots))
+	for uint64(size) <= t-r.low {
+		size *= 2
+	}
+	slots := make([]*waitq.Waiter[struct{}], size)
+	if r.n > 0 {
+		for k := r.low; k < t; k++ {
+			slots[k&uint64(size-1)] = r.slots[k&uint64(len(r.slots)-1)]
+		}
+	}
+	r.slots = slots
+}
+
+// take returns the place held for ticket t, and forgets it.
+func (r *relockPlaces) take(t uint64) *waitq.Waiter[struct{}] {
+	mask := uint64(len(r.slots) - 1)
+	p := r.slots[t&mask]
+	if p == nil || t < r.low {
+		panic("ctxsync: bug: no place on the Lock for a notified waiter")
+	}
+	r.slots[t&mask] = nil
+	if r.n--; r.n == 0 {
+		if len(r.slots) > relockKeep {
+			// Not kept after a NotifyAll of thousands of waiters.
+			r.slots = nil
+		}
+		return p
+	}
+	for r.slots[r.low&mask] == nil {
+		r.low++ // the slot of low is held whenever a place is
+	}
+	return p
+}
+
+// relockKeep is the most slots relockPlaces keeps when it holds no place.
+const relockKeep = 256
