@@ -2,6 +2,7 @@ package ctxsync
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -43,21 +44,25 @@ type Condition struct {
 	// ticket: the notifications, numbered in order.
 	q waitq.Queue[uint64]
 
-	// The order in which notified waiters take the Lock again, guarded by
-	// q's Mutex. Tickets below turn have their place in the Lock's order
-	// settled: they took it, or a place was queued for them on it. A
-	// notified waiter whose ticket is turn may take a free Lock; one whose
-	// ticket is above it, or which finds the Lock taken, queues places for
-	// itself and for every ticket from turn up, in order, and the waiters of
-	// those tickets wait on them when they run (see relock). If each waiter
-	// queued for itself once its goroutine ran, the order would be the
-	// scheduler's (the one readied last usually runs first), and a waiter
-	// could lose the Lock to younger ones every time. If Notify queued them
-	// all itself, every wake-up would cost a hand-over of the Lock and a new
-	// waiter node even when nobody contends for it.
-	tickets uint64       // the ticket the next notified waiter gets
-	turn    uint64       // the oldest ticket whose place is not settled
-	places  relockPlaces // places queued for tickets below turn, until taken
+	// The order in which notified waiters take the Lock again. Tickets below
+	// turn have their place in the Lock's order settled: they took it, or a
+	// place was queued for them on it. A notified waiter whose ticket is
+	// turn may take a free Lock; one whose ticket is above it, or which
+	// finds the Lock taken, queues places for itself and for every ticket
+	// from turn up, in order, and the waiters of those tickets wait on them
+	// when they run (see relock). If each waiter queued for itself once its
+	// goroutine ran, the order would be the scheduler's (the one readied
+	// last usually runs first), and a waiter could lose the Lock to younger
+	// ones every time. If Notify queued them all itself, every wake-up would
+	// cost a hand-over of the Lock and a new waiter node even when nobody
+	// contends for it.
+	//
+	// turn moves on by one ticket at a time, with q locked, save for the
+	// waiter whose ticket it is, which takes a free Lock and moves it on
+	// by CAS without locking q (see relock).
+	tickets uint64        // guarded by q's Mutex: the ticket the next notified waiter gets
+	turn    atomic.Uint64 // the oldest ticket whose place is not settled
+	places  relockPlaces  // guarded by q's Mutex: places queued for tickets below turn, until taken
 }
 
 // NewCondition returns a Condition on l. Several Conditions may share one Lock,
@@ -128,7 +133,11 @@ func (c *Condition) Wait(ctx context.Context) error {
 	c.q.Unlock()
 	c.unlockQueued(l, w)
 
-	ticket, notified := c.q.Wait(done, w)
+	// The node is held until the Lock is ours again (see waitq.WaitHold):
+	// the waiters that one NotifyAll wakes come back to wait in the order
+	// of the relock, one at a time, and a node given back at the wake-up
+	// would let the queue go quiet in between and drop its spare nodes.
+	ticket, notified := c.q.WaitHold(done, w)
 	ticketed := notified
 	var err error
 	if !notified {
@@ -146,6 +155,9 @@ func (c *Condition) Wait(ctx context.Context) error {
 		c.relock(l, ticket)
 	} else {
 		lockUncancelable(l)
+	}
+	if notified {
+		c.q.Release(w)
 	}
 	if !notified {
 		// Read once the Lock is held again: ctx is the caller's code, and
@@ -194,7 +206,7 @@ func (c *Condition) withdraw(w *waitq.Waiter[uint64]) {
 	// up never waits: this goroutine is panicking.
 	l := c.lock()
 	var p *waitq.Waiter[struct{}]
-	if ticket < c.turn {
+	if ticket < c.turn.Load() {
 		p = c.places.take(ticket)
 	} else {
 		p = c.settleLocked(l, ticket)
@@ -206,9 +218,17 @@ func (c *Condition) withdraw(w *waitq.Waiter[uint64]) {
 // relock takes the Lock again for a Wait notified with ticket t, after the
 // waiters notified before it (see turn).
 func (c *Condition) relock(l *Lock, t uint64) {
-	for paused := false; ; paused = true {
+	// The fast path, without q's lock: the waiter notified with a free Lock
+	// and nobody before it to wait for, most often the only one.
+	if c.turn.Load() == t && l.TryLock() {
+		c.tookTurn(l, t)
+		return
+	}
+	last := c.turn.Load()
+	for yields := 0; ; yields++ {
 		c.q.Lock()
-		if t < c.turn {
+		turn := c.turn.Load()
+		if t < turn {
 			// A waiter notified after us found the Lock taken, and queued
 			// our place on it before its own.
 			p := c.places.take(t)
@@ -216,46 +236,84 @@ func (c *Condition) relock(l *Lock, t uint64) {
 			l.waitPlace(p)
 			return
 		}
-		// TryLock with q locked, so that no waiter notified after us can
-		// queue a place for us meanwhile. Only the oldest ticket may take
-		// a free Lock: a younger one would overtake it.
-		if t == c.turn && l.TryLock() {
-			c.turn++
+		if t == turn && l.TryLock() {
+			c.turn.Store(t + 1) // with q locked, nobody else moves it on from ours
 			c.q.Unlock()
 			return
 		}
-		if paused {
+		// As Lock does before it queues, yield once: the holder, or the
+		// waiters notified before us, are likely to be running or
+		// runnable, and may take and release the Lock without a queue, in
+		// which every waiter costs a hand-over. Behind other tickets,
+		// yield again while they move on, up to a bound: queueing places
+		// for them all would cost each a hand-over, and a node of the
+		// Lock's queue (a new one, if the queue was idle).
+		if yields > 0 && (t == turn || turn == last || yields >= relockYields) {
 			p := c.settleLocked(l, t)
 			c.q.Unlock()
 			l.waitPlace(p)
 			return
 		}
 		c.q.Unlock()
-		// As Lock does before it queues: the holder, or the waiters
-		// notified before us, are likely to be running or runnable, and
-		// yielding lets them take and release the Lock without a queue,
-		// which costs every waiter in it a hand-over.
+		last = turn
 		waitq.Pause()
 	}
+}
+
+// relockYields bounds the yields of a notified waiter behind others that
+// move on (see relock).
+const relockYields = 16
+
+// tookTurn moves turn on from t, whose waiter took a free Lock without q's
+// lock. If a waiter notified after it queued a place for it in between (its
+// TryLock and this CAS), that place, queued behind its hold, is taken out.
+func (c *Condition) tookTurn(l *Lock, t uint64) {
+	if c.turn.CompareAndSwap(t, t+1) {
+		return
+	}
+	c.q.Lock()
+	p := c.places.take(t)
+	c.q.Unlock()
+	l.dropPlace(p)
 }
 
 // settleLocked queues places on l, in order, for the notified waiters whose
 // tickets run from turn to t, and returns t's: nil if it took l, which was
 // free, for t. The others are kept in places. c.q must be locked; l's queue is
 // locked after it, so that the places are in the order of the tickets.
+//
+// The waiter whose ticket is turn may take a free Lock meanwhile without q's
+// lock, and move turn on by CAS (see relock): so each place is queued before
+// turn moves on past its ticket, by CAS too, and one whose CAS fails is taken
+// out again.
 func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
 	l.q.Lock()
-	for ; c.turn < t; c.turn++ {
-		p := l.queueLocked(nil) // a nil Done channel: the re-lock never gives up
-		if p == nil {
-			p = &relockHeld
+	for {
+		k := c.turn.Load()
+		if k > t {
+			l.q.Unlock()
+			panic("ctxsync: bug: a notified waiter's turn passed while it was not settled")
 		}
-		c.places.put(c.turn, p)
+		p := l.queueLocked(nil) // a nil Done channel: the re-lock never gives up
+		if k == t {
+			c.turn.Store(t + 1) // nobody else moves it on from ours
+			l.q.Unlock()
+			return p
+		}
+		if c.turn.CompareAndSwap(k, k+1) {
+			if p == nil {
+				p = &relockHeld
+			}
+			c.places.put(k, p)
+			continue
+		}
+		// k's waiter took the Lock by itself since we looked.
+		if p == nil {
+			l.unlockLocked()
+		} else {
+			l.dropPlaceLocked(p)
+		}
 	}
-	p := l.queueLocked(nil)
-	c.turn++
-	l.q.Unlock()
-	return p
 }
 
 // lockUncancelable locks l, waiting as long as it takes.

@@ -90,7 +90,7 @@ func TestConditionNotifyAllThousands(t *testing.T) {
 		}
 		require.Zero(t, c.places.n)
 		require.LessOrEqual(t, len(c.places.slots), relockKeep)
-		require.Equal(t, c.tickets, c.turn, "every ticket settled")
+		require.Equal(t, c.tickets, c.turn.Load(), "every ticket settled")
 	})
 }
 
@@ -141,13 +141,13 @@ func TestConditionWithdrawNotified(t *testing.T) {
 				c.NotifyAll() // w's ticket is 0 or 1
 				if queuedByOther {
 					synctest.Wait() // b queues places for a, w and itself
-					require.Equal(t, uint64(3), c.turn)
+					require.Equal(t, uint64(3), c.turn.Load())
 				}
 				c.withdraw(w)
 				if !wFirst && !queuedByOther {
 					// (With w first, alone in the queue, its wait for
 					// the grant yields, and a and b may run first.)
-					require.Equal(t, uint64(2), c.turn, "the withdrawal settled a's place and its own")
+					require.Equal(t, uint64(2), c.turn.Load(), "the withdrawal settled a's place and its own")
 				}
 				require.Zero(t, c.Waiting())
 				if held {
@@ -163,4 +163,33 @@ func TestConditionWithdrawNotified(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestConditionTookTurnAfterPlaceQueued: the waiter of the oldest ticket takes
+// a free Lock by TryLock without the Condition's lock, and before it moves
+// turn on, a waiter notified after it queues places for both. Its CAS fails;
+// it takes its place back out of the Lock's queue, keeping the Lock, and the
+// later waiter's place is next.
+func TestConditionTookTurnAfterPlaceQueued(t *testing.T) {
+	c := NewCondition(nil)
+	l := c.lock()
+	c.tickets = 2 // tickets 0 and 1 notified
+	require.True(t, l.TryLock(), "ticket 0's fast path")
+	c.q.Lock()
+	p1 := c.settleLocked(l, 1) // ticket 1 finds the Lock taken
+	c.q.Unlock()
+	require.NotNil(t, p1)
+	require.Equal(t, 2, l.Waiting(), "places for tickets 0 and 1")
+	c.tookTurn(l, 0)
+	require.Equal(t, 1, l.Waiting(), "ticket 0's place taken out")
+	require.Zero(t, c.places.n)
+	require.True(t, l.Locked())
+	l.Unlock() // ticket 0 is done: the Lock goes to ticket 1's place
+	l.waitPlace(p1)
+	require.True(t, l.Locked())
+	require.Zero(t, l.Waiting())
+	l.Unlock()
+	require.False(t, l.Locked())
+	require.True(t, l.TryLock(), "nothing left queued")
+	l.Unlock()
 }

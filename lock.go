@@ -259,3 +259,32 @@ func (l *Lock) giveUp(p *waitq.Waiter[struct{}]) {
 	}
 	l.leave(p)
 }
+
+// dropPlace takes out of the queue a place that a Condition queued for a
+// notified waiter that has since taken the lock by itself, and holds it (see
+// Condition.tookTurn).
+func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
+	l.q.Lock()
+	if p.Queued() {
+		l.dropPlaceLocked(p)
+		l.q.Unlock()
+		return
+	}
+	l.q.Unlock()
+	// Handed the lock: only an Unlock by a goroutine that did not hold it
+	// (it was the waiter's) can have let it go. The place holds it now,
+	// for the same waiter; finish with the node.
+	l.q.Wait(nil, p)
+}
+
+// dropPlaceLocked takes p, a place still queued, out of the queue. l.q must be
+// locked, and l held: it is never free while a waiter is queued.
+func (l *Lock) dropPlaceLocked(p *waitq.Waiter[struct{}]) {
+	l.q.Cancel(p)
+	if l.q.Len() == 0 {
+		// As in leave: with l held and q locked, only Store changes it.
+		if s := l.state.Load(); s&lockWaiters != 0 {
+			l.state.Store(s &^ lockWaiters)
+		}
+	}
+}
