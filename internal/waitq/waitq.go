@@ -357,7 +357,9 @@ func (l *List[T]) WaitHold(done <-chan struct{}, w *Waiter[T]) (T, bool) {
 	}
 }
 
-// Release gives back for reuse a node whose grant WaitHold returned.
+// Release gives back for reuse a node whose grant WaitHold returned. The
+// Mutex must NOT be held (it need not be: as at the end of Wait, only the
+// waiting goroutine touches the node).
 func (l *List[T]) Release(w *Waiter[T]) { l.finish(w) }
 
 // Cancel settles a waiter whose ctx ended, after Wait returned false. If w was
