@@ -2,6 +2,7 @@ package ctxsync
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/ctxsync/ctxsync/internal/nocopy"
 	"github.com/ctxsync/ctxsync/internal/waitq"
@@ -20,7 +21,14 @@ import (
 // concurrent use by multiple goroutines.
 //
 // Waiters are notified first in, first out: Notify(n) wakes the n that have
-// waited longest.
+// waited longest. The waiters notified take the Lock again in the order they
+// were notified, whether by one call or by several: a waiter notified earlier
+// never takes it after one notified later, so that one which keeps finding the
+// state not to its liking (in WaitFor, say) cannot be overtaken again and
+// again by waiters that came after it. They queue for the Lock once the first
+// of them to run finds it taken, not at the notification: a Lock call made in
+// between may take the Lock before them. Several Conditions that share a Lock
+// each keep the order among their own waiters.
 //
 // In the terminology of the Go memory model, a call to Notify or NotifyAll is
 // synchronized before the return of any Wait that it wakes; and since Wait
@@ -32,7 +40,29 @@ type Condition struct {
 	l   *Lock // the Lock, if shared; own otherwise
 	own Lock
 
-	q waitq.Queue[struct{}] // waiters for a notification
+	// The waiters for a notification. Notify grants each waiter it wakes a
+	// ticket: the notifications, numbered in order.
+	q waitq.Queue[uint64]
+
+	// The order in which notified waiters take the Lock again. Tickets below
+	// turn have their place in the Lock's order settled: they took it, or a
+	// place was queued for them on it. A notified waiter whose ticket is
+	// turn may take a free Lock; one whose ticket is above it, or which
+	// finds the Lock taken, queues places for itself and for every ticket
+	// from turn up, in order, and the waiters of those tickets wait on them
+	// when they run (see relock). If each waiter queued for itself once its
+	// goroutine ran, the order would be the scheduler's (the one readied
+	// last usually runs first), and a waiter could lose the Lock to younger
+	// ones every time. If Notify queued them all itself, every wake-up would
+	// cost a hand-over of the Lock and a new waiter node even when nobody
+	// contends for it.
+	//
+	// turn moves on by one ticket at a time, with q locked, save for the
+	// waiter whose ticket it is, which takes a free Lock and moves it on
+	// by CAS without locking q (see relock).
+	tickets uint64        // guarded by q's Mutex: the ticket the next notified waiter gets
+	turn    atomic.Uint64 // the oldest ticket whose place is not settled
+	places  relockPlaces  // guarded by q's Mutex: places queued for tickets below turn, until taken
 }
 
 // NewCondition returns a Condition on l. Several Conditions may share one Lock,
@@ -67,7 +97,8 @@ func (c *Condition) Locked() bool { return c.lock().Locked() }
 // or ctx is done, and locks the Lock again before it returns. It always returns
 // holding the Lock, whatever it returns, so that a deferred Unlock stays
 // right; the re-lock does not give up when ctx ends, since it cannot without
-// breaking that promise.
+// breaking that promise. A Wait that was notified takes the Lock again after
+// those notified before it (see Condition), even if its ctx ends meanwhile.
 //
 // The caller must hold the Lock. Wait panics if the Lock is not locked, but it
 // cannot tell who locked it: a Lock is not tied to a goroutine (one may lock
@@ -98,23 +129,36 @@ func (c *Condition) Wait(ctx context.Context) error {
 	// before the lock: the caller's code (see waitq.Ended).
 	done := ctx.Done()
 	c.q.Lock()
-	w := c.q.PushDone(done, struct{}{})
+	w := c.q.PushDone(done, 0)
 	c.q.Unlock()
 	c.unlockQueued(l, w)
 
-	_, notified := c.q.Wait(done, w)
+	// The node is held until the Lock is ours again (see waitq.WaitHold):
+	// the waiters that one NotifyAll wakes come back to wait in the order
+	// of the relock, one at a time, and a node given back at the wake-up
+	// would let the queue go quiet in between and drop its spare nodes.
+	ticket, notified := c.q.WaitHold(done, w)
+	ticketed := notified
 	var err error
 	if !notified {
 		c.q.Lock()
-		if _, granted, _ := c.q.Cancel(w); granted {
+		if ticket, ticketed, _ = c.q.Cancel(w); ticketed {
 			// Notified just before ctx ended, and ctx won the select:
 			// pass it on, or the next waiter would sleep through a change
-			// meant to wake someone.
+			// meant to wake someone. The ticket is kept: a waiter notified
+			// later may have queued a place on the Lock for it already.
 			c.notifyLocked(1)
 		}
 		c.q.Unlock()
 	}
-	lockUncancelable(l)
+	if ticketed {
+		c.relock(l, ticket)
+	} else {
+		lockUncancelable(l)
+	}
+	if notified {
+		c.q.Release(w)
+	}
 	if !notified {
 		// Read once the Lock is held again: ctx is the caller's code, and
 		// a caller whose ctx.Err panics must still hold the Lock, as after
@@ -128,7 +172,7 @@ func (c *Condition) Wait(ctx context.Context) error {
 // was unlocked since Wait looked, by another goroutine: Wait was called
 // without holding it. Then w leaves the queue before the panic goes on, so
 // that it cannot take a notification meant for a goroutine that waits.
-func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
+func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[uint64]) {
 	unlocked := false
 	defer func() {
 		if !unlocked {
@@ -140,21 +184,139 @@ func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[struct{}]) {
 }
 
 // withdraw takes w, queued by a Wait that will not wait, out of the queue, and
-// passes on a notification it may have taken.
-func (c *Condition) withdraw(w *waitq.Waiter[struct{}]) {
+// passes on a notification it may have taken, and gives up the place on the
+// Lock that came with it.
+func (c *Condition) withdraw(w *waitq.Waiter[uint64]) {
 	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
 	// that is already done, which takes a grant already made, if any.
 	ended := make(chan struct{})
 	close(ended)
-	_, granted := c.q.Wait(ended, w)
+	ticket, granted := c.q.Wait(ended, w)
 	c.q.Lock()
 	if !granted {
-		_, granted, _ = c.q.Cancel(w)
+		ticket, granted, _ = c.q.Cancel(w)
 	}
-	if granted {
-		c.notifyLocked(1)
+	if !granted {
+		c.q.Unlock()
+		return
+	}
+	c.notifyLocked(1)
+	// The ticket's place: taken for it by a waiter notified later, or
+	// settled now, so that the tickets after it are not held up. Giving it
+	// up never waits: this goroutine is panicking.
+	l := c.lock()
+	var p *waitq.Waiter[struct{}]
+	if ticket < c.turn.Load() {
+		p = c.places.take(ticket)
+	} else {
+		p = c.settleLocked(l, ticket)
 	}
 	c.q.Unlock()
+	l.giveUp(p)
+}
+
+// relock takes the Lock again for a Wait notified with ticket t, after the
+// waiters notified before it (see turn).
+func (c *Condition) relock(l *Lock, t uint64) {
+	// The fast path, without q's lock: the waiter notified with a free Lock
+	// and nobody before it to wait for, most often the only one.
+	if c.turn.Load() == t && l.TryLock() {
+		c.tookTurn(l, t)
+		return
+	}
+	for yields := 0; ; yields++ {
+		c.q.Lock()
+		turn := c.turn.Load()
+		if t < turn {
+			// A waiter notified after us found the Lock taken, and queued
+			// our place on it before its own.
+			p := c.places.take(t)
+			c.q.Unlock()
+			l.waitPlace(p)
+			return
+		}
+		if t == turn && l.TryLock() {
+			c.turn.Store(t + 1) // with q locked, nobody else moves it on from ours
+			c.q.Unlock()
+			return
+		}
+		// As Lock does before it queues, yield once: the holder, or the
+		// waiters notified before us, are likely to be running or
+		// runnable, and may take and release the Lock without a queue, in
+		// which every waiter costs a hand-over. Behind other tickets,
+		// yield again, up to a bound, for them to come back and take
+		// their turns: queueing places for them all would cost each a
+		// hand-over, and a node of the Lock's queue (a new one, if the
+		// queue was idle). Only a waiter held up beyond that, by an
+		// older one that does not run or a Lock held long, queues them.
+		if yields > 0 && (t == turn || yields >= relockYields) {
+			p := c.settleLocked(l, t)
+			c.q.Unlock()
+			l.waitPlace(p)
+			return
+		}
+		c.q.Unlock()
+
+		waitq.Pause()
+	}
+}
+
+// relockYields bounds the yields of a notified waiter behind older ones (see
+// relock). Measured on ConditionBroadcast (16 waiters, 2 processors): fewer,
+// or queueing places as soon as the older ones seem not to move on, cost
+// hand-overs and made it slower.
+const relockYields = 16
+
+// tookTurn moves turn on from t, whose waiter took a free Lock without q's
+// lock. If a waiter notified after it queued a place for it in between (its
+// TryLock and this CAS), that place, queued behind its hold, is taken out.
+func (c *Condition) tookTurn(l *Lock, t uint64) {
+	if c.turn.CompareAndSwap(t, t+1) {
+		return
+	}
+	c.q.Lock()
+	p := c.places.take(t)
+	c.q.Unlock()
+	l.dropPlace(p)
+}
+
+// settleLocked queues places on l, in order, for the notified waiters whose
+// tickets run from turn to t, and returns t's: nil if it took l, which was
+// free, for t. The others are kept in places. c.q must be locked; l's queue is
+// locked after it, so that the places are in the order of the tickets.
+//
+// The waiter whose ticket is turn may take a free Lock meanwhile without q's
+// lock, and move turn on by CAS (see relock): so each place is queued before
+// turn moves on past its ticket, by CAS too, and one whose CAS fails is taken
+// out again.
+func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
+	l.q.Lock()
+	for {
+		k := c.turn.Load()
+		if k > t {
+			l.q.Unlock()
+			panic("ctxsync: bug: a notified waiter's turn passed while it was not settled")
+		}
+		p := l.queueLocked(nil) // a nil Done channel: the re-lock never gives up
+		if k == t {
+			c.turn.Store(t + 1) // nobody else moves it on from ours
+			l.q.Unlock()
+			return p
+		}
+		if c.turn.CompareAndSwap(k, k+1) {
+			if p == nil {
+				p = &relockHeld
+			}
+			c.places.put(k, p)
+			continue
+		}
+		// k's waiter took the Lock by itself since we looked.
+		if p == nil {
+			l.unlockLocked()
+		} else {
+			l.dropPlaceLocked(p)
+		}
+	}
 }
 
 // lockUncancelable locks l, waiting as long as it takes.
@@ -202,6 +364,9 @@ func (c *Condition) WaitFor(ctx context.Context, pred func() bool) error {
 // NotifyAll does. The caller may, but need not, hold the Lock; holding it is
 // what makes the change it announces visible in full.
 //
+// The waiters it wakes take the Lock again in the order they waited, after
+// those that earlier calls woke (see Condition).
+//
 // Notify panics if n is negative.
 func (c *Condition) Notify(n int) {
 	if n < 0 {
@@ -212,21 +377,23 @@ func (c *Condition) Notify(n int) {
 	c.q.Unlock()
 }
 
-// NotifyAll wakes every waiter.
+// NotifyAll wakes every waiter, as Notify does.
 func (c *Condition) NotifyAll() {
 	c.q.Lock()
 	c.notifyLocked(c.q.Len())
 	c.q.Unlock()
 }
 
-// notifyLocked wakes the n oldest waiters. c.q must be locked.
+// notifyLocked wakes the n oldest waiters, each with its ticket. c.q must be
+// locked.
 func (c *Condition) notifyLocked(n int) {
 	for ; n > 0; n-- {
 		w := c.q.Front()
 		if w == nil {
 			return
 		}
-		c.q.Grant(w, struct{}{})
+		c.q.Grant(w, c.tickets)
+		c.tickets++
 	}
 }
 
@@ -237,3 +404,68 @@ func (c *Condition) Waiting() int {
 	defer c.q.Unlock()
 	return c.q.Len()
 }
+
+// relockHeld stands in relockPlaces for a place that settleLocked did not
+// queue, having found the Lock free and taken it for the ticket's waiter. It
+// is never queued.
+var relockHeld waitq.Waiter[struct{}]
+
+// relockPlaces holds the places that notified waiters queued on the Lock for
+// the waiters notified before them, by ticket, until those take them. Its
+// tickets are put in increasing order and taken in any.
+type relockPlaces struct {
+	slots []*waitq.Waiter[struct{}] // by ticket modulo len, a power of two (or 0)
+	low   uint64                    // the oldest ticket held, if any
+	n     int                       // places held
+}
+
+// put holds the place p for ticket t, above every ticket held.
+func (r *relockPlaces) put(t uint64, p *waitq.Waiter[struct{}]) {
+	if r.n == 0 {
+		r.low = t
+	}
+	if t-r.low >= uint64(len(r.slots)) {
+		r.grow(t)
+	}
+	r.slots[t&uint64(len(r.slots)-1)] = p
+	r.n++
+}
+
+// grow makes room for the tickets from low to t.
+func (r *relockPlaces) grow(t uint64) {
+	size := max(8, len(r.slots))
+	for uint64(size) <= t-r.low {
+		size *= 2
+	}
+	slots := make([]*waitq.Waiter[struct{}], size)
+	if r.n > 0 {
+		for k := r.low; k < t; k++ {
+			slots[k&uint64(size-1)] = r.slots[k&uint64(len(r.slots)-1)]
+		}
+	}
+	r.slots = slots
+}
+
+// take returns the place held for ticket t, and forgets it.
+func (r *relockPlaces) take(t uint64) *waitq.Waiter[struct{}] {
+	mask := uint64(len(r.slots) - 1)
+	p := r.slots[t&mask]
+	if p == nil || t < r.low {
+		panic("ctxsync: bug: no place on the Lock for a notified waiter")
+	}
+	r.slots[t&mask] = nil
+	if r.n--; r.n == 0 {
+		if len(r.slots) > relockKeep {
+			// Not kept after a NotifyAll of thousands of waiters.
+			r.slots = nil
+		}
+		return p
+	}
+	for r.slots[r.low&mask] == nil {
+		r.low++ // the slot of low is held whenever a place is
+	}
+	return p
+}
+
+// relockKeep is the most slots relockPlaces keeps when it holds no place.
+const relockKeep = 256

@@ -17,11 +17,18 @@ import (
 // goroutines waiting for a notification, in order, and those waiting for the
 // Lock while the script holds it, in order: waiters still to call Wait, and
 // waiters that Wait must lock for again before it returns.
+//
+// Each waiter logs its number once its call has returned, holding the Lock;
+// relocks is the log the model expects. Waiters that one Notify wakes, and
+// those that later ones wake, take the Lock in the order they were notified,
+// after the goroutines queued for it before they were woken.
 type condModel struct {
 	panics      map[*modelWaiter]bool // waiters in WaitFor, whose predicate panics once woken
+	ids         map[*modelWaiter]int
 	scriptHolds bool
 	waiting     []*modelWaiter // in Wait, for a notification
 	locking     []condLocker   // for the Lock, held by the script
+	relocks     []int          // the waiters' log, in the order they return
 }
 
 type condLocker struct {
@@ -44,6 +51,7 @@ func (m *condModel) wake(i int, err error) {
 		return
 	}
 	mw.settle(err)
+	m.relocks = append(m.relocks, m.ids[mw])
 }
 
 // unlock is the script's Unlock: the goroutines waiting for the Lock take it
@@ -58,7 +66,9 @@ func (m *condModel) unlock() {
 			l.w.settle(context.Canceled) // a done ctx fails Wait at once
 		default:
 			m.waiting = append(m.waiting, l.w)
+			continue
 		}
+		m.relocks = append(m.relocks, m.ids[l.w])
 	}
 	m.locking = nil
 }
@@ -68,7 +78,9 @@ func (m *condModel) unlock() {
 // Each step is two bytes: an operation and its argument (how many to Notify,
 // which waiter's ctx to end). Some waiters call WaitFor with a predicate that
 // panics when it is called after a wake-up: the panic must reach them with the
-// Lock held, so that their deferred Unlock stays right.
+// Lock held, so that their deferred Unlock stays right. The order in which the
+// calls return, each holding the Lock, is checked too: waiters notified earlier
+// take the Lock before those notified later.
 func FuzzConditionModel(f *testing.F) {
 	// Notify wakes the oldest; NotifyAll the rest; a waiter whose ctx ends
 	// leaves the queue and returns its error.
@@ -85,9 +97,10 @@ func FuzzConditionModel(f *testing.F) {
 	f.Add([]byte{7, 0, 0, 0, 7, 0, 3, 255, 7, 0, 1, 0, 3, 1, 5, 0, 2, 0})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
-			m := condModel{panics: make(map[*modelWaiter]bool)}
+			m := condModel{panics: make(map[*modelWaiter]bool), ids: make(map[*modelWaiter]int)}
 			c := ctxsync.NewCondition(nil)
 			var all []*modelWaiter
+			var relocks pyLog
 			for ; len(script) >= 2; script = script[2:] {
 				switch op, arg := script[0]%8, int(script[1]); op {
 				case 0, 7:
@@ -108,14 +121,18 @@ func FuzzConditionModel(f *testing.F) {
 							})
 						}
 					}
+					id := len(m.ids)
 					mw := startWaiter(t.Context(), "Wait", func(ctx context.Context) error {
 						if err := c.Lock(context.Background()); err != nil {
 							return err
 						}
 						defer c.Unlock() // panics if WaitFor let its panic go without the Lock
-						return call(ctx)
+						err := call(ctx)
+						relocks.add(id)
+						return err
 					})
 					all = append(all, mw)
+					m.ids[mw] = id
 					m.panics[mw] = op == 7
 					if m.scriptHolds {
 						m.locking = append(m.locking, condLocker{w: mw})
@@ -173,6 +190,7 @@ func FuzzConditionModel(f *testing.F) {
 				}
 				synctest.Wait()
 				all = checkWaiters(t, all)
+				require.Equal(t, m.relocks, relocks.get(), "the order in which the calls took the Lock to return")
 				require.Equal(t, len(m.waiting), c.Waiting())
 				require.Equal(t, m.scriptHolds, c.Locked())
 			}

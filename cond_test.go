@@ -290,10 +290,15 @@ func TestConditionMisuse(t *testing.T) {
 
 // TestHammerCondition: goroutines notify, wait and wait for predicates (which
 // panic now and then) with random cancellation. Only one goroutine ever holds
-// the Lock, and at the end nobody waits and the Lock is free.
+// the Lock, and at the end nobody waits and the Lock is free. Waits that were
+// notified (they return nil) take the Lock again in the order they queued,
+// which is the order Notify wakes them in.
 func TestHammerCondition(t *testing.T) {
 	c := ctxsync.NewCondition(nil)
 	var holders atomic.Int32 // goroutines that hold the Lock, by their own count
+	// Guarded by c's Lock: the number of Waits queued so far (Wait queues
+	// before it unlocks), and that of the latest to return nil.
+	var queued, relocked int
 	enter := func() {
 		if n := holders.Add(1); n != 1 {
 			t.Errorf("%d goroutines hold the Lock", n)
@@ -348,11 +353,19 @@ func TestHammerCondition(t *testing.T) {
 					ctx, cancel := endingCtx(r)
 					_ = c.Lock(context.Background())
 					enter()
+					queued++
+					mine := queued
 					holders.Add(-1)
 					err := c.Wait(ctx)
 					enter()
 					if err != nil && err != ctx.Err() {
 						t.Errorf("Wait = %v", err)
+					}
+					if err == nil {
+						if mine < relocked {
+							t.Errorf("Wait %d, notified, took the Lock after Wait %d, which queued after it", mine, relocked)
+						}
+						relocked = mine
 					}
 					holders.Add(-1)
 					c.Unlock()

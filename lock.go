@@ -91,29 +91,47 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 	}
 	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	l.q.Lock()
+	w := l.queueLocked(done)
+	l.q.Unlock()
+	if w == nil {
+		return l.keep(ctx) // it was free
+	}
+
+	if _, ok := l.q.Wait(done, w); ok {
+		return nil // Unlock handed the lock to us.
+	}
+	l.leave(w)
+	return waitq.DoneErr(ctx)
+}
+
+// queueLocked takes l if it is free, or else queues a waiter behind those
+// already waiting, under a ctx whose Done channel is done (nil for one that
+// never ends). It returns the waiter, or nil if it took l. l.q must be locked.
+//
+// A Condition calls it too, for the places it queues for notified waiters
+// (see Condition.settleLocked), which then wait on them with l.q.Wait.
+func (l *Lock) queueLocked(done <-chan struct{}) *waitq.Waiter[struct{}] {
 	for {
 		s := l.state.Load()
 		if s&(lockHeld|lockWaiters) == 0 {
 			// Free and, since the waiters bit is clear, nobody is queued.
 			if l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
-				l.q.Unlock()
-				return l.keep(ctx)
+				return nil
 			}
 			continue
 		}
 		// Set the waiters bit before queueing so that a concurrent fast Unlock
 		// fails its CAS and comes to the queue for us.
 		if s&lockWaiters != 0 || l.state.CompareAndSwap(s, s|lockWaiters) {
-			break
+			return l.q.PushDone(done, struct{}{})
 		}
 	}
-	w := l.q.PushDone(done, struct{}{})
-	l.q.Unlock()
+}
 
-	if _, ok := l.q.Wait(done, w); ok {
-		return nil // Unlock handed the lock to us.
-	}
-
+// leave takes w out of the queue after its wait gave up (l.q.Wait returned
+// false), and hands the lock on if it was handed to w meanwhile, so that the
+// goroutine that gave up holds nothing.
+func (l *Lock) leave(w *waitq.Waiter[struct{}]) {
 	l.q.Lock()
 	if _, granted, _ := l.q.Cancel(w); granted {
 		// The lock was handed to us as ctx ended. Hand it on, so that the
@@ -129,7 +147,6 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 		}
 	}
 	l.q.Unlock()
-	return waitq.DoneErr(ctx)
 }
 
 // keep settles a lock that lockSlow took by itself, after the caller's ctx was
@@ -214,4 +231,60 @@ func (l *Lock) Waiting() int {
 	l.q.Lock()
 	defer l.q.Unlock()
 	return l.q.Len()
+}
+
+// waitPlace waits until a place that a Condition queued with queueLocked is
+// handed the lock. p is nil or &relockHeld if the lock was taken for it.
+func (l *Lock) waitPlace(p *waitq.Waiter[struct{}]) {
+	if p == nil || p == &relockHeld {
+		return
+	}
+	l.q.Wait(nil, p) // a nil Done channel: until Unlock hands it over
+}
+
+// giveUp gives back, unused, a place that a Condition queued for a notified
+// waiter that will not wait for it. It never waits.
+func (l *Lock) giveUp(p *waitq.Waiter[struct{}]) {
+	if p == nil || p == &relockHeld {
+		l.Unlock()
+		return
+	}
+	// leave may only settle a waiter whose wait gave up: wait with a Done
+	// channel already closed, which takes a hand-over already made, if any.
+	ended := make(chan struct{})
+	close(ended)
+	if _, ok := l.q.Wait(ended, p); ok {
+		l.Unlock()
+		return
+	}
+	l.leave(p)
+}
+
+// dropPlace takes out of the queue a place that a Condition queued for a
+// notified waiter that has since taken the lock by itself, and holds it (see
+// Condition.tookTurn).
+func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
+	l.q.Lock()
+	if p.Queued() {
+		l.dropPlaceLocked(p)
+		l.q.Unlock()
+		return
+	}
+	l.q.Unlock()
+	// Handed the lock: only an Unlock by a goroutine that did not hold it
+	// (it was the waiter's) can have let it go. The place holds it now,
+	// for the same waiter; finish with the node.
+	l.q.Wait(nil, p)
+}
+
+// dropPlaceLocked takes p, a place still queued, out of the queue. l.q must be
+// locked, and l held: it is never free while a waiter is queued.
+func (l *Lock) dropPlaceLocked(p *waitq.Waiter[struct{}]) {
+	l.q.Cancel(p)
+	if l.q.Len() == 0 {
+		// As in leave: with l held and q locked, only Store changes it.
+		if s := l.state.Load(); s&lockWaiters != 0 {
+			l.state.Store(s &^ lockWaiters)
+		}
+	}
 }

@@ -45,10 +45,11 @@ import (
 )
 
 // condRelocksInOrder tells whether waiters notified together take the Lock
-// again in the order they were notified, as the peer's cases expect. They do
-// not yet: see TestPortAsyncioConditionNotifiedRelockInOrder. Until they do,
-// requireRelockOrder checks only that every notified waiter got through.
-const condRelocksInOrder = false
+// again in the order they were notified, as the peer's cases expect. They did
+// not before the fix pinned by TestPortAsyncioConditionNotifiedRelockInOrder;
+// with it false, requireRelockOrder checks only that every notified waiter
+// got through.
+const condRelocksInOrder = true
 
 // requireRelockOrder checks the order in which notified waiters, each adding
 // its number to a log under the Lock, took the Lock again.
@@ -66,8 +67,8 @@ func requireRelockOrder(t *testing.T, want, got []int) {
 // results [1, 2, 3] and [1, 2]; ours came out [1, 3, 2] and [2, 1] about
 // half the time).
 //
-// What is wrong: waiters that one Notify(n) or NotifyAll wakes together each
-// queue again for the Lock on their own, in whatever order they are
+// What was wrong: waiters that one Notify(n) or NotifyAll wakes together each
+// queued again for the Lock on their own, in whatever order they are
 // scheduled, so the youngest may take the Lock first. Notify picks the
 // oldest waiters, as documented, but the order is lost on the way back to the
 // Lock: with eight waiters notified at once the Lock went to them in order in
@@ -85,7 +86,8 @@ func requireRelockOrder(t *testing.T, want, got []int) {
 // a new node, and the notifier's Unlock must hand over. The fix to try next
 // queues lazily: the first notified waiter to run takes a free Lock with
 // TryLock as now, or else queues places for itself and every waiter notified
-// before or with it, in order, which then wait on them.
+// before or with it, in order, which then wait on them. That is the fix (see
+// Condition.turn).
 func TestPortAsyncioConditionNotifiedRelockInOrder(t *testing.T) {
 	if !condRelocksInOrder {
 		t.Skip("defect: waiters notified together may take the Lock out of order; a fix without the cost of d915497 is left for later")

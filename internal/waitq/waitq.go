@@ -325,6 +325,43 @@ func (l *List[T]) Wait(done <-chan struct{}, w *Waiter[T]) (T, bool) {
 	}
 }
 
+// WaitHold is Wait for a caller that goes on after its grant in a way that
+// belongs to the wait (a Condition's notified waiter, which must take its
+// Lock again): on a grant it returns the value but keeps w in use, so that
+// w is not reused and the list does not count as quiet (see node) until the
+// caller calls Release(w). Otherwise a burst of waiters, all woken and all
+// finished with their nodes before the first of them waits again, would make
+// each new wait of the burst allocate a node.
+func (l *List[T]) WaitHold(done <-chan struct{}, w *Waiter[T]) (T, bool) {
+	if w.alone {
+		for range aloneYields {
+			runtime.Gosched()
+			if w.wake.state.Load() == wakeGranted {
+				return w.Val, true
+			}
+		}
+	}
+	if !w.wake.state.CompareAndSwap(wakeFree, wakeBlocked) {
+		return w.Val, true // granted before we could block
+	}
+	if done == nil {
+		<-w.wake.ready
+		return w.Val, true
+	}
+	select {
+	case <-w.wake.ready:
+		return w.Val, true
+	case <-done:
+		var zero T
+		return zero, false
+	}
+}
+
+// Release gives back for reuse a node whose grant WaitHold returned. The
+// Mutex must NOT be held (it need not be: as at the end of Wait, only the
+// waiting goroutine touches the node).
+func (l *List[T]) Release(w *Waiter[T]) { l.finish(w) }
+
 // Cancel settles a waiter whose ctx ended, after Wait returned false. If w was
 // still queued it is removed and Cancel returns granted == false; front reports
 // whether it was at the head of the list, so the primitive can wake those behind

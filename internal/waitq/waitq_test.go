@@ -161,6 +161,34 @@ func TestNodeNotReusedBeforeFinished(t *testing.T) {
 	}
 }
 
+// TestWaitHold: a node whose grant WaitHold returned stays in use until
+// Release: it is not reused, and keeps the queue from counting as quiet, so
+// that the next push reuses a node that was released instead of making one.
+func TestWaitHold(t *testing.T) {
+	var o owner
+	a := o.push(1)
+	b := o.push(2)
+	o.open(0)
+	o.open(0)
+	v, ok := o.q.WaitHold(nil, a)
+	require.True(t, ok)
+	require.Equal(t, 1, v)
+	_, ok = o.q.Wait(nil, b) // b is finished; a is held
+	require.True(t, ok)
+	c := o.push(3)
+	require.Same(t, b, c, "the queue went quiet though a was held, or reused a")
+	o.q.Release(a)
+	d := o.push(4)
+	require.Same(t, a, d, "a released node was not reused")
+	for range 2 {
+		o.open(0)
+	}
+	for _, w := range []*Waiter[int]{c, d} {
+		_, ok := o.q.Wait(nil, w)
+		require.True(t, ok)
+	}
+}
+
 // TestSteadyStateAllocs: under steady contention a wait allocates nothing.
 func TestSteadyStateAllocs(t *testing.T) {
 	var o owner
