@@ -1,0 +1,91 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRV14_OwedCheckFailingCountsOneWait pins a defect of the owed
+// HealthCheck: a queued Acquire handed a resource still owed its check
+// (the Acquire that took it idle gave up during the check) runs the check;
+// when it fails, the Acquire queues again, and Stats.WaitCount counted the
+// one Acquire twice, above EmptyAcquires, which Stats' doc says it is a part
+// of ("of those, the ones that queued"); the wait Hooks.OnAcquire was told
+// was the second one only, so that its waits no longer summed to
+// WaitDuration. Right: an Acquire counts once in WaitCount however many
+// times it queues, and its AcquireEvent.Wait is the whole time it waited.
+func TestRV14_OwedCheckFailingCountsOneWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var made, checks atomic.Int32
+		var broken atomic.Bool
+		var waits review2Waits
+		p := mustNew(t, Config[int32]{
+			New: func(context.Context) (int32, error) {
+				if made.Load() > 0 {
+					time.Sleep(time.Second) // the second wait takes time too
+				}
+				return made.Add(1), nil
+			},
+			HealthCheck: func(ctx context.Context, v int32) error {
+				if v == 1 && broken.Load() {
+					if checks.Add(1) == 1 {
+						<-ctx.Done() // the first taker gives up during the check
+						return ctx.Err()
+					}
+					return errors.New("the first resource is broken")
+				}
+				return nil
+			},
+			HealthCheckSkip: NoHealthCheckSkip,
+			MaxSize:         1,
+			Hooks:           Hooks{OnAcquire: waits.onAcquire},
+		})
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		acquireWithin(t, p).Release()
+		synctest.Wait() // the first background sweep is over
+		broken.Store(true)
+
+		// The first taker: its check waits for its ctx to end.
+		ctx, cancel := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		checking := make(chan struct{})
+		go func() {
+			_, err := p.Acquire(&deadlineHookCtx{Context: ctx, hook: func() { close(checking) }})
+			first <- err
+		}()
+		<-checking
+		// The next queues behind it.
+		next := make(chan int32, 1)
+		go func() {
+			r, err := p.Acquire(context.Background())
+			if err != nil {
+				next <- -1
+				return
+			}
+			next <- r.Value()
+			r.Release()
+		}()
+		synctest.Wait()
+		require.Equal(t, 1, p.Stats().Waiting)
+		time.Sleep(time.Second) // the first wait takes time
+		cancel()                // the first gives up; the next is handed r, owed its check, which fails
+		require.ErrorIs(t, <-first, context.Canceled)
+		require.Equal(t, int32(2), <-next)
+		synctest.Wait()
+
+		st := p.Stats()
+		assertWaitPair(t, st)
+		// Two Acquires waited: the very first, for New, and the next.
+		require.EqualValues(t, 2, st.WaitCount, "%+v", st)
+		require.Equal(t, 2*time.Second, st.WaitDuration, "%+v", st)
+		waits.mu.Lock()
+		defer waits.mu.Unlock()
+		require.Equal(t, st.WaitDuration, waits.total, "waits told to OnAcquire")
+	})
+}
