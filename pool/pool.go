@@ -308,7 +308,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		return nil, err
 	}
 	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
-	waited, paused := false, false
+	waited, paused, queued := false, false, false
 	for {
 		p.q.Lock()
 		if p.closed {
@@ -351,8 +351,14 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			continue
 		}
 		// Counted with the wait, whether for a release or a new resource,
-		// so that WaitDuration / WaitCount is the mean wait.
-		p.stats.WaitCount++
+		// so that WaitDuration / WaitCount is the mean wait; once per
+		// Acquire, which queues again when the resource it was handed
+		// fails the check it owed (see h.check below): counted at each
+		// queueing, it would count one Acquire twice, above EmptyAcquires.
+		if !queued {
+			queued = true
+			p.stats.WaitCount++
+		}
 		w := p.q.PushDone(done, handoff[T]{ask: ctx})
 		p.fillLocked()
 		p.q.Unlock()
@@ -362,7 +368,8 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		wait := clock.Now() - start
 		p.waitNs.Add(wait)
 		if e != nil {
-			e.Waited, e.Wait = true, time.Duration(wait)
+			// All its waits: what WaitDuration adds up for it.
+			e.Waited, e.Wait = true, e.Wait+time.Duration(wait)
 		}
 		if !ok {
 			if np := p.abandon(w); np != nil {
