@@ -23,6 +23,10 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
+// Final lets isPermanent find the mark and the closed sentinels in an error
+// tree by one errors.As (see closed.Final).
+func (*permanentError) Final(closed.Mark) {}
+
 // isPermanent reports whether Permanent marked err or an error it wraps, or
 // whether err is or wraps the ErrClosed of a ctxsync.Queue or a pool.Pool:
 // neither opens again, so no later attempt could get past it.
@@ -32,9 +36,9 @@ func isPermanent(err error) bool {
 		case *permanentError, *closed.Error:
 			return true
 		case interface{ As(any) bool }, interface{ Unwrap() []error }:
-			var p *permanentError
-			var c *closed.Error
-			return errors.As(err, &p) || errors.As(err, &c)
+			// Both kinds at once: see closed.Final.
+			var f closed.Final
+			return errors.As(err, &f)
 		case interface{ Unwrap() error }:
 			e = x.Unwrap()
 			continue
