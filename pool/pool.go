@@ -327,7 +327,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		}
 		if r := p.popIdleLocked(); r != nil {
 			p.q.Unlock()
-			ok, err := p.checkOut(ctx, r)
+			ok, err := p.checkOut(ctx, r, nil)
 			if ok {
 				p.acquired(r)
 				return r, nil
@@ -352,9 +352,9 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		}
 		// Counted with the wait, whether for a release or a new resource,
 		// so that WaitDuration / WaitCount is the mean wait; once per
-		// Acquire, which queues again when the resource it was handed
-		// fails the check it owed (see h.check below): counted at each
-		// queueing, it would count one Acquire twice, above EmptyAcquires.
+		// Acquire, however often it waits (a resource handed to it may fail
+		// the check it owed: see h.check below), so that WaitCount stays
+		// a count of Acquires, at most EmptyAcquires.
 		if !queued {
 			queued = true
 			p.stats.WaitCount++
@@ -362,35 +362,45 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		w := p.q.PushDone(done, handoff[T]{ask: ctx})
 		p.fillLocked()
 		p.q.Unlock()
-		start := clock.Now() // off the lock: it costs more than the queueing
-
-		h, ok := p.q.Wait(done, w)
-		wait := clock.Now() - start
-		p.waitNs.Add(wait)
-		if e != nil {
-			// All its waits: what WaitDuration adds up for it.
-			e.Waited, e.Wait = true, e.Wait+time.Duration(wait)
-		}
-		if !ok {
-			if np := p.abandon(w); np != nil {
-				p.raise(e, np)
+		// Waits on w, and again at the head of the line if a resource
+		// handed to us fails the check it owed (see h.check).
+		for {
+			start := clock.Now() // off the lock: it costs more than the queueing
+			h, ok := p.q.Wait(done, w)
+			wait := clock.Now() - start
+			p.waitNs.Add(wait)
+			if e != nil {
+				// All its waits: what WaitDuration adds up for it.
+				e.Waited, e.Wait = true, e.Wait+time.Duration(wait)
 			}
-			return nil, waitq.DoneErr(ctx)
-		}
-		if h.panic != nil {
-			p.raise(e, h.panic)
-		}
-		if h.err != nil {
-			return nil, h.err
-		}
-		if h.check {
+			if !ok {
+				if np := p.abandon(w); np != nil {
+					p.raise(e, np)
+				}
+				return nil, waitq.DoneErr(ctx)
+			}
+			if h.panic != nil {
+				p.raise(e, h.panic)
+			}
+			if h.err != nil {
+				return nil, h.err
+			}
+			if !h.check {
+				// Handed over by a Release or fresh from New: it works.
+				p.acquired(h.r)
+				return h.r, nil
+			}
 			// Given back by an Acquire that took it idle and gave up
 			// before its check could tell: the check is ours to run.
 			// Taken unchecked, a broken resource would reach us as
-			// working. If it fails, r is closed, and we look again,
-			// queueing anew if need be: behind those who queued while
-			// we checked, as an Acquire whose idle resource failed is.
-			ok, err := p.checkOut(ctx, h.r)
+			// working. If it fails, r is closed, and we wait again where
+			// we were, at the head of the line, for the replacement made
+			// then: queued anew at the back, we would be overtaken by
+			// those who queued while we checked.
+			var again *waitq.Waiter[handoff[T]]
+			ok, err := p.checkOut(ctx, h.r, func() {
+				again = p.q.PushFrontDone(done, handoff[T]{ask: ctx})
+			})
 			if ok {
 				p.acquired(h.r)
 				return h.r, nil
@@ -398,11 +408,11 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			if err != nil {
 				return nil, err
 			}
-			continue
+			if again == nil {
+				break // the pool closed as r was closed: look again
+			}
+			w = again
 		}
-		// Handed over by a Release or fresh from New: it works.
-		p.acquired(h.r)
-		return h.r, nil
 	}
 }
 
@@ -460,7 +470,7 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		if r == nil {
 			return nil, false
 		}
-		if !p.expired(r, p.now()) {
+		if !p.expired(r, p.now(), nil) {
 			p.acquired(r)
 			p.reportAcquire(r, AcquireEvent{Name: p.cfg.Name})
 			return r, true

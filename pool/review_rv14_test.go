@@ -99,7 +99,6 @@ func TestRV14_OwedCheckFailingCountsOneWait(t *testing.T) {
 // in line, and may queue behind; this one was). Right: the Acquire keeps
 // its place at the head, and the replacement is its.
 func TestRV14_OwedCheckFailingKeepsPlace(t *testing.T) {
-	t.Skip("FIFO defect: the Acquire whose owed check failed queues at the back; a fix needs a push to the front of waitq's list (shared core), see the report of review/rv14")
 	synctest.Test(t, func(t *testing.T) {
 		var made, checks atomic.Int32
 		var broken atomic.Bool
