@@ -15,7 +15,7 @@ import (
 )
 
 // ErrClosed is returned by Acquire once the pool is closed.
-var ErrClosed = closed.New("pool: closed")
+var ErrClosed = closed.Pool
 
 // ErrBroken marks an error that leaves a resource broken: a function given to
 // With that returns an error wrapping it (errors.Is) has its resource closed

@@ -11,6 +11,15 @@ type Error struct{ msg string }
 // New returns a sentinel with the message msg.
 func New(msg string) error { return &Error{msg: msg} }
 
+// The sentinels themselves, defined here so that retry can ask an error's Is
+// method about them (errors.Is), as a caller does: an error may be one of
+// them by its Is method without wrapping it, as breaker.OpenError is
+// breaker.ErrOpen, and no type of it is seen then.
+var (
+	Queue = New("ctxsync: closed") // ctxsync.ErrClosed
+	Pool  = New("pool: closed")    // pool.ErrClosed
+)
+
 func (e *Error) Error() string { return e.msg }
 
 // Final is the method set retry looks for, by a single errors.As, in an
