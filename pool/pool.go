@@ -397,10 +397,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			// we were, at the head of the line, for the replacement made
 			// then: queued anew at the back, we would be overtaken by
 			// those who queued while we checked.
-			var again *waitq.Waiter[handoff[T]]
-			ok, err := p.checkOut(ctx, h.r, func() {
-				again = p.q.PushFrontDone(done, handoff[T]{ask: ctx})
-			})
+			ok, again, err := p.checkOwed(ctx, done, h.r)
 			if ok {
 				p.acquired(h.r)
 				return h.r, nil
@@ -414,6 +411,29 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			w = again
 		}
 	}
+}
+
+// checkOwed runs the check that r, handed to the Acquire waiting under ctx
+// (done is ctx.Done()), owed (see handoff.check), as checkOut does. If r
+// fails, the Acquire is queued again at the head of the line as r is
+// closed, and again is its place. If the closing panics (Config.Close, a
+// hook), the place is given up first, as a waiter whose ctx ended gives it
+// up: no goroutine would wait there, and what came to it would be lost.
+// (A function of its own, for the deferred call: see closeFailed.)
+func (p *Pool[T]) checkOwed(ctx context.Context, done <-chan struct{}, r *Resource[T]) (ok bool, again *waitq.Waiter[handoff[T]], err error) {
+	returned := false
+	defer func() {
+		if !returned && again != nil {
+			// A panic of New handed to it meanwhile is dropped: this
+			// Acquire already raises one.
+			_ = p.abandon(again)
+		}
+	}()
+	ok, err = p.checkOut(ctx, r, func() {
+		again = p.q.PushFrontDone(done, handoff[T]{ask: ctx})
+	})
+	returned = true
+	return ok, again, err
 }
 
 // raise panics with np, the panic of the call to New made for an Acquire,

@@ -153,3 +153,63 @@ func TestRV14_OwedCheckFailingKeepsPlace(t *testing.T) {
 		require.Equal(t, "newcomer", <-order)
 	})
 }
+
+// TestRV14_OwedCheckFailingCloseConfigPanics: when the resource that failed
+// the check it owed is closed and Config.Close panics, the panic reaches the
+// Acquire that ran the check, and the place it was given again at the head
+// of the line is given up: nothing waits there to be lost, and the next
+// Acquire is served.
+func TestRV14_OwedCheckFailingCloseConfigPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var made, checks atomic.Int32
+		var broken atomic.Bool
+		p := mustNew(t, Config[int32]{
+			New: func(context.Context) (int32, error) { return made.Add(1), nil },
+			HealthCheck: func(ctx context.Context, v int32) error {
+				if v == 1 && broken.Load() {
+					if checks.Add(1) == 1 {
+						<-ctx.Done()
+						return ctx.Err()
+					}
+					return errors.New("the first resource is broken")
+				}
+				return nil
+			},
+			Close: func(v int32) error {
+				if v == 1 {
+					panic("Config.Close panics")
+				}
+				return nil
+			},
+			HealthCheckSkip: NoHealthCheckSkip,
+			MaxSize:         1,
+		})
+		t.Cleanup(func() { _ = p.Close(context.Background()) })
+		acquireWithin(t, p).Release()
+		synctest.Wait()
+		broken.Store(true)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		checking := make(chan struct{})
+		go func() {
+			_, _ = p.Acquire(&deadlineHookCtx{Context: ctx, hook: func() { close(checking) }})
+		}()
+		<-checking
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			r, err := p.Acquire(context.Background())
+			if err == nil {
+				r.Release()
+			}
+		}()
+		synctest.Wait()
+		cancel()
+		require.Equal(t, "Config.Close panics", <-panicked)
+		synctest.Wait()
+		require.Zero(t, p.Stats().Waiting, "%+v", p.Stats())
+		acquireWithin(t, p).Release()
+		synctest.Wait()
+		requireWhole(t, p)
+	})
+}
