@@ -10,7 +10,7 @@ import (
 // ErrClosed is returned by the queues' Put once they are closed, by their
 // Get once they are closed and drained, and by a Watch's Wait and Changes
 // once it is closed.
-var ErrClosed = closed.New("ctxsync: closed")
+var ErrClosed = closed.Queue
 
 // A queue's store (PriorityQueue's heap, Queue's ring) shrinks when a pop
 // leaves it a quarter full, but not below storeMinShrink items.

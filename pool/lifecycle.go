@@ -26,7 +26,7 @@ func (p *Pool[T]) now() int64 {
 
 // expired closes r and reports true if it has outlived MaxLifetime or
 // MaxIdleTime. r is out of the pool, acquired.
-func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
+func (p *Pool[T]) expired(r *Resource[T], now int64, requeue func()) bool {
 	reason := p.expiry(r, now)
 	if reason == 0 {
 		return false
@@ -40,6 +40,9 @@ func (p *Pool[T]) expired(r *Resource[T], now int64) bool {
 		return true
 	}
 	p.closeLocked(r, reason)
+	if requeue != nil {
+		requeue() // before fillLocked: see checkOut
+	}
 	p.fillLocked()
 	p.q.Unlock()
 	p.closeValue(r)
@@ -92,12 +95,17 @@ func lifetimeEnd(created int64, life float64) int64 {
 // check, it is closed and checkOut returns false. If ctx ends during the
 // check, the resource goes back, to the next waiter or the idle ones, and
 // checkOut returns ctx.Err(), whatever the check found.
-func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
+//
+// requeue, if not nil, runs with the lock held as a resource that failed is
+// closed, before a replacement is asked for: a waiter that was handed r owed
+// its check queues again there, at the head, so that the replacement is its
+// (see Pool.acquire).
+func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T], requeue func()) (bool, error) {
 	if !p.timed {
 		return true, nil
 	}
 	now := clock.Now()
-	if p.expired(r, now) {
+	if p.expired(r, now, requeue) {
 		return false, nil
 	}
 	if p.cfg.HealthCheck == nil || (p.cfg.HealthCheckSkip > 0 && idleFor(r, now) < int64(p.cfg.HealthCheckSkip)) {
@@ -162,6 +170,9 @@ func (p *Pool[T]) checkOut(ctx context.Context, r *Resource[T]) (bool, error) {
 	}
 	p.stats.AcquireCount--
 	p.closeLocked(r, ClosedHealth)
+	if requeue != nil {
+		requeue() // before fillLocked, which makes the replacement for it
+	}
 	p.fillLocked()
 	p.q.Unlock()
 	p.closeFailed(r, err)

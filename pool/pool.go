@@ -15,7 +15,7 @@ import (
 )
 
 // ErrClosed is returned by Acquire once the pool is closed.
-var ErrClosed = closed.New("pool: closed")
+var ErrClosed = closed.Pool
 
 // ErrBroken marks an error that leaves a resource broken: a function given to
 // With that returns an error wrapping it (errors.Is) has its resource closed
@@ -308,7 +308,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		return nil, err
 	}
 	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
-	waited, paused := false, false
+	waited, paused, queued := false, false, false
 	for {
 		p.q.Lock()
 		if p.closed {
@@ -327,7 +327,7 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 		}
 		if r := p.popIdleLocked(); r != nil {
 			p.q.Unlock()
-			ok, err := p.checkOut(ctx, r)
+			ok, err := p.checkOut(ctx, r, nil)
 			if ok {
 				p.acquired(r)
 				return r, nil
@@ -351,39 +351,53 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			continue
 		}
 		// Counted with the wait, whether for a release or a new resource,
-		// so that WaitDuration / WaitCount is the mean wait.
-		p.stats.WaitCount++
+		// so that WaitDuration / WaitCount is the mean wait; once per
+		// Acquire, however often it waits (a resource handed to it may fail
+		// the check it owed: see h.check below), so that WaitCount stays
+		// a count of Acquires, at most EmptyAcquires.
+		if !queued {
+			queued = true
+			p.stats.WaitCount++
+		}
 		w := p.q.PushDone(done, handoff[T]{ask: ctx})
 		p.fillLocked()
 		p.q.Unlock()
-		start := clock.Now() // off the lock: it costs more than the queueing
-
-		h, ok := p.q.Wait(done, w)
-		wait := clock.Now() - start
-		p.waitNs.Add(wait)
-		if e != nil {
-			e.Waited, e.Wait = true, time.Duration(wait)
-		}
-		if !ok {
-			if np := p.abandon(w); np != nil {
-				p.raise(e, np)
+		// Waits on w, and again at the head of the line if a resource
+		// handed to us fails the check it owed (see h.check).
+		for {
+			start := clock.Now() // off the lock: it costs more than the queueing
+			h, ok := p.q.Wait(done, w)
+			wait := clock.Now() - start
+			p.waitNs.Add(wait)
+			if e != nil {
+				// All its waits: what WaitDuration adds up for it.
+				e.Waited, e.Wait = true, e.Wait+time.Duration(wait)
 			}
-			return nil, waitq.DoneErr(ctx)
-		}
-		if h.panic != nil {
-			p.raise(e, h.panic)
-		}
-		if h.err != nil {
-			return nil, h.err
-		}
-		if h.check {
+			if !ok {
+				if np := p.abandon(w); np != nil {
+					p.raise(e, np)
+				}
+				return nil, waitq.DoneErr(ctx)
+			}
+			if h.panic != nil {
+				p.raise(e, h.panic)
+			}
+			if h.err != nil {
+				return nil, h.err
+			}
+			if !h.check {
+				// Handed over by a Release or fresh from New: it works.
+				p.acquired(h.r)
+				return h.r, nil
+			}
 			// Given back by an Acquire that took it idle and gave up
 			// before its check could tell: the check is ours to run.
 			// Taken unchecked, a broken resource would reach us as
-			// working. If it fails, r is closed, and we look again,
-			// queueing anew if need be: behind those who queued while
-			// we checked, as an Acquire whose idle resource failed is.
-			ok, err := p.checkOut(ctx, h.r)
+			// working. If it fails, r is closed, and we wait again where
+			// we were, at the head of the line, for the replacement made
+			// then: queued anew at the back, we would be overtaken by
+			// those who queued while we checked.
+			ok, again, err := p.checkOwed(ctx, done, h.r)
 			if ok {
 				p.acquired(h.r)
 				return h.r, nil
@@ -391,12 +405,35 @@ func (p *Pool[T]) acquire(ctx context.Context, e *AcquireEvent) (*Resource[T], e
 			if err != nil {
 				return nil, err
 			}
-			continue
+			if again == nil {
+				break // the pool closed as r was closed: look again
+			}
+			w = again
 		}
-		// Handed over by a Release or fresh from New: it works.
-		p.acquired(h.r)
-		return h.r, nil
 	}
+}
+
+// checkOwed runs the check that r, handed to the Acquire waiting under ctx
+// (done is ctx.Done()), owed (see handoff.check), as checkOut does. If r
+// fails, the Acquire is queued again at the head of the line as r is
+// closed, and again is its place. If the closing panics (Config.Close, a
+// hook), the place is given up first, as a waiter whose ctx ended gives it
+// up: no goroutine would wait there, and what came to it would be lost.
+// (A function of its own, for the deferred call: see closeFailed.)
+func (p *Pool[T]) checkOwed(ctx context.Context, done <-chan struct{}, r *Resource[T]) (ok bool, again *waitq.Waiter[handoff[T]], err error) {
+	returned := false
+	defer func() {
+		if !returned && again != nil {
+			// A panic of New handed to it meanwhile is dropped: this
+			// Acquire already raises one.
+			_ = p.abandon(again)
+		}
+	}()
+	ok, err = p.checkOut(ctx, r, func() {
+		again = p.q.PushFrontDone(done, handoff[T]{ask: ctx})
+	})
+	returned = true
+	return ok, again, err
 }
 
 // raise panics with np, the panic of the call to New made for an Acquire,
@@ -453,7 +490,7 @@ func (p *Pool[T]) TryAcquire() (*Resource[T], bool) {
 		if r == nil {
 			return nil, false
 		}
-		if !p.expired(r, p.now()) {
+		if !p.expired(r, p.now(), nil) {
 			p.acquired(r)
 			p.reportAcquire(r, AcquireEvent{Name: p.cfg.Name})
 			return r, true

@@ -19,9 +19,10 @@
 // jitter from 100ms doubling to 10s.
 //
 // What is retried: every error except those marked with Permanent, the
-// ErrClosed of a ctxsync.Queue or a pool.Pool (neither opens again), and the
-// caller's own context errors (once the caller's ctx has ended, nothing is
-// retried). Policy.Retryable narrows that further. An attempt cut short by
+// ErrClosed of a ctxsync.Queue or a pool.Pool (neither opens again; found
+// as errors.Is finds it, wrapped, joined or matched by an error's Is
+// method), and the caller's own context errors (once the caller's ctx has
+// ended, nothing is retried). Policy.Retryable narrows that further. An attempt cut short by
 // Policy.AttemptTimeout is retried: the caller's ctx still has time.
 //
 // How long it waits: an error that has a method RetryAfter() time.Duration

@@ -23,23 +23,37 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
+// Final lets isPermanent find the mark and the closed sentinels in an error
+// tree by one errors.As (see closed.Final).
+func (*permanentError) Final(closed.Mark) {}
+
 // isPermanent reports whether Permanent marked err or an error it wraps, or
 // whether err is or wraps the ErrClosed of a ctxsync.Queue or a pool.Pool:
 // neither opens again, so no later attempt could get past it.
+//
+// A closed sentinel is found as errors.Is finds it: by its type, and by the
+// Is method of an error that says it is one without wrapping it (as
+// breaker.OpenError is ErrOpen), which a caller's errors.Is believes too.
 func isPermanent(err error) bool {
 	for e := err; e != nil; {
 		switch x := e.(type) {
 		case *permanentError, *closed.Error:
 			return true
 		case interface{ As(any) bool }, interface{ Unwrap() []error }:
-			var p *permanentError
-			var c *closed.Error
-			return errors.As(err, &p) || errors.As(err, &c)
-		case interface{ Unwrap() error }:
-			e = x.Unwrap()
-			continue
+			// Both kinds at once: see closed.Final. errors.Is allocates
+			// nothing.
+			var f closed.Final
+			return errors.As(err, &f) || errors.Is(err, closed.Queue) || errors.Is(err, closed.Pool)
+		case interface{ Is(error) bool }:
+			if x.Is(closed.Queue) || x.Is(closed.Pool) {
+				return true
+			}
 		}
-		return false
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		e = u.Unwrap()
 	}
 	return false
 }

@@ -221,6 +221,28 @@ func (l *List[T]) PushDone(done <-chan struct{}, v T) *Waiter[T] {
 	return w
 }
 
+// PushFrontDone is PushDone at the front of the list, for a waiter that was
+// served and must wait again in the place it had: a pool's Acquire handed a
+// resource whose owed check then failed. Pushed at the back, it would be
+// overtaken by every waiter that queued while it was away. The Mutex must be
+// held.
+func (l *List[T]) PushFrontDone(done <-chan struct{}, v T) *Waiter[T] {
+	w := l.node()
+	w.Val = v
+	w.done = done
+	w.queued = true
+	w.alone = l.len == 0
+	w.next = l.head
+	if l.head == nil {
+		l.tail = w
+	} else {
+		l.head.prev = w
+	}
+	l.head = w
+	l.len++
+	return w
+}
+
 // Ended reports whether done, a ctx's Done channel read before the Mutex was
 // locked, is closed. A primitive that must look at its caller's ctx with the
 // Mutex held (to refuse a grant to a caller whose ctx has ended) calls Ended
