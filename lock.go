@@ -264,6 +264,13 @@ func (l *Lock) giveUp(p *waitq.Waiter[struct{}]) {
 // notified waiter that has since taken the lock by itself, and holds it (see
 // Condition.tookTurn).
 func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
+	if p == &relockHeld {
+		// The lock was taken for the waiter, then let go by an Unlock of a
+		// goroutine that did not hold it, and the waiter's TryLock took it
+		// again: it holds it once. relockHeld is never queued; waiting on
+		// it would block for good.
+		return
+	}
 	l.q.Lock()
 	if p.Queued() {
 		l.dropPlaceLocked(p)
