@@ -278,7 +278,9 @@ func TestPubSubKilledWaitersServed(t *testing.T) {
 			got := make(chan *Permit, waiters)
 			for range waiters {
 				go func() {
-					actx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+					// Three rounds of 20 s at most (below); a minute, a
+					// lease's end, would serve a waiter never woken.
+					actx, cancel := context.WithTimeout(ctx, 50*time.Second)
 					defer cancel()
 					q, err := w.Acquire(actx)
 					if err != nil {
@@ -303,7 +305,10 @@ func TestPubSubKilledWaitersServed(t *testing.T) {
 				if q == nil {
 					t.Fatalf("waiter %d: no permit", i)
 				}
-				if d := time.Since(start); d > 300*time.Millisecond {
+				// At once, by the resubscription's wake-up; a loaded
+				// machine may take seconds to reconnect and ask, never
+				// the minute of a lease or the hour of the Poll.
+				if d := time.Since(start); d > 20*time.Second {
 					t.Errorf("waiter %d served %v after the release (the subscription killed before it)", i, d)
 				}
 				held = append(held, q)
