@@ -71,13 +71,16 @@ type tokenRig struct {
 	s, o *Semaphore
 }
 
+// newTokenRig returns a tokenRig of n permits, whose waiters poll every
+// poll (0: roomyConfig's). No lease ends in its tests: its Semaphores are
+// roomy, as the round trips of a loaded machine missed the default Timeout.
 func newTokenRig(t *testing.T, b backend, name string, n int, poll time.Duration) *tokenRig {
-	cfg := b.config(b.client(t), name, n, time.Minute)
+	cfg := b.roomyConfig(t, name, n)
 	if poll > 0 {
 		cfg.Poll = poll
 	}
 	s := mustNew(t, cfg)
-	cfg.Client = b.client(t)
+	cfg.Client = b.roomyClient(t)
 	o := mustNew(t, cfg)
 	return &tokenRig{t: t, s: s, o: o}
 }
@@ -155,7 +158,7 @@ func runTokenHandOver(t *testing.T, r *tokenRig, n int, w *Semaphore, sub bool, 
 	var a acquired
 	select {
 	case a = <-got:
-	case <-time.After(time.Second):
+	case <-time.After(20 * time.Second): // a bound on a failure, not a timing
 		t.Fatal("the waiter was not served")
 	}
 	if a.err != nil {
@@ -171,7 +174,7 @@ func runTokenHandOver(t *testing.T, r *tokenRig, n int, w *Semaphore, sub bool, 
 	}
 	select {
 	case a = <-got:
-	case <-time.After(time.Second):
+	case <-time.After(20 * time.Second): // a bound on a failure, not a timing
 		t.Fatal("the waiter was not served")
 	}
 	if a.p != nil || a.err != ErrTokensExhausted {
