@@ -237,7 +237,7 @@ func TestLocalHandoffPublishesNothing(t *testing.T) {
 				if m.Channel != other.channel || !strings.Contains(m.Payload, r.id+":") {
 					t.Errorf("hand-over to another Semaphore: %q on %s; want its id on %s", m.Payload, m.Channel, other.channel)
 				}
-			case <-time.After(5 * time.Second):
+			case <-time.After(20 * time.Second): // a bound on a failure, not a timing
 				t.Error("no message for a waiter of another Semaphore")
 			}
 			if err := r.Release(ctx); err != nil {
