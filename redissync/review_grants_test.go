@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCancelWhileTakeInFlight: a ctx cancelled (not timed out) while the
@@ -67,8 +69,9 @@ func TestCancelWhileTakeInFlight(t *testing.T) {
 // tokenRig is a Name whose fencing tokens are driven near 2^53: s and o are
 // two processes' Semaphores of it.
 type tokenRig struct {
-	t    *testing.T
-	s, o *Semaphore
+	t      *testing.T
+	s, o   *Semaphore
+	sa, oa *againCounter // the asks again of s's and o's waiters
 }
 
 // newTokenRig returns a tokenRig of n permits, whose waiters poll every
@@ -80,9 +83,11 @@ func newTokenRig(t *testing.T, b backend, name string, n int, poll time.Duration
 		cfg.Poll = poll
 	}
 	s := mustNew(t, cfg)
+	sa := countAgain(cfg.Client.(*redis.Client), s)
 	cfg.Client = b.roomyClient(t)
 	o := mustNew(t, cfg)
-	return &tokenRig{t: t, s: s, o: o}
+	oa := countAgain(cfg.Client.(*redis.Client), o)
+	return &tokenRig{t: t, s: s, o: o, sa: sa, oa: oa}
 }
 
 func (r *tokenRig) setSeq(v int64) {
@@ -107,9 +112,31 @@ type acquired struct {
 }
 
 // wait starts w.Acquire, and waits until it is in line (and, if sub, its
-// subscription is made and it has asked once more).
+// subscription is made and it has asked once more, and been answered: an
+// ask still under way at a hand-over claims the permit, with a token more).
 func (r *tokenRig) wait(w *Semaphore, sub bool) <-chan acquired {
 	r.t.Helper()
+	again := r.sa
+	if w == r.o {
+		again = r.oa
+	}
+	if sub {
+		// A channel left lingers (see linger): a waiter that joins it
+		// then asks no more. The last waiter's is let go first.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			n, err := w.client.PubSubNumSub(context.Background(), w.channel).Result()
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			if n[w.channel] == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				r.t.Fatal("a channel left still subscribed after a minute")
+			}
+		}
+		again.n.Store(0)
+	}
 	got := make(chan acquired, 1)
 	go func() {
 		p, err := w.Acquire(context.Background())
@@ -117,7 +144,7 @@ func (r *tokenRig) wait(w *Semaphore, sub bool) <-chan acquired {
 	}()
 	waitQueued(r.t, r.s, 1)
 	if sub {
-		waitSubscribed(r.t, w)
+		waitAskedAgain(r.t, again)
 	}
 	return got
 }
