@@ -246,15 +246,17 @@ func TestLateGrantNotRenewedInTime(t *testing.T) {
 //
 // The leases are ended by hand, in Redis: with short ones, waited out, a
 // loaded machine's round trips outlasted the wait, and the permits were
-// still held when the test looked.
+// still held when the test looked. No lease ends with time: the clients
+// and the Timeout are roomy, as the round trips of a loaded machine missed
+// the default Timeout (250 ms) now and then.
 func staleWithWaiter(t *testing.T, name string) *Semaphore {
 	t.Helper()
 	b := realBackend(t)
 	ctx := context.Background()
-	cfg := Config{Client: b.client(t), Name: name, N: 2, Lease: time.Minute, Poll: staleWaiterPoll}
+	cfg := Config{Client: b.roomyClient(t), Name: name, N: 2, Lease: time.Minute, Poll: staleWaiterPoll, Timeout: roomyTimeout}
 	crashed := mustNew(t, cfg)
 	crashed.noRenew.Store(true)
-	cfg.Client = b.client(t)
+	cfg.Client = b.roomyClient(t)
 	s := mustNew(t, cfg)
 	held := acquireN(t, crashed, 2)
 	// The waiter joins the line (its first attempt), then sleeps on its poll.
@@ -275,8 +277,9 @@ func staleWithWaiter(t *testing.T, name string) *Semaphore {
 }
 
 // staleWaiterPoll is the Poll of staleWithWaiter's Semaphores: a waiter put
-// to sleep on its poll sleeps at least half of it.
-const staleWaiterPoll = 10 * time.Second
+// to sleep on its poll sleeps at least half of it, 20 s, which tells a call
+// put to sleep from one that took long on a loaded machine.
+const staleWaiterPoll = 40 * time.Second
 
 // TestTryAcquireFreePermitRefused pins a refusal of a free permit: in the
 // state staleWithWaiter sets up, a newcomer's TryAcquire handed one permit to
@@ -311,7 +314,7 @@ func TestAcquireWaitsWithFreePermit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A waiter put to sleep on its poll sleeps at least half a Poll: five
+	// A waiter put to sleep on its poll sleeps at least half a Poll: 20
 	// seconds, which no round trip takes even on a loaded machine.
 	if d := time.Since(start); d >= staleWaiterPoll/2 {
 		t.Errorf("Acquire took %v with a permit free and nobody in line", d)

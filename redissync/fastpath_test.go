@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 )
 
 // waitQueued waits until n waiters are in s's line. It fails the test
@@ -56,6 +59,68 @@ func waitSubscribed(t testing.TB, w *Semaphore) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
+}
+
+// againCounter is a client hook that counts the acquire scripts (by hash)
+// naming key (a Semaphore's line) that are sent again, by a waiter already
+// in line, and that Redis answered without error, once every hook it wraps
+// has returned. Added before a hook a test arms, it counts commands that
+// have been through that hook.
+type againCounter struct {
+	sha, key string // set before the hook is added
+	n        atomic.Int32
+}
+
+// countAgain adds to c an againCounter of the acquire scripts of s's line.
+func countAgain(c *redis.Client, s *Semaphore) *againCounter {
+	h := &againCounter{sha: s.acquireCall.head[1].(string), key: s.keys[1]}
+	c.AddHook(h)
+	return h
+}
+
+func (h *againCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *againCounter) count(cmd redis.Cmder, err error) {
+	args := cmd.Args()
+	if err != nil || cmd.Err() != nil || len(args) < 3 || args[1] != any(h.sha) ||
+		args[len(args)-1] != any("1") || !slices.Contains(args, any(h.key)) {
+		return
+	}
+	h.n.Add(1)
+}
+
+func (h *againCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.count(cmd, err)
+		return err
+	}
+}
+
+func (h *againCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			h.count(cmd, cmd.Err())
+		}
+		return err
+	}
+}
+
+// waitAskedAgain waits until a waiter, counted by again, has asked again
+// once its subscription was confirmed, and been answered: then it sleeps
+// until its Poll or a lease's end (an hour, a minute in the tests that use
+// it), sending nothing. A test that then arms a client hook that panics
+// must wait for that answer, not for a time: armed before it, the hook
+// fires in the waiter's goroutine and ends the test binary. It fails t
+// after a minute, which no loaded machine takes to answer two scripts.
+func waitAskedAgain(t testing.TB, again *againCounter) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); again.n.Load() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter did not ask again in a minute once subscribed")
+		}
+	}
 }
 
 // TestFastPathDoesNotOvertakeTheLine: the way of an uncontended Acquire (no
@@ -172,7 +237,7 @@ func TestLocalHandoffPublishesNothing(t *testing.T) {
 				if m.Channel != other.channel || !strings.Contains(m.Payload, r.id+":") {
 					t.Errorf("hand-over to another Semaphore: %q on %s; want its id on %s", m.Payload, m.Channel, other.channel)
 				}
-			case <-time.After(5 * time.Second):
+			case <-time.After(20 * time.Second): // a bound on a failure, not a timing
 				t.Error("no message for a waiter of another Semaphore")
 			}
 			if err := r.Release(ctx); err != nil {

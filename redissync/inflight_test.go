@@ -76,7 +76,7 @@ func TestAbandonedAttemptLandingLateLeavesNothing(t *testing.T) {
 					// with ContextTimeoutEnabled, within the client's
 					// ReadTimeout: not held for the Lease.
 					time.Sleep(400 * time.Millisecond)
-					awaitEmpty(t, s, s.roundTrip+time.Second, "after an Acquire given up")
+					awaitEmpty(t, s, s.roundTrip+20*time.Second, "after an Acquire given up")
 				})
 			}
 		}

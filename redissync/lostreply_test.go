@@ -47,11 +47,12 @@ func TestReleaseReplyLostWakesLocalWaiter(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := b.client(t)
-			h := &loseReplies{}
-			c.AddHook(h)
 			cfg := b.config(c, "lostreply", 1, time.Hour)
 			cfg.Poll = time.Hour // the waiter polls at the lease's end, an hour away
 			s := mustNew(t, cfg)
+			again := countAgain(c, s) // around h: see waitAskedAgain
+			h := &loseReplies{}
+			c.AddHook(h)
 			p, err := s.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -65,7 +66,7 @@ func TestReleaseReplyLostWakesLocalWaiter(t *testing.T) {
 				got <- q
 			}()
 			waitQueued(t, s, 1)
-			waitSubscribed(t, s)
+			waitAskedAgain(t, again)
 			h.armed.Store(true)
 			if err := p.Release(ctx); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Release with its reply lost: %v; want ErrUnavailable", err)

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCancelWhileTakeInFlight: a ctx cancelled (not timed out) while the
@@ -67,19 +69,25 @@ func TestCancelWhileTakeInFlight(t *testing.T) {
 // tokenRig is a Name whose fencing tokens are driven near 2^53: s and o are
 // two processes' Semaphores of it.
 type tokenRig struct {
-	t    *testing.T
-	s, o *Semaphore
+	t      *testing.T
+	s, o   *Semaphore
+	sa, oa *againCounter // the asks again of s's and o's waiters
 }
 
+// newTokenRig returns a tokenRig of n permits, whose waiters poll every
+// poll (0: roomyConfig's). No lease ends in its tests: its Semaphores are
+// roomy, as the round trips of a loaded machine missed the default Timeout.
 func newTokenRig(t *testing.T, b backend, name string, n int, poll time.Duration) *tokenRig {
-	cfg := b.config(b.client(t), name, n, time.Minute)
+	cfg := b.roomyConfig(t, name, n)
 	if poll > 0 {
 		cfg.Poll = poll
 	}
 	s := mustNew(t, cfg)
-	cfg.Client = b.client(t)
+	sa := countAgain(cfg.Client.(*redis.Client), s)
+	cfg.Client = b.roomyClient(t)
 	o := mustNew(t, cfg)
-	return &tokenRig{t: t, s: s, o: o}
+	oa := countAgain(cfg.Client.(*redis.Client), o)
+	return &tokenRig{t: t, s: s, o: o, sa: sa, oa: oa}
 }
 
 func (r *tokenRig) setSeq(v int64) {
@@ -104,9 +112,31 @@ type acquired struct {
 }
 
 // wait starts w.Acquire, and waits until it is in line (and, if sub, its
-// subscription is made and it has asked once more).
+// subscription is made and it has asked once more, and been answered: an
+// ask still under way at a hand-over claims the permit, with a token more).
 func (r *tokenRig) wait(w *Semaphore, sub bool) <-chan acquired {
 	r.t.Helper()
+	again := r.sa
+	if w == r.o {
+		again = r.oa
+	}
+	if sub {
+		// A channel left lingers (see linger): a waiter that joins it
+		// then asks no more. The last waiter's is let go first.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			n, err := w.client.PubSubNumSub(context.Background(), w.channel).Result()
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			if n[w.channel] == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				r.t.Fatal("a channel left still subscribed after a minute")
+			}
+		}
+		again.n.Store(0)
+	}
 	got := make(chan acquired, 1)
 	go func() {
 		p, err := w.Acquire(context.Background())
@@ -114,7 +144,7 @@ func (r *tokenRig) wait(w *Semaphore, sub bool) <-chan acquired {
 	}()
 	waitQueued(r.t, r.s, 1)
 	if sub {
-		waitSubscribed(r.t, w)
+		waitAskedAgain(r.t, again)
 	}
 	return got
 }
@@ -155,7 +185,7 @@ func runTokenHandOver(t *testing.T, r *tokenRig, n int, w *Semaphore, sub bool, 
 	var a acquired
 	select {
 	case a = <-got:
-	case <-time.After(time.Second):
+	case <-time.After(20 * time.Second): // a bound on a failure, not a timing
 		t.Fatal("the waiter was not served")
 	}
 	if a.err != nil {
@@ -171,7 +201,7 @@ func runTokenHandOver(t *testing.T, r *tokenRig, n int, w *Semaphore, sub bool, 
 	}
 	select {
 	case a = <-got:
-	case <-time.After(time.Second):
+	case <-time.After(20 * time.Second): // a bound on a failure, not a timing
 		t.Fatal("the waiter was not served")
 	}
 	if a.p != nil || a.err != ErrTokensExhausted {

@@ -86,19 +86,20 @@ func TestReviewLate9LateWakeOfAReleaseInABubble(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := b.strictClient(t, true)
-			h := &dropHook{}
-			c.AddHook(h)
 			cfg := b.config(c, "late9bubble", 2, time.Minute)
 			cfg.Poll = time.Hour
 			cfg.Timeout = 2 * time.Second
 			s := mustNew(t, cfg)
+			again := countAgain(c, s) // around h: see waitAskedAgain
+			h := &dropHook{}
+			c.AddHook(h)
 			warm(t, s)
 			held := acquireN(t, s, 2)
 			p1, p2 := held[0], held[1]
 			// At once once told; a minute (a lease's end) if not.
-			got := goAcquire(s, 10*time.Second)
+			got := goAcquire(s, 20*time.Second)
 			waitQueued(t, s, 1)
-			waitSubscribed(t, s)
+			waitAskedAgain(t, again)
 
 			h.armed.Store(true)
 			synctest.Test(t, func(t *testing.T) {

@@ -63,6 +63,10 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
 				ctx := context.Background()
 				c := b.strictClient(t, tc.ctxTimeouts)
+				// Outside every hook (see waitAskedAgain); what it
+				// counts is set before the busy waiter asks.
+				again := &againCounter{}
+				c.AddHook(again)
 				ph := &panicAfterHook{}
 				if !tc.ctxTimeouts {
 					c.AddHook(ph) // outside the gate: it sees the late end
@@ -105,6 +109,10 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 					}
 					busy = append(busy, p)
 				}
+				// The busy key's Semaphore of other has the busy
+				// waiter's line and scripts.
+				bs := other.newSemaphore(other.name, "busy")
+				again.sha, again.key = bs.acquireCall.head[1].(string), bs.keys[1]
 				bctx, bcancel := context.WithCancel(ctx)
 				busyDone := make(chan error, 1)
 				go func() {
@@ -118,9 +126,7 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 					}
 				})
 				defer stopBusy()
-				probe := mustNew(t, cfg) // for its client, to count subscribers
-				probe.channel = k.channel
-				waitSubscribed(t, probe)
+				waitAskedAgain(t, again)
 
 				p1, err := k.Acquire(ctx, "k")
 				if err != nil {
@@ -145,7 +151,7 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 				var q *Permit
 				go func() {
 					// At once once told; a minute (a lease's end) if not.
-					wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 					defer cancel()
 					var err error
 					q, err = k.Acquire(wctx, "k")

@@ -20,14 +20,17 @@ var errDroppedPanic = errors.New("a client hook panics after its command was giv
 // honours deadlines does, keeping their bytes for the test to land: the
 // next command once dropNext is set; and the second release script of id
 // (the first is let through), after which it panics (a hook of the user's,
-// in its error path).
+// in its error path). That second release waits for inLine to be closed
+// first: the waiter must be in line, and asleep, before it is dropped.
 type takeBackHook struct {
+	inLine     chan struct{}
 	dropNext   atomic.Bool
 	releaseSha string
 	id         string // set before use
 
 	mu       sync.Mutex
 	releases int      // release scripts of id seen; guarded by mu
+	answered int      // release scripts of id answered; guarded by mu
 	pending  []func() // the dropped commands, to land; guarded by mu
 	after    atomic.Int32
 	dropped  chan bool // told at each drop: whether it panics
@@ -39,7 +42,8 @@ func (h *takeBackHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
 		drop, panics := h.dropNext.CompareAndSwap(true, false), false
-		if !drop && len(args) > 1 && args[1] == h.releaseSha && slices.Contains(args, any(h.id)) {
+		release := !drop && len(args) > 1 && args[1] == h.releaseSha && slices.Contains(args, any(h.id))
+		if release {
 			h.mu.Lock()
 			h.releases++
 			drop = h.releases == 2
@@ -49,7 +53,15 @@ func (h *takeBackHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if !drop {
 			err := next(ctx, cmd)
 			h.after.Add(1)
+			if release {
+				h.mu.Lock()
+				h.answered++
+				h.mu.Unlock()
+			}
 			return err
+		}
+		if panics {
+			<-h.inLine
 		}
 		late := redis.NewCmd(context.Background(), args...)
 		h.mu.Lock()
@@ -94,8 +106,9 @@ func TestReviewLate9TakeBackHookPanicWakesAgain(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			// roundTrip is the ReadTimeout, 3 s: time enough for the
-			// waiter to join the line before the take-back runs.
+			// roundTrip is the ReadTimeout, 3 s; the take-back, a
+			// roundTrip after the attempt, waits at the hook until the
+			// waiter is in line.
 			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, ReadTimeout: 3 * time.Second,
 				WriteTimeout: time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
@@ -103,8 +116,11 @@ func TestReviewLate9TakeBackHookPanicWakesAgain(t *testing.T) {
 			cfg.Poll = time.Hour
 			cfg.Timeout = time.Second
 			s := mustNew(t, cfg)
-			h := &takeBackHook{releaseSha: s.releaseCall.head[1].(string), dropped: make(chan bool, 2)}
+			again := countAgain(c, s) // around h: see waitAskedAgain
+			h := &takeBackHook{releaseSha: s.releaseCall.head[1].(string), dropped: make(chan bool, 2), inLine: make(chan struct{})}
 			c.AddHook(h)
+			inLine := sync.OnceFunc(func() { close(h.inLine) })
+			defer inLine() // a test that fails early lets the take-back go
 			warm(t, s)
 			p1, err := s.Acquire(ctx)
 			if err != nil {
@@ -123,19 +139,21 @@ func TestReviewLate9TakeBackHookPanicWakesAgain(t *testing.T) {
 			}
 			for { // the give-back at once has run, and found nothing
 				h.mu.Lock()
-				n := h.releases
+				n := h.answered
 				h.mu.Unlock()
 				if n == 1 {
 					break
 				}
 				time.Sleep(time.Millisecond)
 			}
-			time.Sleep(50 * time.Millisecond)
 			h.land() // the attempt lands: its id holds the second permit
 			// At once once told; a minute (a lease's end) if not.
-			got := goAcquire(s, 12*time.Second)
+			got := goAcquire(s, 20*time.Second)
 			waitQueued(t, s, 1)
-			waitSubscribed(t, s)
+			waitAskedAgain(t, again)
+			// Not a roundTrip's 3 s: a loaded machine may take longer to
+			// put the waiter in line.
+			inLine()
 			if !<-h.dropped { // the take-back, a roundTrip on
 				t.Fatal("the take-back's drop did not panic")
 			}

@@ -37,7 +37,7 @@ func TestReviewM7_GiveUpAfterPipelinePanicTakesBackLate(t *testing.T) {
 			if err != nil || !r.granted {
 				t.Fatalf("the late attempt: %+v, %v; want it granted", r, err)
 			}
-			awaitEmpty(t, s, s.roundTrip+time.Second, "after the pipeline panicked (the late attempt not taken back)")
+			awaitEmpty(t, s, s.roundTrip+20*time.Second, "after the pipeline panicked (the late attempt not taken back)")
 		})
 	}
 }

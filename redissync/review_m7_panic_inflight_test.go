@@ -75,7 +75,7 @@ func TestReviewM7_HookPanicOnUnansweredAttemptTakenBackLate(t *testing.T) {
 			h.armed.Store(false)
 			// The attempt lands 300 ms after it was sent.
 			time.Sleep(400 * time.Millisecond)
-			awaitEmpty(t, s, s.roundTrip+time.Second, "after an Acquire whose hook panicked on its unanswered attempt (not taken back)")
+			awaitEmpty(t, s, s.roundTrip+20*time.Second, "after an Acquire whose hook panicked on its unanswered attempt (not taken back)")
 		})
 	}
 }

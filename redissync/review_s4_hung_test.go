@@ -62,7 +62,16 @@ func TestReviewS4_HungRoundTripDisablesKeyed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	warm(t, k.newSemaphore("warm", ""))
+	// Warmed (a connection made, the scripts loaded) through a Keyed of a
+	// roomy Lease and Timeout on the same client: 100 ms, needed for the
+	// test's speed below, failed the warming on a loaded machine.
+	roomy := cfg
+	roomy.Lease, roomy.Timeout = roomyLease, roomyTimeout
+	kw, err := NewKeyedLock(roomy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm(t, kw.newSemaphore("warm", ""))
 
 	h.armed.Store(true)
 	if _, err := k.Acquire(ctx, "a"); !errors.Is(err, ErrUnavailable) {
@@ -72,7 +81,8 @@ func TestReviewS4_HungRoundTripDisablesKeyed(t *testing.T) {
 	// Redis answers every other connection. Within roundTrip (3 seconds:
 	// readTimeout's reading of -1) and a few Timeouts more, another key is
 	// taken as usual.
-	deadline := time.Now().Add(k.newSemaphore("x", "").roundTrip + 5*time.Second)
+	// (20 s: a loaded machine misses the Timeout of 100 ms now and then.)
+	deadline := time.Now().Add(k.newSemaphore("x", "").roundTrip + 20*time.Second)
 	for {
 		p, err := k.TryAcquire(ctx, "b")
 		if err == nil {

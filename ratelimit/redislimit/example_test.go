@@ -19,6 +19,9 @@ func ExampleLimiter() {
 	srv := miniredis.NewMiniRedis() // in a real service: your Redis
 	_ = srv.Start()
 	defer srv.Close()
+	// The bucket fills on Redis's clock: stopped here, so that the output
+	// is the same however slowly the calls come.
+	srv.SetTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
 

@@ -105,7 +105,7 @@ func startRedis(t testing.TB, port int) *redisProcess {
 	t.Cleanup(p.stop)
 	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a loaded machine may take seconds to start it
 	for c.Ping(context.Background()).Err() != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("redis-server did not come up")
