@@ -7,7 +7,6 @@ import (
 	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/extra/ctxsyncprom"
 	"github.com/ctxsync/ctxsync/pool"
-	"github.com/stretchr/testify/require"
 )
 
 // TestJoinedGoexitAfterPanic pins what JoinOnCall's and JoinPoolHooks' docs
@@ -21,9 +20,9 @@ func TestJoinedGoexitAfterPanic(t *testing.T) {
 		func(breaker.CallEvent) { ran[1]++; runtime.Goexit() },
 	)
 	panicked, exited := endsHow(func() { call(breaker.CallEvent{}) })
-	require.Nil(t, panicked)
-	require.True(t, exited)
-	require.Equal(t, [2]int{1, 1}, ran)
+	if panicked != nil || !exited || ran != [2]int{1, 1} {
+		t.Fatalf("JoinOnCall: panicked %v, exited %v, ran %v; want no panic, Goexit, each once", panicked, exited, ran)
+	}
 
 	ran = [2]int{}
 	h := ctxsyncprom.JoinPoolHooks(
@@ -31,7 +30,7 @@ func TestJoinedGoexitAfterPanic(t *testing.T) {
 		pool.Hooks{OnRelease: func() { ran[1]++; runtime.Goexit() }},
 	)
 	panicked, exited = endsHow(h.OnRelease)
-	require.Nil(t, panicked)
-	require.True(t, exited)
-	require.Equal(t, [2]int{1, 1}, ran)
+	if panicked != nil || !exited || ran != [2]int{1, 1} {
+		t.Fatalf("JoinPoolHooks: panicked %v, exited %v, ran %v; want no panic, Goexit, each once", panicked, exited, ran)
+	}
 }
