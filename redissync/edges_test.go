@@ -110,13 +110,15 @@ func TestMixedLeaseHandoff(t *testing.T) {
 func TestHandoffGivesTheWaitersLease(t *testing.T) {
 	b := realBackend(t)
 	ctx := context.Background()
-	// The short Lease is a second: each side holds its permit, renewing it,
-	// for a few round trips, which a loaded machine may stretch.
-	const short, long = time.Second, 6 * time.Second
+	// No lease ends here: each side holds its permit for a few round trips
+	// only, which a loaded machine may stretch to seconds. So the leases are
+	// roomy, and far enough apart to tell whose the handed permit has, with
+	// a Timeout and a client that wait out a loaded machine's round trips.
+	const short, long = roomyLease, 6 * roomyLease
 	for _, tc := range []struct{ releaser, waiter time.Duration }{{short, long}, {long, short}} {
 		name := fmt.Sprintf("lease%v-%v", tc.releaser, tc.waiter)
-		rel := mustNew(t, Config{Client: b.client(t), Name: name, N: 1, Lease: tc.releaser, Poll: time.Second})
-		wai := mustNew(t, Config{Client: b.client(t), Name: name, N: 1, Lease: tc.waiter, Poll: time.Second})
+		rel := mustNew(t, Config{Client: b.roomyClient(t), Name: name, N: 1, Lease: tc.releaser, Timeout: roomyTimeout, Poll: time.Second})
+		wai := mustNew(t, Config{Client: b.roomyClient(t), Name: name, N: 1, Lease: tc.waiter, Timeout: roomyTimeout, Poll: time.Second})
 		p, err := rel.Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -20,16 +20,20 @@ import (
 func TestCtxPanicKeepsNoRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		for _, ctxTimeouts := range []bool{true, false} {
-			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: time.Second, MaxRetries: -1,
+			// Roomy timeouts: the test is about places held after a ctx
+			// panic, not about time, and a loaded machine may take
+			// seconds over a round trip.
+			c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: 20 * time.Second,
+				ReadTimeout: time.Minute, WriteTimeout: time.Minute, MaxRetries: -1,
 				ContextTimeoutEnabled: ctxTimeouts})
 			t.Cleanup(func() { _ = c.Close() })
 			l := newLimiter(t, Config{Client: c, Rate: 1000, Burst: 1000, Prefix: b.prefix, MaxRoundTrips: 1,
-				Timeout: time.Second})
+				Timeout: 20 * time.Second})
 			bg := context.Background()
 			for n := int32(1); ; n++ {
 				ctx := &testutil.OnceCtx{Context: bg, PanicAt: n}
 				r := testutil.PanicOf(func() { _, _ = l.TakeContext(ctx, "k", 1) })
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
 					l.batch.mu.Lock()
 					u := l.batch.underway
 					l.batch.mu.Unlock()
