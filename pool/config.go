@@ -98,7 +98,11 @@ type Config[T any] struct {
 
 	// Breaker, if not nil, guards the making of resources: while it is open
 	// New is not called and Acquire fails with its *breaker.OpenError, so
-	// that a dead backend is not hammered by a storm of attempts.
+	// that a dead backend is not hammered by a storm of attempts. If the
+	// breaker's own functions (its Settings' OnCall, IsFailure or
+	// OnStateChange) panic, or call runtime.Goexit, once New has made a
+	// resource, that resource is given to Close, and the panic goes where a
+	// panic of New would (see Pool).
 	Breaker *breaker.Breaker
 
 	// LeakThreshold, if above 0, reports through OnLeak a resource held for
