@@ -3,7 +3,9 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -152,4 +154,93 @@ func TestSeams15_BreakerPanicThenClosePanics(t *testing.T) {
 			t.Fatalf("Close = %v", err)
 		}
 	})
+}
+
+// TestSeams15_HammerBreakerCodeGoexits: Acquires with random deadlines on a
+// pool whose breaker's OnCall calls runtime.Goexit now and then, on
+// successes and failures of New alike, while New fails now and then: every
+// value New made is closed once by the time the pool is closed, and the pool
+// never holds more than MaxSize. (Goexit, not a panic: a panic in a call to
+// New that no Acquire waits for any more ends the program, as Pool says.)
+func TestSeams15_HammerBreakerCodeGoexits(t *testing.T) {
+	for seed := range uint64(20) {
+		synctest.Test(t, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 15))
+			var rmu sync.Mutex
+			rnd := func(n int64) int64 {
+				rmu.Lock()
+				defer rmu.Unlock()
+				return rng.Int64N(n)
+			}
+			var made, closed, live, peak atomic.Int64
+			b := breaker.New(breaker.Settings{
+				FailureThreshold: 3,
+				OpenTimeout:      5 * time.Millisecond,
+				OnCall: func(e breaker.CallEvent) {
+					if e.Outcome != breaker.Rejected && rnd(4) == 0 {
+						runtime.Goexit()
+					}
+				},
+			})
+			const maxSize = 3
+			p, err := pool.New(pool.Config[int64]{
+				MaxSize: maxSize,
+				Breaker: b,
+				New: func(context.Context) (int64, error) {
+					time.Sleep(time.Duration(rnd(int64(time.Millisecond))))
+					if rnd(5) == 0 {
+						return 0, errors.New("down")
+					}
+					n := live.Add(1)
+					for {
+						pk := peak.Load()
+						if n <= pk || peak.CompareAndSwap(pk, n) {
+							break
+						}
+					}
+					return made.Add(1), nil
+				},
+				Close: func(int64) error {
+					live.Add(-1)
+					closed.Add(1)
+					return nil
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range 6 {
+				wg.Go(func() {
+					for range 15 {
+						func() {
+							ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rnd(int64(3*time.Millisecond))))
+							defer cancel()
+							r, err := p.Acquire(ctx)
+							if err != nil {
+								return
+							}
+							time.Sleep(time.Duration(rnd(int64(time.Millisecond))))
+							if rnd(3) == 0 {
+								r.Destroy()
+							} else {
+								r.Release()
+							}
+						}()
+					}
+				})
+			}
+			wg.Wait()
+			if err := p.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			if m, c := made.Load(), closed.Load(); m != c {
+				t.Errorf("New made %d values, Close closed %d", m, c)
+			}
+			if pk := peak.Load(); pk > maxSize {
+				t.Errorf("%d values alive at once, MaxSize %d", pk, maxSize)
+			}
+		})
+	}
 }
