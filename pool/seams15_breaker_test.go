@@ -244,3 +244,19 @@ func TestSeams15_HammerBreakerCodeGoexits(t *testing.T) {
 		})
 	}
 }
+
+// TestSeams15_NewLooksAtTheBreakerWithoutUsingIt: pool.New checks that
+// Config.Breaker was made by breaker.New without a call through it: nothing
+// is counted and OnCall is told nothing.
+func TestSeams15_NewLooksAtTheBreakerWithoutUsingIt(t *testing.T) {
+	var told atomic.Int64
+	b := breaker.New(breaker.Settings{OnCall: func(breaker.CallEvent) { told.Add(1) }})
+	p, err := pool.New(pool.Config[int]{MaxSize: 1, Breaker: b, New: func(context.Context) (int, error) { return 1, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(context.Background()) }()
+	if c := b.Counts(); c != (breaker.Counts{}) || told.Load() != 0 {
+		t.Fatalf("after pool.New: counts %+v, OnCall told %d times; want nothing", c, told.Load())
+	}
+}
