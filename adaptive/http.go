@@ -307,7 +307,10 @@ func reach(w http.ResponseWriter) (flush, hijack bool) {
 // caller, with no error); as by Ignore if the request's ctx was cancelled
 // (the caller gave up: Base returned context.Canceled, or the cause the ctx
 // was cancelled with, as net/http does) or Base panicked (the panic goes on); as a success
-// otherwise. A request that net/http refuses to send (a header field it
+// otherwise. If the request's ctx, or the Limiter's Config.Clock, panics as
+// the Ticket is finished, the panic goes on to the caller, the Ticket's
+// slot is freed, and the response, which nobody will see, has its body
+// closed. A request that net/http refuses to send (a header field it
 // cannot write, no host) goes to Base without a Ticket: it is a bug of the
 // caller, and says nothing of the service. A request that is shed, or whose
 // ctx ends while it waits, gets no response, and its body is closed, as
@@ -403,8 +406,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	var ticket *Ticket
-	sent, finished := false, false
+	var (
+		ticket *Ticket
+		resp   *http.Response
+	)
+	sent, finished, returned := false, false, false
 	defer func() {
 		switch {
 		case !sent:
@@ -414,13 +420,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case !finished:
 			ticket.Ignore() // Base, or the ctx, panicked
 		}
+		// The ctx, or the Limiter's Clock as the Ticket is finished,
+		// panicked after Base answered: the panic goes on, and the
+		// response nobody will see must not keep its connection.
+		if !returned && resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
 	}()
 	ticket, err := t.Limiter.Acquire(req.Context())
 	if err != nil {
 		return nil, err
 	}
 	sent = true
-	resp, err := base.RoundTrip(req)
+	resp, err = base.RoundTrip(req)
 	// The ctx is the caller's code: looked at before the Ticket counts as
 	// finished, so that if it panics the deferred Ignore gives it back.
 	gaveUp := err != nil && callerGaveUp(req.Context(), err)
@@ -437,5 +449,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		ticket.Done(nil)
 	}
+	returned = true
 	return resp, err
 }

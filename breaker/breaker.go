@@ -284,6 +284,13 @@ func (e *causeError) Error() string   { return e.err.Error() }
 func (e *causeError) Unwrap() []error { return []error{e.err, e.ended} }
 
 // Do runs fn through b as Execute does, and returns its result.
+//
+// The functions of b's Settings run after fn has returned (IsFailure and
+// IsIgnored judge its error, OnStateChange hears of the change it makes,
+// OnCall of its outcome). If one of them panics, or calls runtime.Goexit,
+// Do never returns, and fn's value is dropped: a value that must be closed
+// (a connection fn opened) is then lost to the caller, who should note it
+// in fn and close it on the way out, as pool.Config.Breaker's pool does.
 func Do[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
 	if fn == nil {
 		panic("breaker: Do with nil func")

@@ -98,7 +98,12 @@ type Config[T any] struct {
 
 	// Breaker, if not nil, guards the making of resources: while it is open
 	// New is not called and Acquire fails with its *breaker.OpenError, so
-	// that a dead backend is not hammered by a storm of attempts.
+	// that a dead backend is not hammered by a storm of attempts. If the
+	// breaker's own functions (its Settings' OnCall, IsFailure or
+	// OnStateChange) panic, or call runtime.Goexit, once New has made a
+	// resource, that resource is given to Close, and the panic goes where a
+	// panic of New would (see Pool). A Breaker not made by breaker.New (the
+	// zero Breaker) is a bad Config: New returns an error.
 	Breaker *breaker.Breaker
 
 	// LeakThreshold, if above 0, reports through OnLeak a resource held for
@@ -157,6 +162,8 @@ func (c *Config[T]) check() error {
 		return bad("MaxLifetimeJitter is %v; it must be between 0 and 1, or NoLifetimeJitter", c.MaxLifetimeJitter)
 	case c.LeakThreshold > 0 && c.OnLeak == nil:
 		return bad("LeakThreshold needs OnLeak")
+	case c.Breaker != nil && !breakerMade(c.Breaker):
+		return bad("Breaker was not made by breaker.New")
 	}
 	if c.HealthCheckTimeout == 0 {
 		c.HealthCheckTimeout = 5 * time.Second
@@ -178,6 +185,27 @@ func (c *Config[T]) check() error {
 	}
 	return nil
 }
+
+// breakerMade reports whether b was made by breaker.New. A Breaker that was
+// not panics at its first use, which would come in the goroutine of a call
+// to New, where nobody may be waiting to receive the panic. Execute under a
+// ctx already done looks at b first, then calls nothing and counts nothing.
+func breakerMade(b *breaker.Breaker) (made bool) {
+	defer func() {
+		if recover() != nil {
+			made = false
+		}
+	}()
+	_ = b.Execute(doneCtx, func(context.Context) error { return nil })
+	return true
+}
+
+// doneCtx is a ctx that is done, made once, for breakerMade.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // background reports whether the pool needs its maintenance goroutine: for
 // any of the settings HealthCheckPeriod names, or if asked for by a period.

@@ -415,6 +415,24 @@ func (p *Pool[T]) make(parent context.Context) {
 	}
 }
 
+// closeOrphan closes v, a value New made that no resource holds (see
+// newValue), counting a Close that fails, or panics, in Stats.CloseErrors,
+// as closeQuietly does. The lock must not be held.
+func (p *Pool[T]) closeOrphan(v T) {
+	if p.cfg.Close == nil {
+		return
+	}
+	failed := true
+	defer func() {
+		if failed {
+			p.q.Lock()
+			p.stats.CloseErrors++
+			p.q.Unlock()
+		}
+	}()
+	failed = p.cfg.Close(v) != nil
+}
+
 // errNewPanicked is what Hooks.OnCreate is told of a call to New that
 // panicked, or did not return.
 var errNewPanicked = errors.New("pool: Config.New panicked or did not return")
@@ -438,13 +456,31 @@ func (p *Pool[T]) errWaiterLocked() *waitq.Waiter[handoff[T]] {
 }
 
 // newValue calls Config.New, through the Breaker if there is one.
+//
+// The breaker runs code of the user's after New has returned (Settings'
+// OnCall, IsFailure, OnStateChange): if that panics, or calls
+// runtime.Goexit, the value New made would reach nobody, and what it holds
+// (a connection) would stay open. It is closed with Config.Close, while the
+// call still counts as making (so that the backend never sees more than
+// MaxSize), and the panic goes on, as New's own would (see make).
 func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
 	if p.cfg.Breaker != nil {
-		called := false
+		called, made, returned := false, false, false
+		var madeV T
+		defer func() {
+			if made && !returned {
+				p.closeOrphan(madeV)
+			}
+		}()
 		v, err = breaker.Do(ctx, p.cfg.Breaker, func(ctx context.Context) (T, error) {
 			called = true
-			return p.cfg.New(ctx)
+			v, err := p.cfg.New(ctx)
+			if err == nil {
+				madeV, made = v, true
+			}
+			return v, err
 		})
+		returned = true
 		return v, !called && err != nil, err
 	}
 	v, err = p.cfg.New(ctx)

@@ -79,7 +79,10 @@ type Stats struct {
 // Broken in With. Config.New runs in a goroutine of its own (see
 // Config.New): its panic is handed to the Acquire that its error would have
 // gone to, which panics with an error that carries the value (errors.Unwrap
-// gives it, if it is an error) and New's stack.
+// gives it, if it is an error) and New's stack. The functions of
+// Config.Breaker's Settings run in that goroutine too, and a panic of theirs
+// goes the same way (the error says New panicked; its stack shows where);
+// a resource New had made by then is closed first.
 //
 // The pool's own goroutines run what no caller asked for: the background
 // HealthCheck; Close of what the sweep finds expired, or of a resource made

@@ -694,6 +694,11 @@ func TestBadConfig(t *testing.T) {
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: NoLifetimeJitter - 1},
 		{New: newFn, MaxSize: 2, MaxLifetimeJitter: math.NaN()}, // every lifetime would end at once
 		{New: newFn, MaxSize: 2, LeakThreshold: time.Second},
+		// A Breaker not made by breaker.New panics at its first use, in the
+		// goroutine of a call to New: with nobody waiting (MinIdle), that
+		// ended the program.
+		{New: newFn, MaxSize: 2, Breaker: new(breaker.Breaker)},
+		{New: newFn, MaxSize: 2, MinIdle: 1, Breaker: &breaker.Breaker{}},
 	} {
 		p, err := New(cfg)
 		require.Nil(t, p)
