@@ -189,9 +189,7 @@ func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[uint64]) {
 func (c *Condition) withdraw(w *waitq.Waiter[uint64]) {
 	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
 	// that is already done, which takes a grant already made, if any.
-	ended := make(chan struct{})
-	close(ended)
-	ticket, granted := c.q.Wait(ended, w)
+	ticket, granted := c.q.Wait(closedChan, w)
 	c.q.Lock()
 	if !granted {
 		ticket, granted, _ = c.q.Cancel(w)

@@ -251,9 +251,7 @@ func (l *Lock) giveUp(p *waitq.Waiter[struct{}]) {
 	}
 	// leave may only settle a waiter whose wait gave up: wait with a Done
 	// channel already closed, which takes a hand-over already made, if any.
-	ended := make(chan struct{})
-	close(ended)
-	if _, ok := l.q.Wait(ended, p); ok {
+	if _, ok := l.q.Wait(closedChan, p); ok {
 		l.Unlock()
 		return
 	}
