@@ -282,6 +282,25 @@ func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
 	l.q.Wait(nil, p)
 }
 
+// giveBackLocked unlocks l, which a Condition's settleLocked took free, with
+// nobody queued, for a notified waiter that took it by itself meanwhile. l.q
+// must be locked, so nobody queues: only the fast paths change the state.
+//
+// Both takes are one hold in the state. If it is gone, the waiter has
+// unlocked already, after an Unlock by a goroutine that did not hold the
+// Lock freed the waiter's own take (the settling take found it free): there
+// is nothing left to give back. unlockLocked would panic here, in a waiter
+// that did nothing wrong, with the Condition's lock held, and every later
+// call of the Condition would hang.
+func (l *Lock) giveBackLocked() {
+	for {
+		s := l.state.Load()
+		if s&lockHeld == 0 || l.state.CompareAndSwap(s, s&^lockHeld) {
+			return
+		}
+	}
+}
+
 // dropPlaceLocked takes p, a place still queued, out of the queue. l.q must be
 // locked, and l held: it is never free while a waiter is queued.
 func (l *Lock) dropPlaceLocked(p *waitq.Waiter[struct{}]) {
