@@ -405,7 +405,8 @@ func (c *Condition) notifyLocked(n int) {
 }
 
 // Waiting returns the number of goroutines waiting for a notification at the
-// moment of the call.
+// moment of the call. A waiter that was notified, or whose ctx ended, and
+// waits to take the Lock again counts in the Lock's Waiting instead.
 func (c *Condition) Waiting() int {
 	c.q.Lock()
 	defer c.q.Unlock()

@@ -225,8 +225,16 @@ func (l *Lock) Locked() bool {
 	return l.state.Load()&lockHeld != 0
 }
 
-// Waiting returns the number of goroutines waiting in Lock at the moment of
-// the call. For metrics; it may be stale by the time the caller looks at it.
+// Waiting returns the number of goroutines queued for l at the moment of the
+// call: those waiting in Lock (a Condition's Lock included), and the waiters of
+// Conditions on l that were notified, or whose ctx ended, and wait to take l
+// again in Wait. Condition.Waiting counts those still waiting for a
+// notification, so that between them each goroutine blocked in Wait counts
+// once. A notified waiter counts from when its place in l's order is queued,
+// which happens when it, or a waiter notified after it, finds l taken (see
+// Condition); not while it is on its way to take a free l.
+//
+// For metrics; it may be stale by the time the caller looks at it.
 func (l *Lock) Waiting() int {
 	l.q.Lock()
 	defer l.q.Unlock()
