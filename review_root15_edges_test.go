@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -168,5 +169,59 @@ func TestWaitGroupGoPanicThenGoexit(t *testing.T) {
 		})
 		require.NoError(t, wg.Wait(t.Context()))
 		require.Zero(t, wg.Count())
+	})
+}
+
+// TestConditionPlacesAcrossBubbles: the places a Condition queues on its Lock
+// for notified waiters, and the nodes they leave, are made in the bubble of
+// the goroutines that use them: a Condition and Lock made outside a synctest
+// bubble serve notified waiters that find the Lock taken inside one, and ones
+// made inside serve them after it ends, and in the next bubble.
+func TestConditionPlacesAcrossBubbles(t *testing.T) {
+	round := func(t *testing.T, l *ctxsync.Lock, c *ctxsync.Condition, bubble bool) {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				_ = l.Lock(context.Background())
+				_ = c.Wait(context.Background())
+				l.Unlock()
+			})
+		}
+		for c.Waiting() < 4 {
+			if bubble {
+				synctest.Wait()
+			} else {
+				runtime.Gosched()
+			}
+		}
+		require.NoError(t, l.Lock(context.Background()))
+		c.NotifyAll()
+		for l.Waiting() < 4 {
+			if bubble {
+				synctest.Wait()
+			} else {
+				runtime.Gosched()
+			}
+		}
+		l.Unlock()
+		wg.Wait()
+		require.Zero(t, l.Waiting())
+	}
+	l := ctxsync.NewLock()
+	c := ctxsync.NewCondition(l)
+	round(t, l, c, false)
+	var l2 *ctxsync.Lock
+	var c2 *ctxsync.Condition
+	synctest.Test(t, func(t *testing.T) {
+		round(t, l, c, true)
+		l2 = ctxsync.NewLock()
+		c2 = ctxsync.NewCondition(l2)
+		round(t, l2, c2, true)
+	})
+	round(t, l, c, false)
+	round(t, l2, c2, false)
+	synctest.Test(t, func(t *testing.T) {
+		round(t, l2, c2, true)
+		round(t, l, c, true)
 	})
 }
