@@ -291,15 +291,16 @@ func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
 }
 
 // giveBackLocked unlocks l, which a Condition's settleLocked took free, with
-// nobody queued, for a notified waiter that took it by itself meanwhile. l.q
+// nobody queued, for a notified waiter that turned out to have taken it by
+// itself meanwhile (l was let go since, or it would not have been free). l.q
 // must be locked, so nobody queues: only the fast paths change the state.
 //
-// Both takes are one hold in the state. If it is gone, the waiter has
-// unlocked already, after an Unlock by a goroutine that did not hold the
-// Lock freed the waiter's own take (the settling take found it free): there
-// is nothing left to give back. unlockLocked would panic here, in a waiter
-// that did nothing wrong, with the Condition's lock held, and every later
-// call of the Condition would hang.
+// If l is free already, an Unlock made for another hold freed the settling
+// take: one by a goroutine that did not hold l let the waiter's own take go
+// before the settling take, and the waiter's Unlock then freed this one.
+// There is nothing left to give back. unlockLocked would panic here, in a
+// waiter that did nothing wrong, with the Condition's lock held, and every
+// later call of the Condition would hang.
 func (l *Lock) giveBackLocked() {
 	for {
 		s := l.state.Load()
