@@ -189,9 +189,7 @@ func (c *Condition) unlockQueued(l *Lock, w *waitq.Waiter[uint64]) {
 func (c *Condition) withdraw(w *waitq.Waiter[uint64]) {
 	// Cancel may only settle a waiter whose Wait gave up: wait with a ctx
 	// that is already done, which takes a grant already made, if any.
-	ended := make(chan struct{})
-	close(ended)
-	ticket, granted := c.q.Wait(ended, w)
+	ticket, granted := c.q.Wait(closedChan, w)
 	c.q.Lock()
 	if !granted {
 		ticket, granted, _ = c.q.Cancel(w)
@@ -298,6 +296,9 @@ func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
 			panic("ctxsync: bug: a notified waiter's turn passed while it was not settled")
 		}
 		p := l.queueLocked(nil) // a nil Done channel: the re-lock never gives up
+		if settleHook != nil {
+			settleHook(k)
+		}
 		if k == t {
 			c.turn.Store(t + 1) // nobody else moves it on from ours
 			l.q.Unlock()
@@ -312,12 +313,18 @@ func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
 		}
 		// k's waiter took the Lock by itself since we looked.
 		if p == nil {
-			l.unlockLocked()
+			l.giveBackLocked()
 		} else {
 			l.dropPlaceLocked(p)
 		}
 	}
 }
+
+// settleHook, if set, runs in settleLocked between the take or place for
+// ticket k and the CAS that moves turn on from k: a test's way into that
+// window, which a waiter's fast path can enter at any time. It is nil except
+// in the package's own tests.
+var settleHook func(k uint64)
 
 // lockUncancelable locks l, waiting as long as it takes.
 func lockUncancelable(l *Lock) {
@@ -398,7 +405,8 @@ func (c *Condition) notifyLocked(n int) {
 }
 
 // Waiting returns the number of goroutines waiting for a notification at the
-// moment of the call.
+// moment of the call. A waiter that was notified, or whose ctx ended, and
+// waits to take the Lock again counts in the Lock's Waiting instead.
 func (c *Condition) Waiting() int {
 	c.q.Lock()
 	defer c.q.Unlock()

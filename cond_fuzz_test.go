@@ -95,10 +95,20 @@ func FuzzConditionModel(f *testing.F) {
 	// Predicates that panic after a wake-up, by Notify(math.MaxInt) and by
 	// Notify with the Lock held.
 	f.Add([]byte{7, 0, 0, 0, 7, 0, 3, 255, 7, 0, 1, 0, 3, 1, 5, 0, 2, 0})
+	// On a Lock of the script's (an odd length): its Waiting counts the
+	// goroutines in Lock and the woken waiters that lock again.
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 3, 2, 5, 3, 4, 0, 5, 0, 2, 0, 9})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		synctest.Test(t, func(t *testing.T) {
 			m := condModel{panics: make(map[*modelWaiter]bool), ids: make(map[*modelWaiter]int)}
-			c := ctxsync.NewCondition(nil)
+			// An odd script's Condition is on a Lock of the script's, whose
+			// Waiting counts the goroutines of m.locking: those in Lock,
+			// and those Wait locks for again (see Lock.Waiting).
+			var l *ctxsync.Lock
+			if len(script)%2 == 1 {
+				l = ctxsync.NewLock()
+			}
+			c := ctxsync.NewCondition(l)
 			var all []*modelWaiter
 			var relocks pyLog
 			for ; len(script) >= 2; script = script[2:] {
@@ -193,6 +203,9 @@ func FuzzConditionModel(f *testing.F) {
 				require.Equal(t, m.relocks, relocks.get(), "the order in which the calls took the Lock to return")
 				require.Equal(t, len(m.waiting), c.Waiting())
 				require.Equal(t, m.scriptHolds, c.Locked())
+				if l != nil {
+					require.Equal(t, len(m.locking), l.Waiting(), "Lock.Waiting")
+				}
 			}
 			if m.scriptHolds {
 				c.Unlock()

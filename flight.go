@@ -39,10 +39,11 @@ import (
 // A panic in fn is recovered in fn's goroutine and raised again, as a
 // *PanicError carrying the value and fn's stack, in the goroutine of each
 // caller that gets the call's result; runtime.Goexit in fn gives them the
-// error ErrGoexit. A panic in a call that every caller had left is dropped:
-// nobody is there to receive it, and ending the program because its callers
-// gave up in time would make a crash depend on timing. The next Do for the
-// key runs fn again, and meets the panic again if it is a bug.
+// error ErrGoexit, also when a deferred call of fn calls it while fn panics
+// (the Goexit ends the panic). A panic in a call that every caller had left
+// is dropped: nobody is there to receive it, and ending the program because
+// its callers gave up in time would make a crash depend on timing. The next
+// Do for the key runs fn again, and meets the panic again if it is a bug.
 //
 // A finished call leaves nothing behind for its key: its result goes to the
 // callers that waited for it, and the next Do runs fn again (a Flight is not

@@ -70,20 +70,22 @@ func (c *flightCtx) Done() <-chan struct{} {
 		// the context package does. One made here would belong to the
 		// testing/synctest bubble of the goroutine that asked, and a
 		// receive from it in another bubble or outside one would end the
-		// program; flightClosed, made as the package starts, belongs to
+		// program; closedChan, made as the package starts, belongs to
 		// none.
-		c.done.Store(flightClosed)
-		return flightClosed
+		c.done.Store(closedChan)
+		return closedChan
 	}
 	d := make(chan struct{})
 	c.done.Store(d)
 	return d
 }
 
-// flightClosed is the Done channel of a flightCtx asked for it only once
-// cancelled. It is made as the package is initialized, outside every
+// closedChan is a closed channel: the Done channel of a flightCtx asked for it
+// only once cancelled, and what a Lock or Condition giving back a waiter that
+// will not wait selects on, to take a grant already made without waiting (see
+// Lock.giveUp). It is made as the package is initialized, outside every
 // testing/synctest bubble, so any goroutine may receive from it.
-var flightClosed = func() chan struct{} {
+var closedChan = func() chan struct{} {
 	d := make(chan struct{})
 	close(d)
 	return d

@@ -225,8 +225,16 @@ func (l *Lock) Locked() bool {
 	return l.state.Load()&lockHeld != 0
 }
 
-// Waiting returns the number of goroutines waiting in Lock at the moment of
-// the call. For metrics; it may be stale by the time the caller looks at it.
+// Waiting returns the number of goroutines queued for l at the moment of the
+// call: those waiting in Lock (a Condition's Lock included), and the waiters of
+// Conditions on l that were notified, or whose ctx ended, and wait to take l
+// again in Wait. Condition.Waiting counts those still waiting for a
+// notification, so that between them each goroutine blocked in Wait counts
+// once. A notified waiter counts from when its place in l's order is queued,
+// which happens when it, or a waiter notified after it, finds l taken (see
+// Condition); not while it is on its way to take a free l.
+//
+// For metrics; it may be stale by the time the caller looks at it.
 func (l *Lock) Waiting() int {
 	l.q.Lock()
 	defer l.q.Unlock()
@@ -251,9 +259,7 @@ func (l *Lock) giveUp(p *waitq.Waiter[struct{}]) {
 	}
 	// leave may only settle a waiter whose wait gave up: wait with a Done
 	// channel already closed, which takes a hand-over already made, if any.
-	ended := make(chan struct{})
-	close(ended)
-	if _, ok := l.q.Wait(ended, p); ok {
+	if _, ok := l.q.Wait(closedChan, p); ok {
 		l.Unlock()
 		return
 	}
@@ -282,6 +288,26 @@ func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
 	// (it was the waiter's) can have let it go. The place holds it now,
 	// for the same waiter; finish with the node.
 	l.q.Wait(nil, p)
+}
+
+// giveBackLocked unlocks l, which a Condition's settleLocked took free, with
+// nobody queued, for a notified waiter that turned out to have taken it by
+// itself meanwhile (l was let go since, or it would not have been free). l.q
+// must be locked, so nobody queues: only the fast paths change the state.
+//
+// If l is free already, an Unlock made for another hold freed the settling
+// take: one by a goroutine that did not hold l let the waiter's own take go
+// before the settling take, and the waiter's Unlock then freed this one.
+// There is nothing left to give back. unlockLocked would panic here, in a
+// waiter that did nothing wrong, with the Condition's lock held, and every
+// later call of the Condition would hang.
+func (l *Lock) giveBackLocked() {
+	for {
+		s := l.state.Load()
+		if s&lockHeld == 0 || l.state.CompareAndSwap(s, s&^lockHeld) {
+			return
+		}
+	}
 }
 
 // dropPlaceLocked takes p, a place still queued, out of the queue. l.q must be

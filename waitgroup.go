@@ -175,11 +175,13 @@ func (wg *WaitGroup) Done() {
 // the goroutine starts, and Done when f returns, as sync.WaitGroup.Go does.
 // Go may be called at any time, also by a goroutine that Go started.
 //
-// If f ends with runtime.Goexit, the task is done all the same. If f panics,
-// the panic crashes the program, as any goroutine's does, and the task is not
-// counted done: a Wait must not return, and let the program carry on or exit,
-// while the panic is on its way (sync.WaitGroup.Go does the same since Go
-// 1.26). Go panics if f is nil, before it counts anything.
+// If f ends with runtime.Goexit, the task is done all the same, also when a
+// deferred call of f calls Goexit while f panics (the Goexit ends the panic,
+// and the program goes on). If f panics, the panic crashes the program, as
+// any goroutine's does, and the task is not counted done: a Wait must not
+// return, and let the program carry on or exit, while the panic is on its way
+// (sync.WaitGroup.Go does the same since Go 1.26). Go panics if f is nil,
+// before it counts anything.
 func (wg *WaitGroup) Go(f func()) {
 	if f == nil {
 		panic(wgNilFunc)
