@@ -22,8 +22,9 @@ import (
 // Two registrations' callbacks reporting the series in one collection would
 // be added up by the SDK (a semaphore of 4 permits would show 8 free), and
 // none would leave a gap in the export. Which source the carrier reads
-// changes under the counters' lock, between the reads of two collections:
-// an Observe's hand-over, and the hand-back at an Unregister, come whole.
+// changes under the counters' lock, in one step: an Observe's hand-over,
+// and the hand-back at an Unregister, come whole, and a collection reads
+// the source from before the change or the one from after it, once.
 // The carrier itself cannot change so while a registration is in force: the
 // SDK runs a collection's callbacks one after the other, and no callback
 // can tell whether the one that reported before it ran in the same
