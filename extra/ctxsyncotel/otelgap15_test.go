@@ -372,3 +372,39 @@ func TestOtelGap15TwoFunctionsOfOneAttributeSet(t *testing.T) {
 		t.Errorf("ctxsync.lock.waiting: %d points, want 1", n)
 	}
 }
+
+// TestOtelGap15ObserveFromTheMetersRegisterCallback: the Meter's
+// RegisterCallback of the first Observe under the series makes another
+// Observe under it, which returns first: each reports in turn, once, the
+// one whose Observe returned last first, and no callback is left behind.
+func TestOtelGap15ObserveFromTheMetersRegisterCallback(t *testing.T) {
+	r, p, opt := newHookProvider(t)
+	var inner metric.Registration
+	p.register = func() error {
+		var err error
+		if inner, err = ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(5), opt); err != nil {
+			t.Error(err)
+		}
+		wantSemaphore(t, r, "the inner Observe returned, the outer under way", 5)
+		return nil
+	}
+	outer, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(7), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner == nil {
+		t.Fatal("the hook made no registration")
+	}
+	wantSemaphore(t, r, "both in force, the outer joined last", 7)
+	if err := outer.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	wantSemaphore(t, r, "the outer ended", 5)
+	if err := inner.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	wantSemaphore(t, r, "both ended", 0)
+	if c := p.callbacks(); c != 0 {
+		t.Errorf("%d callbacks left registered with the Meter after every Unregister", c)
+	}
+}
