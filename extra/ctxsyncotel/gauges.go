@@ -106,9 +106,9 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // refuses to make.
 //
 // While two registrations under one name (with the same MeterProvider and
-// attributes) are in force, the one made last reports, alone: a semaphore
-// made anew on a reload and observed under the old one's name takes its
-// series over. Once it ends, the one made before it, if still in force,
+// attributes) are in force, the one made last (whose Observe completed
+// last) reports, alone: a semaphore made anew on a reload and observed
+// under the old one's name takes its series over. Once it ends, the one made before it, if still in force,
 // reports again, from the next collection on. One callback reports the
 // series, reading the semaphore of the newest registration in force, so
 // that no collection finds it reported twice (the SDK would add the two
