@@ -108,19 +108,20 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // While two registrations under one name (with the same MeterProvider and
 // attributes) are in force, the one made last (whose Observe completed
 // last) reports, alone: a semaphore made anew on a reload and observed
-// under the old one's name takes its series over. Once it ends, the one made before it, if still in force,
-// reports again, from the next collection on. One callback reports the
-// series, reading the semaphore of the newest registration in force, so
-// that no collection finds it reported twice (the SDK would add the two
-// up), or by none while a registration is in force: the hand-over at an
-// Observe or an Unregister is one step, which a collection sees whole, and
-// the callback itself changes only while no registration is in force (the
-// SDK registers and unregisters callbacks between collections). That
-// callback is the one of the registration that found none in force under
-// the name: its Unregister, while a later one is in force, leaves it
-// registered with the Meter, reporting for the others, and the last
-// registration's Unregister unregisters it, and returns its error too. So
-// do the other Observe functions of the primitives.
+// under the old one's name takes its series over. Once it ends, the one
+// made before it, if still in force, reports again, from the next
+// collection on. One callback reports the series, reading the semaphore of
+// the newest registration in force, so that no collection finds it
+// reported twice (the SDK would add the two up), or by none while a
+// registration is in force: the hand-over at an Observe or an Unregister is
+// one step, which a collection sees whole, and the callback itself changes
+// only while no registration is in force (the SDK registers and unregisters
+// callbacks between collections). That callback is the one of the
+// registration that found none in force under the name: its Unregister,
+// while a later one is in force, leaves it registered with the Meter,
+// reporting for the others, and the last registration's Unregister
+// unregisters it, and returns its error too. So do the other Observe
+// functions of the primitives.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
 	type instruments struct {
 		avail, waiting metric.Int64ObservableUpDownCounter
