@@ -20,8 +20,13 @@
 // under a name (with the same MeterProvider and attributes) while another's
 // registration is in force, one made anew on a reload say, takes the series
 // over: the registration made last reports it, alone, until it ends, and
-// then the one made before it, if still in force; two registrations are
-// never added up, which would show a semaphore of 4 permits with 8 free.
+// then the one made before it, if still in force. One callback reports each
+// series, reading the source of the newest registration in force; a
+// hand-over is one step, which a collection sees whole, and the callback
+// changes only while no registration is in force (the SDK registers and
+// unregisters callbacks between collections): two registrations are never
+// added up, which would show a semaphore of 4 permits with 8 free, and a
+// series in force is never missing from a collection.
 // Two PoolMetrics, BreakerMetrics or LimiterMetrics of one name each
 // report, and the SDK adds them up: make one per name. A pool and a breaker
 // carry their own (pool.Config.Name, breaker.Settings.Name): give it there,

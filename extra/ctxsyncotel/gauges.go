@@ -53,7 +53,10 @@ type LockSource interface {
 // method Locked() bool, ctxsync.lock.held (1 while it is held, else 0), with
 // the ctxsync.lock.name attribute set to name. It returns the registration,
 // whose Unregister stops it. It fails on an empty name or one that is not
-// UTF-8, a nil l, a bad option, or an instrument the Meter refuses to make.
+// UTF-8, a nil l, a bad option, or an instrument the Meter refuses to make:
+// ctxsync.lock.held is made for an l with no Locked method too (it then
+// reports no point), since the callback that reports the name may be this
+// registration's for a later one whose source has it (see ObserveSemaphore).
 func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration, error) {
 	locked, _ := l.(interface{ Locked() bool })
 	read := func() {
@@ -62,36 +65,36 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 			locked.Locked()
 		}
 	}
-	return observe("ObserveLock", "lock", name, l, read, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
-		waiting, err := m.Int64ObservableUpDownCounter("ctxsync.lock.waiting",
+	type instruments struct {
+		waiting metric.Int64ObservableUpDownCounter
+		held    metric.Int64ObservableGauge
+	}
+	return observe("ObserveLock", "lock", name, l, read, opts, func(m metric.Meter) (in instruments, _ []metric.Observable, err error) {
+		in.waiting, err = m.Int64ObservableUpDownCounter("ctxsync.lock.waiting",
 			metric.WithDescription("Goroutines waiting for the lock now."), metric.WithUnit("{waiter}"))
 		if err != nil {
-			return nil, err
+			return in, nil, err
 		}
-		insts := []metric.Observable{waiting}
-		var held metric.Int64ObservableGauge
-		if locked != nil {
-			held, err = m.Int64ObservableGauge("ctxsync.lock.held",
-				metric.WithDescription("1 while the lock is held, else 0."), metric.WithUnit("1"))
-			if err != nil {
-				return nil, err
-			}
-			insts = append(insts, held)
+		// Made for a source with no Locked method too, which reports none:
+		// the callback that reports the series may be that of another
+		// registration under it (see series.go), whose source has one.
+		in.held, err = m.Int64ObservableGauge("ctxsync.lock.held",
+			metric.WithDescription("1 while the lock is held, else 0."), metric.WithUnit("1"))
+		if err != nil {
+			return in, nil, err
 		}
-		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			if !reported() {
-				return nil // another registration reports the series
-			}
-			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
+		return in, []metric.Observable{in.waiting, in.held}, nil
+	}, func(all []metric.ObserveOption) func(metric.Observer, instruments) {
+		return func(o metric.Observer, in instruments) {
+			o.ObserveInt64(in.waiting, int64(l.Waiting()), all...)
 			if locked != nil {
 				v := int64(0)
 				if locked.Locked() {
 					v = 1
 				}
-				o.ObserveInt64(held, v, all...)
+				o.ObserveInt64(in.held, v, all...)
 			}
-			return nil
-		}, insts...)
+		}
 	})
 }
 
@@ -103,27 +106,38 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // refuses to make.
 //
 // While two registrations under one name (with the same MeterProvider and
-// attributes) are in force, the one made last reports, alone: a semaphore
-// made anew on a reload and observed under the old one's name takes its
-// series over. Once it ends, the one made before it, if still in force,
-// reports again. So do the other Observe functions of the primitives.
+// attributes) are in force, the one made last (whose Observe completed
+// last) reports, alone: a semaphore made anew on a reload and observed
+// under the old one's name takes its series over. Once it ends, the one
+// made before it, if still in force, reports again, from the next
+// collection on. One callback reports the series, reading the semaphore of
+// the newest registration in force, so that no collection finds it
+// reported twice (the SDK would add the two up), or by none while a
+// registration is in force: the hand-over at an Observe or an Unregister is
+// one step, which a collection sees whole, and the callback itself changes
+// only while no registration is in force (the SDK registers and unregisters
+// callbacks between collections). That callback is the one of the
+// registration that found none in force under the name: its Unregister,
+// while a later one is in force, leaves it registered with the Meter,
+// reporting for the others, and the last registration's Unregister
+// unregisters it, and returns its error too. So do the other Observe
+// functions of the primitives.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveSemaphore", "semaphore", name, s, func() { s.Available(); s.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
-		avail, err1 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.available",
+	type instruments struct {
+		avail, waiting metric.Int64ObservableUpDownCounter
+	}
+	return observe("ObserveSemaphore", "semaphore", name, s, func() { s.Available(); s.Waiting() }, opts, func(m metric.Meter) (in instruments, _ []metric.Observable, _ error) {
+		var err1, err2 error
+		in.avail, err1 = m.Int64ObservableUpDownCounter("ctxsync.semaphore.available",
 			metric.WithDescription("Permits free now."), metric.WithUnit("{permit}"))
-		waiting, err2 := m.Int64ObservableUpDownCounter("ctxsync.semaphore.waiting",
+		in.waiting, err2 = m.Int64ObservableUpDownCounter("ctxsync.semaphore.waiting",
 			metric.WithDescription("Goroutines waiting for a permit now."), metric.WithUnit("{waiter}"))
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, err
+		return in, []metric.Observable{in.avail, in.waiting}, errors.Join(err1, err2)
+	}, func(all []metric.ObserveOption) func(metric.Observer, instruments) {
+		return func(o metric.Observer, in instruments) {
+			o.ObserveInt64(in.avail, int64(s.Available()), all...)
+			o.ObserveInt64(in.waiting, int64(s.Waiting()), all...)
 		}
-		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			if !reported() {
-				return nil // another registration reports the series
-			}
-			o.ObserveInt64(avail, int64(s.Available()), all...)
-			o.ObserveInt64(waiting, int64(s.Waiting()), all...)
-			return nil
-		}, avail, waiting)
 	})
 }
 
@@ -135,26 +149,25 @@ func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Re
 // empty name or one that is not UTF-8, a nil w, a bad option, or an
 // instrument the Meter refuses to make.
 func ObserveWeighted(name string, w WeightedSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveWeighted", "weighted", name, w, func() { w.Capacity(); w.Available(); w.Waiting() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
-		capacity, err1 := m.Int64ObservableUpDownCounter("ctxsync.weighted.capacity",
+	type instruments struct {
+		capacity, avail, waiting metric.Int64ObservableUpDownCounter
+	}
+	return observe("ObserveWeighted", "weighted", name, w, func() { w.Capacity(); w.Available(); w.Waiting() }, opts, func(m metric.Meter) (in instruments, _ []metric.Observable, _ error) {
+		var err1, err2, err3 error
+		in.capacity, err1 = m.Int64ObservableUpDownCounter("ctxsync.weighted.capacity",
 			metric.WithDescription("The capacity of the weighted semaphore, in its units."), metric.WithUnit("{unit}"))
-		avail, err2 := m.Int64ObservableUpDownCounter("ctxsync.weighted.available",
+		in.avail, err2 = m.Int64ObservableUpDownCounter("ctxsync.weighted.available",
 			metric.WithDescription("Units free now."), metric.WithUnit("{unit}"))
-		waiting, err3 := m.Int64ObservableUpDownCounter("ctxsync.weighted.waiting",
+		in.waiting, err3 = m.Int64ObservableUpDownCounter("ctxsync.weighted.waiting",
 			metric.WithDescription("Goroutines waiting for units now."), metric.WithUnit("{waiter}"))
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, err
-		}
-		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			if !reported() {
-				return nil // another registration reports the series
-			}
+		return in, []metric.Observable{in.capacity, in.avail, in.waiting}, errors.Join(err1, err2, err3)
+	}, func(all []metric.ObserveOption) func(metric.Observer, instruments) {
+		return func(o metric.Observer, in instruments) {
 			c, a := weightedPair(w)
-			o.ObserveInt64(capacity, c, all...)
-			o.ObserveInt64(avail, a, all...)
-			o.ObserveInt64(waiting, int64(w.Waiting()), all...)
-			return nil
-		}, capacity, avail, waiting)
+			o.ObserveInt64(in.capacity, c, all...)
+			o.ObserveInt64(in.avail, a, all...)
+			o.ObserveInt64(in.waiting, int64(w.Waiting()), all...)
+		}
 	})
 }
 
@@ -189,34 +202,33 @@ func weightedPair(w WeightedSource) (capacity, available int64) {
 // that is not UTF-8, a nil q, a bad option, or an instrument the Meter
 // refuses to make.
 func ObserveQueue(name string, q QueueSource, opts ...Option) (metric.Registration, error) {
-	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished(); q.Cap(); q.Getters(); q.Putters() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
-		length, err1 := m.Int64ObservableUpDownCounter("ctxsync.queue.length",
+	type instruments struct {
+		length, unfinished, capacity, waiting metric.Int64ObservableUpDownCounter
+	}
+	return observe("ObserveQueue", "queue", name, q, func() { q.Len(); q.Unfinished(); q.Cap(); q.Getters(); q.Putters() }, opts, func(m metric.Meter) (in instruments, _ []metric.Observable, _ error) {
+		var errs [4]error
+		in.length, errs[0] = m.Int64ObservableUpDownCounter("ctxsync.queue.length",
 			metric.WithDescription("Items in the queue now."), metric.WithUnit("{item}"))
-		unfinished, err2 := m.Int64ObservableUpDownCounter("ctxsync.queue.unfinished",
+		in.unfinished, errs[1] = m.Int64ObservableUpDownCounter("ctxsync.queue.unfinished",
 			metric.WithDescription("Items put and not yet marked done."), metric.WithUnit("{item}"))
-		capacity, err3 := m.Int64ObservableUpDownCounter("ctxsync.queue.capacity",
+		in.capacity, errs[2] = m.Int64ObservableUpDownCounter("ctxsync.queue.capacity",
 			metric.WithDescription("The most items the queue holds; 0 if unbounded."), metric.WithUnit("{item}"))
-		waiting, err4 := m.Int64ObservableUpDownCounter("ctxsync.queue.waiting",
+		in.waiting, errs[3] = m.Int64ObservableUpDownCounter("ctxsync.queue.waiting",
 			metric.WithDescription("Goroutines waiting now, by side: get (consumers starved of items), put (producers held back by a full queue)."),
 			metric.WithUnit("{waiter}"))
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return nil, err
-		}
+		return in, []metric.Observable{in.length, in.unfinished, in.capacity, in.waiting}, errors.Join(errs[:]...)
+	}, func(all []metric.ObserveOption) func(metric.Observer, instruments) {
 		// Made once: the side is merged into the queue's attributes.
 		getters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("get")))
 		putters := append(all[:len(all):len(all)], metric.WithAttributes(QueueSideKey.String("put")))
-		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			if !reported() {
-				return nil // another registration reports the series
-			}
+		return func(o metric.Observer, in instruments) {
 			l, u := queuePair(q)
-			o.ObserveInt64(length, int64(l), all...)
-			o.ObserveInt64(unfinished, int64(u), all...)
-			o.ObserveInt64(capacity, int64(q.Cap()), all...)
-			o.ObserveInt64(waiting, int64(q.Getters()), getters...)
-			o.ObserveInt64(waiting, int64(q.Putters()), putters...)
-			return nil
-		}, length, unfinished, capacity, waiting)
+			o.ObserveInt64(in.length, int64(l), all...)
+			o.ObserveInt64(in.unfinished, int64(u), all...)
+			o.ObserveInt64(in.capacity, int64(q.Cap()), all...)
+			o.ObserveInt64(in.waiting, int64(q.Getters()), getters...)
+			o.ObserveInt64(in.waiting, int64(q.Putters()), putters...)
+		}
 	})
 }
 
@@ -239,75 +251,66 @@ func queuePair(q QueueSource) (length, unfinished int) {
 }
 
 // observe, for the function fn, checks name, src and opts, reads src once
-// with read, and has register make the instruments of what and register
-// their callback, whose measurements take the options it is given. The
-// callback must observe nothing while reported returns false.
+// with read, and registers the callback of the instruments of what, which
+// mk makes and returns, with the list of them to register: the callback
+// reports the series with the reader that reporter returns, given the
+// options of the measurements, which reads src.
 //
 // Two registrations in force under one series (the same source observed
 // twice, or one made anew on a reload observed before the old one's
 // registration ends) would both report it, and the SDK would add them up:
-// a semaphore of 4 permits would show 8 free. So only the registration made
-// last reports, as ObserveWatch's counter does, and once it ends the one
-// made before it, if still in force, reports again.
-func observe(fn, what, name string, src any, read func(), opts []Option,
-	register func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error),
+// a semaphore of 4 permits would show 8 free. So the series is reported by
+// one callback, which reads the source of the registration made last of
+// those in force (see series.go).
+func observe[I any](fn, what, name string, src any, read func(), opts []Option,
+	mk func(metric.Meter) (I, []metric.Observable, error),
+	reporter func(all []metric.ObserveOption) func(metric.Observer, I),
 ) (metric.Registration, error) {
-	return observeCounting(fn, what, name, src, read, opts, &gaugeSeries, 0,
-		func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
-			return register(m, all, func() bool { return counts.reported(token) })
+	return observeCounting(fn, what, name, src, read, opts, gaugeSeries.of(what), 0, mk,
+		func(all []metric.ObserveOption, _ *counters, _ uint64) func(metric.Observer, I) {
+			return reporter(all)
 		})
 }
 
-// gaugeSeries are the registrations in force of each series of the Observe
-// functions that report no counter (their counters, none, left unused).
-var gaugeSeries seriesCounters
-
 // observeCounting is observe for a source of which some instruments are
-// counters: register is also given the counters of the series, n of them,
-// kept in by, which src is now read for, and the number of the
-// registration, for counters.applyFrom.
-func observeCounting(fn, what, name string, src any, read func(), opts []Option, by *seriesCounters, n int,
-	register func(metric.Meter, []metric.ObserveOption, *counters, uint64) (metric.Registration, error),
-) (metric.Registration, error) {
+// counters, n of them, whose series' counters are kept in by: reporter is
+// also given the counters and the number of the registration, for
+// counters.applyFrom.
+func observeCounting[I any](fn, what, name string, src any, read func(), opts []Option, by *seriesCounters, n int,
+	mk func(metric.Meter) (I, []metric.Observable, error),
+	reporter func(all []metric.ObserveOption, counts *counters, token uint64) func(metric.Observer, I),
+) (_ metric.Registration, err error) {
 	c, set, err := prepare(fn, what, name, src, read, opts)
 	if err != nil {
 		return nil, err
 	}
 	counts := by.of(c.provider, c.m, set, n)
-	token, undo := counts.observingAs(src)
-	kept := false
+	token := counts.arrive()
+	joined := false
 	defer func() {
 		// Refused, or the Meter panicked or called runtime.Goexit: src
-		// is not read. Left to it, the counters would take the
-		// registration in force before for an earlier one, which would
-		// report nothing more.
-		if !kept {
-			undo()
+		// is not read, and the series is as it was.
+		if !joined {
+			err = errors.Join(err, counts.abandon(token))
 		}
 	}()
-	reg, err := registered(register(c.meter(), observeOpts(set), counts, token))
+	m := c.meter()
+	insts, list, err := mk(m)
 	if err != nil {
 		return nil, err
 	}
-	kept = true
-	return &countedRegistration{reg, counts, token}, nil
-}
-
-// A countedRegistration is the registration of an Observe function that
-// reports counters: its end hands the counters back to the registration
-// made before it under the name, if one is still in force.
-type countedRegistration struct {
-	metric.Registration
-	counts *counters
-	token  uint64
-}
-
-func (r *countedRegistration) Unregister() error {
-	err := r.Registration.Unregister()
-	if err == nil {
-		r.counts.ended(r.token) // its callback runs no more
+	var boxed any = insts // once, not at each collection
+	reg, err := registered(m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		counts.report(token, o, boxed)
+		return nil
+	}, list...))
+	if err != nil {
+		return nil, err
 	}
-	return err
+	report := reporter(observeOpts(set), counts, token)
+	counts.join(token, src, func(o metric.Observer, insts any) { report(o, insts.(I)) }, reg)
+	joined = true
+	return &seriesRegistration{counts: counts, token: token}, nil
 }
 
 // prepare checks name, src and opts for observe, reads src once with read,

@@ -1,7 +1,7 @@
 package ctxsyncotel
 
 import (
-	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -46,20 +46,15 @@ type AdaptiveSource interface {
 // observeInt registers one observable instrument made by mk, read by get at
 // each collection.
 func observeInt(fn, what, name string, src any, get func() int64, opts []Option,
-	mk func(metric.Meter) (metric.Observable, error),
+	mk func(metric.Meter) (metric.Int64Observable, error),
 ) (metric.Registration, error) {
-	return observe(fn, what, name, src, func() { get() }, opts, func(m metric.Meter, all []metric.ObserveOption, reported func() bool) (metric.Registration, error) {
+	return observe(fn, what, name, src, func() { get() }, opts, func(m metric.Meter) (metric.Int64Observable, []metric.Observable, error) {
 		inst, err := mk(m)
-		if err != nil {
-			return nil, err
+		return inst, []metric.Observable{inst}, err
+	}, func(all []metric.ObserveOption) func(metric.Observer, metric.Int64Observable) {
+		return func(o metric.Observer, inst metric.Int64Observable) {
+			o.ObserveInt64(inst, get(), all...)
 		}
-		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			if !reported() {
-				return nil // another registration reports the series (see observe)
-			}
-			o.ObserveInt64(inst.(metric.Int64Observable), get(), all...)
-			return nil
-		}, inst)
 	})
 }
 
@@ -71,7 +66,7 @@ func observeInt(fn, what, name string, src any, get func() int64, opts []Option,
 // refuses to make.
 func ObserveFlight(name string, f LenSource, opts ...Option) (metric.Registration, error) {
 	return observeInt("ObserveFlight", "flight", name, f, func() int64 { return int64(f.Len()) }, opts,
-		func(m metric.Meter) (metric.Observable, error) {
+		func(m metric.Meter) (metric.Int64Observable, error) {
 			return m.Int64ObservableUpDownCounter("ctxsync.flight.calls",
 				metric.WithDescription("Calls in flight that a Do would join now."), metric.WithUnit("{call}"))
 		})
@@ -82,7 +77,7 @@ func ObserveFlight(name string, f LenSource, opts ...Option) (metric.Registratio
 // ctxsync.keyedlock.name attribute set to name. It fails as ObserveFlight.
 func ObserveKeyedLock(name string, k LenSource, opts ...Option) (metric.Registration, error) {
 	return observeInt("ObserveKeyedLock", "keyedlock", name, k, func() int64 { return int64(k.Len()) }, opts,
-		func(m metric.Meter) (metric.Observable, error) {
+		func(m metric.Meter) (metric.Int64Observable, error) {
 			return m.Int64ObservableUpDownCounter("ctxsync.keyedlock.keys",
 				metric.WithDescription("Keys held or waited for now."), metric.WithUnit("{key}"))
 		})
@@ -93,7 +88,7 @@ func ObserveKeyedLock(name string, k LenSource, opts ...Option) (metric.Registra
 // ctxsync.waitgroup.name attribute set to name. It fails as ObserveFlight.
 func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.Registration, error) {
 	return observeInt("ObserveWaitGroup", "waitgroup", name, wg, func() int64 { return int64(wg.Count()) }, opts,
-		func(m metric.Meter) (metric.Observable, error) {
+		func(m metric.Meter) (metric.Int64Observable, error) {
 			return m.Int64ObservableUpDownCounter("ctxsync.waitgroup.count",
 				metric.WithDescription("The WaitGroup's counter now: tasks added and not yet done."), metric.WithUnit("{task}"))
 		})
@@ -110,27 +105,26 @@ func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.R
 // same Watch observed again carries on. While two registrations under one
 // name are in force, the Watch observed last is the one counted; once its
 // registration ends, the one observed before it, if still in force, is
-// counted again from where its count was. What the counter counted is kept
-// for each name while its MeterProvider lives. The global MeterProvider (no
-// WithMeterProvider) before otel.SetMeterProvider and the provider set then,
-// whose series are one, count as one.
+// counted again from where its count was, from the next collection on: one
+// callback reports the name, as ObserveSemaphore's does. What the counter
+// counted is kept for each name while its MeterProvider lives. The global
+// MeterProvider (no WithMeterProvider) before otel.SetMeterProvider and the
+// provider set then, whose series are one, count as one.
 func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registration, error) {
 	version := func() int64 { return int64(min(w.Version(), 1<<63-1)) }
 	return observeCounting("ObserveWatch", "watch", name, w, func() { version() }, opts, &watchCounters, 1,
-		func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
+		func(m metric.Meter) (metric.Int64ObservableCounter, []metric.Observable, error) {
 			inst, err := m.Int64ObservableCounter("ctxsync.watch.version",
 				metric.WithDescription("The Watch's version: 1, plus one per Store."), metric.WithUnit("{version}"))
-			if err != nil {
-				return nil, err
-			}
-			return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			return inst, []metric.Observable{inst}, err
+		},
+		func(all []metric.ObserveOption, counts *counters, token uint64) func(metric.Observer, metric.Int64ObservableCounter) {
+			return func(o metric.Observer, inst metric.Int64ObservableCounter) {
 				seq := counts.start()
 				v := [1]int64{version()}
-				if counts.applyFrom(token, seq, v[:]) {
-					o.ObserveInt64(inst, v[0], all...)
-				}
-				return nil
-			}, inst)
+				counts.applyFrom(token, seq, v[:])
+				o.ObserveInt64(inst, v[0], all...)
+			}
 		})
 }
 
@@ -144,46 +138,34 @@ func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registrati
 // registration of another ended adds its count to it.
 func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metric.Registration, error) {
 	read := func() { l.Limit(); l.InFlight(); l.Waiting(); l.Shed(); l.Latency() }
-	return observeCounting("ObserveAdaptiveLimiter", "adaptive", name, l, read, opts, &adaptiveCounters, 1, func(m metric.Meter, all []metric.ObserveOption, counts *counters, token uint64) (metric.Registration, error) {
-		limit, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.limit",
+	type instruments struct {
+		limit, inFlight, waiting metric.Int64ObservableUpDownCounter
+		shed                     metric.Int64ObservableCounter
+		latency                  metric.Float64ObservableGauge
+	}
+	return observeCounting("ObserveAdaptiveLimiter", "adaptive", name, l, read, opts, &adaptiveCounters, 1, func(m metric.Meter) (in instruments, _ []metric.Observable, _ error) {
+		var errs [5]error
+		in.limit, errs[0] = m.Int64ObservableUpDownCounter("ctxsync.adaptive.limit",
 			metric.WithDescription("Calls the limiter lets in flight now."), metric.WithUnit("{call}"))
-		if err != nil {
-			return nil, err
-		}
-		inFlight, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.in_flight",
+		in.inFlight, errs[1] = m.Int64ObservableUpDownCounter("ctxsync.adaptive.in_flight",
 			metric.WithDescription("Calls in flight now."), metric.WithUnit("{call}"))
-		if err != nil {
-			return nil, err
-		}
-		waiting, err := m.Int64ObservableUpDownCounter("ctxsync.adaptive.waiting",
+		in.waiting, errs[2] = m.Int64ObservableUpDownCounter("ctxsync.adaptive.waiting",
 			metric.WithDescription("Calls waiting for a slot now."), metric.WithUnit("{call}"))
-		if err != nil {
-			return nil, err
-		}
-		shed, err := m.Int64ObservableCounter("ctxsync.adaptive.shed",
+		in.shed, errs[3] = m.Int64ObservableCounter("ctxsync.adaptive.shed",
 			metric.WithDescription("Calls shed with ErrShed."), metric.WithUnit("{call}"))
-		if err != nil {
-			return nil, err
-		}
-		latency, err := m.Float64ObservableGauge("ctxsync.adaptive.latency",
+		in.latency, errs[4] = m.Float64ObservableGauge("ctxsync.adaptive.latency",
 			metric.WithDescription("The baseline latency the algorithm measures against."), metric.WithUnit("s"))
-		if err != nil {
-			return nil, err
-		}
-		return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		return in, []metric.Observable{in.limit, in.inFlight, in.waiting, in.shed, in.latency}, errors.Join(errs[:]...)
+	}, func(all []metric.ObserveOption, counts *counters, token uint64) func(metric.Observer, instruments) {
+		return func(o metric.Observer, in instruments) {
 			seq := counts.start()
 			n := [1]int64{l.Shed()}
-			if !counts.applyFrom(token, seq, n[:]) {
-				// Another registration reports the series: the
-				// gauges too, which the SDK would add up.
-				return nil
-			}
-			o.ObserveInt64(limit, int64(l.Limit()), all...)
-			o.ObserveInt64(inFlight, int64(l.InFlight()), all...)
-			o.ObserveInt64(waiting, int64(l.Waiting()), all...)
-			o.ObserveInt64(shed, n[0], all...)
-			o.ObserveFloat64(latency, l.Latency().Seconds(), all...)
-			return nil
-		}, limit, inFlight, waiting, shed, latency)
+			counts.applyFrom(token, seq, n[:])
+			o.ObserveInt64(in.limit, int64(l.Limit()), all...)
+			o.ObserveInt64(in.inFlight, int64(l.InFlight()), all...)
+			o.ObserveInt64(in.waiting, int64(l.Waiting()), all...)
+			o.ObserveInt64(in.shed, n[0], all...)
+			o.ObserveFloat64(in.latency, l.Latency().Seconds(), all...)
+		}
 	})
 }

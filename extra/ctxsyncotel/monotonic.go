@@ -14,7 +14,9 @@ import (
 
 // counters keep the counters that Observe reads from a source's snapshot
 // monotonic, as an OpenTelemetry counter must be, for one name of a
-// BreakerMetrics, PoolMetrics or LimiterMetrics. What they read may fall:
+// BreakerMetrics, PoolMetrics or LimiterMetrics, or one series of an
+// Observe function, whose registrations they also keep (see series.go;
+// those of gauges alone keep no count). What they read may fall:
 // Breaker.Reset zeroes a breaker's Total, and a new pool, breaker or Tally
 // observed under the name once the first registration ends (one made anew
 // on a reload of the configuration) starts from its own counts. Reported
@@ -36,22 +38,40 @@ type counters struct {
 
 	mu      sync.Mutex
 	src     weak.Pointer[byte] // the source read last; weak, to keep none alive (see observing)
-	gen     uint64             // numbers the calls of observingAs
+	gen     uint64             // numbers the calls of observing, and the registrations of a series
 	cur     uint64             // the number of the registration counted (see applyFrom)
 	applied uint64             // the seq of the read last applied
 	last    []int64            // the counts read last
 	base    []int64            // counted before the last reset, and from earlier sources
 
-	// live are the registrations of an Observe function in force under the
-	// name, oldest first: when the one counted ends, the newest left is
-	// counted again (see ended).
+	// The rest serves the Observe functions alone, whose counters are those
+	// of a series (see series.go).
+
+	// live are the registrations in force under the series, oldest first:
+	// the newest is read, and counted; when it ends, the newest left is
+	// again (see end).
 	live []liveRegistration
+
+	// pending counts the Observe calls under way, between arrive and join
+	// or abandon.
+	pending int
+
+	// carrier is the number of the registration whose callback reports the
+	// series, 0 if none; carrierReg is that callback's registration with
+	// the Meter, nil until its Observe has it (see arrive), and retiring
+	// tells that it is being unregistered, the last registration having
+	// ended (see settleLocked).
+	carrier    uint64
+	carrierReg metric.Registration
+	retiring   bool
 }
 
 // A liveRegistration is a registration of an Observe function in force.
 type liveRegistration struct {
 	token uint64
-	src   weak.Pointer[byte] // its source, as observingAs knew it
+	src   weak.Pointer[byte] // its source, as join knew it
+	read  reader             // reads its source, and reports it
+	reg   metric.Registration
 
 	// last are the counts read from src when a registration made later
 	// took over, nil while it is counted: what its source has counted.
@@ -95,96 +115,60 @@ func (c *countersByName) of(name string, n int) *counters {
 	return k
 }
 
-// observing tells c that src is now read under its name. A source other
-// than the one read before adds its counts to those counted: its own start
-// from 0, and are no reset of the other's. The same source observed again,
-// after Unregister, carries on. A source is known by a weak pointer, which
-// keeps nothing alive; its address alone would not do: once the source is
-// collected, a new one (a pool made anew on a reload) may be allocated at
-// the same address, and would be taken for it, its counts lost, where a
-// weak pointer made of it is equal to none made before. One that is not a
-// pointer is taken for the same source, lest it be counted twice (a new
-// one then carries on from the counts read last, as after a reset).
+// observing tells c that src is now read under its name, for the Observe
+// of a metrics type (PoolMetrics, BreakerMetrics, LimiterMetrics), which
+// refuses a second registration while the first is in force. A source
+// other than the one read before adds its counts to those counted: its own
+// start from 0, and are no reset of the other's. The same source observed
+// again, after Unregister, carries on. A source is known by a weak pointer,
+// which keeps nothing alive; its address alone would not do: once the
+// source is collected, a new one (a pool made anew on a reload) may be
+// allocated at the same address, and would be taken for it, its counts
+// lost, where a weak pointer made of it is equal to none made before. One
+// that is not a pointer is taken for the same source, lest it be counted
+// twice (a new one then carries on from the counts read last, as after a
+// reset).
 //
 // It returns undo, which puts c back as it was, for an Observe whose
 // registration then fails: src is not read after all, and the source read
-// before, observed again, must carry on, not be added to itself. If another
-// source was observed meanwhile, undo leaves c to it. Called
+// before, observed again, must carry on, not be added to itself. Called
 // before the registration, not after, so that no collection reads src
 // before c knows it.
 func (c *counters) observing(src any) (undo func()) {
-	_, undo = c.observe(src, false)
-	return undo
-}
-
-// observingAs is observing for an Observe function, which does not refuse a
-// second registration under a name while the first is in force: it also
-// returns the number of this registration, for applyFrom and ended. The
-// registration observed last is the one counted, whether or not its source
-// is new, until it ends.
-func (c *counters) observingAs(src any) (token uint64, undo func()) {
-	return c.observe(src, true)
-}
-
-// observe is observingAs, which also records the registration among those in
-// force if live: a metrics type's Observe refuses a second registration, and
-// does not tell of the end of one.
-func (c *counters) observe(src any, live bool) (token uint64, undo func()) {
 	id := sourceOf(src)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	token, cur0 := c.gen, c.cur
 	c.cur = token
-	prev := c.liveOf(cur0)
-	if prev >= 0 {
-		c.live[prev].last = slices.Clone(c.last)
-	}
-	if live {
-		c.live = append(c.live, liveRegistration{token: token, src: id})
-	}
 	var last0, base0 []int64
 	src0, switched := c.src, id != (weak.Pointer[byte]{}) && id != c.src
 	if switched {
 		last0, base0 = slices.Clone(c.last), slices.Clone(c.base)
-		c.src = id
-		for i := range c.last {
-			c.base[i] = addCount(c.base[i], c.last[i])
-			c.last[i] = 0
-		}
+		c.switchTo(id)
 	}
-	return token, func() {
+	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if i := c.liveOf(token); i >= 0 {
-			c.live = slices.Delete(c.live, i, i+1)
-		}
 		if c.cur != token {
-			// Another registration was made meanwhile (an Observe
-			// function lets two under one name at once): the counters are
-			// its now, and putting back what was before this one would
-			// leave it reading a source no longer the name's (see
-			// applyFrom). What this one's source added to the base was
-			// counted by the source before it, and stays.
-			return
+			return // observed again meanwhile: the counters are that one's
 		}
 		c.cur = cur0
-		if i := c.liveOf(cur0); i >= 0 {
-			c.live[i].last = nil // counted again, as before
-		}
 		if switched {
 			c.src = src0
 			copy(c.last, last0)
 			copy(c.base, base0)
 		}
-		if live && c.liveOf(cur0) < 0 && len(c.live) > 0 {
-			// The registration counted before this one ended while
-			// this one was under way (its end left the counters to
-			// this one): left to it, the series would be reported by
-			// none of the registrations still in force. The newest of
-			// them takes over, as at the end of the one counted.
-			c.resumeNewestLocked()
-		}
+	}
+}
+
+// switchTo makes id the source read: the counts of the one before go to the
+// base, and id's count from 0. c.mu must be held.
+func (c *counters) switchTo(id weak.Pointer[byte]) {
+	c.src = id
+	for i := range c.last {
+		c.base[i] = addCount(c.base[i], c.last[i])
+		c.last[i] = 0
 	}
 }
 
@@ -194,30 +178,9 @@ func (c *counters) liveOf(token uint64) int {
 	return slices.IndexFunc(c.live, func(r liveRegistration) bool { return r.token == token })
 }
 
-// ended tells c that the registration numbered token, of observingAs, has
-// ended. If it was the one counted, the newest one left in force is counted
-// again, from the counts its source had when it was taken over: what the
-// registrations after it counted stays in the base, and the counter neither
-// falls nor climbs. (Taking its source for a new one would add its counts a
-// second time.) A source that is not a pointer cannot be told from the one
-// counted, and carries on from its counts, as at an Observe.
-func (c *counters) ended(token uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	i := c.liveOf(token)
-	if i < 0 {
-		return // ended already, or its Observe failed
-	}
-	c.live = slices.Delete(c.live, i, i+1)
-	if c.cur != token || len(c.live) == 0 {
-		return
-	}
-	c.resumeNewestLocked()
-}
-
 // resumeNewestLocked makes the newest registration in force, of which there
 // is one, the one counted, from the counts its source had when it was taken
-// over (see ended). c.mu must be held.
+// over (see end). c.mu must be held.
 func (c *counters) resumeNewestLocked() {
 	back := &c.live[len(c.live)-1]
 	c.cur = back.token
@@ -232,15 +195,6 @@ func (c *counters) resumeNewestLocked() {
 		c.src = back.src
 	}
 	back.last = nil
-}
-
-// reported reports whether the registration numbered token, of
-// observingAs, is the one that reports the series: the one made last of
-// those in force.
-func (c *counters) reported(token uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return token == c.cur
 }
 
 // sourceOf returns the weak pointer that src is known by, or the zero one if
@@ -285,23 +239,21 @@ func (c *counters) apply(seq uint64, v []int64) {
 	c.applyFrom(0, seq, v)
 }
 
-// applyFrom is apply for a read made by the registration numbered token
-// (see observingAs), and reports whether it did: it does nothing, and
-// reports false, if another registration was made under the name since. The
-// registration numbered token then reports none of the counters: its counts
-// are no longer the name's, and reported beside those of the registration
-// made last, the SDK would add the two up, and the sum fall when either
-// ended; nor can two sources be told apart when neither is a pointer, and
-// counted in turn, each would take the other's smaller counts for a reset.
-// A token of 0 is always counted.
+// applyFrom is apply for a read made by the registration numbered token of
+// a series (see join), and reports whether it was that of the registration
+// counted. A read of another, which the registration made after it took
+// over while it read (see counters.report), is not applied: its counts are
+// no longer the series', and counted in turn with the new source's, each
+// would take the other's smaller counts for a reset, whether or not either
+// is a pointer. It leaves in v the counts as they stand, which the series
+// reports all the same: a series in force is reported at each collection,
+// once. A token of 0 is always counted.
 func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 	alone := c.seq.Add(1) == seq+1
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if token != 0 && token != c.cur {
-		return false
-	}
-	if alone && seq > c.applied {
+	counted := token == 0 || token == c.cur
+	if counted && alone && seq > c.applied {
 		c.applied = seq
 		// A count is kept to [0, maxCount]: a negative one, from a
 		// source of the user's own, would make the counter negative, or
@@ -326,7 +278,7 @@ func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 	for i := range v {
 		v[i] = addCount(c.base[i], c.last[i])
 	}
-	return true
+	return counted
 }
 
 // seriesCounters are the counters of an Observe function, which has no value
