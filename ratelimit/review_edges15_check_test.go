@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -136,9 +137,35 @@ func TestEdges15CheckChecksBase(t *testing.T) {
 	a.Base, b.Base = b, a
 	for _, tr := range []*ratelimit.Transport{self, a, b} {
 		err := tr.Check()
-		require.Error(t, err)
-		require.True(t, strings.HasPrefix(err.Error(), "ratelimit: "), err.Error())
+		require.EqualError(t, err, "ratelimit: Transports nested over 64 deep; do their Bases lead back to one of them?")
+		// RoundTrip's Precheck went round the loop until the stack
+		// overflowed, which ends the program: it panics with Check's
+		// error now, before it takes anything.
+		l := tr.Limiter.(*ratelimit.TokenBucket)
+		req := httptest.NewRequest(http.MethodGet, "http://a.test/", nil)
+		require.PanicsWithValue(t, err.Error(), func() { _, _ = tr.RoundTrip(req) })
+		require.True(t, l.Allow(), "the request took an event")
 	}
+	// 64 nested are allowed, one more is not.
+	deep := &ratelimit.Transport{Limiter: tb(), Base: &edges15Base{}}
+	for range 63 {
+		deep = &ratelimit.Transport{Limiter: tb(), Base: deep}
+	}
+	require.NoError(t, deep.Check())
+	deeper := &ratelimit.Transport{Limiter: tb(), Base: deep}
+	require.Error(t, deeper.Check())
+	req := httptest.NewRequest(http.MethodGet, "http://a.test/", nil)
+	require.PanicsWithValue(t, deeper.Check().Error(), func() { _, _ = deeper.RoundTrip(req) })
+	_, err := deep.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil))
+	require.EqualError(t, err, "edges15Base sends nothing", "64 nested Transports send")
+
+	// The order RoundTrip meets the mistakes in: an inner Transport's
+	// fields (its Precheck, before the outer wait) before the outer's
+	// limiter.
+	outer := &ratelimit.Transport{Limiter: &ratelimit.TokenBucket{}, Base: &ratelimit.Transport{}}
+	err = outer.Check()
+	require.EqualError(t, err, "ratelimit: Transport with neither Limiter nor PerHost")
+	require.PanicsWithValue(t, err.Error(), func() { _, _ = outer.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil)) })
 
 	// Usable chains pass.
 	for _, base := range []http.RoundTripper{nil, http.DefaultTransport, &breaker.Transport{}, &edges15Base{},
@@ -168,4 +195,200 @@ func TestEdges15BadBaseTakesNothing(t *testing.T) {
 		require.PanicsWithValue(t, err.Error(), func() { _, _ = tr.RoundTrip(req) }, "%T", base)
 		require.True(t, l.Allow(), "%T: the request took an event", base)
 	}
+}
+
+// fuzzRT is a Base for FuzzTransportCheck: it answers 200, or, with err
+// set, says so in Check and panics with it in RoundTrip, as a RoundTripper
+// of another package would on the mistake its Check reports.
+type fuzzRT struct{ err error }
+
+func (b *fuzzRT) Check() error { return b.err }
+func (b *fuzzRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.err != nil {
+		panic(b.err.Error())
+	}
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+}
+
+// FuzzTransportCheck: Check against a model of a chain of up to three
+// Transports, each with a limiter (none, made, zero, zero in a Tally's
+// wrapper, or another package's, usable or not), a PerHost (none, made,
+// zero, or another package's) and maybe a Key, and at the end a Base (nil, a
+// nil pointer, a usable one, one whose Check fails, a breaker.Transport, or
+// one of the chain's Transports again). Check returns the model's first
+// mistake; where the chain has no loop, RoundTrip panics with exactly that
+// message, or sends the request when there is none; a mistake of this
+// package's Transports takes no event of the outermost limiter first.
+// Middleware, on the first Transport's limiter under Global or on its
+// PerHost, panics exactly when the model finds that limiter unusable.
+func FuzzTransportCheck(f *testing.F) {
+	for _, seed := range [][]byte{
+		{1, 0, 0, 0, 2},
+		{1, 0, 0, 1, 1, 0, 0, 0, 2},
+		{2, 0, 0, 0, 2}, {3, 0, 0, 0, 2}, {5, 0, 0, 0, 2}, {6, 0, 0, 0, 2},
+		{0, 1, 1, 0, 2}, {0, 2, 0, 0, 2}, {0, 4, 0, 0, 2},
+		{1, 1, 0, 0, 2}, {1, 0, 1, 0, 2}, {0, 0, 0, 0, 2},
+		{1, 0, 0, 0, 1}, {1, 0, 0, 0, 3}, {1, 0, 0, 0, 4}, {1, 0, 0, 0, 5}, {1, 0, 0, 0, 6},
+		{1, 0, 0, 1, 1, 0, 0, 0, 7},
+	} {
+		f.Add(seed)
+	}
+	zeroTB := "ratelimit: use NewTokenBucket; the zero TokenBucket is not usable"
+	zeroKeyed := "ratelimit: use NewKeyed; the zero Keyed is not usable"
+	foreignErr := errors.New("other: not usable")
+	baseErr := errors.New("base: not usable")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		next := func() int {
+			if len(data) == 0 {
+				return 0
+			}
+			b := int(data[0])
+			data = data[1:]
+			return b
+		}
+		var tally ratelimit.Tally
+		type level struct {
+			tr                  *ratelimit.Transport
+			bucket              *ratelimit.TokenBucket // a made limiter, to see whether it was taken from
+			limiterErr, hostErr string                 // what makes the limiter or PerHost unusable
+		}
+		var chain []level
+		for {
+			l := level{tr: &ratelimit.Transport{}}
+			switch next() % 7 {
+			case 1:
+				l.bucket = ratelimit.NewTokenBucket(1, 1)
+				l.tr.Limiter = l.bucket
+			case 2:
+				l.tr.Limiter, l.limiterErr = &ratelimit.TokenBucket{}, zeroTB
+			case 3:
+				l.tr.Limiter, l.limiterErr = tally.Wrap(&ratelimit.TokenBucket{}), zeroTB
+			case 4:
+				l.tr.Limiter = &edges15Limiter{}
+			case 5:
+				l.tr.Limiter, l.limiterErr = &edges15Limiter{foreignErr}, foreignErr.Error()
+			case 6:
+				l.tr.Limiter, l.limiterErr = tally.Wrap(&edges15Limiter{foreignErr}), foreignErr.Error()
+			}
+			switch next() % 5 {
+			case 1:
+				l.tr.PerHost = ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket { return ratelimit.NewTokenBucket(1, 1) }, ratelimit.KeyedConfig{})
+			case 2:
+				l.tr.PerHost, l.hostErr = &ratelimit.Keyed[string, *ratelimit.TokenBucket]{}, zeroKeyed
+			case 3:
+				l.tr.PerHost = &edges15Keyed{}
+			case 4:
+				l.tr.PerHost, l.hostErr = &edges15Keyed{edges15Limiter{foreignErr}}, foreignErr.Error()
+			}
+			if next()%2 == 1 {
+				l.tr.Key = func(*http.Request) string { return "k" }
+			}
+			if len(chain) > 0 {
+				chain[len(chain)-1].tr.Base = l.tr
+			}
+			chain = append(chain, l)
+			if len(chain) == 3 || next()%2 == 0 {
+				break
+			}
+		}
+		loop := false
+		var baseMsg string // the mistake of the last Base
+		last := chain[len(chain)-1].tr
+		switch next() % 8 {
+		case 0:
+			last.Base = nil // http.DefaultTransport: never reached below
+		case 1:
+			last.Base, baseMsg = (*http.Transport)(nil), "ratelimit: Transport with a nil *http.Transport as Base"
+		case 3:
+			last.Base, baseMsg = &fuzzRT{baseErr}, baseErr.Error()
+		case 4:
+			last.Base, baseMsg = &breaker.Transport{MaxHosts: -1, Base: &fuzzRT{}}, "breaker: Transport with negative MaxHosts -1"
+		case 5:
+			last.Base = &breaker.Transport{Base: &fuzzRT{}}
+		case 6, 7:
+			last.Base, loop = chain[next()%len(chain)].tr, true
+		default:
+			last.Base = &fuzzRT{}
+		}
+
+		// The model, in the order RoundTrip meets the mistakes: every
+		// Transport's fields (its Precheck of its Base finds them before
+		// it waits), or the loop; then the limiters, outermost first; then
+		// the Base that ends the chain.
+		want, ours := "", true
+		for _, l := range chain {
+			global, perHost := l.tr.Limiter != nil, l.tr.PerHost != nil
+			switch {
+			case !global && !perHost:
+				want = "ratelimit: Transport with neither Limiter nor PerHost"
+			case global && perHost:
+				want = "ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both"
+			case global && l.tr.Key != nil:
+				want = "ratelimit: Transport with Key but no PerHost"
+			case l.tr == last && strings.HasPrefix(baseMsg, "ratelimit: Transport with a nil"):
+				want = baseMsg
+			}
+			if want != "" {
+				break
+			}
+		}
+		if want == "" && loop {
+			want = "ratelimit: Transports nested over 64 deep; do their Bases lead back to one of them?"
+		}
+		for _, l := range chain {
+			if want != "" {
+				break
+			}
+			switch {
+			case l.limiterErr != "":
+				want, ours = l.limiterErr, false
+			case l.hostErr != "":
+				want, ours = l.hostErr, false
+			}
+		}
+		if want == "" && baseMsg != "" {
+			want, ours = baseMsg, false
+		}
+		err := chain[0].tr.Check()
+		if got := fmt.Sprint(err); (err == nil) != (want == "") || err != nil && got != want {
+			t.Fatalf("Check() = %v, want %q", err, want)
+		}
+
+		// Middleware on the first Transport's limiters.
+		if l := chain[0]; l.tr.Limiter != nil {
+			if tk, ok := l.tr.Limiter.(ratelimit.Taker); ok {
+				p := edges15Panic(func() { ratelimit.Middleware(ratelimit.Global(tk), ratelimit.MiddlewareConfig{}) })
+				if (p == nil) != (l.limiterErr == "") || p != nil && p != l.limiterErr {
+					t.Fatalf("Middleware(Global(%T)) panicked with %v, want %q", tk, p, l.limiterErr)
+				}
+			}
+		}
+		if l := chain[0]; l.tr.PerHost != nil {
+			if kt, ok := l.tr.PerHost.(ratelimit.KeyTaker); ok {
+				p := edges15Panic(func() { ratelimit.Middleware(kt, ratelimit.MiddlewareConfig{}) })
+				if (p == nil) != (l.hostErr == "") || p != nil && p != l.hostErr {
+					t.Fatalf("Middleware(%T) panicked with %v, want %q", kt, p, l.hostErr)
+				}
+			}
+		}
+
+		if want == "" && last.Base == nil {
+			return // to the network
+		}
+		req := httptest.NewRequest(http.MethodGet, "http://a.test/", nil)
+		var resp *http.Response
+		p := edges15Panic(func() { resp, err = chain[0].tr.RoundTrip(req) })
+		if want == "" {
+			if p != nil || err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("RoundTrip of a Transport that passed Check: panic %v, error %v", p, err)
+			}
+			return
+		}
+		if p != want {
+			t.Fatalf("RoundTrip panicked with %v, want Check's %q", p, want)
+		}
+		if b := chain[0].bucket; b != nil && ours && !b.Allow() {
+			t.Fatalf("RoundTrip took an event before panicking with %q", want)
+		}
+	})
 }

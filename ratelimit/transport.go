@@ -90,9 +90,11 @@ type KeyWaiter interface {
 // Set one of Limiter and PerHost: RoundTrip panics, with a message that
 // begins with "ratelimit:", if both are nil (or nil pointers) or both are
 // set, if Key is set without PerHost, if Base is a nil pointer (nil itself
-// means http.DefaultTransport), or if Cost returns a negative number; it
-// takes nothing first. Check finds these mistakes, but for Cost's, where the
-// Transport is built.
+// means http.DefaultTransport), if Transports are nested more than 64 deep
+// (one the Base of another: their Bases most likely lead back to one of
+// them), or if Cost returns a negative number; it takes nothing first, and
+// panics so too for such a mistake in a Transport nested under it. Check
+// finds these mistakes, but for Cost's, where the Transport is built.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may
 // be copied (the copies share its limiter). Its fields must not change while
@@ -217,45 +219,54 @@ type prechecker interface {
 // its error is returned as it is. A limiter with no such method is taken as
 // usable.
 //
-// Check then checks Base: a Base that is a Transport of this package is
-// checked as this one is, and so on down the chain; the first Base that is
-// not, if it has a method Check() error (breaker.Transport, retry.Transport,
-// adaptive.Transport), is asked, and its error returned as it is. A chain of
-// Transports whose Bases lead back to one of them is an error: RoundTrip
-// would go round it for ever, waiting anew at each turn.
+// Check looks down the chain of Bases in the order RoundTrip meets the
+// mistakes: the fields of every Transport of this package in the chain first
+// (RoundTrip's Precheck of its Base finds them before it waits), then their
+// limiters, outermost first, then the first Base that is not such a
+// Transport, which, if it has a method Check() error (breaker.Transport,
+// retry.Transport, adaptive.Transport), is asked, its error returned as it
+// is. Transports nested more than 64 deep are a mistake too, which RoundTrip
+// panics with before it takes anything: their Bases most likely lead back to
+// one of them, round which RoundTrip would go for ever.
 func (t *Transport) Check() error {
-	seen := make(map[*Transport]bool)
-	for {
-		if seen[t] {
-			return errors.New("ratelimit: Transports whose Bases lead back to one of them; RoundTrip would go round for ever")
+	var chain []*Transport
+	for cur := t; ; {
+		if len(chain) == maxNesting {
+			return errors.New(errNesting)
 		}
-		seen[t] = true
-		if err := t.checkOwn(); err != nil {
-			return err
+		if msg := cur.misuse(!isNil(cur.PerHost)); msg != "" {
+			return errors.New(msg)
 		}
-		switch b := t.Base.(type) {
-		case *Transport:
-			t = b // not nil: checkOwn refused a nil pointer
-		case checker:
-			return b.Check()
-		default:
-			return nil
+		chain = append(chain, cur)
+		next, ok := cur.Base.(*Transport)
+		if !ok {
+			break
 		}
-	}
-}
-
-// checkOwn is Check of t's own fields and limiters, not of its Base.
-func (t *Transport) checkOwn() error {
-	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
-		return errors.New(msg)
+		cur = next // not nil: misuse refused a nil pointer
 	}
 	// A limiter that is not usable panics at its first use: find it here,
 	// where the Transport is built.
-	if err := unusable(t.Limiter); err != nil {
-		return err
+	for _, cur := range chain {
+		if err := unusable(cur.Limiter); err != nil {
+			return err
+		}
+		if err := unusable(cur.PerHost); err != nil {
+			return err
+		}
 	}
-	return unusable(t.PerHost)
+	if c, ok := chain[len(chain)-1].Base.(checker); ok {
+		return c.Check()
+	}
+	return nil
 }
+
+// maxNesting bounds how deep Transports of this package may nest, one the
+// Base of another: deeper, their Bases most likely lead back to one of them.
+const maxNesting = 64
+
+// errNesting is the panic of RoundTrip, and Check's error, for Transports
+// nested deeper than maxNesting.
+var errNesting = fmt.Sprintf("ratelimit: Transports nested over %d deep; do their Bases lead back to one of them?", maxNesting)
 
 // A checker can say, before its first use, what is wrong with it: a limiter
 // of another package (redislimit's Limiter and Handle), or a RoundTripper
@@ -317,7 +328,28 @@ func (t *Transport) Precheck(req *http.Request) error {
 	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
 		panic(msg)
 	}
-	if p, ok := t.Base.(prechecker); ok {
+	return precheckBase(t.Base, req)
+}
+
+// precheckBase is the Precheck of base, the Base of a Transport: through
+// the Transports of this package nested under it, each checked as RoundTrip
+// checks its own (and their nesting bounded), to the first other Base; that
+// one's Precheck, if it has one, else nil.
+func precheckBase(base http.RoundTripper, req *http.Request) error {
+	for depth := 1; ; depth++ {
+		t, ok := base.(*Transport)
+		if !ok {
+			break
+		}
+		if depth == maxNesting {
+			panic(errNesting)
+		}
+		if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
+			panic(msg)
+		}
+		base = t.Base
+	}
+	if p, ok := base.(prechecker); ok {
 		return p.Precheck(req)
 	}
 	return nil
@@ -359,10 +391,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n > 0 && httpx.WellFormed(req) {
 		// Not free, nor a request net/http will refuse to send (the
 		// caller's bug): take n events first.
-		if p, ok := base.(prechecker); ok {
-			if err := p.Precheck(req); err != nil {
-				return nil, err
-			}
+		if err := precheckBase(base, req); err != nil {
+			return nil, err
 		}
 		if err := t.wait(ctx, req, n, perHost); err != nil {
 			return nil, err
