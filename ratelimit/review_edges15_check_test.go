@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -390,5 +394,116 @@ func FuzzTransportCheck(f *testing.F) {
 		if b := chain[0].bucket; b != nil && ours && !b.Allow() {
 			t.Fatalf("RoundTrip took an event before panicking with %q", want)
 		}
+	})
+}
+
+// edges15Panicky is a limiter of another package whose Check panics, or
+// calls runtime.Goexit.
+type edges15Panicky struct {
+	edges15Limiter
+	goexit bool
+}
+
+func (l *edges15Panicky) Check() error {
+	if l.goexit {
+		runtime.Goexit()
+	}
+	panic("other: Check panicked")
+}
+
+// TestEdges15UserCheckPanics: a limiter's Check is the user's code: its
+// panic goes on to the caller of Transport.Check or Middleware as it is
+// (not turned into an error), and so does runtime.Goexit; the Transport
+// keeps nothing, and Check answers the same when asked again.
+func TestEdges15UserCheckPanics(t *testing.T) {
+	tr := &ratelimit.Transport{Limiter: &edges15Panicky{}}
+	for range 2 {
+		require.PanicsWithValue(t, "other: Check panicked", func() { _ = tr.Check() })
+	}
+	var tally ratelimit.Tally
+	require.PanicsWithValue(t, "other: Check panicked", func() {
+		ratelimit.Middleware(ratelimit.Global(tally.Wrap(&edges15Panicky{})), ratelimit.MiddlewareConfig{})
+	})
+	for _, f := range []func(){
+		func() { _ = (&ratelimit.Transport{Limiter: &edges15Panicky{goexit: true}}).Check() },
+		func() {
+			ratelimit.Middleware(ratelimit.Global(&edges15Panicky{goexit: true}), ratelimit.MiddlewareConfig{})
+		},
+	} {
+		returned := make(chan bool, 1)
+		go func() {
+			defer func() { returned <- false }()
+			f()
+			returned <- true
+		}()
+		require.False(t, <-returned, "Goexit did not end the goroutine")
+	}
+}
+
+// TestEdges15HugeCost: a request that costs math.MaxInt fails at once with
+// ErrExceedsBurst through Transport, whatever the limiter, without calling
+// Base or taking an event; through Middleware it is refused with 429 and no
+// Retry-After (it can never be allowed), and takes nothing either. A
+// deadline as far as time goes does not make a wait fail early, and one
+// beyond what a window of math.MaxInt64 can reach does.
+func TestEdges15HugeCost(t *testing.T) {
+	var tally ratelimit.Tally
+	keyed := func(cfg ratelimit.KeyedConfig) *ratelimit.Keyed[string, *ratelimit.TokenBucket] {
+		return ratelimit.NewKeyed(func(string) *ratelimit.TokenBucket { return ratelimit.NewTokenBucket(1, 1) }, cfg)
+	}
+	limiters := func() []ratelimit.Taker {
+		return []ratelimit.Taker{
+			ratelimit.NewTokenBucket(math.Inf(1), 1), ratelimit.NewTokenBucket(1, 1), ratelimit.NewTokenBucket(1e-8, 1),
+			ratelimit.NewSlidingWindow(1, math.MaxInt64), ratelimit.NewSlidingWindowCounter(1, math.MaxInt64),
+			ratelimit.All(ratelimit.NewTokenBucket(1, 1), ratelimit.NewSlidingWindow(1, time.Hour)),
+			tally.Wrap(ratelimit.NewTokenBucket(1, 1)),
+			keyed(ratelimit.KeyedConfig{TTL: 1, MaxKeys: 1}).Limiter("k").(ratelimit.Taker),
+			keyed(ratelimit.KeyedConfig{TTL: math.MaxInt64, MaxKeys: math.MaxInt}).Limiter("k").(ratelimit.Taker),
+		}
+	}
+	huge := func(*http.Request) int { return math.MaxInt }
+	for _, l := range limiters() {
+		base := &fuzzRT{}
+		called := false
+		tr := &ratelimit.Transport{Limiter: l, Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			called = true
+			return base.RoundTrip(r)
+		}), Cost: huge}
+		require.NoError(t, tr.Check())
+		_, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil))
+		require.ErrorIs(t, err, ratelimit.ErrExceedsBurst, "%T", l)
+		require.False(t, called, "%T: Base called", l)
+		require.True(t, l.AllowN(1), "%T: an event was taken", l)
+	}
+	for _, l := range limiters() {
+		h := ratelimit.Middleware(ratelimit.Global(l), ratelimit.MiddlewareConfig{Cost: huge})(http.NotFoundHandler())
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		require.Equal(t, http.StatusTooManyRequests, w.Code, "%T", l)
+		require.Empty(t, w.Header().Get("Retry-After"), "%T", l)
+		require.True(t, l.AllowN(1), "%T: an event was taken", l)
+	}
+
+	// Deadlines at the end of time, on the bubble's clock.
+	synctest.Test(t, func(t *testing.T) {
+		far := time.Unix(0, math.MaxInt64)
+		window := ratelimit.NewSlidingWindow(1, math.MaxInt64)
+		require.True(t, window.Allow())
+		ctx, cancel := context.WithDeadline(context.Background(), far)
+		defer cancel()
+		tr := &ratelimit.Transport{Limiter: window, Base: &fuzzRT{}}
+		_, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil).WithContext(ctx))
+		var de *ratelimit.DeadlineError
+		require.ErrorAs(t, err, &de, "a wait of a window of MaxInt64 ends after %v", far)
+		require.Positive(t, de.Delay)
+
+		bucket := ratelimit.NewTokenBucket(1, 1)
+		require.True(t, bucket.Allow())
+		tr = &ratelimit.Transport{Limiter: bucket, Base: &fuzzRT{}}
+		start := time.Now()
+		resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil).WithContext(ctx))
+		require.NoError(t, err, "a wait of a second with a deadline at the end of time")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, time.Second, time.Since(start))
 	})
 }
