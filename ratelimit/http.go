@@ -50,13 +50,8 @@ func (g globalContext) TakeContext(ctx context.Context, _ string, n int) (Decisi
 
 func (g global) Take(_ string, n int) Decision { return g.t.Take(n) }
 
-// check panics if g's limiter is one of this package's not made by its
-// constructor.
-func (g global) check() {
-	if m, ok := g.t.(madeChecker); ok {
-		m.check()
-	}
-}
+// wrapped returns g's limiter, for Middleware to check.
+func (g global) wrapped() any { return g.t }
 
 // MiddlewareConfig tunes Middleware. The zero value means the defaults.
 type MiddlewareConfig struct {
@@ -158,7 +153,12 @@ func (cfg MiddlewareConfig) Validate() error {
 // TakeContext of its own as well, or Middleware goes around its Take.
 //
 // Middleware panics if limiter is nil (or a nil pointer), or if cfg is not
-// valid (see MiddlewareConfig.Validate).
+// valid (see MiddlewareConfig.Validate). It panics too if limiter is not
+// usable, as Transport.Check tells of one: the zero value of a limiter of
+// this package (also under Global, or in a Tally's wrapper), with a message
+// that begins with "ratelimit:", or a limiter of another package whose
+// method Check() error returns an error (redislimit's zero Limiter, or
+// Global of its zero Handle), with that error's message.
 func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.Handler {
 	if isNil(limiter) {
 		panic("ratelimit: Middleware with nil limiter")
@@ -166,10 +166,10 @@ func Middleware(limiter KeyTaker, cfg MiddlewareConfig) func(http.Handler) http.
 	if err := cfg.Validate(); err != nil {
 		panic(err.Error())
 	}
-	// A zero limiter of this package would panic at the first request:
-	// panic here, where the middleware is built, as for a bad cfg.
-	if m, ok := limiter.(madeChecker); ok {
-		m.check()
+	// A limiter that is not usable would panic at the first request: panic
+	// here, where the middleware is built, as for a bad cfg.
+	if err := unusable(limiter); err != nil {
+		panic(err.Error())
 	}
 	if cfg.Key == nil {
 		hops, bits := max(1, cfg.TrustedHops), cfg.IPv6Prefix

@@ -107,6 +107,10 @@ func (w *tallied) count(ok bool) bool {
 
 func (w *tallied) AllowN(n int) bool { return w.count(w.l.AllowN(n)) }
 
+// wrapped returns the limiter w counts, for Transport.Check and Middleware
+// to check.
+func (w *tallied) wrapped() any { return w.l }
+
 func (w *tallied) Take(n int) Decision {
 	if w.tk == nil {
 		return Decision{Allowed: w.AllowN(n), Remaining: Unknown}

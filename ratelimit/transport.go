@@ -89,7 +89,12 @@ type KeyWaiter interface {
 //
 // Set one of Limiter and PerHost: RoundTrip panics, with a message that
 // begins with "ratelimit:", if both are nil (or nil pointers) or both are
-// set, if Key is set without PerHost, or if Cost returns a negative number.
+// set, if Key is set without PerHost, if Base is a nil pointer (nil itself
+// means http.DefaultTransport), if Transports are nested more than 64 deep
+// (one the Base of another: their Bases most likely lead back to one of
+// them), or if Cost returns a negative number; it takes nothing first, and
+// panics so too for such a mistake in a Transport nested under it. Check
+// finds these mistakes, but for Cost's, where the Transport is built.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may
 // be copied (the copies share its limiter). Its fields must not change while
@@ -201,32 +206,102 @@ type prechecker interface {
 }
 
 // Check returns the mistake of configuration that RoundTrip would panic with,
-// as an error whose message begins with "ratelimit:", or nil: call it where
-// the Transport is built, so that a mistake shows there rather than at the
-// first request. It does not look at Cost, which RoundTrip checks for each
-// request. Among the limiters, it finds those of this package that were not
-// made by their constructors (a zero TokenBucket, Keyed, Combined...); a
-// limiter of another package is not asked, and one that is not usable
-// (redislimit's zero Handle or Limiter, say) panics at the first request.
+// as an error, or nil: call it where the Transport is built, so that a
+// mistake shows there rather than at the first request. It does not look at
+// Cost, which RoundTrip checks for each request.
+//
+// A mistake in the Transport's own fields (see Transport), or a Base that
+// is a nil pointer, gives an error whose message begins with "ratelimit:".
+// Among the limiters, Check finds those of this package that were not made
+// by their constructors (a zero TokenBucket, Keyed, Combined...), also
+// inside a Tally's wrapper or Global, and asks a limiter of another package
+// that has a method Check() error, as redislimit's Limiter and Handle have:
+// its error is returned as it is. A limiter with no such method is taken as
+// usable.
+//
+// Check looks down the chain of Bases in the order RoundTrip meets the
+// mistakes: the fields of every Transport of this package in the chain first
+// (RoundTrip's Precheck of its Base finds them before it waits), then their
+// limiters, outermost first, then the first Base that is not such a
+// Transport, which, if it has a method Check() error (breaker.Transport,
+// retry.Transport, adaptive.Transport), is asked, its error returned as it
+// is. Transports nested more than 64 deep are a mistake too, which RoundTrip
+// panics with before it takes anything: their Bases most likely lead back to
+// one of them, round which RoundTrip would go for ever.
 func (t *Transport) Check() error {
-	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
-		return errors.New(msg)
-	}
-	// A limiter of this package that was not made by its constructor
-	// panics at its first use: find it here, where the Transport is built.
-	for _, l := range [...]any{t.Limiter, t.PerHost} {
-		if m, ok := l.(madeChecker); ok && !isNil(l) {
-			if err := httpx.Misuse(m.check); err != nil {
-				return err
-			}
+	var chain []*Transport
+	for cur := t; ; {
+		if len(chain) == maxNesting {
+			return errors.New(errNesting)
 		}
+		if msg := cur.misuse(!isNil(cur.PerHost)); msg != "" {
+			return errors.New(msg)
+		}
+		chain = append(chain, cur)
+		next, ok := cur.Base.(*Transport)
+		if !ok {
+			break
+		}
+		cur = next // not nil: misuse refused a nil pointer
+	}
+	// A limiter that is not usable panics at its first use: find it here,
+	// where the Transport is built.
+	for _, cur := range chain {
+		if err := unusable(cur.Limiter); err != nil {
+			return err
+		}
+		if err := unusable(cur.PerHost); err != nil {
+			return err
+		}
+	}
+	if c, ok := chain[len(chain)-1].Base.(checker); ok {
+		return c.Check()
 	}
 	return nil
 }
 
+// maxNesting bounds how deep Transports of this package may nest, one the
+// Base of another: deeper, their Bases most likely lead back to one of them.
+const maxNesting = 64
+
+// errNesting is the panic of RoundTrip, and Check's error, for Transports
+// nested deeper than maxNesting.
+var errNesting = fmt.Sprintf("ratelimit: Transports nested over %d deep; do their Bases lead back to one of them?", maxNesting)
+
+// A checker can say, before its first use, what is wrong with it: a limiter
+// of another package (redislimit's Limiter and Handle), or a RoundTripper
+// (breaker.Transport). Structural, so that this package need import neither.
+type checker interface{ Check() error }
+
 // A madeChecker is a limiter of this package: check panics if it was not
 // made by its constructor.
 type madeChecker interface{ check() }
+
+// A wrapper is a limiter of this package around another one, the user's: a
+// Tally's wrapper, or Global. It is usable if the limiter it holds is.
+type wrapper interface{ wrapped() any }
+
+// unusable returns what would make the limiter l panic at its first use, or
+// nil: the panic of a limiter of this package not made by its constructor,
+// or the error of the Check method of a limiter of another package. A
+// wrapper is looked through.
+func unusable(l any) error {
+	for {
+		if isNil(l) {
+			return nil // the caller's to refuse, as RoundTrip and Middleware do
+		}
+		switch c := l.(type) {
+		case wrapper:
+			l = c.wrapped()
+		case madeChecker:
+			return httpx.Misuse(c.check)
+		case checker:
+			return c.Check()
+		default:
+			return nil
+		}
+	}
+}
 
 // misuse returns the panic of RoundTrip for t's fields, or "".
 func (t *Transport) misuse(perHost bool) string {
@@ -237,6 +312,8 @@ func (t *Transport) misuse(perHost bool) string {
 		return "ratelimit: Transport with both Limiter and PerHost; nest two Transports to apply both"
 	case global && t.Key != nil:
 		return "ratelimit: Transport with Key but no PerHost"
+	case t.Base != nil && isNil(t.Base):
+		return fmt.Sprintf("ratelimit: Transport with a nil %T as Base", t.Base)
 	}
 	return ""
 }
@@ -244,9 +321,35 @@ func (t *Transport) misuse(perHost bool) string {
 // Precheck returns Base's Precheck(req), if Base has that method, else nil:
 // the error that a breaker behind Transport would refuse req with now. It
 // lets a Transport in front of this one skip its wait for a request that
-// would be refused anyway.
+// would be refused anyway. It panics as RoundTrip does on a mistake of
+// configuration (see Transport), so that the Transport in front takes
+// nothing for a request that would panic here.
 func (t *Transport) Precheck(req *http.Request) error {
-	if p, ok := t.Base.(prechecker); ok {
+	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
+		panic(msg)
+	}
+	return precheckBase(t.Base, req)
+}
+
+// precheckBase is the Precheck of base, the Base of a Transport: through
+// the Transports of this package nested under it, each checked as RoundTrip
+// checks its own (and their nesting bounded), to the first other Base; that
+// one's Precheck, if it has one, else nil.
+func precheckBase(base http.RoundTripper, req *http.Request) error {
+	for depth := 1; ; depth++ {
+		t, ok := base.(*Transport)
+		if !ok {
+			break
+		}
+		if depth == maxNesting {
+			panic(errNesting)
+		}
+		if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
+			panic(msg)
+		}
+		base = t.Base
+	}
+	if p, ok := base.(prechecker); ok {
 		return p.Precheck(req)
 	}
 	return nil
@@ -288,10 +391,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n > 0 && httpx.WellFormed(req) {
 		// Not free, nor a request net/http will refuse to send (the
 		// caller's bug): take n events first.
-		if p, ok := base.(prechecker); ok {
-			if err := p.Precheck(req); err != nil {
-				return nil, err
-			}
+		if err := precheckBase(base, req); err != nil {
+			return nil, err
 		}
 		if err := t.wait(ctx, req, n, perHost); err != nil {
 			return nil, err

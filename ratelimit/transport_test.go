@@ -336,8 +336,11 @@ func TestTransportPrecheck(t *testing.T) {
 		require.Equal(t, open, err, "the outer Transport did not see the breaker's refusal")
 		require.Equal(t, 1.0, bucket.Tokens())
 
-		require.NoError(t, (&Transport{Base: base}).Precheck(req), "a Base without Precheck refuses nothing")
-		require.NoError(t, (&Transport{}).Precheck(req))
+		require.NoError(t, (&Transport{Base: base, Limiter: NewTokenBucket(1, 1)}).Precheck(req), "a Base without Precheck refuses nothing")
+		require.NoError(t, (&Transport{Limiter: NewTokenBucket(1, 1)}).Precheck(req))
+		// A Transport that RoundTrip would panic on panics in Precheck
+		// too, before the Transport in front takes anything.
+		require.PanicsWithValue(t, "ratelimit: Transport with neither Limiter nor PerHost", func() { _ = (&Transport{}).Precheck(req) })
 
 		tr.Base = prechecked{base, nil}
 		_, _, err = roundTrip(t, tr, context.Background(), "http://a.test/")

@@ -43,6 +43,10 @@ type Permit struct {
 	next    time.Time // when to renew
 	lostAt  time.Time // when the loss was decided: for tests
 
+	// What was proven of the lease when the permit was made, and when its
+	// first renewal was due from then: for tests.
+	madeLeft, madeFirst time.Duration
+
 	// The Context is made at its first call (most holders never ask), and
 	// ended with the permit's cause: nil while it lasts, then ErrLost or
 	// errReleased.
@@ -56,12 +60,14 @@ type Permit struct {
 // until.
 func (s *Semaphore) newPermit(ctx context.Context, id string, token int64, until time.Time) *Permit {
 	p := &Permit{s: s, id: id, token: token, until: until, parent: ctx, keyed: s.ks}
-	// The first renewal comes at a third of the lease, or sooner when less
-	// than that is left: a permit handed over late (its waiter's message held
-	// up) must be renewed before it ends.
+	// The first renewal comes at a third of the lease, or at half of what is
+	// left of it when that is sooner: a permit handed over late (its
+	// waiter's message held up) must be renewed before it ends, with as much
+	// time to spare for the round trip as a renewal in the steady state has.
 	now := time.Now()
 	first := max(min(s.lease/3, until.Sub(now)/2), 0)
 	p.next = now.Add(first)
+	p.madeLeft, p.madeFirst = until.Sub(now), first
 	p.mu.Lock()
 	p.t = time.AfterFunc(first, p.tick)
 	p.mu.Unlock()

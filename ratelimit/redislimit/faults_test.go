@@ -277,48 +277,140 @@ func TestCancelEndsCall(t *testing.T) {
 
 // TestFailLocalWaitNBacksOff: with Redis down, a WaitN for more than the
 // local burst cannot be granted locally; it asks Redis again, backing off,
-// until ctx ends, and is granted once Redis is back.
+// until ctx ends, and is granted once Redis is back. FailClosed backs off
+// too, and a Timeout of a nanosecond backs off from 10 milliseconds.
+//
+// The schedule is checked in a synctest bubble, on a client that fails every
+// command at once: each ask's time is exact, and the gap before the next is
+// the documented backoff (the Timeout, at least 10 ms, then twice as long
+// each time up to a second, less up to half of it for jitter; no less than
+// the RetryAfter of the Policy's Decision). It counted the asks in 400 ms
+// of real time, which a loaded machine's late timers only thin out, and
+// whose deadline the first ask could outlast. That Redis back grants the
+// waiter is checked on a redis-server stopped and started again, with nothing
+// timed but a deadline of minutes.
 func TestFailLocalWaitNBacksOff(t *testing.T) {
-	srv := ownRedis(t)
-	var attempts atomic.Int64
-	l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 10, Burst: 10, LocalShare: 0.1,
-		Policy: FailLocal, Timeout: 20 * time.Millisecond,
-		OnError: func(string, error) { attempts.Add(1) }})
-	srv.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-	defer cancel()
-	require.Equal(t, context.DeadlineExceeded, l.WaitN(ctx, "k", 5))
-	require.LessOrEqual(t, attempts.Load(), int64(8), "WaitN hammered a Redis that was down")
-	require.Positive(t, attempts.Load())
+	t.Run("schedule", func(t *testing.T) {
+		for _, tc := range []struct {
+			name    string
+			policy  Policy
+			timeout time.Duration
+			n       int
+		}{
+			{"FailLocal above the local burst", FailLocal, 20 * time.Millisecond, 5},
+			{"FailClosed", FailClosed, 20 * time.Millisecond, 1},
+			{"Timeout of a nanosecond", FailClosed, 1, 1},
+			{"Timeout above a second", FailClosed, 1500 * time.Millisecond, 1},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { backoffSchedule(t, tc.policy, tc.timeout, tc.n) })
+			})
+		}
+	})
 
-	// FailClosed backs off too.
-	attempts.Store(0)
-	closed := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 10, Burst: 10,
-		Policy: FailClosed, Timeout: 20 * time.Millisecond, OnError: func(string, error) { attempts.Add(1) }})
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 400*time.Millisecond)
-	defer cancel2()
-	require.Equal(t, context.DeadlineExceeded, closed.WaitN(ctx2, "k", 1))
-	require.LessOrEqual(t, attempts.Load(), int64(8), "WaitN hammered a Redis that was down")
-
-	// A Timeout of a nanosecond backs off from 10 milliseconds.
-	attempts.Store(0)
-	tiny := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 10, Burst: 10,
-		Policy: FailClosed, Timeout: 1, OnError: func(string, error) { attempts.Add(1) }})
-	ctx3, cancel3 := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel3()
-	require.Equal(t, context.DeadlineExceeded, tiny.WaitN(ctx3, "k", 1))
-	require.LessOrEqual(t, attempts.Load(), int64(8), "WaitN hammered a Redis that was down")
-
-	// Redis back: the waiter is granted.
-	done := make(chan error)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Run("granted once Redis is back", func(t *testing.T) {
+		srv := ownRedis(t)
+		var attempts atomic.Int64
+		l := newLimiter(t, Config{Client: backend{addr: srv.addr}.client(t), Rate: 10, Burst: 10, LocalShare: 0.1,
+			Policy: FailLocal, Timeout: 20 * time.Millisecond,
+			OnError: func(string, error) { attempts.Add(1) }})
+		srv.stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		done <- l.WaitN(ctx, "k", 5)
-	}()
-	time.Sleep(100 * time.Millisecond)
-	startRedis(t, srv.port)
-	require.NoError(t, <-done)
+		done := make(chan error, 1)
+		go func() { done <- l.WaitN(ctx, "k", 5) }()
+		// Failed, and asked again: it waits on through the outage.
+		require.Eventually(t, func() bool { return attempts.Load() >= 2 }, time.Minute, time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("WaitN returned %v while Redis was down", err)
+		default:
+		}
+		startRedis(t, srv.port)
+		require.NoError(t, <-done)
+	})
+}
+
+// downHook fails every command at once, as a Redis that refuses
+// connections, without a connection.
+type downHook struct{ err error }
+
+func (h downHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h downHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(_ context.Context, cmd redis.Cmder) error {
+		cmd.SetErr(h.err)
+		return h.err
+	}
+}
+
+func (h downHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(_ context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			cmd.SetErr(h.err)
+		}
+		return h.err
+	}
+}
+
+// backoffSchedule checks, in a synctest bubble, when a WaitN for n events
+// asks a Redis that is down under policy and timeout: each ask is a failure
+// told to OnError.
+func backoffSchedule(t *testing.T, policy Policy, timeout time.Duration, n int) {
+	down := errors.New("down")
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	c.AddHook(downHook{down})
+	defer c.Close()
+	var mu sync.Mutex
+	var at []time.Time
+	l, err := New(Config{Client: c, Rate: 10, Burst: 10, LocalShare: 0.1, Policy: policy, Timeout: timeout,
+		OnError: func(_ string, err error) {
+			if !errors.Is(err, down) {
+				t.Errorf("OnError told of %v", err)
+			}
+			mu.Lock()
+			at = append(at, time.Now())
+			mu.Unlock()
+		}})
+	require.NoError(t, err)
+	const span = 10 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), span)
+	defer cancel()
+	start := time.Now()
+	require.Equal(t, context.DeadlineExceeded, l.WaitN(ctx, "k", n))
+	require.Equal(t, start.Add(span), time.Now(), "WaitN gave up before ctx")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, at)
+	require.Equal(t, start, at[0], "the first ask")
+	ceiling := max(time.Second, timeout)
+	b := max(timeout, 10*time.Millisecond)
+	// The Decision's RetryAfter, while Redis is down: the Timeout, for
+	// FailClosed and for more than FailLocal's bucket holds.
+	floor := max(timeout, time.Millisecond)
+	for i := 1; i < len(at); i++ {
+		gap := at[i].Sub(at[i-1])
+		lo, hi := max(b/2, floor), max(b, floor)
+		if gap < lo || gap > hi {
+			t.Fatalf("ask %d came %v after ask %d; want between %v and %v (asks at %v)", i, gap, i-1, lo, hi, offsets(start, at))
+		}
+		b = min(2*b, ceiling)
+	}
+	// No ask is missing at the end: the next one was due, at the latest,
+	// after ctx ended.
+	require.GreaterOrEqual(t, at[len(at)-1].Add(max(b, floor)), start.Add(span), "asks at %v", offsets(start, at))
+	t.Logf("%d asks in %v", len(at), span)
+}
+
+// offsets says when the first dozen of at came, since start, and how many
+// there were.
+func offsets(start time.Time, at []time.Time) string {
+	out := make([]time.Duration, 0, 12)
+	for _, a := range at[:min(len(at), cap(out))] {
+		out = append(out, a.Sub(start))
+	}
+	return fmt.Sprintf("%v, %d in all", out, len(at))
 }
 
 // TestFailuresCountsCalls: Failures counts the calls that Redis failed, each

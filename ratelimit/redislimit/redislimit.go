@@ -76,7 +76,9 @@ var ErrUnavailable = errors.New("redislimit: redis unavailable")
 
 // A Limiter limits events per key, with its state in Redis.
 //
-// Use New; the zero Limiter is not usable, and panics at first use. A Limiter
+// Use New; the zero Limiter is not usable, and panics at first use (Check
+// says so beforehand, as ratelimit.Transport.Check and ratelimit.Middleware
+// ask it). A Limiter
 // must not be copied after first use: hold it by the pointer New returns (a
 // copy would split its round trips and local state from the original's; go
 // vet reports one). It is safe for concurrent use by
@@ -150,6 +152,18 @@ func (l *Limiter) check() {
 	if l == nil || l.client == nil {
 		panic(errZeroLimiter)
 	}
+}
+
+// Check returns an error, whose message is the panic of l's methods, if l
+// is the zero Limiter (or nil), and nil for a Limiter made by New.
+// ratelimit.Transport.Check and ratelimit.Middleware ask it, so that a zero
+// Limiter given to them shows where they are built, not at the first
+// request.
+func (l *Limiter) Check() error {
+	if l == nil || l.client == nil {
+		return errors.New(errZeroLimiter)
+	}
+	return nil
 }
 
 // checkN panics, for fn, if l is the zero Limiter or n is below 1. Every
@@ -461,7 +475,8 @@ func (l *Limiter) For(key string) *Handle {
 // use no context beyond the Limiter's Timeout (TakeContext and WaitN take
 // the caller's); Redis errors go to Config.OnError.
 //
-// Use Limiter.For; the zero Handle is not usable, and its methods panic. A
+// Use Limiter.For; the zero Handle is not usable, and its methods panic
+// (Check says so beforehand). A
 // Handle is a plain value, which may be copied: a copy limits the same key of
 // the same Limiter, whose state is in Redis. It is safe for concurrent use by
 // multiple goroutines, as its Limiter is.
@@ -495,6 +510,17 @@ func (h *Handle) WaitN(ctx context.Context, n int) error {
 func (h *Handle) take(n int, fn string) ratelimit.Decision {
 	d, _ := h.limiter().take(context.Background(), h.key, n, fn)
 	return d
+}
+
+// Check returns an error, whose message is the panic of h's methods, if h
+// is the zero Handle (or nil), and nil for a Handle made by Limiter.For.
+// ratelimit.Transport.Check and ratelimit.Middleware (under Global) ask it,
+// also inside a ratelimit.Tally's wrapper.
+func (h *Handle) Check() error {
+	if h == nil || h.l == nil {
+		return errors.New(errZeroHandle)
+	}
+	return h.l.Check()
 }
 
 // limiter returns h's Limiter, or panics if h is the zero Handle, or nil.
