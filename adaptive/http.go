@@ -384,8 +384,32 @@ func precheck(p prechecker, req *http.Request) (err error) {
 // Check returns the mistake RoundTrip would panic with, as an error whose
 // message begins with "adaptive:", or nil: call it where the Transport is
 // built, so that the mistake shows there rather than at the first request.
+//
+// It then checks Base, as far down as it can: a Base that is a Transport of
+// this library (ratelimit's, breaker's, retry's, or this package's) is
+// checked as this one is, and its Base in turn; the first Base that is not
+// one of them, if it has a method Check() error, is asked, and its error
+// returned as it is. A Base that is a nil pointer, and Transports nested
+// over 64 deep (Bases that lead back to one of them), are mistakes too.
 func (t *Transport) Check() error {
+	if err := t.checkOwn(); err != nil {
+		return err
+	}
+	return httpx.CheckChain("adaptive", t.Base, 1)
+}
+
+// checkOwn is Check of t's own fields, not of its Base.
+func (t *Transport) checkOwn() error {
 	return httpx.Misuse(func() { checkLimiter(t.Limiter, "Transport") })
+}
+
+func init() {
+	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok {
+			return "adaptive", t.checkOwn, t.Base, true
+		}
+		return "", nil, nil, false
+	})
 }
 
 // RoundTrip sends req through Base when the Limiter gives it a Ticket. See

@@ -186,12 +186,36 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // panic with when it makes a host's breaker, as an error whose message begins
 // with "breaker:", or nil: call it where the Transport is built, so that a
 // mistake shows there rather than at the first request to a new host.
+//
+// It then checks Base, as far down as it can: a Base that is a Transport of
+// this library (ratelimit's, retry's, adaptive's, or this package's) is
+// checked as this one is, and its Base in turn; the first Base that is not
+// one of them, if it has a method Check() error, is asked, and its error
+// returned as it is. A Base that is a nil pointer, and Transports nested
+// over 64 deep (Bases that lead back to one of them), are mistakes too.
 func (t *Transport) Check() error {
+	if err := t.checkOwn(); err != nil {
+		return err
+	}
+	return httpx.CheckChain("breaker", t.Base, 1)
+}
+
+// checkOwn is Check of t's own fields, not of its Base.
+func (t *Transport) checkOwn() error {
 	return httpx.Misuse(func() {
 		if t.MaxHosts < 0 {
 			panic("breaker: Transport with negative MaxHosts " + strconv.Itoa(t.MaxHosts))
 		}
 		t.Settings.normalize()
+	})
+}
+
+func init() {
+	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok {
+			return "breaker", t.checkOwn, t.Base, true
+		}
+		return "", nil, nil, false
 	})
 }
 

@@ -223,11 +223,14 @@ type prechecker interface {
 // mistakes: the fields of every Transport of this package in the chain first
 // (RoundTrip's Precheck of its Base finds them before it waits), then their
 // limiters, outermost first, then the first Base that is not such a
-// Transport, which, if it has a method Check() error (breaker.Transport,
-// retry.Transport, adaptive.Transport), is asked, its error returned as it
-// is. Transports nested more than 64 deep are a mistake too, which RoundTrip
-// panics with before it takes anything: their Bases most likely lead back to
-// one of them, round which RoundTrip would go for ever.
+// Transport. If that Base is a Transport of this library (breaker's,
+// retry's, adaptive's), it is checked as its own Check does, and the chain
+// under it too, each Transport in turn; the first Base that is none of them,
+// if it has a method Check() error, is asked, its error returned as it is.
+// Transports of this package nested more than 64 deep are a mistake too,
+// which RoundTrip panics with before it takes anything: their Bases most
+// likely lead back to one of them, round which RoundTrip would go for ever.
+// So is a chain of the library's Transports more than 64 long.
 func (t *Transport) Check() error {
 	var chain []*Transport
 	for cur := t; ; {
@@ -254,15 +257,34 @@ func (t *Transport) Check() error {
 			return err
 		}
 	}
-	if c, ok := chain[len(chain)-1].Base.(checker); ok {
-		return c.Check()
+	return httpx.CheckChain("ratelimit", chain[len(chain)-1].Base, len(chain))
+}
+
+// checkOwn is Check of t alone, not of its Base: its fields, then its
+// limiters.
+func (t *Transport) checkOwn() error {
+	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
+		return errors.New(msg)
 	}
-	return nil
+	if err := unusable(t.Limiter); err != nil {
+		return err
+	}
+	return unusable(t.PerHost)
+}
+
+func init() {
+	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok {
+			return "ratelimit", t.checkOwn, t.Base, true
+		}
+		return "", nil, nil, false
+	})
 }
 
 // maxNesting bounds how deep Transports of this package may nest, one the
 // Base of another: deeper, their Bases most likely lead back to one of them.
-const maxNesting = 64
+// It is the library's bound for any chain of its Transports.
+const maxNesting = httpx.MaxChain
 
 // errNesting is the panic of RoundTrip, and Check's error, for Transports
 // nested deeper than maxNesting.

@@ -116,13 +116,36 @@ var errNoResponse = errors.New("retry: Base RoundTripper returned no response an
 // connection: beyond it, closing the connection is cheaper.
 const drainLimit = 64 << 10
 
-// RoundTrip sends req through Base, again as Policy says. It panics (at the
-// first request) if a field of Policy is out of range.
-// Check returns the mistake in t.Policy that RoundTrip would panic with, as
-// an error whose message begins with "retry:", or nil: call it where the
-// Transport is built, so that a mistake shows there rather than at the first
-// request.
+// Check returns the mistake in t.Policy or t.Hedge that RoundTrip would
+// panic with, as an error whose message begins with "retry:", or nil: call
+// it where the Transport is built, so that a mistake shows there rather than
+// at the first request.
+//
+// It then checks Base, as far down as it can: a Base that is a Transport of
+// this library (ratelimit's, breaker's, adaptive's, or this package's) is
+// checked as this one is, and its Base in turn; the first Base that is not
+// one of them, if it has a method Check() error, is asked, and its error
+// returned as it is. A Base that is a nil pointer, and Transports nested
+// over 64 deep (Bases that lead back to one of them), are mistakes too.
 func (t *Transport) Check() error {
+	if err := t.checkOwn(); err != nil {
+		return err
+	}
+	return httpx.CheckChain("retry", t.Base, 1)
+}
+
+func init() {
+	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok {
+			return "retry", t.checkOwn, t.Base, true
+		}
+		return "", nil, nil, false
+	})
+}
+
+// checkOwn is Check of t's own fields, not of its Base: what RoundTrip
+// looks at for each request.
+func (t *Transport) checkOwn() error {
 	return httpx.Misuse(func() {
 		t.Policy.check()
 		if t.Hedge != nil {
@@ -133,12 +156,14 @@ func (t *Transport) Check() error {
 	})
 }
 
+// RoundTrip sends req through Base, again as Policy says. It panics (at the
+// first request) if a field of Policy or Hedge is out of range.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if err := t.Check(); err != nil { // before AttemptTimeout is taken out of the Policy below
+	if err := t.checkOwn(); err != nil { // before AttemptTimeout is taken out of the Policy below
 		httpx.CloseBody(req)
 		panic(err.Error())
 	}

@@ -1,0 +1,71 @@
+package httpx
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+)
+
+// MaxChain bounds how many of the library's Transports CheckChain follows,
+// one the Base of the next: past it, their Bases most likely lead back to
+// one of them, and RoundTrip would go round them until the stack ran out.
+const MaxChain = 64
+
+// A Link reads one of the library's Transport types: if rt is one, its
+// package's name, the check of its own configuration (not its Base's), which
+// returns the mistake RoundTrip would panic with, and its Base.
+type Link func(rt http.RoundTripper) (pkg string, own func() error, base http.RoundTripper, ok bool)
+
+// links are the Transport types of the library's packages, registered by
+// their init functions, which run one after another before main: never
+// written after that.
+var links []Link
+
+// RegisterTransport tells CheckChain how to read a Transport type of the
+// library. Call it from the package's init function only.
+func RegisterTransport(l Link) { links = append(links, l) }
+
+// CheckChain checks base, the Base of a Transport of the package pkg that
+// is the depth-th of the library's Transports down a chain (1 for one that
+// no Transport of the library wraps), and every
+// Base under it, in the order RoundTrip reaches them: each of the library's
+// Transports by its own check, then its Base; the first RoundTripper that is
+// not one of them, if it has a method Check() error, by that method, whose
+// error is returned as it is. A nil base ends the chain (http.DefaultTransport
+// is used). It returns the first mistake found, or nil.
+//
+// A Base that is a nil pointer is a mistake (RoundTrip would panic inside
+// it), named by the package of the Transport whose Base it is; so is a
+// chain of more than MaxChain of the library's Transports.
+func CheckChain(pkg string, base http.RoundTripper, depth int) error {
+	for ; base != nil; depth++ {
+		if v := reflect.ValueOf(base); v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base)
+		}
+		name, own, next, ok := lookup(base)
+		if !ok {
+			if c, ok := base.(interface{ Check() error }); ok {
+				return c.Check()
+			}
+			return nil
+		}
+		if depth >= MaxChain {
+			return fmt.Errorf("%s: Transports nested over %d deep; do their Bases lead back to one of them?", pkg, MaxChain)
+		}
+		if err := own(); err != nil {
+			return err
+		}
+		pkg, base = name, next
+	}
+	return nil
+}
+
+// lookup reads rt with the Link of its type, if one is registered.
+func lookup(rt http.RoundTripper) (pkg string, own func() error, base http.RoundTripper, ok bool) {
+	for _, l := range links {
+		if pkg, own, base, ok = l(rt); ok {
+			return pkg, own, base, true
+		}
+	}
+	return "", nil, nil, false
+}
