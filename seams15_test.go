@@ -3,7 +3,6 @@ package ctxsync_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/group"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // Workers of a group ranging over a Watch's Changes, as config-reload's do,
@@ -22,13 +22,7 @@ import (
 func TestSeams15_WatchChangesUnderGroup(t *testing.T) {
 	for seed := range uint64(40) {
 		synctest.Test(t, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 1515))
-			var rmu sync.Mutex
-			rnd := func(n int64) int64 {
-				rmu.Lock()
-				defer rmu.Unlock()
-				return rng.Int64N(n)
-			}
+			rnd := testutil.LockedRand(seed, 1515)
 			w := ctxsync.NewWatch(1) // the value is its version
 			parent, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -75,13 +69,7 @@ func TestSeams15_WatchChangesUnderGroup(t *testing.T) {
 func TestSeams15_FlightOverLazyCallersLeave(t *testing.T) {
 	for seed := range uint64(30) {
 		synctest.Test(t, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 1516))
-			var rmu sync.Mutex
-			rnd := func(n int64) int64 {
-				rmu.Lock()
-				defer rmu.Unlock()
-				return rng.Int64N(n)
-			}
+			rnd := testutil.LockedRand(seed, 1516)
 			var inits, made atomic.Int64
 			settings := ctxsync.NewLazy(func(ctx context.Context) (int, error) {
 				n := inits.Add(1)

@@ -3,7 +3,6 @@ package adaptive_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync/adaptive"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 	"github.com/ctxsync/ctxsync/retry"
 )
 
@@ -80,13 +80,7 @@ func TestSeams15_TransportClockPanicsClosesTheResponse(t *testing.T) {
 func TestSeams15_RetryOverLimiterHammer(t *testing.T) {
 	for seed := range uint64(20) {
 		synctest.Test(t, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 152))
-			var rmu sync.Mutex
-			rnd := func(n int64) int64 {
-				rmu.Lock()
-				defer rmu.Unlock()
-				return rng.Int64N(n)
-			}
+			rnd := testutil.LockedRand(seed, 152)
 			l := adaptive.New(adaptive.Config{InitialLimit: 3, MinLimit: 1, MaxLimit: 6, MaxWait: 2 * time.Millisecond})
 			p := retry.Policy{MaxAttempts: 4, InitialDelay: 100 * time.Microsecond, MaxDelay: time.Millisecond, AttemptTimeout: 2 * time.Millisecond}
 			errOverload := errors.New("overloaded")

@@ -3,7 +3,6 @@ package group_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/group"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // Producers and ForEach consumers of a Queue, some of whose tasks panic,
@@ -20,13 +20,7 @@ import (
 func TestSeams15_QueueCloseNowMidFlightWithPanics(t *testing.T) {
 	for seed := range uint64(40) {
 		synctest.Test(t, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 15))
-			var rmu sync.Mutex
-			rnd := func(n int64) int64 {
-				rmu.Lock()
-				defer rmu.Unlock()
-				return rng.Int64N(n)
-			}
+			rnd := testutil.LockedRand(seed, 15)
 			q := ctxsync.NewQueue[int](2)
 			var mu sync.Mutex
 			accepted := map[int]bool{}

@@ -3,7 +3,6 @@ package pool_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 	"github.com/ctxsync/ctxsync/pool"
 )
 
@@ -165,13 +165,7 @@ func TestSeams15_BreakerPanicThenClosePanics(t *testing.T) {
 func TestSeams15_HammerBreakerCodeGoexits(t *testing.T) {
 	for seed := range uint64(20) {
 		synctest.Test(t, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 15))
-			var rmu sync.Mutex
-			rnd := func(n int64) int64 {
-				rmu.Lock()
-				defer rmu.Unlock()
-				return rng.Int64N(n)
-			}
+			rnd := testutil.LockedRand(seed, 15)
 			var made, closed, live, peak atomic.Int64
 			b := breaker.New(breaker.Settings{
 				FailureThreshold: 3,

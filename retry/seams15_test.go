@@ -3,7 +3,6 @@ package retry_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 	"github.com/ctxsync/ctxsync/retry"
 )
 
@@ -23,13 +23,7 @@ import (
 func TestSeams15_RetryOverBreakerHammer(t *testing.T) {
 	for seed := range uint64(30) {
 		synctest.Test(t, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 151))
-			var rmu sync.Mutex
-			rnd := func(n int64) int64 {
-				rmu.Lock()
-				defer rmu.Unlock()
-				return rng.Int64N(n)
-			}
+			rnd := testutil.LockedRand(seed, 151)
 			var runs, told, refusedTold, attempts, refusals atomic.Int64
 			b := breaker.New(breaker.Settings{
 				FailureThreshold: 2,

@@ -4,9 +4,11 @@ package testutil
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -35,4 +37,16 @@ func Cancelled() context.Context {
 func OneProcessor(t testing.TB) {
 	prev := runtime.GOMAXPROCS(1)
 	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+}
+
+// LockedRand returns a function that draws from [0, n) with a generator
+// seeded with seed1 and seed2, safe for the goroutines of a hammer to share.
+func LockedRand(seed1, seed2 uint64) func(n int64) int64 {
+	rng := rand.New(rand.NewPCG(seed1, seed2))
+	var mu sync.Mutex
+	return func(n int64) int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.Int64N(n)
+	}
 }
