@@ -92,9 +92,13 @@ type KeyWaiter interface {
 // set, if Key is set without PerHost, if Base is a nil pointer (nil itself
 // means http.DefaultTransport), if Transports are nested more than 64 deep
 // (one the Base of another: their Bases most likely lead back to one of
-// them), or if Cost returns a negative number; it takes nothing first, and
-// panics so too for such a mistake in a Transport nested under it. Check
-// finds these mistakes, but for Cost's, where the Transport is built.
+// them), or if Cost returns a negative number; it takes nothing first. It
+// panics so too, for every request (one that costs nothing included),
+// before it takes anything, for a mistake in the fields of a Transport
+// nested under it, or in their nesting. A nested Transport's Cost is asked
+// only when the request reaches it, once the Transports in front have taken
+// their events: if it returns a negative number, those events are spent.
+// Check finds these mistakes, but for Cost's, where the Transport is built.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may
 // be copied (the copies share its limiter). Its fields must not change while
@@ -350,18 +354,18 @@ func (t *Transport) Precheck(req *http.Request) error {
 	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
 		panic(msg)
 	}
-	return precheckBase(t.Base, req)
+	return precheck(endOfChain(t.Base), req)
 }
 
-// precheckBase is the Precheck of base, the Base of a Transport: through
-// the Transports of this package nested under it, each checked as RoundTrip
-// checks its own (and their nesting bounded), to the first other Base; that
-// one's Precheck, if it has one, else nil.
-func precheckBase(base http.RoundTripper, req *http.Request) error {
+// endOfChain returns the first Base down from base, the Base of a Transport,
+// that is not a Transport of this package: through those nested under it,
+// each checked as RoundTrip checks its own, and their nesting bounded. It
+// panics, as RoundTrip does, on a mistake in one of them, or on a loop.
+func endOfChain(base http.RoundTripper) http.RoundTripper {
 	for depth := 1; ; depth++ {
 		t, ok := base.(*Transport)
 		if !ok {
-			break
+			return base
 		}
 		if depth == maxNesting {
 			panic(errNesting)
@@ -371,7 +375,12 @@ func precheckBase(base http.RoundTripper, req *http.Request) error {
 		}
 		base = t.Base
 	}
-	if p, ok := base.(prechecker); ok {
+}
+
+// precheck is the Precheck of end, the end of a chain of Transports (see
+// endOfChain), if it has one, else nil.
+func precheck(end http.RoundTripper, req *http.Request) error {
+	if p, ok := end.(prechecker); ok {
 		return p.Precheck(req)
 	}
 	return nil
@@ -410,10 +419,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			panic(fmt.Sprintf("ratelimit: Transport's Cost returned %d; it must be at least 0", n))
 		}
 	}
+	// The Transports nested under t are checked for every request, one
+	// that takes nothing too: a loop of Bases would otherwise take it
+	// round for ever, until the stack overflowed.
+	end := endOfChain(base)
 	if n > 0 && httpx.WellFormed(req) {
 		// Not free, nor a request net/http will refuse to send (the
 		// caller's bug): take n events first.
-		if err := precheckBase(base, req); err != nil {
+		if err := precheck(end, req); err != nil {
 			return nil, err
 		}
 		if err := t.wait(ctx, req, n, perHost); err != nil {

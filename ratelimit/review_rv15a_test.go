@@ -1,0 +1,61 @@
+package ratelimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/ratelimit"
+)
+
+// TestRV15aLoopOfFreeRequests: a loop of Bases is refused for every
+// request, not only one that waits. A request that costs nothing, or that
+// net/http would refuse to send, skips the Precheck of its Base (there is
+// nothing to take), and went straight to Base's RoundTrip: round the loop
+// until the stack overflowed, which ends the program. RoundTrip panics with
+// Check's error instead, as for a request that costs an event.
+func TestRV15aLoopOfFreeRequests(t *testing.T) {
+	// A small stack: on the defect, the test binary dies at once rather
+	// than after a gigabyte of stack.
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	free := func(*http.Request) int { return 0 }
+	self := &ratelimit.Transport{Limiter: ratelimit.NewTokenBucket(1, 1), Cost: free}
+	self.Base = self
+	a := &ratelimit.Transport{Limiter: ratelimit.NewTokenBucket(1, 1)}
+	b := &ratelimit.Transport{Limiter: ratelimit.NewTokenBucket(1, 1), Base: a}
+	a.Base = b
+	malformed := func() *http.Request {
+		req := httptest.NewRequest(http.MethodGet, "http://a.test/", nil)
+		req.Header.Set("Bad\nName", "x") // a header field net/http cannot write
+		return req
+	}
+	for name, tc := range map[string]struct {
+		tr  *ratelimit.Transport
+		req *http.Request
+	}{
+		"Cost 0":            {self, httptest.NewRequest(http.MethodGet, "http://a.test/", nil)},
+		"malformed request": {a, malformed()},
+	} {
+		err := tc.tr.Check()
+		require.Error(t, err, name)
+		require.PanicsWithValue(t, err.Error(), func() { _, _ = tc.tr.RoundTrip(tc.req) }, name)
+	}
+}
+
+// TestRV15aNestedNegativeCost pins what Transport's doc says of the Cost of
+// a Transport nested under another: it is asked only when the request
+// reaches it, so a negative Cost panics after the outer Transport took its
+// event. (The doc said the outer one took nothing for such a mistake.)
+func TestRV15aNestedNegativeCost(t *testing.T) {
+	outerLimit := ratelimit.NewTokenBucket(1, 1)
+	inner := &ratelimit.Transport{Limiter: ratelimit.NewTokenBucket(1, 1), Cost: func(*http.Request) int { return -1 }}
+	outer := &ratelimit.Transport{Limiter: outerLimit, Base: inner}
+	require.NoError(t, outer.Check(), "Check does not ask Cost")
+	require.PanicsWithValue(t, "ratelimit: Transport's Cost returned -1; it must be at least 0", func() {
+		_, _ = outer.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil))
+	})
+	require.False(t, outerLimit.Allow(), "the outer Transport's event was taken before the nested Cost was asked")
+}
