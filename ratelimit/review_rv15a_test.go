@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime/debug"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxsync/ctxsync/adaptive"
+	"github.com/ctxsync/ctxsync/breaker"
 	"github.com/ctxsync/ctxsync/ratelimit"
 )
 
@@ -58,4 +61,29 @@ func TestRV15aNestedNegativeCost(t *testing.T) {
 		_, _ = outer.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil))
 	})
 	require.False(t, outerLimit.Allow(), "the outer Transport's event was taken before the nested Cost was asked")
+}
+
+// TestRV15aLoopThroughAnotherPackage: a loop of Bases that passes through a
+// Transport of another of the library's packages (breaker's, adaptive's)
+// comes back to the ratelimit.Transport, which Check reports ("a chain of the
+// library's Transports more than 64 long"), and which RoundTrip must panic
+// with before it takes anything, as for a loop of its own Transports. It
+// went round until the stack overflowed: through breaker.Transport's
+// RoundTrip for a request that costs nothing, through adaptive.Transport's
+// Precheck, which passes on its Base's, for one that costs an event.
+func TestRV15aLoopThroughAnotherPackage(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	viaBreaker := &ratelimit.Transport{Limiter: ratelimit.NewTokenBucket(1, 1), Cost: func(*http.Request) int { return 0 }}
+	viaBreaker.Base = &breaker.Transport{Base: viaBreaker}
+	limit := ratelimit.NewTokenBucket(1, 1)
+	viaAdaptive := &ratelimit.Transport{Limiter: limit}
+	viaAdaptive.Base = &adaptive.Transport{Limiter: adaptive.New(adaptive.Config{}), Base: viaAdaptive}
+	for name, tr := range map[string]*ratelimit.Transport{"breaker": viaBreaker, "adaptive": viaAdaptive} {
+		err := tr.Check()
+		require.ErrorContains(t, err, "Transports nested over 64 deep", name)
+		p := edges15Panic(func() { _, _ = tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil)) })
+		require.NotNil(t, p, name)
+		require.Contains(t, fmt.Sprint(p), "Transports nested over 64 deep", name)
+	}
+	require.True(t, limit.Allow(), "the request took an event")
 }

@@ -90,14 +90,16 @@ type KeyWaiter interface {
 // Set one of Limiter and PerHost: RoundTrip panics, with a message that
 // begins with "ratelimit:", if both are nil (or nil pointers) or both are
 // set, if Key is set without PerHost, if Base is a nil pointer (nil itself
-// means http.DefaultTransport), if Transports are nested more than 64 deep
-// (one the Base of another: their Bases most likely lead back to one of
-// them), or if Cost returns a negative number; it takes nothing first. It
-// panics so too, for every request (one that costs nothing included),
-// before it takes anything, for a mistake in the fields of a Transport
-// nested under it, or in their nesting. A nested Transport's Cost is asked
-// only when the request reaches it, once the Transports in front have taken
-// their events: if it returns a negative number, those events are spent.
+// means http.DefaultTransport), if more than 64 Transports are nested, one
+// the Base of another (those of the library's other packages count too: so
+// long a chain most likely leads back to one of them), or if Cost returns
+// a negative number; it takes nothing first. It panics so
+// too, for every request (one that costs nothing included), before it takes
+// anything, for a mistake in the fields of a Transport of this package
+// nested right under it (its Base, or its Base's, and so on down to the
+// first Base of another type). A Transport nested further down, or its
+// Cost, is looked at only when the request reaches it, once those in front
+// have taken their events: if it panics then, those events are spent.
 // Check finds these mistakes, but for Cost's, where the Transport is built.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may
@@ -360,11 +362,17 @@ func (t *Transport) Precheck(req *http.Request) error {
 // endOfChain returns the first Base down from base, the Base of a Transport,
 // that is not a Transport of this package: through those nested under it,
 // each checked as RoundTrip checks its own, and their nesting bounded. It
-// panics, as RoundTrip does, on a mistake in one of them, or on a loop.
+// panics, as RoundTrip does, on a mistake in one of them, or on a loop, also
+// one that passes through the Transports of the library's other packages
+// (which would bring the request back here, round and round, until the
+// stack overflowed).
 func endOfChain(base http.RoundTripper) http.RoundTripper {
 	for depth := 1; ; depth++ {
 		t, ok := base.(*Transport)
 		if !ok {
+			if httpx.ChainOver(base, depth) {
+				panic(errNesting)
+			}
 			return base
 		}
 		if depth == maxNesting {
