@@ -87,3 +87,22 @@ func TestRV15aLoopThroughAnotherPackage(t *testing.T) {
 	}
 	require.True(t, limit.Allow(), "the request took an event")
 }
+
+// TestRV15aLoopBeforeLimiters: RoundTrip panics on a loop of Bases through
+// another package's Transport before it uses its limiter, so Check, and the
+// Check of a Transport in front, report the loop first, not the zero
+// limiter that RoundTrip never reaches.
+func TestRV15aLoopBeforeLimiters(t *testing.T) {
+	tr := &ratelimit.Transport{Limiter: &ratelimit.TokenBucket{}}
+	tr.Base = &breaker.Transport{Base: tr}
+	front := &breaker.Transport{Base: tr}
+	for name, c := range map[string]interface {
+		http.RoundTripper
+		Check() error
+	}{"ratelimit": tr, "breaker in front": front} {
+		err := c.Check()
+		require.Error(t, err, name)
+		p := edges15Panic(func() { _, _ = c.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil)) })
+		require.Equal(t, err.Error(), p, "%s: Check's error, RoundTrip's panic", name)
+	}
+}

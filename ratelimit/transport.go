@@ -227,16 +227,16 @@ type prechecker interface {
 //
 // Check looks down the chain of Bases in the order RoundTrip meets the
 // mistakes: the fields of every Transport of this package in the chain first
-// (RoundTrip's Precheck of its Base finds them before it waits), then their
-// limiters, outermost first, then the first Base that is not such a
-// Transport. If that Base is a Transport of this library (breaker's,
-// retry's, adaptive's), it is checked as its own Check does, and the chain
-// under it too, each Transport in turn; the first Base that is none of them,
-// if it has a method Check() error, is asked, its error returned as it is.
-// Transports of this package nested more than 64 deep are a mistake too,
-// which RoundTrip panics with before it takes anything: their Bases most
-// likely lead back to one of them, round which RoundTrip would go for ever.
-// So is a chain of the library's Transports more than 64 long.
+// (RoundTrip looks at them before it waits), then whether the chain of the
+// library's Transports goes on more than 64 long, then their limiters,
+// outermost first, then the first Base that is not such a Transport. If
+// that Base is a Transport of this library (breaker's, retry's,
+// adaptive's), it is checked as its own Check does, and the chain under it
+// too, each Transport in turn; the first Base that is none of them, if it
+// has a method Check() error, is asked, its error returned as it is. A chain
+// of the library's Transports more than 64 long is a mistake, which RoundTrip
+// panics with before it takes anything: their Bases most likely lead back to
+// one of them, round which RoundTrip would go for ever.
 func (t *Transport) Check() error {
 	var chain []*Transport
 	for cur := t; ; {
@@ -253,6 +253,11 @@ func (t *Transport) Check() error {
 		}
 		cur = next // not nil: misuse refused a nil pointer
 	}
+	// A loop through the library's other Transports: RoundTrip panics
+	// on it before it uses a limiter (see endOfChain).
+	if httpx.ChainOver(chain[len(chain)-1].Base, len(chain)) {
+		return errors.New(errNesting)
+	}
 	// A limiter that is not usable panics at its first use: find it here,
 	// where the Transport is built.
 	for _, cur := range chain {
@@ -266,11 +271,27 @@ func (t *Transport) Check() error {
 	return httpx.CheckChain("ratelimit", chain[len(chain)-1].Base, len(chain))
 }
 
-// checkOwn is Check of t alone, not of its Base: its fields, then its
-// limiters.
+// checkOwn is Check of t for a Transport of another package in front of it
+// (see httpx.CheckChain): its fields, and those of the Transports of this
+// package nested right under it, and a loop of Bases, which RoundTrip looks
+// at before it uses a limiter (see endOfChain); then t's limiters. Their own limiters, and the
+// Bases under them, are checked as the chain goes on.
 func (t *Transport) checkOwn() error {
-	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
-		return errors.New(msg)
+	for cur, depth := t, 0; ; depth++ {
+		if depth == maxNesting {
+			return errors.New(errNesting)
+		}
+		if msg := cur.misuse(!isNil(cur.PerHost)); msg != "" {
+			return errors.New(msg)
+		}
+		next, ok := cur.Base.(*Transport)
+		if !ok {
+			if httpx.ChainOver(cur.Base, depth+1) {
+				return errors.New(errNesting)
+			}
+			break
+		}
+		cur = next // not nil: misuse refused a nil pointer
 	}
 	if err := unusable(t.Limiter); err != nil {
 		return err
