@@ -295,7 +295,7 @@ func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
 			l.q.Unlock()
 			panic("ctxsync: bug: a notified waiter's turn passed while it was not settled")
 		}
-		p := l.queueLocked(nil) // a nil Done channel: the re-lock never gives up
+		p, took := l.queueTakeLocked(nil) // a nil Done channel: the re-lock never gives up
 		if settleHook != nil {
 			settleHook(k)
 		}
@@ -313,7 +313,7 @@ func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
 		}
 		// k's waiter took the Lock by itself since we looked.
 		if p == nil {
-			l.giveBackLocked()
+			l.giveBackLocked(took)
 		} else {
 			l.dropPlaceLocked(p)
 		}

@@ -111,19 +111,26 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 // A Condition calls it too, for the places it queues for notified waiters
 // (see Condition.settleLocked), which then wait on them with l.q.Wait.
 func (l *Lock) queueLocked(done <-chan struct{}) *waitq.Waiter[struct{}] {
+	w, _ := l.queueTakeLocked(done)
+	return w
+}
+
+// queueTakeLocked is queueLocked, and if it took l, the state its take left:
+// what giveBackLocked looks for to tell that take still holds l.
+func (l *Lock) queueTakeLocked(done <-chan struct{}) (*waitq.Waiter[struct{}], int64) {
 	for {
 		s := l.state.Load()
 		if s&(lockHeld|lockWaiters) == 0 {
 			// Free and, since the waiters bit is clear, nobody is queued.
-			if l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
-				return nil
+			if took := s + lockTake + lockHeld; l.state.CompareAndSwap(s, took) {
+				return nil, took
 			}
 			continue
 		}
 		// Set the waiters bit before queueing so that a concurrent fast Unlock
 		// fails its CAS and comes to the queue for us.
 		if s&lockWaiters != 0 || l.state.CompareAndSwap(s, s|lockWaiters) {
-			return l.q.PushDone(done, struct{}{})
+			return l.q.PushDone(done, struct{}{}), 0
 		}
 	}
 }
@@ -292,22 +299,20 @@ func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
 
 // giveBackLocked unlocks l, which a Condition's settleLocked took free, with
 // nobody queued, for a notified waiter that turned out to have taken it by
-// itself meanwhile (l was let go since, or it would not have been free). l.q
-// must be locked, so nobody queues: only the fast paths change the state.
+// itself meanwhile (l was let go since, or it would not have been free). took
+// is the state that take left (see queueTakeLocked). l.q must be locked, so
+// nobody queues: only the fast paths change the state.
 //
-// If l is free already, an Unlock made for another hold freed the settling
-// take: one by a goroutine that did not hold l let the waiter's own take go
-// before the settling take, and the waiter's Unlock then freed this one.
-// There is nothing left to give back. unlockLocked would panic here, in a
-// waiter that did nothing wrong, with the Condition's lock held, and every
-// later call of the Condition would hang.
-func (l *Lock) giveBackLocked() {
-	for {
-		s := l.state.Load()
-		if s&lockHeld == 0 || l.state.CompareAndSwap(s, s&^lockHeld) {
-			return
-		}
-	}
+// If the state is no longer took, an Unlock made for another hold freed the
+// settling take: one by a goroutine that did not hold l let the waiter's own
+// take go before the settling take, and the waiter's Unlock then freed this
+// one. There is nothing left to give back. unlockLocked would panic here, in
+// a waiter that did nothing wrong, with the Condition's lock held, and every
+// later call of the Condition would hang. l may be held again by then, by a
+// take of another goroutine's, which moved the count of takes on: that hold
+// is not this one to give back.
+func (l *Lock) giveBackLocked(took int64) {
+	l.state.CompareAndSwap(took, took&^lockHeld)
 }
 
 // dropPlaceLocked takes p, a place still queued, out of the queue. l.q must be

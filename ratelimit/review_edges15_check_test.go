@@ -224,7 +224,9 @@ func (b *fuzzRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // message, or sends the request when there is none; a mistake of this
 // package's Transports takes no event of the outermost limiter first.
 // Middleware, on the first Transport's limiter under Global or on its
-// PerHost, panics exactly when the model finds that limiter unusable.
+// PerHost, panics exactly when the model finds that limiter unusable. The
+// request may cost nothing: it then meets no limiter's mistake, but panics
+// as well on the Transports' own, and on a loop.
 func FuzzTransportCheck(f *testing.F) {
 	for _, seed := range [][]byte{
 		{1, 0, 0, 0, 2},
@@ -234,6 +236,7 @@ func FuzzTransportCheck(f *testing.F) {
 		{1, 1, 0, 0, 2}, {1, 0, 1, 0, 2}, {0, 0, 0, 0, 2},
 		{1, 0, 0, 0, 1}, {1, 0, 0, 0, 3}, {1, 0, 0, 0, 4}, {1, 0, 0, 0, 5}, {1, 0, 0, 0, 6},
 		{1, 0, 0, 1, 1, 0, 0, 0, 7},
+		{1, 0, 0, 0, 6, 0, 1}, {1, 0, 0, 1, 1, 0, 0, 0, 7, 0, 1}, {0, 0, 0, 0, 2, 1}, // free requests
 	} {
 		f.Add(seed)
 	}
@@ -378,6 +381,18 @@ func FuzzTransportCheck(f *testing.F) {
 
 		if want == "" && last.Base == nil {
 			return // to the network
+		}
+		// A request that costs nothing: it uses no limiter, so a limiter's
+		// mistake does not show, but one of the Transports' fields, or a
+		// loop, does, as for a request that costs an event.
+		free := next()%2 == 1
+		if free {
+			if want != "" && !ours {
+				return // the request, which meets no limiter, could go to the network
+			}
+			for _, l := range chain {
+				l.tr.Cost = func(*http.Request) int { return 0 }
+			}
 		}
 		req := httptest.NewRequest(http.MethodGet, "http://a.test/", nil)
 		var resp *http.Response

@@ -90,11 +90,17 @@ type KeyWaiter interface {
 // Set one of Limiter and PerHost: RoundTrip panics, with a message that
 // begins with "ratelimit:", if both are nil (or nil pointers) or both are
 // set, if Key is set without PerHost, if Base is a nil pointer (nil itself
-// means http.DefaultTransport), if Transports are nested more than 64 deep
-// (one the Base of another: their Bases most likely lead back to one of
-// them), or if Cost returns a negative number; it takes nothing first, and
-// panics so too for such a mistake in a Transport nested under it. Check
-// finds these mistakes, but for Cost's, where the Transport is built.
+// means http.DefaultTransport), if more than 64 Transports are nested, one
+// the Base of another (those of the library's other packages count too: so
+// long a chain most likely leads back to one of them), or if Cost returns
+// a negative number; it takes nothing first. It panics so
+// too, for every request (one that costs nothing included), before it takes
+// anything, for a mistake in the fields of a Transport of this package
+// nested right under it (its Base, or its Base's, and so on down to the
+// first Base of another type). A Transport nested further down, or its
+// Cost, is looked at only when the request reaches it, once those in front
+// have taken their events: if it panics then, those events are spent.
+// Check finds these mistakes, but for Cost's, where the Transport is built.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may
 // be copied (the copies share its limiter). Its fields must not change while
@@ -221,16 +227,16 @@ type prechecker interface {
 //
 // Check looks down the chain of Bases in the order RoundTrip meets the
 // mistakes: the fields of every Transport of this package in the chain first
-// (RoundTrip's Precheck of its Base finds them before it waits), then their
-// limiters, outermost first, then the first Base that is not such a
-// Transport. If that Base is a Transport of this library (breaker's,
-// retry's, adaptive's), it is checked as its own Check does, and the chain
-// under it too, each Transport in turn; the first Base that is none of them,
-// if it has a method Check() error, is asked, its error returned as it is.
-// Transports of this package nested more than 64 deep are a mistake too,
-// which RoundTrip panics with before it takes anything: their Bases most
-// likely lead back to one of them, round which RoundTrip would go for ever.
-// So is a chain of the library's Transports more than 64 long.
+// (RoundTrip looks at them before it waits), then whether the chain of the
+// library's Transports goes on more than 64 long, then their limiters,
+// outermost first, then the first Base that is not such a Transport. If
+// that Base is a Transport of this library (breaker's, retry's,
+// adaptive's), it is checked as its own Check does, and the chain under it
+// too, each Transport in turn; the first Base that is none of them, if it
+// has a method Check() error, is asked, its error returned as it is. A chain
+// of the library's Transports more than 64 long is a mistake, which RoundTrip
+// panics with before it takes anything: their Bases most likely lead back to
+// one of them, round which RoundTrip would go for ever.
 func (t *Transport) Check() error {
 	var chain []*Transport
 	for cur := t; ; {
@@ -247,6 +253,11 @@ func (t *Transport) Check() error {
 		}
 		cur = next // not nil: misuse refused a nil pointer
 	}
+	// A loop through the library's other Transports: RoundTrip panics
+	// on it before it uses a limiter (see endOfChain).
+	if httpx.ChainOver(chain[len(chain)-1].Base, len(chain)) {
+		return errors.New(errNesting)
+	}
 	// A limiter that is not usable panics at its first use: find it here,
 	// where the Transport is built.
 	for _, cur := range chain {
@@ -260,11 +271,27 @@ func (t *Transport) Check() error {
 	return httpx.CheckChain("ratelimit", chain[len(chain)-1].Base, len(chain))
 }
 
-// checkOwn is Check of t alone, not of its Base: its fields, then its
-// limiters.
+// checkOwn is Check of t for a Transport of another package in front of it
+// (see httpx.CheckChain): its fields, and those of the Transports of this
+// package nested right under it, and a loop of Bases, which RoundTrip looks
+// at before it uses a limiter (see endOfChain); then t's limiters. Their own limiters, and the
+// Bases under them, are checked as the chain goes on.
 func (t *Transport) checkOwn() error {
-	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
-		return errors.New(msg)
+	for cur, depth := t, 0; ; depth++ {
+		if depth == maxNesting {
+			return errors.New(errNesting)
+		}
+		if msg := cur.misuse(!isNil(cur.PerHost)); msg != "" {
+			return errors.New(msg)
+		}
+		next, ok := cur.Base.(*Transport)
+		if !ok {
+			if httpx.ChainOver(cur.Base, depth+1) {
+				return errors.New(errNesting)
+			}
+			break
+		}
+		cur = next // not nil: misuse refused a nil pointer
 	}
 	if err := unusable(t.Limiter); err != nil {
 		return err
@@ -350,18 +377,24 @@ func (t *Transport) Precheck(req *http.Request) error {
 	if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
 		panic(msg)
 	}
-	return precheckBase(t.Base, req)
+	return precheck(endOfChain(t.Base), req)
 }
 
-// precheckBase is the Precheck of base, the Base of a Transport: through
-// the Transports of this package nested under it, each checked as RoundTrip
-// checks its own (and their nesting bounded), to the first other Base; that
-// one's Precheck, if it has one, else nil.
-func precheckBase(base http.RoundTripper, req *http.Request) error {
+// endOfChain returns the first Base down from base, the Base of a Transport,
+// that is not a Transport of this package: through those nested under it,
+// each checked as RoundTrip checks its own, and their nesting bounded. It
+// panics, as RoundTrip does, on a mistake in one of them, or on a loop, also
+// one that passes through the Transports of the library's other packages
+// (which would bring the request back here, round and round, until the
+// stack overflowed).
+func endOfChain(base http.RoundTripper) http.RoundTripper {
 	for depth := 1; ; depth++ {
 		t, ok := base.(*Transport)
 		if !ok {
-			break
+			if httpx.ChainOver(base, depth) {
+				panic(errNesting)
+			}
+			return base
 		}
 		if depth == maxNesting {
 			panic(errNesting)
@@ -371,7 +404,12 @@ func precheckBase(base http.RoundTripper, req *http.Request) error {
 		}
 		base = t.Base
 	}
-	if p, ok := base.(prechecker); ok {
+}
+
+// precheck is the Precheck of end, the end of a chain of Transports (see
+// endOfChain), if it has one, else nil.
+func precheck(end http.RoundTripper, req *http.Request) error {
+	if p, ok := end.(prechecker); ok {
 		return p.Precheck(req)
 	}
 	return nil
@@ -410,10 +448,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			panic(fmt.Sprintf("ratelimit: Transport's Cost returned %d; it must be at least 0", n))
 		}
 	}
+	// The Transports nested under t are checked for every request, one
+	// that takes nothing too: a loop of Bases would otherwise take it
+	// round for ever, until the stack overflowed.
+	end := endOfChain(base)
 	if n > 0 && httpx.WellFormed(req) {
 		// Not free, nor a request net/http will refuse to send (the
 		// caller's bug): take n events first.
-		if err := precheckBase(base, req); err != nil {
+		if err := precheck(end, req); err != nil {
 			return nil, err
 		}
 		if err := t.wait(ctx, req, n, perHost); err != nil {

@@ -69,3 +69,27 @@ func lookup(rt http.RoundTripper) (pkg string, own func() error, base http.Round
 	}
 	return "", nil, nil, false
 }
+
+// ChainOver reports whether base, the Base of the depth-th of the library's
+// Transports down a chain, leads on through more of them than MaxChain in
+// all: their Bases most likely lead back to one of them. It walks as
+// CheckChain does, but checks nothing else, and stops at the first Base
+// that is not one of the library's Transports (or is a nil pointer). A
+// Transport whose RoundTrip would follow such a loop round until the stack
+// overflowed panics instead when this reports true.
+func ChainOver(base http.RoundTripper, depth int) bool {
+	for ; base != nil; depth++ {
+		if v := reflect.ValueOf(base); v.Kind() == reflect.Pointer && v.IsNil() {
+			return false
+		}
+		_, _, next, ok := lookup(base)
+		if !ok {
+			return false
+		}
+		if depth >= MaxChain {
+			return true
+		}
+		base = next
+	}
+	return false
+}
