@@ -390,7 +390,9 @@ func precheck(p prechecker, req *http.Request) (err error) {
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
 // returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too.
+// over 64 deep (Bases that lead back to one of them), are mistakes too:
+// RoundTrip panics on the latter, with the same message, before it sends
+// anything, where it would go round the loop until the stack overflowed.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err
@@ -422,6 +424,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	httpx.RefuseLoop("adaptive", t.Base, req)
 	if !httpx.WellFormed(req) {
 		return base.RoundTrip(req)
 	}

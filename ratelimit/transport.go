@@ -315,7 +315,7 @@ const maxNesting = httpx.MaxChain
 
 // errNesting is the panic of RoundTrip, and Check's error, for Transports
 // nested deeper than maxNesting.
-var errNesting = fmt.Sprintf("ratelimit: Transports nested over %d deep; do their Bases lead back to one of them?", maxNesting)
+var errNesting = httpx.Nesting("ratelimit")
 
 // A checker can say, before its first use, what is wrong with it: a limiter
 // of another package (redislimit's Limiter and Handle), or a RoundTripper

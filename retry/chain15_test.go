@@ -2,7 +2,10 @@ package retry_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -129,3 +132,54 @@ func TestChain15RoundTripLooksAtItsOwnFieldsOnly(t *testing.T) {
 	_, err = tr.RoundTrip(req)
 	require.ErrorContains(t, err, "chain15Base sends nothing")
 }
+
+// TestChain15RoundTripEndsOnALoop: Transports of retry, breaker and adaptive
+// whose Bases lead back to one of them, with no ratelimit.Transport among
+// them, make RoundTrip panic with Check's error (and close the request's
+// body), where it went round until the stack overflowed: a fatal error that
+// ends the program, not a panic.
+func TestChain15RoundTripEndsOnALoop(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	lim := adaptive.New(adaptive.Config{})
+	loops := map[string]func() checker{
+		"breaker-breaker": func() checker { b := &breaker.Transport{}; b.Base = b; return b },
+		"retry-breaker": func() checker {
+			r := &retry.Transport{Policy: retry.Policy{MaxAttempts: 1}}
+			r.Base = &breaker.Transport{Base: r}
+			return r
+		},
+		"breaker-retry": func() checker {
+			b := &breaker.Transport{}
+			b.Base = &retry.Transport{Policy: retry.Policy{MaxAttempts: 1}, Base: b}
+			return b
+		},
+		"adaptive-breaker": func() checker {
+			a := &adaptive.Transport{Limiter: lim}
+			a.Base = &breaker.Transport{Base: a}
+			return a
+		},
+	}
+	for name, mk := range loops {
+		tr := mk()
+		err := tr.Check()
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), "Transports nested over 64 deep", name)
+		body := &chain15Body{}
+		req, rerr := http.NewRequest(http.MethodPost, "http://a.test/", body)
+		require.NoError(t, rerr)
+		var p any
+		func() {
+			defer func() { p = recover() }()
+			_, _ = tr.RoundTrip(req)
+		}()
+		require.NotNil(t, p, name)
+		require.Contains(t, fmt.Sprint(p), "Transports nested over 64 deep", name)
+		require.True(t, body.closed, "%s: the request's body was left open", name)
+	}
+	require.Zero(t, lim.InFlight(), "a Ticket was kept")
+}
+
+type chain15Body struct{ closed bool }
+
+func (b *chain15Body) Read([]byte) (int, error) { return 0, io.EOF }
+func (b *chain15Body) Close() error             { b.closed = true; return nil }

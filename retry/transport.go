@@ -126,7 +126,9 @@ const drainLimit = 64 << 10
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
 // returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too.
+// over 64 deep (Bases that lead back to one of them), are mistakes too:
+// RoundTrip panics on the latter, with the same message, before it sends
+// anything, where it would go round the loop until the stack overflowed.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err
@@ -167,6 +169,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		httpx.CloseBody(req)
 		panic(err.Error())
 	}
+	httpx.RefuseLoop("retry", t.Base, req)
 	if !replayable(req) {
 		return base.RoundTrip(req)
 	}

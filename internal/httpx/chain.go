@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -36,8 +37,15 @@ func RegisterTransport(l Link) { links = append(links, l) }
 //
 // A Base that is a nil pointer is a mistake (RoundTrip would panic inside
 // it), named by the package of the Transport whose Base it is; so is a
-// chain of more than MaxChain of the library's Transports.
+// chain of more than MaxChain of the library's Transports, named by pkg, as
+// the RoundTrip of the Transport of pkg panics on it (see RefuseLoop).
 func CheckChain(pkg string, base http.RoundTripper, depth int) error {
+	top := pkg // the RoundTrip that panics on a loop: see RefuseLoop
+	if ChainOver(base, depth) {
+		// Before any Transport's own check: the RoundTrip of pkg's
+		// Transport panics on the loop before it does anything else.
+		return errors.New(Nesting(top))
+	}
 	for ; base != nil; depth++ {
 		if v := reflect.ValueOf(base); v.Kind() == reflect.Pointer && v.IsNil() {
 			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base)
@@ -50,7 +58,7 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 			return nil
 		}
 		if depth >= MaxChain {
-			return fmt.Errorf("%s: Transports nested over %d deep; do their Bases lead back to one of them?", pkg, MaxChain)
+			return errors.New(Nesting(top))
 		}
 		if err := own(); err != nil {
 			return err
@@ -92,4 +100,23 @@ func ChainOver(base http.RoundTripper, depth int) bool {
 		base = next
 	}
 	return false
+}
+
+// Nesting is the error of a Check, and the panic of a RoundTrip, of a
+// Transport of the package pkg over a chain of more than MaxChain of the
+// library's Transports.
+func Nesting(pkg string) string {
+	return fmt.Sprintf("%s: Transports nested over %d deep; do their Bases lead back to one of them?", pkg, MaxChain)
+}
+
+// RefuseLoop is for the RoundTrip of a Transport of the package pkg whose
+// Base is base: if base leads on through more than MaxChain of the
+// library's Transports (see ChainOver), it closes req's body and panics with
+// Nesting(pkg), where RoundTrip would go round the loop until the stack
+// overflowed, which ends the program. It costs a walk down the chain.
+func RefuseLoop(pkg string, base http.RoundTripper, req *http.Request) {
+	if ChainOver(base, 1) {
+		CloseBody(req)
+		panic(Nesting(pkg))
+	}
 }
