@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 
 	"github.com/ctxsync/ctxsync/internal/clock"
@@ -128,16 +127,7 @@ func queuedSum(ahead, n int) int {
 
 // isNil reports whether v is nil, or holds a nil pointer, map, slice, func,
 // channel or interface: a limiter that would fail only at its first use.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
-}
+func isNil(v any) bool { return httpx.IsNil(v) }
 
 // nowNs reads the clock shared by every limiter of the package: nanoseconds of
 // the monotonic clock, or of a synctest bubble's virtual clock (see

@@ -35,8 +35,9 @@ func RegisterTransport(l Link) { links = append(links, l) }
 // error is returned as it is. A nil base ends the chain (http.DefaultTransport
 // is used). It returns the first mistake found, or nil.
 //
-// A Base that is a nil pointer is a mistake (RoundTrip would panic inside
-// it), named by the package of the Transport whose Base it is; so is a
+// A Base that is nil but for its type (a nil pointer, func, map...: see
+// IsNil) is a mistake, since RoundTrip would panic inside it, named by the
+// package of the Transport whose Base it is; so is a
 // chain of more than MaxChain of the library's Transports, named by pkg, as
 // the RoundTrip of the Transport of pkg panics on it (see RefuseLoop).
 func CheckChain(pkg string, base http.RoundTripper, depth int) error {
@@ -47,7 +48,7 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 		return errors.New(Nesting(top))
 	}
 	for ; base != nil; depth++ {
-		if v := reflect.ValueOf(base); v.Kind() == reflect.Pointer && v.IsNil() {
+		if IsNil(base) {
 			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base)
 		}
 		name, own, next, ok := lookup(base)
@@ -82,12 +83,12 @@ func lookup(rt http.RoundTripper) (pkg string, own func() error, base http.Round
 // Transports down a chain, leads on through more of them than MaxChain in
 // all: their Bases most likely lead back to one of them. It walks as
 // CheckChain does, but checks nothing else, and stops at the first Base
-// that is not one of the library's Transports (or is a nil pointer). A
+// that is not one of the library's Transports (or is nil: see IsNil). A
 // Transport whose RoundTrip would follow such a loop round until the stack
 // overflowed panics instead when this reports true.
 func ChainOver(base http.RoundTripper, depth int) bool {
 	for ; base != nil; depth++ {
-		if v := reflect.ValueOf(base); v.Kind() == reflect.Pointer && v.IsNil() {
+		if IsNil(base) {
 			return false
 		}
 		_, _, next, ok := lookup(base)
@@ -119,4 +120,18 @@ func RefuseLoop(pkg string, base http.RoundTripper, req *http.Request) {
 		CloseBody(req)
 		panic(Nesting(pkg))
 	}
+}
+
+// IsNil reports whether v is nil, or holds a nil pointer, map, slice, func,
+// channel or interface: a Base, or a limiter, that would fail only at its
+// first use.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
