@@ -284,8 +284,7 @@ func observeCounting[I any](fn, what, name string, src any, read func(), opts []
 	if err != nil {
 		return nil, err
 	}
-	counts := by.of(c.provider, c.m, set, n)
-	token := counts.arrive()
+	counts, token := by.arrive(c.provider, c.m, set, n)
 	joined := false
 	defer func() {
 		// Refused, or the Meter panicked or called runtime.Goexit: src

@@ -66,7 +66,7 @@ func (t *seriesTables) of(what string) *seriesCounters {
 	}
 	s := t.m[what]
 	if s == nil {
-		s = new(seriesCounters)
+		s = &seriesCounters{transient: true}
 		t.m[what] = s
 	}
 	return s
@@ -122,6 +122,7 @@ func (c *counters) join(token uint64, src any, read reader, reg metric.Registrat
 // with the Meter, so none was in force. It returns the error of
 // unregistering the carrier, if no registration is left (see settleLocked).
 func (c *counters) abandon(token uint64) error {
+	defer c.forget()
 	c.mu.Lock()
 	c.pending--
 	if c.carrier == token {
@@ -130,6 +131,23 @@ func (c *counters) abandon(token uint64) error {
 	reg, carrier := c.settleLocked()
 	c.mu.Unlock()
 	return c.retire(reg, carrier)
+}
+
+// idleLocked reports whether no registration is in force or under way under
+// c's series, and no callback reports it: c holds nothing a gauge's series
+// needs. c.mu must be held.
+func (c *counters) idleLocked() bool {
+	return len(c.live) == 0 && c.pending == 0 && c.carrier == 0
+}
+
+// forget takes c out of its table, if the table drops the series of the
+// Observe functions of gauges once idle, and c is. A later Observe under
+// the series makes new counters: nothing is lost, there being no count to
+// carry on. Called with c.mu not held.
+func (c *counters) forget() {
+	if c.table != nil {
+		c.table.drop(c.key, c)
+	}
 }
 
 // end takes the registration numbered token out of the series, at its
@@ -187,10 +205,11 @@ func (c *counters) retire(reg metric.Registration, carrier uint64) error {
 	}
 	defer func() {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		if c.carrier == carrier && c.retiring {
 			c.carrier, c.carrierReg, c.retiring = 0, nil, false
 		}
+		c.mu.Unlock()
+		c.forget()
 	}()
 	return reg.Unregister()
 }
