@@ -120,8 +120,11 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // registration that found none in force under the name: its Unregister,
 // while a later one is in force, leaves it registered with the Meter,
 // reporting for the others, and the last registration's Unregister
-// unregisters it, and returns its error too. So do the other Observe
-// functions of the primitives.
+// unregisters it, and returns its error too (or, if an Observe under the
+// name is under way then, and fails, that Observe does). An Unregister that
+// fails, the Meter having refused to unregister a callback, has taken the
+// registration out of the series all the same; called again, it tries the
+// Meter again. So do the other Observe functions of the primitives.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
 	type instruments struct {
 		avail, waiting metric.Int64ObservableUpDownCounter

@@ -236,6 +236,14 @@ type seriesRegistration struct {
 	embedded.Registration
 	counts *counters
 	token  uint64
+
+	mu sync.Mutex
+	// left are the callbacks' registrations with the Meter whose
+	// Unregister, at an Unregister of this one, failed, panicked or called
+	// runtime.Goexit: the next Unregister tries them again. Their callbacks
+	// report nothing meanwhile: none is the carrier of a registration in
+	// force. Guarded by mu.
+	left []metric.Registration
 }
 
 // Unregister takes the registration out of its series: the newest
@@ -243,15 +251,48 @@ type seriesRegistration struct {
 // none does. It unregisters its callback from the Meter, unless that
 // callback reports the series for the registrations left, and the callback
 // that reported the series, if no registration is left; it returns their
-// error. A second Unregister does nothing.
+// error. A later Unregister tries again those of the two whose Unregister
+// with the Meter failed (or panicked, or called runtime.Goexit), and does
+// nothing more.
 func (r *seriesRegistration) Unregister() (err error) {
 	own, carrierReg, carrier, ok := r.counts.end(r.token)
-	if !ok {
+	r.mu.Lock()
+	again := r.left
+	r.left = nil
+	r.mu.Unlock()
+	// Each in a deferred call of its own, which runs even if one before it
+	// panics or calls runtime.Goexit: the carrier's last, once this one's
+	// own is out of the Meter, as at any Unregister.
+	if ok {
+		defer func() {
+			err = errors.Join(err, r.try(carrierReg, func() error { return r.counts.retire(carrierReg, carrier) }))
+		}()
+		if own != nil {
+			defer func() { err = errors.Join(err, r.try(own, own.Unregister)) }()
+		}
+	}
+	for i := len(again) - 1; i >= 0; i-- {
+		defer func() { err = errors.Join(err, r.try(again[i], again[i].Unregister)) }()
+	}
+	return nil
+}
+
+// try unregisters reg from the Meter with unregister, and keeps it in r.left
+// for the next Unregister unless unregister returns nil. A nil reg is
+// nothing to unregister.
+func (r *seriesRegistration) try(reg metric.Registration, unregister func() error) error {
+	if reg == nil {
 		return nil
 	}
-	defer func() { err = errors.Join(err, r.counts.retire(carrierReg, carrier)) }()
-	if own != nil {
-		err = own.Unregister()
-	}
+	done := false
+	defer func() {
+		if !done {
+			r.mu.Lock()
+			r.left = append(r.left, reg)
+			r.mu.Unlock()
+		}
+	}()
+	err := unregister()
+	done = err == nil
 	return err
 }
