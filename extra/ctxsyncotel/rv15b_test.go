@@ -3,6 +3,7 @@ package ctxsyncotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -235,4 +236,320 @@ func TestRV15bObserveWatchUnregisterRefusedIsRetried(t *testing.T) {
 	if c := p.callbacks(); c != 1 {
 		t.Errorf("%d callbacks registered with the Meter, want 1 (the new registration's)", c)
 	}
+}
+
+// permutations returns every order of 0..n-1.
+func permutations(n int) [][]int {
+	if n == 0 {
+		return [][]int{{}}
+	}
+	var all [][]int
+	for _, p := range permutations(n - 1) {
+		for i := 0; i <= len(p); i++ {
+			q := append(append(append([]int(nil), p[:i]...), n-1), p[i:]...)
+			all = append(all, q)
+		}
+	}
+	return all
+}
+
+// TestRV15bEndInEveryOrder: four registrations under one series, the first
+// of them (whose callback reports the series) included, end in each of the
+// 24 orders, each Unregister called twice: after each, the series shows the
+// newest registration left, once, or nothing; the Watch's counter never
+// falls and never counts more than its Watches' versions; no callback is
+// left registered with the Meter.
+func TestRV15bEndInEveryOrder(t *testing.T) {
+	for _, order := range permutations(4) {
+		r, p, opt := newStepProvider(t)
+		var sems, watches [4]metric.Registration
+		var ws [4]*ctxsync.Watch[int]
+		for i := range 4 {
+			var err error
+			if sems[i], err = ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(10+i), opt); err != nil {
+				t.Fatal(err)
+			}
+			ws[i] = ctxsync.NewWatch(0)
+			for range i {
+				ws[i].Store(1)
+			}
+			if watches[i], err = ctxsyncotel.ObserveWatch("w", ws[i], opt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var total int64 = 1 + 2 + 3 + 4 // the versions observed
+		ended := [4]bool{}
+		var last int64
+		set := attribute.NewSet(ctxsyncotel.WatchNameKey.String("w"))
+		for step, i := range order {
+			for range 2 {
+				if err := sems[i].Unregister(); err != nil {
+					t.Fatal(err)
+				}
+				if err := watches[i].Unregister(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ended[i] = true
+			// The Watches left in force move on.
+			for j := range 4 {
+				if !ended[j] {
+					ws[j].Store(2)
+					total++
+				}
+			}
+			want := int64(0)
+			for j := 3; j >= 0; j-- {
+				if !ended[j] {
+					want = int64(10 + j)
+					break
+				}
+			}
+			wantSemaphore(t, r, fmt.Sprintf("order %v, step %d", order, step), want)
+			got, ok := exactPoint(collect(t, r), "ctxsync.watch.version", set)
+			switch {
+			case ok != (want != 0):
+				t.Errorf("order %v, step %d: ctxsync.watch.version reported %v, want %v", order, step, ok, want != 0)
+			case ok && (got < last || got > total):
+				t.Errorf("order %v, step %d: ctxsync.watch.version = %d after %d, want from %d to %d", order, step, got, last, last, total)
+			case ok:
+				last = got
+			}
+		}
+		if n := p.callbacks(); n != 0 {
+			t.Errorf("order %v: %d callbacks left registered with the Meter", order, n)
+		}
+	}
+}
+
+// panickySemaphore is a SemaphoreSource whose Available panics, or calls
+// runtime.Goexit, while how says so.
+type panickySemaphore struct {
+	*ctxsync.Semaphore
+	how *string
+}
+
+func (s panickySemaphore) Available() int {
+	switch *s.how {
+	case "panic":
+		panic(meterPanic)
+	case "goexit":
+		runtime.Goexit()
+	}
+	return s.Semaphore.Available()
+}
+
+// panickyWatch is a WatchSource whose Version panics while how says so.
+type panickyWatch struct {
+	*ctxsync.Watch[int]
+	how *string
+}
+
+func (w panickyWatch) Version() uint64 {
+	if *w.how == "panic" {
+		panic(meterPanic)
+	}
+	return w.Watch.Version()
+}
+
+// TestRV15bSourcePanicsAtACollection: a source that panics (or calls
+// runtime.Goexit) at a collection, in the reader's goroutine, leaves the
+// series whole: the next collection reports it, once, the counter carrying
+// on from where it was, and its Unregister leaves no callback.
+func TestRV15bSourcePanicsAtACollection(t *testing.T) {
+	for _, how := range []string{"panic", "goexit"} {
+		r, p, opt := newStepProvider(t)
+		var mode string
+		s := panickySemaphore{ctxsync.NewSemaphore(5), &mode}
+		older, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(3), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := ctxsyncotel.ObserveSemaphore("s", s, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := ctxsync.NewWatch(0)
+		w.Store(1)
+		wreg, err := ctxsyncotel.ObserveWatch("w", panickyWatch{w, &mode}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		version := func() int64 {
+			v, _ := exactPoint(collect(t, r), "ctxsync.watch.version", attribute.NewSet(ctxsyncotel.WatchNameKey.String("w")))
+			return v
+		}
+		if v := version(); v != 2 {
+			t.Fatalf("%s: version = %d, want 2", how, v)
+		}
+		mode = how
+		v, exited := inGoroutine(func() { collect(t, r) })
+		if how == "panic" && v != meterPanic || how == "goexit" && !exited {
+			t.Errorf("%s: the collection ended with %v (Goexit %v), want the source's %s", how, v, exited, how)
+		}
+		mode = ""
+		wantSemaphore(t, r, how+": after the source's "+how, 5)
+		w.Store(2)
+		if v := version(); v != 3 {
+			t.Errorf("%s: version = %d after the source's %s, want 3", how, v, how)
+		}
+		for _, g := range []metric.Registration{reg, wreg} {
+			if err := g.Unregister(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantSemaphore(t, r, how+": the older one again", 3)
+		if err := older.Unregister(); err != nil {
+			t.Fatal(err)
+		}
+		if n := p.callbacks(); n != 0 {
+			t.Errorf("%s: %d callbacks left registered with the Meter", how, n)
+		}
+	}
+}
+
+// TestRV15bObserveFromTheMetersRegisterCallbackThenRefused: the Meter's
+// RegisterCallback of the first Observe under the series makes another
+// Observe under it, which succeeds, and then refuses, panics or calls
+// runtime.Goexit: the inner registration reports the series, once, and
+// once it ends no callback is left registered.
+func TestRV15bObserveFromTheMetersRegisterCallbackThenRefused(t *testing.T) {
+	errRefusedHere := errors.New("refused")
+	for _, how := range []string{"refuse", "panic", "goexit"} {
+		r, p, opt := newHookProvider(t)
+		var inner metric.Registration
+		p.register = func() error {
+			var err error
+			if inner, err = ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(5), opt); err != nil {
+				t.Error(err)
+			}
+			switch how {
+			case "panic":
+				panic(meterPanic)
+			case "goexit":
+				runtime.Goexit()
+			}
+			return errRefusedHere
+		}
+		v, exited := inGoroutine(func() {
+			if _, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(7), opt); !errors.Is(err, errRefusedHere) {
+				t.Errorf("%s: ObserveSemaphore = %v, want the Meter's error", how, err)
+			}
+		})
+		if how == "panic" && v != meterPanic || how == "goexit" && !exited || how == "refuse" && (v != nil || exited) {
+			t.Errorf("%s: the outer Observe ended with %v (Goexit %v)", how, v, exited)
+		}
+		if inner == nil {
+			t.Fatal("the hook made no registration")
+		}
+		wantSemaphore(t, r, how+": the inner one in force, the outer failed", 5)
+		if err := inner.Unregister(); err != nil {
+			t.Fatal(err)
+		}
+		wantSemaphore(t, r, how+": all ended", 0)
+		if c := p.callbacks(); c != 0 {
+			t.Errorf("%s: %d callbacks left registered with the Meter after every Unregister", how, c)
+		}
+	}
+}
+
+// FuzzRV15bRefusedUnregisterModel runs a script of ObserveSemaphore calls,
+// Unregisters the Meter refuses (the registration's own callback, or the
+// one that reported the series for it) or lets through, second Unregisters
+// and collections on two series, and checks each collection against a
+// model: a series is reported, once, with the value of the newest
+// registration in force, and not at all with none. At the end, every
+// ended registration's Unregister called once more leaves no callback
+// registered with the Meter.
+func FuzzRV15bRefusedUnregisterModel(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 2, 7, 10, 7, 3, 5, 7, 4, 7})
+	f.Add([]byte{0, 8, 0, 18, 7, 26, 7, 3, 7, 6, 7})
+	f.Add([]byte{0, 0, 0, 2, 10, 18, 7, 4, 4, 7, 0, 7})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		if len(script) > 200 {
+			script = script[:200]
+		}
+		r, p, opt := newStepProvider(t)
+		names := [2]string{"a", "b"}
+		var (
+			sems  [2][]modelReg
+			ended []metric.Registration
+			next  int64 = 1
+		)
+		for step, b := range script {
+			op, arg := b%8, int(b>>3)
+			switch op {
+			case 0, 1:
+				s := arg % 2
+				reg, err := ctxsyncotel.ObserveSemaphore(names[s], ctxsync.NewSemaphore(int(next)), opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sems[s] = append(sems[s], modelReg{reg, next})
+				next++
+			case 2, 3:
+				// Unregister, the Meter refusing its first (op 3:
+				// second) unregister if arg says so.
+				s := arg % 2
+				if len(sems[s]) == 0 {
+					continue
+				}
+				i := (arg / 4) % len(sems[s])
+				refuse := arg/2%2 == 1
+				if refuse {
+					p.unregister = []string{"refuse"}
+					if op == 3 {
+						p.unregister = []string{"", "refuse"}
+					}
+				}
+				err := sems[s][i].reg.Unregister()
+				p.unregister = nil
+				if err != nil && !errors.Is(err, errUnregisterRefused) {
+					t.Fatalf("step %d: Unregister = %v", step, err)
+				}
+				ended = append(ended, sems[s][i].reg)
+				sems[s] = append(sems[s][:i], sems[s][i+1:]...)
+			case 4, 5:
+				if len(ended) > 0 {
+					if err := ended[arg%len(ended)].Unregister(); err != nil {
+						t.Fatalf("step %d: a later Unregister: %v", step, err)
+					}
+				}
+			default:
+				c := collect(t, r)
+				for s := range 2 {
+					set := attribute.NewSet(ctxsyncotel.SemaphoreNameKey.String(names[s]))
+					got, ok := exactPoint(c, "ctxsync.semaphore.available", set)
+					if len(sems[s]) == 0 {
+						if ok {
+							t.Fatalf("step %d: series %s reported (%d) with no registration in force", step, names[s], got)
+						}
+						continue
+					}
+					if want := sems[s][len(sems[s])-1].value; !ok || got != want {
+						t.Fatalf("step %d: series %s: %d (reported %v), want %d, the newest registration's", step, names[s], got, ok, want)
+					}
+				}
+			}
+		}
+		for s := range 2 {
+			for _, m := range sems[s] {
+				ended = append(ended, m.reg)
+				if err := m.reg.Unregister(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, reg := range ended {
+			if err := reg.Unregister(); err != nil {
+				t.Fatalf("a last Unregister: %v", err)
+			}
+		}
+		if n := p.callbacks(); n != 0 {
+			t.Errorf("%d callbacks left registered with the Meter after every Unregister", n)
+		}
+		if n := collect(t, r).points("ctxsync.semaphore.available"); n != 0 {
+			t.Errorf("%d points after every Unregister, want none", n)
+		}
+	})
 }
