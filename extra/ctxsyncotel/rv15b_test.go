@@ -553,3 +553,92 @@ func FuzzRV15bRefusedUnregisterModel(f *testing.F) {
 		}
 	})
 }
+
+// gaugeFailingProvider gives Meters whose Int64ObservableGauge refuses,
+// panics or calls runtime.Goexit, as how says, once.
+type gaugeFailingProvider struct {
+	metric.MeterProvider
+	how string
+}
+
+func (p *gaugeFailingProvider) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	return &gaugeFailingMeter{Meter: p.MeterProvider.Meter(name, opts...), p: p}
+}
+
+type gaugeFailingMeter struct {
+	metric.Meter
+	p *gaugeFailingProvider
+}
+
+func (m *gaugeFailingMeter) Int64ObservableGauge(name string, opts ...metric.Int64ObservableGaugeOption) (metric.Int64ObservableGauge, error) {
+	how := m.p.how
+	m.p.how = ""
+	switch how {
+	case "refuse":
+		return nil, errChaos
+	case "panic":
+		panic(meterPanic)
+	case "goexit":
+		runtime.Goexit()
+	}
+	return m.Meter.Int64ObservableGauge(name, opts...)
+}
+
+// TestRV15bObserveLockHeldInstrumentFails: ObserveLock makes
+// ctxsync.lock.held for a source with no Locked method too (an RWLock); a
+// Meter that refuses it, panics or calls runtime.Goexit there fails the
+// Observe, whether or not another registration is in force under the name,
+// and leaves the series as it was: the one in force reports, once.
+func TestRV15bObserveLockHeldInstrumentFails(t *testing.T) {
+	for _, how := range []string{"refuse", "panic", "goexit"} {
+		for _, alone := range []bool{true, false} {
+			r := sdkmetric.NewManualReader()
+			sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+			p := &gaugeFailingProvider{MeterProvider: sdk}
+			opt := ctxsyncotel.WithMeterProvider(p)
+			l := ctxsync.NewLock()
+			var older metric.Registration
+			if !alone {
+				var err error
+				if older, err = ctxsyncotel.ObserveLock("l", l, opt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.how = how
+			v, exited := inGoroutine(func() {
+				if _, err := ctxsyncotel.ObserveLock("l", ctxsync.NewRWLock(), opt); !errors.Is(err, errChaos) {
+					t.Errorf("%s: ObserveLock = %v, want the Meter's error", how, err)
+				}
+			})
+			if how == "panic" && v != meterPanic || how == "goexit" && !exited {
+				t.Errorf("%s: ObserveLock ended with %v (Goexit %v)", how, v, exited)
+			}
+			if err := l.Lock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c := collect(t, r)
+			if alone {
+				if n := c.points("ctxsync.lock.waiting"); n != 0 {
+					t.Errorf("%s/alone: %d points of ctxsync.lock.waiting, want none", how, n)
+				}
+			} else if got := c.point(t, "ctxsync.lock.held", attrString("ctxsync.lock.name", "l")); got != 1 {
+				t.Errorf("%s: ctxsync.lock.held = %d, want 1, the Lock in force", how, got)
+			}
+			l.Unlock()
+			if older != nil {
+				if err := older.Unregister(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reg, err := ctxsyncotel.ObserveLock("l", ctxsync.NewRWLock(), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := collect(t, r).points("ctxsync.lock.waiting"); n != 1 {
+				t.Errorf("%s/%v: a later ObserveLock: %d points of ctxsync.lock.waiting, want 1", how, alone, n)
+			}
+			_ = reg.Unregister()
+			_ = sdk.Shutdown(context.Background())
+		}
+	}
+}
