@@ -642,3 +642,39 @@ func TestRV15bObserveLockHeldInstrumentFails(t *testing.T) {
 		}
 	}
 }
+
+// TestRV15bTwoMeterProviders: one name observed through two providers is
+// two series, one per provider, each reported by its own callback: the end
+// of every registration through one leaves the other's reported, once.
+func TestRV15bTwoMeterProviders(t *testing.T) {
+	r1, p1, opt1 := newStepProvider(t)
+	r2, p2, opt2 := newStepProvider(t)
+	a1, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(3), opt1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(5), opt2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, err := ctxsyncotel.ObserveSemaphore("s", ctxsync.NewSemaphore(7), opt1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSemaphore(t, r1, "the first provider", 7)
+	wantSemaphore(t, r2, "the second provider", 5)
+	for _, reg := range []metric.Registration{a1, b1} {
+		if err := reg.Unregister(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantSemaphore(t, r1, "the first provider, all ended", 0)
+	wantSemaphore(t, r2, "the second provider, the first's ended", 5)
+	if err := a2.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	wantSemaphore(t, r2, "the second provider, all ended", 0)
+	if n := p1.callbacks() + p2.callbacks(); n != 0 {
+		t.Errorf("%d callbacks left registered with the Meters", n)
+	}
+}
