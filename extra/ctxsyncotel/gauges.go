@@ -106,21 +106,25 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // refuses to make.
 //
 // While two registrations under one name (with the same MeterProvider and
-// attributes) are in force, the one made last (whose Observe completed
-// last) reports, alone: a semaphore made anew on a reload and observed
-// under the old one's name takes its series over. Once it ends, the one
-// made before it, if still in force, reports again, from the next
-// collection on. One callback reports the series, reading the semaphore of
-// the newest registration in force, so that no collection finds it
-// reported twice (the SDK would add the two up), or by none while a
-// registration is in force: the hand-over at an Observe or an Unregister is
-// one step, which a collection sees whole, and the callback itself changes
-// only while no registration is in force (the SDK registers and unregisters
-// callbacks between collections). That callback is the one of the
-// registration that found none in force under the name: its Unregister,
-// while a later one is in force, leaves it registered with the Meter,
-// reporting for the others, and the last registration's Unregister
-// unregisters it, and returns its error too. So do the other Observe
+// attributes) are in force, the one made last (whose Observe completed last)
+// reports, alone: a semaphore made anew on a reload and observed under the
+// old one's name takes its series over. Once it ends, the one made before
+// it, if still in force, reports again, from the next collection on. One
+// callback reports the series, reading the semaphore of the newest
+// registration in force, so that no collection finds it reported twice (the
+// SDK would add the two up), or by none while a registration is in force:
+// the hand-over at an Observe or an Unregister is one step, which a
+// collection sees whole, and the callback itself changes only while no
+// registration is in force (the SDK registers and unregisters callbacks
+// between collections). That callback is the one of the registration made
+// first (whose Observe returned first) while none was in force under the
+// name: its Unregister, while a later one is in force or its Observe under
+// way, leaves it registered with the Meter, reporting for the others, and
+// the last registration's Unregister unregisters it, and returns its error
+// too (or, if an Observe under the name is under way then, and fails, that
+// Observe does). An Unregister that fails, the Meter having refused to
+// unregister a callback, has taken the registration out of the series all
+// the same; called again, it tries the Meter again. So do the other Observe
 // functions of the primitives.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
 	type instruments struct {
@@ -284,8 +288,7 @@ func observeCounting[I any](fn, what, name string, src any, read func(), opts []
 	if err != nil {
 		return nil, err
 	}
-	counts := by.of(c.provider, c.m, set, n)
-	token := counts.arrive()
+	counts, token := by.arrive(c.provider, c.m, set, n)
 	joined := false
 	defer func() {
 		// Refused, or the Meter panicked or called runtime.Goexit: src

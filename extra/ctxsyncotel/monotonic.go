@@ -64,6 +64,12 @@ type counters struct {
 	carrier    uint64
 	carrierReg metric.Registration
 	retiring   bool
+
+	// table and key, if table is not nil, are the table that keeps these
+	// counters and their key there, for a table that drops them once no
+	// registration is left (see forget). Set when made.
+	table *seriesCounters
+	key   seriesKey
 }
 
 // A liveRegistration is a registration of an Observe function in force.
@@ -287,13 +293,17 @@ func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 // the SDK keeps a series of each, and a source observed anew under one must
 // carry on from what its last source counted.
 //
-// An entry is kept while its provider lives, whatever the registrations: a
-// name observed anew after a while must still carry on. The provider is
-// known by a weak pointer, which keeps it alive no longer than the program
-// does, and the entries of providers collected go when a new series finds
-// the table grown by half since they were last looked for (see sweepAt). A provider that is not a pointer cannot be known: its series get
-// new counters at each Observe, which carry on nothing (noop.MeterProvider
-// is such a value, and reports nothing anyway).
+// An entry of counters is kept while its provider lives, whatever the
+// registrations: a name observed anew after a while must still carry on.
+// One of the Observe functions of gauges, which count nothing, goes once
+// its last registration ends: names observed once each, a million of them,
+// are not all kept (see forget). The provider is known by a weak pointer,
+// which keeps it alive no longer than the program does, and the entries of
+// providers collected go when a new series finds the table grown by half
+// since they were last looked for (see sweepAt). A provider that is not a
+// pointer cannot be known: its series get new counters at each Observe,
+// which carry on nothing (noop.MeterProvider is such a value, and reports
+// nothing anyway).
 type seriesCounters struct {
 	mu sync.Mutex
 	m  map[seriesKey]*counters // guarded by mu
@@ -306,6 +316,12 @@ type seriesCounters struct {
 	// until then: the table holds at most one and a half times the most
 	// series of providers alive at once, and a few. Guarded by mu.
 	sweepAt int
+
+	// transient tells that the table keeps a series only while a
+	// registration is in force or under way under it (see
+	// counters.forget): that of the Observe functions of gauges, which
+	// have no count to carry on. Set before the table is used.
+	transient bool
 }
 
 // seriesSweepMin is the least sweepAt: a table of a few series is not worth
@@ -340,17 +356,47 @@ var globalProvider = otel.GetMeterProvider()
 // now is looked at so: the delegating one is not asked for a Meter (nor,
 // through it, the provider it delegates to) on behalf of another.
 func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int) *counters {
+	k, _ := s.lookup(provider, m, set, n, false)
+	return k
+}
+
+// arrive returns the counters of the series of provider and set, as of
+// does, and begins a registration under them (see counters.arrive), in one
+// step: a table that drops a series once no registration is left (see
+// forget) cannot drop it between the two, which would leave this
+// registration under counters no longer the series', beside the ones a
+// later Observe makes: two callbacks would report the series.
+func (s *seriesCounters) arrive(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int) (*counters, uint64) {
+	return s.lookup(provider, m, set, n, true)
+}
+
+// lookup is of, and arrive if begin.
+func (s *seriesCounters) lookup(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int, begin bool) (_ *counters, token uint64) {
 	if !samePointer(provider, globalProvider) && samePointer(provider, otel.GetMeterProvider()) &&
 		samePointer(scopeMeter(globalProvider), m) {
 		provider = globalProvider
 	}
 	id := sourceOf(provider)
 	if id == (weak.Pointer[byte]{}) {
-		return &counters{last: make([]int64, n), base: make([]int64, n)}
+		k := &counters{last: make([]int64, n), base: make([]int64, n)}
+		if begin {
+			token = k.arrive()
+		}
+		return k, token
 	}
 	key := seriesKey{id, set.Equivalent()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	k := s.entryLocked(key, n)
+	if begin {
+		token = k.arrive()
+	}
+	return k, token
+}
+
+// entryLocked returns the counters of key, n of them, made if there are
+// none. s.mu must be held.
+func (s *seriesCounters) entryLocked(key seriesKey, n int) *counters {
 	if k := s.m[key]; k != nil {
 		return k
 	}
@@ -366,6 +412,21 @@ func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set a
 		s.sweepAt = max(len(s.m)+len(s.m)/2, seriesSweepMin)
 	}
 	k := &counters{last: make([]int64, n), base: make([]int64, n)}
+	if s.transient {
+		k.table, k.key = s, key
+	}
 	s.m[key] = k
 	return k
+}
+
+// drop takes k, the counters of key, out of s if they are still its entry
+// and idle (see counters.idleLocked).
+func (s *seriesCounters) drop(key seriesKey, k *counters) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s.m[key] == k && k.idleLocked() {
+		delete(s.m, key)
+	}
 }

@@ -66,7 +66,7 @@ func (t *seriesTables) of(what string) *seriesCounters {
 	}
 	s := t.m[what]
 	if s == nil {
-		s = new(seriesCounters)
+		s = &seriesCounters{transient: true}
 		t.m[what] = s
 	}
 	return s
@@ -122,6 +122,7 @@ func (c *counters) join(token uint64, src any, read reader, reg metric.Registrat
 // with the Meter, so none was in force. It returns the error of
 // unregistering the carrier, if no registration is left (see settleLocked).
 func (c *counters) abandon(token uint64) error {
+	defer c.forget()
 	c.mu.Lock()
 	c.pending--
 	if c.carrier == token {
@@ -130,6 +131,23 @@ func (c *counters) abandon(token uint64) error {
 	reg, carrier := c.settleLocked()
 	c.mu.Unlock()
 	return c.retire(reg, carrier)
+}
+
+// idleLocked reports whether no registration is in force or under way under
+// c's series, and no callback reports it: c holds nothing a gauge's series
+// needs. c.mu must be held.
+func (c *counters) idleLocked() bool {
+	return len(c.live) == 0 && c.pending == 0 && c.carrier == 0
+}
+
+// forget takes c out of its table, if the table drops the series of the
+// Observe functions of gauges once idle, and c is. A later Observe under
+// the series makes new counters: nothing is lost, there being no count to
+// carry on. Called with c.mu not held.
+func (c *counters) forget() {
+	if c.table != nil {
+		c.table.drop(c.key, c)
+	}
 }
 
 // end takes the registration numbered token out of the series, at its
@@ -187,10 +205,11 @@ func (c *counters) retire(reg metric.Registration, carrier uint64) error {
 	}
 	defer func() {
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		if c.carrier == carrier && c.retiring {
 			c.carrier, c.carrierReg, c.retiring = 0, nil, false
 		}
+		c.mu.Unlock()
+		c.forget()
 	}()
 	return reg.Unregister()
 }
@@ -217,6 +236,14 @@ type seriesRegistration struct {
 	embedded.Registration
 	counts *counters
 	token  uint64
+
+	mu sync.Mutex
+	// left are the callbacks' registrations with the Meter whose
+	// Unregister, at an Unregister of this one, failed, panicked or called
+	// runtime.Goexit: the next Unregister tries them again. Their callbacks
+	// report nothing meanwhile: none is the carrier of a registration in
+	// force. Guarded by mu.
+	left []metric.Registration
 }
 
 // Unregister takes the registration out of its series: the newest
@@ -224,15 +251,48 @@ type seriesRegistration struct {
 // none does. It unregisters its callback from the Meter, unless that
 // callback reports the series for the registrations left, and the callback
 // that reported the series, if no registration is left; it returns their
-// error. A second Unregister does nothing.
+// error. A later Unregister tries again those of the two whose Unregister
+// with the Meter failed (or panicked, or called runtime.Goexit), and does
+// nothing more.
 func (r *seriesRegistration) Unregister() (err error) {
 	own, carrierReg, carrier, ok := r.counts.end(r.token)
-	if !ok {
+	r.mu.Lock()
+	again := r.left
+	r.left = nil
+	r.mu.Unlock()
+	// Each in a deferred call of its own, which runs even if one before it
+	// panics or calls runtime.Goexit: the carrier's last, once this one's
+	// own is out of the Meter, as at any Unregister.
+	if ok {
+		defer func() {
+			err = errors.Join(err, r.try(carrierReg, func() error { return r.counts.retire(carrierReg, carrier) }))
+		}()
+		if own != nil {
+			defer func() { err = errors.Join(err, r.try(own, own.Unregister)) }()
+		}
+	}
+	for i := len(again) - 1; i >= 0; i-- {
+		defer func() { err = errors.Join(err, r.try(again[i], again[i].Unregister)) }()
+	}
+	return nil
+}
+
+// try unregisters reg from the Meter with unregister, and keeps it in r.left
+// for the next Unregister unless unregister returns nil. A nil reg is
+// nothing to unregister.
+func (r *seriesRegistration) try(reg metric.Registration, unregister func() error) error {
+	if reg == nil {
 		return nil
 	}
-	defer func() { err = errors.Join(err, r.counts.retire(carrierReg, carrier)) }()
-	if own != nil {
-		err = own.Unregister()
-	}
+	done := false
+	defer func() {
+		if !done {
+			r.mu.Lock()
+			r.left = append(r.left, reg)
+			r.mu.Unlock()
+		}
+	}()
+	err := unregister()
+	done = err == nil
 	return err
 }
