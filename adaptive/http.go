@@ -389,10 +389,11 @@ func precheck(p prechecker, req *http.Request) (err error) {
 // this library (ratelimit's, breaker's, retry's, or this package's) is
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
-// returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too:
-// RoundTrip panics on the latter, with the same message, before it sends
-// anything, where it would go round the loop until the stack overflowed.
+// returned as it is. A Base that is nil but for its type (a nil pointer or
+// func), and Transports nested over 64 deep (Bases that lead back to one of
+// them), are mistakes too: RoundTrip panics on both, with the same message,
+// before it takes or sends anything, where it would panic inside the nil
+// Base, or go round the loop until the stack overflowed.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err
@@ -417,9 +418,14 @@ func init() {
 // RoundTrip sends req through Base when the Limiter gives it a Ticket. See
 // Transport for how it finishes the Ticket.
 //
-// RoundTrip panics if the Transport's Limiter is nil or was not made by New.
+// RoundTrip panics, with Check's message and the request's body closed, if
+// the Transport's Limiter is nil or was not made by New, if Base is nil but
+// for its type, or on a loop of Bases (see Check).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	checkLimiter(t.Limiter, "Transport")
+	if t.Limiter == nil || !t.Limiter.made {
+		httpx.CloseBody(req) // a RoundTripper closes it, even when it panics
+		checkLimiter(t.Limiter, "Transport")
+	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport

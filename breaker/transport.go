@@ -112,6 +112,10 @@ const defaultMaxHosts = 1000
 // RoundTrip sends req through Base if the breaker of its host lets it, and
 // records the outcome. See Transport for what counts as a failure and what
 // a refused request gets.
+//
+// It panics, with Check's message and the request's body closed, before it
+// makes or asks a breaker, if Base is nil but for its type, or on a loop of
+// Bases (see Check).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
@@ -192,11 +196,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // this library (ratelimit's, retry's, adaptive's, or this package's) is
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
-// returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too:
-// RoundTrip panics on the latter, with the same message, before it sends
-// anything, where it would go round the loop until the stack overflowed.
+// returned as it is. A Base that is nil but for its type (a nil pointer or
+// func), and Transports nested over 64 deep (Bases that lead back to one of
+// them), are mistakes too: RoundTrip panics on both, with the same message,
+// before it takes or sends anything, where it would panic inside the nil
+// Base, or go round the loop until the stack overflowed.
+// The loop comes first, before Settings and MaxHosts: RoundTrip meets it
+// first.
 func (t *Transport) Check() error {
+	// RoundTrip refuses a loop of Bases before it looks at Settings,
+	// which it does only as it makes a host's breaker.
+	if httpx.ChainOver(t.Base, 1) {
+		return errors.New(httpx.Nesting("breaker"))
+	}
 	if err := t.checkOwn(); err != nil {
 		return err
 	}

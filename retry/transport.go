@@ -125,10 +125,11 @@ const drainLimit = 64 << 10
 // this library (ratelimit's, breaker's, adaptive's, or this package's) is
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
-// returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too:
-// RoundTrip panics on the latter, with the same message, before it sends
-// anything, where it would go round the loop until the stack overflowed.
+// returned as it is. A Base that is nil but for its type (a nil pointer or
+// func), and Transports nested over 64 deep (Bases that lead back to one of
+// them), are mistakes too: RoundTrip panics on both, with the same message,
+// before it takes or sends anything, where it would panic inside the nil
+// Base, or go round the loop until the stack overflowed.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err
@@ -159,7 +160,9 @@ func (t *Transport) checkOwn() error {
 }
 
 // RoundTrip sends req through Base, again as Policy says. It panics (at the
-// first request) if a field of Policy or Hedge is out of range.
+// first request), with Check's message and the request's body closed, if a
+// field of Policy or Hedge is out of range, if Base is nil but for its
+// type, or on a loop of Bases (see Check).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {

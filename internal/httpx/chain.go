@@ -49,7 +49,7 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 	}
 	for ; base != nil; depth++ {
 		if IsNil(base) {
-			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base)
+			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base) // as RefuseLoop panics
 		}
 		name, own, next, ok := lookup(base)
 		if !ok {
@@ -111,14 +111,22 @@ func Nesting(pkg string) string {
 }
 
 // RefuseLoop is for the RoundTrip of a Transport of the package pkg whose
-// Base is base: if base leads on through more than MaxChain of the
-// library's Transports (see ChainOver), it closes req's body and panics with
-// Nesting(pkg), where RoundTrip would go round the loop until the stack
-// overflowed, which ends the program. It costs a walk down the chain.
+// Base is base, before it takes or sends anything: it closes req's body and
+// panics with CheckChain's message for the two mistakes of the chain that
+// RoundTrip would otherwise meet only inside a Base, after taking its own
+// (a host's breaker, a Ticket): base leads on through more than MaxChain of
+// the library's Transports (see ChainOver), round which RoundTrip would go
+// until the stack overflowed, which ends the program; or base is nil but
+// for its type (see IsNil), which would panic with a nil dereference. It
+// costs a walk down the chain of the library's Transports under base.
 func RefuseLoop(pkg string, base http.RoundTripper, req *http.Request) {
 	if ChainOver(base, 1) {
 		CloseBody(req)
 		panic(Nesting(pkg))
+	}
+	if base != nil && IsNil(base) {
+		CloseBody(req)
+		panic(fmt.Sprintf("%s: Transport with a nil %T as Base", pkg, base))
 	}
 }
 
