@@ -407,12 +407,12 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "adaptive", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("adaptive", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
 }
 
 // RoundTrip sends req through Base when the Limiter gives it a Ticket. See

@@ -226,12 +226,12 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "breaker", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("breaker", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
 }
 
 // Precheck returns the error that RoundTrip would refuse req with now, without

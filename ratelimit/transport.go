@@ -300,12 +300,12 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "ratelimit", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("ratelimit", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
 }
 
 // maxNesting bounds how deep Transports of this package may nest, one the

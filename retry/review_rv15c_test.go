@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxsync/ctxsync/adaptive"
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/internal/httpx"
 	"github.com/ctxsync/ctxsync/ratelimit"
 	"github.com/ctxsync/ctxsync/retry"
 )
@@ -85,4 +86,25 @@ func TestRV15cBreakerCheckNamesTheLoopFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want.Error(), rv15cPanic(func() { _, _ = b.RoundTrip(req) }))
 	require.Contains(t, want.Error(), "breaker: Transports nested over 64 deep")
+}
+
+// TestRV15cChainWalkAllocatesNothing: the walk down the chain of Bases that
+// every RoundTrip of the four Transports makes (httpx.ChainOver) allocates
+// nothing, whatever the packages in the chain: it allocated a method value
+// for each of the library's Transports it passed, two allocations per
+// request and Transport in a chain of three.
+func TestRV15cChainWalkAllocatesNothing(t *testing.T) {
+	chain := http.DefaultTransport
+	for range 2 {
+		chain = &retry.Transport{Base: chain}
+		chain = &ratelimit.Transport{Base: chain, Limiter: ratelimit.NewTokenBucket(1, 1)}
+		chain = &adaptive.Transport{Base: chain, Limiter: adaptive.New(adaptive.Config{})}
+		chain = &breaker.Transport{Base: chain}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if httpx.ChainOver(chain, 1) {
+			t.Fatal("a chain of 8 is not over")
+		}
+	})
+	require.Zero(t, allocs)
 }

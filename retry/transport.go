@@ -138,12 +138,12 @@ func (t *Transport) Check() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "retry", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("retry", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
 }
 
 // checkOwn is Check of t's own fields, not of its Base: what RoundTrip

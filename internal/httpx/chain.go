@@ -12,19 +12,32 @@ import (
 // one of them, and RoundTrip would go round them until the stack ran out.
 const MaxChain = 64
 
-// A Link reads one of the library's Transport types: if rt is one, its
-// package's name, the check of its own configuration (not its Base's), which
-// returns the mistake RoundTrip would panic with, and its Base.
-type Link func(rt http.RoundTripper) (pkg string, own func() error, base http.RoundTripper, ok bool)
+// A Link reads one of the library's Transport types: if rt is one, and not
+// a nil pointer, its Base. It allocates nothing: every RoundTrip of the
+// library's Transports walks the chain of Bases under it (see RefuseLoop).
+type Link func(rt http.RoundTripper) (base http.RoundTripper, ok bool)
+
+// A link is a registered Transport type: its package's name, how to read
+// its Base, and the check of its own configuration (not its
+// Base's), which returns the mistake RoundTrip would panic with.
+type link struct {
+	pkg  string
+	base Link
+	own  func(rt http.RoundTripper) error
+}
 
 // links are the Transport types of the library's packages, registered by
 // their init functions, which run one after another before main: never
 // written after that.
-var links []Link
+var links []link
 
-// RegisterTransport tells CheckChain how to read a Transport type of the
-// library. Call it from the package's init function only.
-func RegisterTransport(l Link) { links = append(links, l) }
+// RegisterTransport tells CheckChain and ChainOver how to read a Transport
+// type of the package pkg: base reads its Base, own checks its own fields
+// (called only with an rt for which base said ok). Call it from the
+// package's init function only.
+func RegisterTransport(pkg string, base Link, own func(rt http.RoundTripper) error) {
+	links = append(links, link{pkg, base, own})
+}
 
 // CheckChain checks base, the Base of a Transport of the package pkg that
 // is the depth-th of the library's Transports down a chain (1 for one that
@@ -51,7 +64,7 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 		if IsNil(base) {
 			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base) // as RefuseLoop panics
 		}
-		name, own, next, ok := lookup(base)
+		l, next, ok := lookup(base)
 		if !ok {
 			if c, ok := base.(interface{ Check() error }); ok {
 				return c.Check()
@@ -61,22 +74,25 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 		if depth >= MaxChain {
 			return errors.New(Nesting(top))
 		}
-		if err := own(); err != nil {
+		if err := l.own(base); err != nil {
 			return err
 		}
-		pkg, base = name, next
+		pkg, base = l.pkg, next
 	}
 	return nil
 }
 
-// lookup reads rt with the Link of its type, if one is registered.
-func lookup(rt http.RoundTripper) (pkg string, own func() error, base http.RoundTripper, ok bool) {
-	for _, l := range links {
-		if pkg, own, base, ok = l(rt); ok {
-			return pkg, own, base, true
+// lookup returns the registered type of rt, and its Base, if rt is one of
+// the library's Transports and not a nil pointer. A call to each Link, a
+// type assertion, until one says ok: a RoundTrip walks the chain for every
+// request.
+func lookup(rt http.RoundTripper) (l *link, base http.RoundTripper, ok bool) {
+	for i := range links {
+		if base, ok = links[i].base(rt); ok {
+			return &links[i], base, true
 		}
 	}
-	return "", nil, nil, false
+	return nil, nil, false
 }
 
 // ChainOver reports whether base, the Base of the depth-th of the library's
@@ -88,10 +104,7 @@ func lookup(rt http.RoundTripper) (pkg string, own func() error, base http.Round
 // overflowed panics instead when this reports true.
 func ChainOver(base http.RoundTripper, depth int) bool {
 	for ; base != nil; depth++ {
-		if IsNil(base) {
-			return false
-		}
-		_, _, next, ok := lookup(base)
+		_, next, ok := lookup(base) // false for a nil pointer
 		if !ok {
 			return false
 		}
