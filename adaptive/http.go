@@ -354,9 +354,16 @@ type prechecker interface {
 // Precheck returns Base's Precheck(req), if Base has that method, else nil:
 // the error that a breaker behind Transport would refuse req with now. It
 // lets a ratelimit.Transport in front of this one skip its wait for a
-// request that would be refused anyway.
+// request that would be refused anyway. Base is not asked if the Limiter
+// is nil or was not made by New, or if Base is nil but for its type:
+// RoundTrip panics on these, with Check's message, when the request reaches
+// this Transport, and a mistake of a Transport further down must not
+// panic first.
 func (t *Transport) Precheck(req *http.Request) error {
-	if p, ok := t.Base.(prechecker); ok {
+	if t.Limiter == nil || !t.Limiter.made {
+		return nil
+	}
+	if p, ok := t.Base.(prechecker); ok && !httpx.IsNil(p) {
 		return p.Precheck(req)
 	}
 	return nil
@@ -413,6 +420,15 @@ func init() {
 		}
 		return nil, false
 	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
+	// Precheck asks Base's when the Limiter is made and Base is not nil
+	// but for its type: see Precheck.
+	httpx.RegisterPrecheckThrough(func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		t, ok := rt.(*Transport)
+		if !ok || t == nil || t.Limiter == nil || !t.Limiter.made || httpx.IsNil(t.Base) {
+			return nil, false
+		}
+		return t.Base, true
+	})
 }
 
 // RoundTrip sends req through Base when the Limiter gives it a Ticket. See

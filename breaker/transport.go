@@ -201,11 +201,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // them), are mistakes too: RoundTrip panics on both, with the same message,
 // before it takes or sends anything, where it would panic inside the nil
 // Base, or go round the loop until the stack overflowed.
-// The loop comes first, before Settings and MaxHosts: RoundTrip meets it
-// first.
+// These two come first, before Settings and MaxHosts: RoundTrip meets
+// them first.
 func (t *Transport) Check() error {
-	// RoundTrip refuses a loop of Bases before it looks at Settings,
-	// which it does only as it makes a host's breaker.
+	// RoundTrip refuses a loop of Bases, and a Base that is nil but for
+	// its type, before it looks at Settings, which it does only as it
+	// makes a host's breaker (see httpx.RefuseLoop).
 	if httpx.ChainOver(t.Base, 1) {
 		return errors.New(httpx.Nesting("breaker"))
 	}
@@ -215,8 +216,13 @@ func (t *Transport) Check() error {
 	return httpx.CheckChain("breaker", t.Base, 1)
 }
 
-// checkOwn is Check of t's own fields, not of its Base.
+// checkOwn is Check of t's own fields, not of its Base's: a Base that is
+// nil but for its type first, as RoundTrip refuses it before it makes a
+// breaker.
 func (t *Transport) checkOwn() error {
+	if msg := httpx.NilBase("breaker", t.Base); msg != "" {
+		return errors.New(msg)
+	}
 	return httpx.Misuse(func() {
 		if t.MaxHosts < 0 {
 			panic("breaker: Transport with negative MaxHosts " + strconv.Itoa(t.MaxHosts))

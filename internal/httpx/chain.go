@@ -39,6 +39,27 @@ func RegisterTransport(pkg string, base Link, own func(rt http.RoundTripper) err
 	links = append(links, link{pkg, base, own})
 }
 
+// precheckThrough, if set, is adaptive's: see PrecheckThrough.
+var precheckThrough Link
+
+// RegisterPrecheckThrough tells PrecheckThrough how to read the one
+// Transport type of the library whose Precheck asks its Base's Precheck
+// and, as that Base is a Transport of ratelimit, may panic with that
+// Transport's mistake: adaptive's. Call it from the package's init
+// function only.
+func RegisterPrecheckThrough(l Link) { precheckThrough = l }
+
+// PrecheckThrough reports whether the Precheck of rt asks the Precheck of
+// its Base, which it returns: rt is an adaptive.Transport that has no
+// mistake of its own. ratelimit.Transport's Check follows it, as its
+// RoundTrip's Precheck does, to name first a mistake that panics there.
+func PrecheckThrough(rt http.RoundTripper) (base http.RoundTripper, ok bool) {
+	if precheckThrough == nil {
+		return nil, false
+	}
+	return precheckThrough(rt)
+}
+
 // CheckChain checks base, the Base of a Transport of the package pkg that
 // is the depth-th of the library's Transports down a chain (1 for one that
 // no Transport of the library wraps), and every
@@ -61,8 +82,8 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 		return errors.New(Nesting(top))
 	}
 	for ; base != nil; depth++ {
-		if IsNil(base) {
-			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base) // as RefuseLoop panics
+		if msg := NilBase(pkg, base); msg != "" {
+			return errors.New(msg) // as RefuseLoop panics
 		}
 		l, next, ok := lookup(base)
 		if !ok {
@@ -137,10 +158,21 @@ func RefuseLoop(pkg string, base http.RoundTripper, req *http.Request) {
 		CloseBody(req)
 		panic(Nesting(pkg))
 	}
-	if base != nil && IsNil(base) {
+	if msg := NilBase(pkg, base); msg != "" {
 		CloseBody(req)
-		panic(fmt.Sprintf("%s: Transport with a nil %T as Base", pkg, base))
+		panic(msg)
 	}
+}
+
+// NilBase returns the mistake of a Transport of the package pkg whose Base
+// is nil but for its type (see IsNil), as CheckChain names it and
+// RefuseLoop panics with; or "" if base is nil itself (http.DefaultTransport
+// is used) or is not nil.
+func NilBase(pkg string, base http.RoundTripper) string {
+	if base != nil && IsNil(base) {
+		return fmt.Sprintf("%s: Transport with a nil %T as Base", pkg, base)
+	}
+	return ""
 }
 
 // IsNil reports whether v is nil, or holds a nil pointer, map, slice, func,
