@@ -401,6 +401,12 @@ func precheck(p prechecker, req *http.Request) (err error) {
 // them), are mistakes too: RoundTrip panics on both, with the same message,
 // before it takes or sends anything, where it would panic inside the nil
 // Base, or go round the loop until the stack overflowed.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err

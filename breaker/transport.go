@@ -203,6 +203,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Base, or go round the loop until the stack overflowed.
 // These two come first, before Settings and MaxHosts: RoundTrip meets
 // them first.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
 	// RoundTrip refuses a loop of Bases, and a Base that is nil but for
 	// its type, before it looks at Settings, which it does only as it

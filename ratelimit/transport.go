@@ -240,6 +240,12 @@ type prechecker interface {
 // of the library's Transports more than 64 long is a mistake, which RoundTrip
 // panics with before it takes anything: their Bases most likely lead back to
 // one of them, round which RoundTrip would go for ever.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
 	var chain []*Transport
 	for cur := t; ; {

@@ -65,7 +65,7 @@ import (
 // Retryable and OnRetry see a *StatusError for the retried statuses. The
 // zero Transport uses http.DefaultTransport and the zero Policy. Transport
 // holds no state of its own: it is safe for concurrent use, and may be
-// copied.
+// copied. Its fields must not change while it is in use.
 type Transport struct {
 	Base   http.RoundTripper // nil means http.DefaultTransport
 	Policy Policy
@@ -130,6 +130,12 @@ const drainLimit = 64 << 10
 // them), are mistakes too: RoundTrip panics on both, with the same message,
 // before it takes or sends anything, where it would panic inside the nil
 // Base, or go round the loop until the stack overflowed.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err
