@@ -97,9 +97,11 @@ type KeyWaiter interface {
 // too, for every request (one that costs nothing included), before it takes
 // anything, for a mistake in the fields of a Transport of this package
 // nested right under it (its Base, or its Base's, and so on down to the
-// first Base of another type). A Transport nested further down, or its
-// Cost, is looked at only when the request reaches it, once those in front
-// have taken their events: if it panics then, those events are spent.
+// first Base of another type), and, for a request that takes an event, of
+// one behind adaptive.Transports there, whose Precheck asks it (see
+// Precheck). A Transport nested further down, or its Cost, is looked at
+// only when the request reaches it, once those in front have taken their
+// events: if it panics then, those events are spent.
 // Check finds these mistakes, but for Cost's, where the Transport is built.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may

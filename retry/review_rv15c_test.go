@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -427,5 +428,59 @@ func TestRV15cBreakerOverMistake(t *testing.T) {
 		req, err := http.NewRequest(http.MethodGet, "http://h.example/", nil)
 		require.NoError(t, err)
 		require.Equal(t, want.Error(), rv15cPanic(func() { _, _ = b.RoundTrip(req) }), "request %d", i)
+	}
+}
+
+// rv15cOddCheck is a Base of the user's whose Check panics or calls
+// runtime.Goexit.
+type rv15cOddCheck struct {
+	rv15cUserBase
+	goexit bool
+}
+
+func (b *rv15cOddCheck) Check() error {
+	if b.goexit {
+		runtime.Goexit()
+	}
+	panic("user: Check panicked")
+}
+
+// TestRV15cUserCheckPanics: the Check of a Base of the user's that panics,
+// or calls runtime.Goexit, under each of the four Transports: the panic
+// reaches the caller of Check as it is, Goexit ends its goroutine, and the
+// chain is whole after (Check holds nothing: RoundTrip still answers).
+func TestRV15cUserCheckPanics(t *testing.T) {
+	for _, goexit := range []bool{false, true} {
+		base := &rv15cOddCheck{goexit: goexit}
+		for _, tr := range []checker{
+			&retry.Transport{Base: base},
+			&breaker.Transport{Base: base},
+			&ratelimit.Transport{Limiter: ratelimit.NewTokenBucket(1e9, 1<<20), Base: base},
+			&adaptive.Transport{Limiter: adaptive.New(adaptive.Config{}), Base: base},
+		} {
+			done := make(chan any)
+			go func() {
+				finished := false
+				defer func() {
+					r := recover()
+					if !finished && r == nil {
+						r = "goexit"
+					}
+					done <- r
+				}()
+				_ = tr.Check()
+				finished = true
+			}()
+			want := any("user: Check panicked")
+			if goexit {
+				want = "goexit"
+			}
+			require.Equal(t, want, <-done, "%T", tr)
+			req, err := http.NewRequest(http.MethodGet, "http://h.example/", nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		}
 	}
 }
