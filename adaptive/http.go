@@ -354,9 +354,16 @@ type prechecker interface {
 // Precheck returns Base's Precheck(req), if Base has that method, else nil:
 // the error that a breaker behind Transport would refuse req with now. It
 // lets a ratelimit.Transport in front of this one skip its wait for a
-// request that would be refused anyway.
+// request that would be refused anyway. Base is not asked if the Limiter
+// is nil or was not made by New, or if Base is nil but for its type:
+// RoundTrip panics on these, with Check's message, when the request reaches
+// this Transport, and a mistake of a Transport further down must not
+// panic first.
 func (t *Transport) Precheck(req *http.Request) error {
-	if p, ok := t.Base.(prechecker); ok {
+	if t.Limiter == nil || !t.Limiter.made {
+		return nil
+	}
+	if p, ok := t.Base.(prechecker); ok && !httpx.IsNil(p) {
 		return p.Precheck(req)
 	}
 	return nil
@@ -389,10 +396,17 @@ func precheck(p prechecker, req *http.Request) (err error) {
 // this library (ratelimit's, breaker's, retry's, or this package's) is
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
-// returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too:
-// RoundTrip panics on the latter, with the same message, before it sends
-// anything, where it would go round the loop until the stack overflowed.
+// returned as it is. A Base that is nil but for its type (a nil pointer or
+// func), and Transports nested over 64 deep (Bases that lead back to one of
+// them), are mistakes too: RoundTrip panics on both, with the same message,
+// before it takes or sends anything, where it would panic inside the nil
+// Base, or go round the loop until the stack overflowed.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err
@@ -406,20 +420,34 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "adaptive", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("adaptive", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
+	// Precheck asks Base's when the Limiter is made and Base is not nil
+	// but for its type: see Precheck.
+	httpx.RegisterPrecheckThrough(func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		t, ok := rt.(*Transport)
+		if !ok || t == nil || t.Limiter == nil || !t.Limiter.made || httpx.IsNil(t.Base) {
+			return nil, false
+		}
+		return t.Base, true
 	})
 }
 
 // RoundTrip sends req through Base when the Limiter gives it a Ticket. See
 // Transport for how it finishes the Ticket.
 //
-// RoundTrip panics if the Transport's Limiter is nil or was not made by New.
+// RoundTrip panics, with Check's message and the request's body closed, if
+// the Transport's Limiter is nil or was not made by New, if Base is nil but
+// for its type, or on a loop of Bases (see Check).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	checkLimiter(t.Limiter, "Transport")
+	if t.Limiter == nil || !t.Limiter.made {
+		httpx.CloseBody(req) // a RoundTripper closes it, even when it panics
+		checkLimiter(t.Limiter, "Transport")
+	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport

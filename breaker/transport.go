@@ -112,6 +112,10 @@ const defaultMaxHosts = 1000
 // RoundTrip sends req through Base if the breaker of its host lets it, and
 // records the outcome. See Transport for what counts as a failure and what
 // a refused request gets.
+//
+// It panics, with Check's message and the request's body closed, before it
+// makes or asks a breaker, if Base is nil but for its type, or on a loop of
+// Bases (see Check).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
@@ -192,19 +196,39 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // this library (ratelimit's, retry's, adaptive's, or this package's) is
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
-// returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too:
-// RoundTrip panics on the latter, with the same message, before it sends
-// anything, where it would go round the loop until the stack overflowed.
+// returned as it is. A Base that is nil but for its type (a nil pointer or
+// func), and Transports nested over 64 deep (Bases that lead back to one of
+// them), are mistakes too: RoundTrip panics on both, with the same message,
+// before it takes or sends anything, where it would panic inside the nil
+// Base, or go round the loop until the stack overflowed.
+// These two come first, before Settings and MaxHosts: RoundTrip meets
+// them first.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
+	// RoundTrip refuses a loop of Bases, and a Base that is nil but for
+	// its type, before it looks at Settings, which it does only as it
+	// makes a host's breaker (see httpx.RefuseLoop).
+	if httpx.ChainOver(t.Base, 1) {
+		return errors.New(httpx.Nesting("breaker"))
+	}
 	if err := t.checkOwn(); err != nil {
 		return err
 	}
 	return httpx.CheckChain("breaker", t.Base, 1)
 }
 
-// checkOwn is Check of t's own fields, not of its Base.
+// checkOwn is Check of t's own fields, not of its Base's: a Base that is
+// nil but for its type first, as RoundTrip refuses it before it makes a
+// breaker.
 func (t *Transport) checkOwn() error {
+	if msg := httpx.NilBase("breaker", t.Base); msg != "" {
+		return errors.New(msg)
+	}
 	return httpx.Misuse(func() {
 		if t.MaxHosts < 0 {
 			panic("breaker: Transport with negative MaxHosts " + strconv.Itoa(t.MaxHosts))
@@ -214,12 +238,12 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "breaker", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("breaker", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
 }
 
 // Precheck returns the error that RoundTrip would refuse req with now, without

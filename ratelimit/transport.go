@@ -97,9 +97,11 @@ type KeyWaiter interface {
 // too, for every request (one that costs nothing included), before it takes
 // anything, for a mistake in the fields of a Transport of this package
 // nested right under it (its Base, or its Base's, and so on down to the
-// first Base of another type). A Transport nested further down, or its
-// Cost, is looked at only when the request reaches it, once those in front
-// have taken their events: if it panics then, those events are spent.
+// first Base of another type), and, for a request that takes an event, of
+// one behind adaptive.Transports there, whose Precheck asks it (see
+// Precheck). A Transport nested further down, or its Cost, is looked at
+// only when the request reaches it, once those in front have taken their
+// events: if it panics then, those events are spent.
 // Check finds these mistakes, but for Cost's, where the Transport is built.
 //
 // Transport holds no state of its own: it is safe for concurrent use, and may
@@ -228,7 +230,10 @@ type prechecker interface {
 // Check looks down the chain of Bases in the order RoundTrip meets the
 // mistakes: the fields of every Transport of this package in the chain first
 // (RoundTrip looks at them before it waits), then whether the chain of the
-// library's Transports goes on more than 64 long, then their limiters,
+// library's Transports goes on more than 64 long, then a Transport of this
+// package whose Precheck panics as RoundTrip asks the end of that chain
+// (behind adaptive.Transports, whose Precheck asks their Base's), then
+// their limiters,
 // outermost first, then the first Base that is not such a Transport. If
 // that Base is a Transport of this library (breaker's, retry's,
 // adaptive's), it is checked as its own Check does, and the chain under it
@@ -237,6 +242,12 @@ type prechecker interface {
 // of the library's Transports more than 64 long is a mistake, which RoundTrip
 // panics with before it takes anything: their Bases most likely lead back to
 // one of them, round which RoundTrip would go for ever.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
 	var chain []*Transport
 	for cur := t; ; {
@@ -257,6 +268,11 @@ func (t *Transport) Check() error {
 	// on it before it uses a limiter (see endOfChain).
 	if httpx.ChainOver(chain[len(chain)-1].Base, len(chain)) {
 		return errors.New(errNesting)
+	}
+	// The Precheck asked of the chain's end, before the wait, panics on
+	// a mistake of a Transport of this package behind an adaptive one.
+	if msg := precheckMisuse(chain[len(chain)-1].Base); msg != "" {
+		return errors.New(msg)
 	}
 	// A limiter that is not usable panics at its first use: find it here,
 	// where the Transport is built.
@@ -289,6 +305,9 @@ func (t *Transport) checkOwn() error {
 			if httpx.ChainOver(cur.Base, depth+1) {
 				return errors.New(errNesting)
 			}
+			if msg := precheckMisuse(cur.Base); msg != "" {
+				return errors.New(msg)
+			}
 			break
 		}
 		cur = next // not nil: misuse refused a nil pointer
@@ -300,12 +319,12 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "ratelimit", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("ratelimit", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
 }
 
 // maxNesting bounds how deep Transports of this package may nest, one the
@@ -388,22 +407,58 @@ func (t *Transport) Precheck(req *http.Request) error {
 // (which would bring the request back here, round and round, until the
 // stack overflowed).
 func endOfChain(base http.RoundTripper) http.RoundTripper {
+	end, msg := chainEnd(base)
+	if msg != "" {
+		panic(msg)
+	}
+	return end
+}
+
+// chainEnd is endOfChain, which returns the panic instead, or "".
+func chainEnd(base http.RoundTripper) (http.RoundTripper, string) {
 	for depth := 1; ; depth++ {
 		t, ok := base.(*Transport)
 		if !ok {
 			if httpx.ChainOver(base, depth) {
-				panic(errNesting)
+				return nil, errNesting
 			}
-			return base
+			return base, ""
 		}
 		if depth == maxNesting {
-			panic(errNesting)
+			return nil, errNesting
 		}
 		if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
-			panic(msg)
+			return nil, msg
 		}
 		base = t.Base
 	}
+}
+
+// precheckMisuse returns the panic of the Precheck that RoundTrip asks of
+// end, the end of its chain (see endOfChain), or "": through the
+// adaptive.Transports whose Precheck asks their Base's (see
+// httpx.PrecheckThrough), a Transport of this package reached so panics on
+// its mistake, or on one of the Transports of this package nested under it,
+// before the request takes an event. Check names it there.
+func precheckMisuse(end http.RoundTripper) string {
+	for range maxNesting { // a loop was refused before: bounded all the same
+		if next, ok := httpx.PrecheckThrough(end); ok {
+			end = next
+			continue
+		}
+		t, ok := end.(*Transport)
+		if !ok || t == nil {
+			return ""
+		}
+		if msg := t.misuse(!isNil(t.PerHost)); msg != "" {
+			return msg
+		}
+		var msg string
+		if end, msg = chainEnd(t.Base); msg != "" {
+			return msg
+		}
+	}
+	return ""
 }
 
 // precheck is the Precheck of end, the end of a chain of Transports (see

@@ -65,7 +65,7 @@ import (
 // Retryable and OnRetry see a *StatusError for the retried statuses. The
 // zero Transport uses http.DefaultTransport and the zero Policy. Transport
 // holds no state of its own: it is safe for concurrent use, and may be
-// copied.
+// copied. Its fields must not change while it is in use.
 type Transport struct {
 	Base   http.RoundTripper // nil means http.DefaultTransport
 	Policy Policy
@@ -125,10 +125,17 @@ const drainLimit = 64 << 10
 // this library (ratelimit's, breaker's, adaptive's, or this package's) is
 // checked as this one is, and its Base in turn; the first Base that is not
 // one of them, if it has a method Check() error, is asked, and its error
-// returned as it is. A Base that is a nil pointer, and Transports nested
-// over 64 deep (Bases that lead back to one of them), are mistakes too:
-// RoundTrip panics on the latter, with the same message, before it sends
-// anything, where it would go round the loop until the stack overflowed.
+// returned as it is. A Base that is nil but for its type (a nil pointer or
+// func), and Transports nested over 64 deep (Bases that lead back to one of
+// them), are mistakes too: RoundTrip panics on both, with the same message,
+// before it takes or sends anything, where it would panic inside the nil
+// Base, or go round the loop until the stack overflowed.
+//
+// A loop of Bases through a RoundTripper of the user's is not seen, by
+// Check nor by RoundTrip: what comes after the user's Base is its own
+// business. Its Check, asked here, must not ask the Check of a Transport
+// above it: that would recurse until the stack overflowed, as RoundTrip
+// would through its RoundTrip.
 func (t *Transport) Check() error {
 	if err := t.checkOwn(); err != nil {
 		return err
@@ -137,12 +144,12 @@ func (t *Transport) Check() error {
 }
 
 func init() {
-	httpx.RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok {
-			return "retry", t.checkOwn, t.Base, true
+	httpx.RegisterTransport("retry", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*Transport); ok && t != nil {
+			return t.Base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
 }
 
 // checkOwn is Check of t's own fields, not of its Base: what RoundTrip
@@ -159,7 +166,9 @@ func (t *Transport) checkOwn() error {
 }
 
 // RoundTrip sends req through Base, again as Policy says. It panics (at the
-// first request) if a field of Policy or Hedge is out of range.
+// first request), with Check's message and the request's body closed, if a
+// field of Policy or Hedge is out of range, if Base is nil but for its
+// type, or on a loop of Bases (see Check).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {

@@ -12,19 +12,53 @@ import (
 // one of them, and RoundTrip would go round them until the stack ran out.
 const MaxChain = 64
 
-// A Link reads one of the library's Transport types: if rt is one, its
-// package's name, the check of its own configuration (not its Base's), which
-// returns the mistake RoundTrip would panic with, and its Base.
-type Link func(rt http.RoundTripper) (pkg string, own func() error, base http.RoundTripper, ok bool)
+// A Link reads one of the library's Transport types: if rt is one, and not
+// a nil pointer, its Base. It allocates nothing: every RoundTrip of the
+// library's Transports walks the chain of Bases under it (see RefuseLoop).
+type Link func(rt http.RoundTripper) (base http.RoundTripper, ok bool)
+
+// A link is a registered Transport type: its package's name, how to read
+// its Base, and the check of its own configuration (not its
+// Base's), which returns the mistake RoundTrip would panic with.
+type link struct {
+	pkg  string
+	base Link
+	own  func(rt http.RoundTripper) error
+}
 
 // links are the Transport types of the library's packages, registered by
 // their init functions, which run one after another before main: never
 // written after that.
-var links []Link
+var links []link
 
-// RegisterTransport tells CheckChain how to read a Transport type of the
-// library. Call it from the package's init function only.
-func RegisterTransport(l Link) { links = append(links, l) }
+// RegisterTransport tells CheckChain and ChainOver how to read a Transport
+// type of the package pkg: base reads its Base, own checks its own fields
+// (called only with an rt for which base said ok). Call it from the
+// package's init function only.
+func RegisterTransport(pkg string, base Link, own func(rt http.RoundTripper) error) {
+	links = append(links, link{pkg, base, own})
+}
+
+// precheckThrough, if set, is adaptive's: see PrecheckThrough.
+var precheckThrough Link
+
+// RegisterPrecheckThrough tells PrecheckThrough how to read the one
+// Transport type of the library whose Precheck asks its Base's Precheck
+// and, as that Base is a Transport of ratelimit, may panic with that
+// Transport's mistake: adaptive's. Call it from the package's init
+// function only.
+func RegisterPrecheckThrough(l Link) { precheckThrough = l }
+
+// PrecheckThrough reports whether the Precheck of rt asks the Precheck of
+// its Base, which it returns: rt is an adaptive.Transport that has no
+// mistake of its own. ratelimit.Transport's Check follows it, as its
+// RoundTrip's Precheck does, to name first a mistake that panics there.
+func PrecheckThrough(rt http.RoundTripper) (base http.RoundTripper, ok bool) {
+	if precheckThrough == nil {
+		return nil, false
+	}
+	return precheckThrough(rt)
+}
 
 // CheckChain checks base, the Base of a Transport of the package pkg that
 // is the depth-th of the library's Transports down a chain (1 for one that
@@ -48,10 +82,10 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 		return errors.New(Nesting(top))
 	}
 	for ; base != nil; depth++ {
-		if IsNil(base) {
-			return fmt.Errorf("%s: Transport with a nil %T as Base", pkg, base)
+		if msg := NilBase(pkg, base); msg != "" {
+			return errors.New(msg) // as RefuseLoop panics
 		}
-		name, own, next, ok := lookup(base)
+		l, next, ok := lookup(base)
 		if !ok {
 			if c, ok := base.(interface{ Check() error }); ok {
 				return c.Check()
@@ -61,22 +95,25 @@ func CheckChain(pkg string, base http.RoundTripper, depth int) error {
 		if depth >= MaxChain {
 			return errors.New(Nesting(top))
 		}
-		if err := own(); err != nil {
+		if err := l.own(base); err != nil {
 			return err
 		}
-		pkg, base = name, next
+		pkg, base = l.pkg, next
 	}
 	return nil
 }
 
-// lookup reads rt with the Link of its type, if one is registered.
-func lookup(rt http.RoundTripper) (pkg string, own func() error, base http.RoundTripper, ok bool) {
-	for _, l := range links {
-		if pkg, own, base, ok = l(rt); ok {
-			return pkg, own, base, true
+// lookup returns the registered type of rt, and its Base, if rt is one of
+// the library's Transports and not a nil pointer. A call to each Link, a
+// type assertion, until one says ok: a RoundTrip walks the chain for every
+// request.
+func lookup(rt http.RoundTripper) (l *link, base http.RoundTripper, ok bool) {
+	for i := range links {
+		if base, ok = links[i].base(rt); ok {
+			return &links[i], base, true
 		}
 	}
-	return "", nil, nil, false
+	return nil, nil, false
 }
 
 // ChainOver reports whether base, the Base of the depth-th of the library's
@@ -88,10 +125,7 @@ func lookup(rt http.RoundTripper) (pkg string, own func() error, base http.Round
 // overflowed panics instead when this reports true.
 func ChainOver(base http.RoundTripper, depth int) bool {
 	for ; base != nil; depth++ {
-		if IsNil(base) {
-			return false
-		}
-		_, _, next, ok := lookup(base)
+		_, next, ok := lookup(base) // false for a nil pointer
 		if !ok {
 			return false
 		}
@@ -111,15 +145,34 @@ func Nesting(pkg string) string {
 }
 
 // RefuseLoop is for the RoundTrip of a Transport of the package pkg whose
-// Base is base: if base leads on through more than MaxChain of the
-// library's Transports (see ChainOver), it closes req's body and panics with
-// Nesting(pkg), where RoundTrip would go round the loop until the stack
-// overflowed, which ends the program. It costs a walk down the chain.
+// Base is base, before it takes or sends anything: it closes req's body and
+// panics with CheckChain's message for the two mistakes of the chain that
+// RoundTrip would otherwise meet only inside a Base, after taking its own
+// (a host's breaker, a Ticket): base leads on through more than MaxChain of
+// the library's Transports (see ChainOver), round which RoundTrip would go
+// until the stack overflowed, which ends the program; or base is nil but
+// for its type (see IsNil), which would panic with a nil dereference. It
+// costs a walk down the chain of the library's Transports under base.
 func RefuseLoop(pkg string, base http.RoundTripper, req *http.Request) {
 	if ChainOver(base, 1) {
 		CloseBody(req)
 		panic(Nesting(pkg))
 	}
+	if msg := NilBase(pkg, base); msg != "" {
+		CloseBody(req)
+		panic(msg)
+	}
+}
+
+// NilBase returns the mistake of a Transport of the package pkg whose Base
+// is nil but for its type (see IsNil), as CheckChain names it and
+// RefuseLoop panics with; or "" if base is nil itself (http.DefaultTransport
+// is used) or is not nil.
+func NilBase(pkg string, base http.RoundTripper) string {
+	if base != nil && IsNil(base) {
+		return fmt.Sprintf("%s: Transport with a nil %T as Base", pkg, base)
+	}
+	return ""
 }
 
 // IsNil reports whether v is nil, or holds a nil pointer, map, slice, func,

@@ -16,12 +16,12 @@ func (*chainRT) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 func init() {
-	RegisterTransport(func(rt http.RoundTripper) (string, func() error, http.RoundTripper, bool) {
-		if t, ok := rt.(*chainRT); ok {
-			return "test", func() error { return nil }, t.base, true
+	RegisterTransport("test", func(rt http.RoundTripper) (http.RoundTripper, bool) {
+		if t, ok := rt.(*chainRT); ok && t != nil {
+			return t.base, true
 		}
-		return "", nil, nil, false
-	})
+		return nil, false
+	}, func(http.RoundTripper) error { return nil })
 }
 
 // TestChainOver: ChainOver agrees with CheckChain on where a chain of the
