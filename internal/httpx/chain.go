@@ -125,6 +125,9 @@ func lookup(rt http.RoundTripper) (l *link, base http.RoundTripper, ok bool) {
 // overflowed panics instead when this reports true.
 func ChainOver(base http.RoundTripper, depth int) bool {
 	for ; base != nil; depth++ {
+		if _, ok := base.(*http.Transport); ok {
+			return false // the usual end of a chain
+		}
 		_, next, ok := lookup(base) // false for a nil pointer
 		if !ok {
 			return false
@@ -154,6 +157,9 @@ func Nesting(pkg string) string {
 // for its type (see IsNil), which would panic with a nil dereference. It
 // costs a walk down the chain of the library's Transports under base.
 func RefuseLoop(pkg string, base http.RoundTripper, req *http.Request) {
+	if t, ok := base.(*http.Transport); ok && t != nil {
+		return // the usual end of a chain: neither a loop nor nil
+	}
 	if ChainOver(base, 1) {
 		CloseBody(req)
 		panic(Nesting(pkg))
