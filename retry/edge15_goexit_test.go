@@ -1,0 +1,121 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ctxsync/ctxsync"
+	"github.com/ctxsync/ctxsync/retry"
+)
+
+// ownDoneCtx is a ctx of the caller's own type, with a Done channel of its
+// own: the context package cannot find a cancelCtx behind it, and a ctx made
+// from it runs a goroutine until one of the two ends.
+type ownDoneCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c ownDoneCtx) Done() <-chan struct{} { return c.done }
+
+func (c ownDoneCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// A first attempt that panics or calls runtime.Goexit ends DoHedged on its
+// way; the ctx DoHedged made from the caller's ends with it, and leaves no
+// goroutine behind.
+func TestDoHedgedFirstAttemptPanicOrGoexitReleasesCtx(t *testing.T) {
+	for _, how := range []string{"panic", "Goexit"} {
+		t.Run(how, func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			ctx := ownDoneCtx{Context: context.Background(), done: make(chan struct{})}
+			defer close(ctx.done)
+			h := retry.Hedge{Delay: time.Hour, Budget: retry.NewBudget(1, 1)}
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { _ = recover() }()
+				_, _ = retry.DoHedged(ctx, h, func(context.Context) (int, error) {
+					if how == "panic" {
+						panic("boom")
+					}
+					runtime.Goexit()
+					return 0, nil
+				})
+				t.Errorf("DoHedged returned after its first attempt's %s", how)
+			}()
+			wg.Wait()
+			if err := goleak.Find(before); err != nil {
+				t.Fatalf("a goroutine outlives a DoHedged whose first attempt's %s ended it: %v", how, err)
+			}
+		})
+	}
+}
+
+// A copy that calls runtime.Goexit (t.FailNow in a test's fn) ended only its
+// own goroutine: the caller, in another, gets it as a failure of that copy,
+// ctxsync.ErrGoexit, not a panic with nil.
+func TestDoHedgedCopyGoexitIsAFailure(t *testing.T) {
+	h := retry.Hedge{Delay: time.Millisecond, Budget: retry.NewBudget(1, 10)}
+	first := make(chan struct{})
+	copyDone := make(chan struct{})
+	v, err := func() (v int, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("DoHedged panicked with %v (%T) after a copy called runtime.Goexit", r, r)
+			}
+		}()
+		return retry.DoHedged(context.Background(), h, func(ctx context.Context) (int, error) {
+			select {
+			case <-first:
+				defer close(copyDone)
+				runtime.Goexit()
+			default:
+				close(first)
+			}
+			<-copyDone // the first attempt fails once the copy has ended
+			return 1, errors.New("first attempt failed")
+		})
+	}()
+	if err == nil || !errors.Is(err, ctxsync.ErrGoexit) && err.Error() != "first attempt failed" {
+		t.Fatalf("DoHedged = %v, %v; want a failure: the first attempt's, or the copy's ctxsync.ErrGoexit", v, err)
+	}
+}
+
+// A copy that calls runtime.Goexit while the first attempt is in flight is
+// a failed copy: the first attempt goes on, and its success is the answer.
+func TestDoHedgedCopyGoexitFirstWins(t *testing.T) {
+	h := retry.Hedge{Delay: time.Millisecond, Budget: retry.NewBudget(1, 10)}
+	first := make(chan struct{})
+	copyDone := make(chan struct{})
+	v, err := retry.DoHedged(context.Background(), h, func(ctx context.Context) (int, error) {
+		select {
+		case <-first:
+			defer close(copyDone)
+			runtime.Goexit()
+		default:
+			close(first)
+		}
+		<-copyDone
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 7, nil
+	})
+	if v != 7 || err != nil {
+		t.Fatalf("DoHedged = %v, %v; want 7, nil: the copy that called runtime.Goexit failed, the first attempt succeeded", v, err)
+	}
+}
