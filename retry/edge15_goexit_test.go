@@ -3,9 +3,11 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -69,16 +71,42 @@ func TestDoHedgedFirstAttemptPanicOrGoexitReleasesCtx(t *testing.T) {
 // own goroutine: the caller, in another, gets it as a failure of that copy,
 // ctxsync.ErrGoexit, not a panic with nil.
 func TestDoHedgedCopyGoexitIsAFailure(t *testing.T) {
-	h := retry.Hedge{Delay: time.Millisecond, Budget: retry.NewBudget(1, 10)}
-	first := make(chan struct{})
-	copyDone := make(chan struct{})
-	v, err := func() (v int, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("DoHedged panicked with %v (%T) after a copy called runtime.Goexit", r, r)
-			}
+	synctest.Test(t, func(t *testing.T) {
+		h := retry.Hedge{Delay: time.Millisecond, Budget: retry.NewBudget(1, 10)}
+		first := make(chan struct{})
+		copyDone := make(chan struct{})
+		v, err := func() (v int, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("DoHedged panicked with %v (%T) after a copy called runtime.Goexit", r, r)
+				}
+			}()
+			return retry.DoHedged(context.Background(), h, func(ctx context.Context) (int, error) {
+				select {
+				case <-first:
+					defer close(copyDone)
+					runtime.Goexit()
+				default:
+					close(first)
+				}
+				<-copyDone // the first attempt fails once the copy has ended
+				return 1, errors.New("first attempt failed")
+			})
 		}()
-		return retry.DoHedged(context.Background(), h, func(ctx context.Context) (int, error) {
+		if err == nil || !errors.Is(err, ctxsync.ErrGoexit) && err.Error() != "first attempt failed" {
+			t.Fatalf("DoHedged = %v, %v; want a failure: the first attempt's, or the copy's ctxsync.ErrGoexit", v, err)
+		}
+	})
+}
+
+// A copy that calls runtime.Goexit while the first attempt is in flight is
+// a failed copy: the first attempt goes on, and its success is the answer.
+func TestDoHedgedCopyGoexitFirstWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := retry.Hedge{Delay: time.Millisecond, Budget: retry.NewBudget(1, 10)}
+		first := make(chan struct{})
+		copyDone := make(chan struct{})
+		v, err := retry.DoHedged(context.Background(), h, func(ctx context.Context) (int, error) {
 			select {
 			case <-first:
 				defer close(copyDone)
@@ -86,36 +114,52 @@ func TestDoHedgedCopyGoexitIsAFailure(t *testing.T) {
 			default:
 				close(first)
 			}
-			<-copyDone // the first attempt fails once the copy has ended
-			return 1, errors.New("first attempt failed")
+			<-copyDone
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 7, nil
 		})
-	}()
-	if err == nil || !errors.Is(err, ctxsync.ErrGoexit) && err.Error() != "first attempt failed" {
-		t.Fatalf("DoHedged = %v, %v; want a failure: the first attempt's, or the copy's ctxsync.ErrGoexit", v, err)
-	}
+		if v != 7 || err != nil {
+			t.Fatalf("DoHedged = %v, %v; want 7, nil: the copy that called runtime.Goexit failed, the first attempt succeeded", v, err)
+		}
+	})
 }
 
-// A copy that calls runtime.Goexit while the first attempt is in flight is
-// a failed copy: the first attempt goes on, and its success is the answer.
-func TestDoHedgedCopyGoexitFirstWins(t *testing.T) {
-	h := retry.Hedge{Delay: time.Millisecond, Budget: retry.NewBudget(1, 10)}
-	first := make(chan struct{})
-	copyDone := make(chan struct{})
-	v, err := retry.DoHedged(context.Background(), h, func(ctx context.Context) (int, error) {
-		select {
-		case <-first:
-			defer close(copyDone)
-			runtime.Goexit()
-		default:
-			close(first)
+// Under a hedging Transport, a copy whose Base calls runtime.Goexit has
+// failed: the first attempt's response is the answer, and the caller of
+// RoundTrip does not panic.
+func TestTransportHedgeCopyGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		first := make(chan struct{})
+		copyDone := make(chan struct{})
+		tr := &retry.Transport{
+			Policy: retry.Policy{MaxAttempts: 1},
+			Hedge:  &retry.Hedge{Delay: time.Millisecond, Budget: retry.NewBudget(1, 10)},
+			Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				select {
+				case <-first:
+					defer close(copyDone)
+					runtime.Goexit()
+				default:
+					close(first)
+				}
+				<-copyDone
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+			}),
 		}
-		<-copyDone
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
+		req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
+		resp, err := func() (resp *http.Response, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("RoundTrip panicked with %v (%T) after a copy's Base called runtime.Goexit", r, r)
+				}
+			}()
+			return tr.RoundTrip(req)
+		}()
+		if err != nil || resp == nil || resp.StatusCode != 200 {
+			t.Fatalf("RoundTrip = %v, %v; want the first attempt's 200", resp, err)
 		}
-		return 7, nil
+		_ = resp.Body.Close()
 	})
-	if v != 7 || err != nil {
-		t.Fatalf("DoHedged = %v, %v; want 7, nil: the copy that called runtime.Goexit failed, the first attempt succeeded", v, err)
-	}
 }
