@@ -41,7 +41,14 @@ func budgetHedgeHammer(t *testing.T) {
 						if n.Add(1) > 1 {
 							copies.Add(1)
 						}
-						time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+						select {
+						case <-time.After(time.Duration(rand.IntN(200)) * time.Microsecond):
+						case <-actx.Done():
+							// A copy that lost is not waited for: it
+							// heeds its ctx, or the bubble would end
+							// with it blocked.
+							return 0, actx.Err()
+						}
 						switch rand.IntN(10) {
 						case 0:
 							if n.Load() > 1 {
@@ -65,6 +72,7 @@ func budgetHedgeHammer(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	synctest.Wait() // the copies that lost have returned
 	bud.mu.Lock()
 	var first, retries int64
 	for _, bk := range bud.buckets {
