@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/internal/waitq"
 )
 
@@ -119,8 +120,11 @@ func (h Hedge) Validate() error {
 // A panic in the first attempt, or in a copy before DoHedged has returned,
 // reaches the caller after the other attempts' ctxs are cancelled; a copy
 // that panics after the call has returned has lost, and its panic is
-// dropped with its result. DoHedged panics if ctx or fn is nil, or if h is
-// out of range (see Hedge).
+// dropped with its result. A first attempt that calls runtime.Goexit ends
+// the caller's goroutine, as a panic would end the call; a copy that calls it
+// (t.FailNow in a test's fn) ends only its own, and has failed with
+// ctxsync.ErrGoexit, which is not Permanent: the other attempts go on.
+// DoHedged panics if ctx or fn is nil, or if h is out of range (see Hedge).
 func DoHedged[T any](ctx context.Context, h Hedge, fn func(ctx context.Context) (T, error)) (T, error) {
 	if ctx == nil {
 		panic("retry: nil Context")
@@ -242,8 +246,9 @@ func hedged[T any](ctx context.Context, h *Hedge, fn func(context.Context) (T, e
 	return c.settle(first)
 }
 
-// runFirst runs the first attempt in the caller's goroutine. A panic in it
-// ends the call, and cancels the copies, on its way to the caller.
+// runFirst runs the first attempt in the caller's goroutine. A panic in it,
+// or a runtime.Goexit, ends the call on its way: the copies' ctxs are
+// cancelled, and so is base, which settle will not release.
 func (c *hedgeCall[T]) runFirst(actx context.Context) (r hedgeResult[T]) {
 	r.panicked = true
 	defer func() {
@@ -254,6 +259,7 @@ func (c *hedgeCall[T]) runFirst(actx context.Context) (r hedgeResult[T]) {
 			for _, f := range cancels {
 				f()
 			}
+			c.cancelBase()
 		}
 	}()
 	r.v, r.err = c.fn(actx)
@@ -313,7 +319,13 @@ func (c *hedgeCall[T]) runCopy(actx context.Context, id int) {
 	r := &hedgeResult[T]{id: id, panicked: true}
 	defer func() {
 		if r.panicked {
-			r.pv = recover()
+			if r.pv = recover(); r.pv == nil {
+				// fn called runtime.Goexit, which ended this
+				// goroutine only (a panic(nil) recovers as a
+				// *runtime.PanicNilError): a failure of this
+				// copy, which the caller gets as an error.
+				r.err, r.panicked = ctxsync.ErrGoexit, false
+			}
 		}
 		var cancels []context.CancelFunc
 		var drop *hedgeResult[T]

@@ -3,11 +3,13 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/ctxsync/ctxsync"
 	"github.com/ctxsync/ctxsync/retry"
 )
 
@@ -23,6 +25,7 @@ const (
 	outSuccess hedgeOutcome = iota
 	outFailure
 	outPermanent
+	outGoexit // a copy calls runtime.Goexit: a failure, ctxsync.ErrGoexit
 )
 
 // hedgeModel is what DoHedged should do, worked out in plain event order:
@@ -75,7 +78,7 @@ func hedgeModel(delay time.Duration, maxCopies int, lat []time.Duration, out []h
 			continue
 		}
 		switch {
-		case out[who] != outFailure:
+		case out[who] != outFailure && out[who] != outGoexit:
 			final = who
 		default:
 			last = who
@@ -99,6 +102,9 @@ func FuzzDoHedged(f *testing.F) {
 	f.Add([]byte{1, 2, 30, 1, 3, 0, 2, 2, 0, 1})
 	f.Add([]byte{0, 3, 5, 1, 7, 2, 1, 0, 9, 1, 2, 0})
 	f.Add([]byte{3, 1, 15, 1, 15, 1, 1, 1})
+	f.Add([]byte{0, 2, 9, 1, 1, 3, 3, 0})  // a copy calls runtime.Goexit, the first fails last
+	f.Add([]byte{0, 1, 3, 1, 0, 3})        // a copy calls runtime.Goexit after the first failed
+	f.Add([]byte{1, 3, 20, 0, 1, 3, 5, 2}) // Goexit, then a Permanent failure
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 4 {
 			return
@@ -111,7 +117,13 @@ func FuzzDoHedged(f *testing.F) {
 		var out []hedgeOutcome
 		for i := 2; i+1 < len(data) && len(lat) < 5; i += 2 {
 			lat = append(lat, time.Duration(2*(int(data[i])%16)+1)*time.Millisecond)
-			out = append(out, hedgeOutcome(int(data[i+1])%3))
+			o := hedgeOutcome(int(data[i+1]) % 4)
+			if o == outGoexit && len(out) == 0 {
+				// The first attempt runs in the caller's goroutine,
+				// which runtime.Goexit would end.
+				o = outFailure
+			}
+			out = append(out, o)
 		}
 		for len(lat) < maxCopies+1 {
 			// Attempts the input does not describe answer late.
@@ -140,6 +152,8 @@ func FuzzDoHedged(f *testing.F) {
 					return id + 1, nil
 				case outFailure:
 					return -(id + 1), attemptError{id}
+				case outGoexit:
+					runtime.Goexit()
 				}
 				return -(id + 1), retry.Permanent(attemptError{id})
 			}
@@ -151,7 +165,9 @@ func FuzzDoHedged(f *testing.F) {
 			switch {
 			case out[want] == outSuccess && (err != nil || v != want+1):
 				t.Fatalf("DoHedged = %d, %v; want attempt %d's success", v, err, want)
-			case out[want] != outSuccess && (!errors.As(err, &ae) || ae.id != want || v != -(want+1)):
+			case out[want] == outGoexit && (!errors.Is(err, ctxsync.ErrGoexit) || v != 0):
+				t.Fatalf("DoHedged = %d, %v; want attempt %d's runtime.Goexit, as ctxsync.ErrGoexit", v, err, want)
+			case out[want] != outSuccess && out[want] != outGoexit && (!errors.As(err, &ae) || ae.id != want || v != -(want+1)):
 				t.Fatalf("DoHedged = %d, %v; want attempt %d's failure", v, err, want)
 			case took != wantAt:
 				t.Fatalf("DoHedged took %v, want %v", took, wantAt)

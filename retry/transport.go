@@ -79,6 +79,8 @@ type Transport struct {
 	// failure: the copies in flight are waited for, and if none wins, the
 	// last failure goes to the Policy, as an unhedged attempt's would. A
 	// request is counted once in Hedge.Budget, however often retried.
+	// Copies run Base in goroutines of their own: a copy whose Base calls
+	// runtime.Goexit has failed with ctxsync.ErrGoexit (see DoHedged).
 	Hedge *Hedge
 
 	// RetryResponse, if not nil, decides which responses are retried, in
