@@ -66,8 +66,14 @@ func FuzzWeightedModel(f *testing.F) {
 	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 5, 5, 128 | 2<<2})
 	f.Add(uint8(10), uint8(0), []byte{0, 8, 0, 5, 0, 9, 5, 128 | 1<<2})
 	f.Add(uint8(10), uint8(0), []byte{0, 6, 0, 5, 0, 2, 5, 128 | 2<<2})
+	// At MaxWeightedCapacity: all of it held, a waiter for all of it that a
+	// shrink to 0 refuses, everything released (Available back from
+	// -MaxWeightedCapacity), and a grow back to the maximum.
+	f.Add(uint8(15), uint8(4), []byte{0, 15, 0, 15, 4, 0, 3, 15, 4, 15})
 	f.Fuzz(func(t *testing.T, capB, scaleB uint8, script []byte) {
-		scale := []int64{1, 1 << 31, 1 << 33, 1 << 50}[scaleB%4]
+		// The last scale makes 15 units MaxWeightedCapacity itself (see
+		// maxIs15Units), and 16 or 17 units more than any Weighted may hold.
+		scale := []int64{1, 1 << 31, 1 << 33, 1 << 50, ctxsync.MaxWeightedCapacity / 15}[scaleB%5]
 		for i := 0; i+1 < len(script); i += 2 {
 			if script[i]%6 == 5 && script[i+1]&0x80 != 0 {
 				// A TryAcquire right after a cancel (below): the waiter's
@@ -161,3 +167,9 @@ func FuzzWeightedModel(f *testing.F) {
 		})
 	})
 }
+
+// maxIs15Units fails to compile unless MaxWeightedCapacity is 15 units of
+// FuzzWeightedModel's largest scale exactly.
+var maxIs15Units = [1]struct{}{}[ctxsync.MaxWeightedCapacity%15]
+
+var _ = maxIs15Units

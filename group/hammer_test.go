@@ -16,7 +16,7 @@ import (
 )
 
 // TestHammerGroup runs groups of random tasks (successes, failures, panics,
-// waits on ctx, tasks that start tasks) from several goroutines at once, with
+// calls of runtime.Goexit, waits on ctx, tasks that start tasks) from several goroutines at once, with
 // random limits and a parent ctx that may end at any time, and checks what
 // must hold whatever the schedule:
 //   - a task ran exactly when its Go returned nil or its TryGo true;
@@ -165,6 +165,13 @@ func (h *hammerState) submit(g *group.Group, r *rand.Rand, name string, depth in
 			if depth > 0 {
 				h.submit(g, rand.New(rand.NewPCG(seed, 1)), name+" sub", depth-1)
 			}
+		case 9: // ends its goroutine: a failure with ErrGoexit
+			h.mu.Lock()
+			h.errs[group.ErrGoexit] = true
+			h.nErrs++
+			h.mu.Unlock()
+			h.failedSeen.Store(true)
+			runtime.Goexit()
 		default:
 			runtime.Gosched()
 		}
