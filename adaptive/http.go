@@ -420,12 +420,7 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport("adaptive", func(rt http.RoundTripper) (http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok && t != nil {
-			return t.Base, true
-		}
-		return nil, false
-	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
+	httpx.RegisterTransport("adaptive", func(t *Transport) http.RoundTripper { return t.Base }, (*Transport).checkOwn)
 	// Precheck asks Base's when the Limiter is made and Base is not nil
 	// but for its type: see Precheck.
 	httpx.RegisterPrecheckThrough(func(rt http.RoundTripper) (http.RoundTripper, bool) {

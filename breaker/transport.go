@@ -238,12 +238,7 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport("breaker", func(rt http.RoundTripper) (http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok && t != nil {
-			return t.Base, true
-		}
-		return nil, false
-	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
+	httpx.RegisterTransport("breaker", func(t *Transport) http.RoundTripper { return t.Base }, (*Transport).checkOwn)
 }
 
 // Precheck returns the error that RoundTrip would refuse req with now, without

@@ -319,12 +319,7 @@ func (t *Transport) checkOwn() error {
 }
 
 func init() {
-	httpx.RegisterTransport("ratelimit", func(rt http.RoundTripper) (http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok && t != nil {
-			return t.Base, true
-		}
-		return nil, false
-	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
+	httpx.RegisterTransport("ratelimit", func(t *Transport) http.RoundTripper { return t.Base }, (*Transport).checkOwn)
 }
 
 // maxNesting bounds how deep Transports of this package may nest, one the

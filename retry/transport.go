@@ -146,12 +146,7 @@ func (t *Transport) Check() error {
 }
 
 func init() {
-	httpx.RegisterTransport("retry", func(rt http.RoundTripper) (http.RoundTripper, bool) {
-		if t, ok := rt.(*Transport); ok && t != nil {
-			return t.Base, true
-		}
-		return nil, false
-	}, func(rt http.RoundTripper) error { return rt.(*Transport).checkOwn() })
+	httpx.RegisterTransport("retry", func(t *Transport) http.RoundTripper { return t.Base }, (*Transport).checkOwn)
 }
 
 // checkOwn is Check of t's own fields, not of its Base: what RoundTrip

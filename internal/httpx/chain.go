@@ -31,12 +31,24 @@ type link struct {
 // written after that.
 var links []link
 
-// RegisterTransport tells CheckChain and ChainOver how to read a Transport
-// type of the package pkg: base reads its Base, own checks its own fields
-// (called only with an rt for which base said ok). Call it from the
+// RegisterTransport tells CheckChain and ChainOver how to read the
+// Transport type P of the package pkg: base returns a Transport's Base, own
+// checks its own fields. Neither is called with a nil P. Call it from the
 // package's init function only.
-func RegisterTransport(pkg string, base Link, own func(rt http.RoundTripper) error) {
-	links = append(links, link{pkg, base, own})
+func RegisterTransport[P interface {
+	*T
+	http.RoundTripper
+}, T any](pkg string, base func(P) http.RoundTripper, own func(P) error) {
+	links = append(links, link{
+		pkg: pkg,
+		base: func(rt http.RoundTripper) (http.RoundTripper, bool) {
+			if t, ok := rt.(P); ok && t != nil {
+				return base(t), true
+			}
+			return nil, false
+		},
+		own: func(rt http.RoundTripper) error { return own(rt.(P)) },
+	})
 }
 
 // precheckThrough, if set, is adaptive's: see PrecheckThrough.

@@ -16,12 +16,7 @@ func (*chainRT) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 func init() {
-	RegisterTransport("test", func(rt http.RoundTripper) (http.RoundTripper, bool) {
-		if t, ok := rt.(*chainRT); ok && t != nil {
-			return t.base, true
-		}
-		return nil, false
-	}, func(http.RoundTripper) error { return nil })
+	RegisterTransport("test", func(t *chainRT) http.RoundTripper { return t.base }, func(*chainRT) error { return nil })
 }
 
 // TestChainOver: ChainOver agrees with CheckChain on where a chain of the
