@@ -91,6 +91,14 @@ func (b *Budget) deposit() {
 	}
 }
 
+// undeposit takes back a first attempt that deposit counted, for a call
+// that never reached its service: a request that met a mistake in the
+// configuration of a Transport under retry.Transport. Counted, it would let
+// retries for calls that were never made. It lands in the window when the
+// next batch does, perhaps a second after the deposit, so that the window
+// may count one first attempt fewer for that second (see withdraw).
+func (b *Budget) undeposit() { b.pending.Add(-1) }
+
 // withdraw reports whether a retry may be made now, and if so counts it.
 func (b *Budget) withdraw() bool {
 	if !b.made {
@@ -105,6 +113,7 @@ func (b *Budget) withdraw() bool {
 		first += bk.first
 		retries += bk.retries
 	}
+	first = max(first, 0) // an undeposit may land after its deposit left the window
 	if float64(retries+1) > b.ratio*float64(first)+b.reserve {
 		return false
 	}
