@@ -146,7 +146,9 @@ type Transport struct {
 	Key func(req *http.Request) string
 
 	// Cost returns how many events a request counts for; nil means 1. A
-	// request that costs 0 is sent without waiting.
+	// request that costs 0 is sent without waiting: the limiter is not
+	// asked, nothing is taken, and no Tally counts it (a done ctx still
+	// fails it).
 	Cost func(req *http.Request) int
 }
 
