@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -64,4 +65,21 @@ func TestEdge16NewBudgetExtremes(t *testing.T) {
 		require.PanicsWithValue(t, "retry: NewBudget ratio must be finite and not negative", func() { NewBudget(v, 1) }, "%v", v)
 		require.PanicsWithValue(t, "retry: NewBudget minPerSecond must be finite and not negative", func() { NewBudget(1, v) }, "%v", v)
 	}
+}
+
+// TestEdge16UndepositAfterWindow: a first attempt taken back (a request
+// that met a mistake under retry.Transport) after its deposit has left the
+// window, in a batch, leaves the window's count at -1 for a while: counted
+// as 0, so that the reserve still lets its retries.
+func TestEdge16UndepositAfterWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(1, 0.1) // a reserve of one retry
+		for range depositBatch {
+			b.deposit() // the last puts the batch in the window
+		}
+		time.Sleep(budgetBuckets * time.Second) // the window has passed
+		b.undeposit()
+		require.True(t, b.withdraw(), "the reserve's retry")
+		require.False(t, b.withdraw())
+	})
 }
