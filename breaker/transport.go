@@ -42,10 +42,10 @@ import (
 // as its error), and the panic goes on, with its message unchanged. Every
 // request would meet the mistake, and counted as failures they would open
 // the breaker, which would then answer ErrOpen rather than name it. A
-// request that net/http refuses to
-// send (a header field it cannot write, a method that is not a token, no
-// host) goes to Base past every breaker and counts in none: it is a bug of
-// the caller, and must not open the breaker of a host that is well.
+// request that net/http refuses to send (a header field it cannot write, a
+// method that is not a token, no host) goes to Base past every breaker and
+// counts in none: it is a bug of the caller, and must not open the breaker
+// of a host that is well.
 //
 // A refused request gets no response and an *OpenError, which matches ErrOpen
 // and has a RetryAfter method that retry.Transport honours; its Name is the
