@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -282,4 +283,34 @@ func TestEdge16HammerMistakeUnderBreaker(t *testing.T) {
 		_ = retry.Policy{Budget: budget, NoDelay: true, MaxAttempts: 10 * goroutines * each, OnRetry: func(int, error, time.Duration) { retries++ }}.Execute(context.Background(), func(context.Context) error { return errors.New("down") })
 		require.Equal(t, real+1, retries)
 	})
+}
+
+// TestEdge16BreakerGoexitOverMistake: a Base that calls runtime.Goexit
+// before the request reaches a mistake further down (a Cost of the user's,
+// over a breaker.Transport with bad Settings): the Goexit goes on, ending
+// the caller's goroutine as it would without the mistake, and counts as a
+// failure of the host, as any Base's does; nothing is raised in its place.
+func TestEdge16BreakerGoexitOverMistake(t *testing.T) {
+	inner := &breaker.Transport{Settings: breaker.Settings{OpenTimeout: -1}}
+	rl := &ratelimit.Transport{Limiter: ratelimit.NewTokenBucket(1e9, 1<<20), Base: inner,
+		Cost: func(*http.Request) int { runtime.Goexit(); return 1 }}
+	b := &breaker.Transport{Base: rl, Settings: breaker.Settings{FailureThreshold: 1}}
+	require.Error(t, b.Check())
+	done := make(chan any)
+	go func() {
+		finished := false
+		defer func() {
+			r := recover()
+			if r == nil && !finished {
+				r = "goexit"
+			}
+			done <- r
+		}()
+		_, _ = b.RoundTrip(edge16Req(t))
+		finished = true
+	}()
+	require.Equal(t, "goexit", <-done)
+	br := b.Breaker("h.example")
+	require.NotNil(t, br)
+	require.Equal(t, breaker.Open, br.State(), "the one failure opened it (and began new Counts)")
 }
