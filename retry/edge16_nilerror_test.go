@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/ratelimit"
 	"github.com/ctxsync/ctxsync/retry"
 )
 
@@ -37,9 +38,13 @@ func TestEdge16NilErrorPointers(t *testing.T) {
 	var bse *breaker.StatusError = se // the same type
 	require.Equal(t, se.Error(), bse.Error())
 
-	// An attempt that fails with such an error is retried as any other:
-	// the loop's look at its RetryAfter and its Unwrap does not panic.
-	for _, bad := range []error{e, se, fmt.Errorf("w: %w", e), errors.Join(se, errors.New("x"))} {
+	// An attempt that fails with such an error, or with a nil
+	// *breaker.OpenError or *ratelimit.DeadlineError (which have a
+	// RetryAfter), is retried as any other: the loop's look at its
+	// RetryAfter, its Is and its Unwrap does not panic.
+	var oe *breaker.OpenError
+	var de *ratelimit.DeadlineError
+	for _, bad := range []error{e, se, oe, de, fmt.Errorf("w: %w", e), errors.Join(se, errors.New("x")), fmt.Errorf("w: %w", oe), errors.Join(de, oe)} {
 		calls := 0
 		got := retry.Policy{NoDelay: true, MaxAttempts: 2}.Execute(context.Background(), func(context.Context) error {
 			calls++
