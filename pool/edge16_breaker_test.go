@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -169,4 +170,34 @@ func TestEdge16PanicNamesItsFunction(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestEdge16BreakerPanicsBeforeNew: a function of the Breaker's Settings
+// that panics before New is called (OnCall told of a refusal, the breaker
+// open) is named as such, and New is not called.
+func TestEdge16BreakerPanicsBeforeNew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := breaker.New(breaker.Settings{FailureThreshold: 1, OpenTimeout: time.Hour, OnCall: func(e breaker.CallEvent) {
+			if e.Outcome == breaker.Rejected {
+				panic("refused")
+			}
+		}})
+		_ = b.Execute(context.Background(), func(context.Context) error { return errors.New("down") })
+		require.Equal(t, breaker.Open, b.State())
+		news := 0
+		p, err := pool.New(pool.Config[int]{
+			MaxSize: 1,
+			Breaker: b,
+			New:     func(context.Context) (int, error) { news++; return 1, nil },
+		})
+		require.NoError(t, err)
+		pv, _ := edge16Acquire(p)
+		synctest.Wait()
+		perr, ok := pv.(error)
+		require.True(t, ok, "Acquire panicked with %#v", pv)
+		require.True(t, strings.HasPrefix(perr.Error(), "pool: a function of Config.Breaker's Settings panicked: refused\n"), "%q", perr.Error())
+		require.Zero(t, news)
+		require.Equal(t, 0, p.Stats().Total)
+		require.NoError(t, p.Close(context.Background()))
+	})
 }
