@@ -172,8 +172,16 @@ const refusalCheck = 64
 func (b *Breaker) finish(s uint64, err error, admitted bool, start int64) {
 	trial := admitted && s&(stateMask|disabledBit) == uint64(HalfOpen)
 	failure, ignored := true, false
-	if err != errPanic {
-		failure, ignored = b.judge(s, err, trial)
+	switch err.(type) {
+	case *mistakeError:
+		// A mistake in the configuration of a Transport under
+		// Transport, not an outcome of the host (see Transport.RoundTrip):
+		// no function of the user's judges it.
+		failure, ignored = false, true
+	default:
+		if err != errPanic {
+			failure, ignored = b.judge(s, err, trial)
+		}
 	}
 	slow := false
 	var now int64

@@ -23,7 +23,8 @@ const forcedRetryFloor = time.Second
 // first to change a copy).
 //
 // The zero OpenError is usable: its methods tell of a refusal with no name
-// and a RetryAfter of 0.
+// and a RetryAfter of 0. A nil *OpenError is no refusal: its Error says it
+// is nil, its RetryAfter is 0, and it matches nothing, not even ErrOpen.
 type OpenError struct {
 	Name  string // the breaker's Settings.Name
 	State State  // Open, or HalfOpen with every trial slot taken
@@ -53,6 +54,8 @@ type OpenError struct {
 // is shorter gives up at once.
 func (e *OpenError) RetryAfter() time.Duration {
 	switch {
+	case e == nil:
+		return 0
 	case e.Forced:
 		return max(e.openFor, forcedRetryFloor)
 	case e.Until.IsZero():
@@ -72,6 +75,9 @@ func (e *OpenError) RetryAfter() time.Duration {
 // Error says that the call was refused, and for an open breaker, for how long
 // it will refuse calls.
 func (e *OpenError) Error() string {
+	if e == nil {
+		return "breaker: <nil *OpenError>"
+	}
 	name := ""
 	if e.Name != "" {
 		name = " " + e.Name
@@ -85,5 +91,5 @@ func (e *OpenError) Error() string {
 	return fmt.Sprintf("breaker:%s circuit open, retry after %v", name, e.RetryAfter().Round(time.Millisecond))
 }
 
-// Is reports whether target is ErrOpen.
-func (e *OpenError) Is(target error) bool { return target == ErrOpen }
+// Is reports whether target is ErrOpen, and e not nil.
+func (e *OpenError) Is(target error) bool { return target == ErrOpen && e != nil }

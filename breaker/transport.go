@@ -34,10 +34,18 @@ import (
 // otherwise. A 5xx response is still returned to the caller as Base gave
 // it, with no error: the caller may want its body, and retry.Transport its
 // status and Retry-After. A panic in Base is a failure, and goes on to the
-// caller; the breaker keeps no trial slot. A request that net/http refuses to
-// send (a header field it cannot write, a method that is not a token, no
-// host) goes to Base past every breaker and counts in none: it is a bug of
-// the caller, and must not open the breaker of a host that is well.
+// caller; the breaker keeps no trial slot. But a panic of one of the
+// library's Transports under Transport (ratelimit's, retry's, adaptive's,
+// breaker's, down a chain of them) for a mistake in its configuration, with
+// the message Check names, is no outcome of the host: the breaker counts
+// the request as ignored (Settings.OnCall hears of it so, with the mistake
+// as its error), and the panic goes on, with its message unchanged. Every
+// request would meet the mistake, and counted as failures they would open
+// the breaker, which would then answer ErrOpen rather than name it. A
+// request that net/http refuses to send (a header field it cannot write, a
+// method that is not a token, no host) goes to Base past every breaker and
+// counts in none: it is a bug of the caller, and must not open the breaker
+// of a host that is well.
 //
 // A refused request gets no response and an *OpenError, which matches ErrOpen
 // and has a RetryAfter method that retry.Transport honours; its Name is the
@@ -159,10 +167,34 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return base.RoundTrip(req)
 	}
 	b := t.breaker(t.key(req), true)
-	err := b.Execute(req.Context(), func(context.Context) error {
+	err := b.Execute(req.Context(), func(context.Context) (err error) {
 		sent = true
-		var err error
+		returned := false
+		defer func() {
+			// Base panicked, or called runtime.Goexit. If a Transport of
+			// the library under t has a mistake in its configuration
+			// (see httpx.Mistakes), the panic is looked at: if it is
+			// that mistake, the breaker counts the call as ignored,
+			// giving back a trial slot, and RoundTrip raises it again.
+			// Any other panic goes on, raised again here, and a Goexit
+			// (nil: a panic(nil) recovers as a *runtime.PanicNilError)
+			// goes on by itself; both count as a failure, as of any
+			// Base. Only a panic's path pays for the look.
+			if returned {
+				return
+			}
+			if ms := httpx.Mistakes("breaker", t.Base); len(ms) > 0 {
+				switch v := recover(); {
+				case v == nil:
+				case httpx.IsMistake(v, ms):
+					err = &mistakeError{msg: v.(string)}
+				default:
+					panic(v)
+				}
+			}
+		}()
 		resp, err = base.RoundTrip(req)
+		returned = true
 		switch {
 		case err != nil:
 			return err
@@ -184,8 +216,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case bad:
 		return resp, nil
 	}
+	if m, ok := err.(*mistakeError); ok {
+		panic(m.msg) // as Base panicked: with Check's message
+	}
 	return resp, err
 }
+
+// A mistakeError is what the function RoundTrip runs through a host's
+// breaker returns for a panic of Base that is a mistake in the
+// configuration of a Transport of the library under it: the breaker counts
+// it as ignored, neither a failure nor a success of the host (see finish),
+// and RoundTrip panics again with msg, as Base did.
+type mistakeError struct{ msg string }
+
+func (e *mistakeError) Error() string { return e.msg }
 
 // Check returns the mistake in t's Settings or MaxHosts that RoundTrip would
 // panic with when it makes a host's breaker, as an error whose message begins

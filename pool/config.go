@@ -102,7 +102,9 @@ type Config[T any] struct {
 	// breaker's own functions (its Settings' OnCall, IsFailure or
 	// OnStateChange) panic, or call runtime.Goexit, once New has made a
 	// resource, that resource is given to Close, and the panic goes where a
-	// panic of New would (see Pool). A Breaker not made by breaker.New (the
+	// panic of New would (see Pool), its error naming the Breaker's
+	// Settings rather than New; a panic of that Close is counted in
+	// Stats.CloseErrors, and does not replace the first. A Breaker not made by breaker.New (the
 	// zero Breaker) is a bad Config: New returns an error.
 	Breaker *breaker.Breaker
 

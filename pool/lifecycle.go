@@ -347,26 +347,33 @@ func (p *Pool[T]) make(parent context.Context) {
 	if p.cfg.Hooks.OnCreate != nil {
 		start = clock.Now()
 	}
-	returned := false
+	returned, inNew := false, false
 	defer func() {
 		if returned {
 			return
 		}
-		if h := p.cfg.Hooks.OnCreate; h != nil {
-			defer h(CreateEvent{Name: p.cfg.Name, Duration: time.Duration(clock.Now() - start), Err: errNewPanicked})
+		// New panicked, or called runtime.Goexit; or a function of the
+		// Breaker's Settings did, before New was called or after it
+		// returned: inNew tells which, for the error that names it.
+		fn, panicked, exited := "Config.New", errNewPanicked, errNewExited
+		if !inNew {
+			fn, panicked, exited = breakerFuncs, errBreakerPanicked, errBreakerExited
 		}
-		// New panicked, or called runtime.Goexit. Its place frees, and the
-		// panic goes where its error would have gone: to a waiting Acquire,
-		// which raises it. With nobody to take it, it goes on here, and
-		// ends the program once the pool is whole (see Pool).
+		if h := p.cfg.Hooks.OnCreate; h != nil {
+			defer h(CreateEvent{Name: p.cfg.Name, Duration: time.Duration(clock.Now() - start), Err: panicked})
+		}
+		// Its place frees, and the panic goes where New's error would
+		// have gone: to a waiting Acquire, which raises it. With nobody
+		// to take it, it goes on here, and ends the program once the pool
+		// is whole (see Pool).
 		done()
 		p.q.Lock()
 		p.making--
 		p.stats.CreateFailures++
 		if w := p.errWaiterLocked(); w != nil {
-			h := handoff[T]{err: errNewExited}
+			h := handoff[T]{err: exited}
 			if v := recover(); v != nil {
-				h = handoff[T]{panic: &newPanic{value: v, stack: debug.Stack()}}
+				h = handoff[T]{panic: &newPanic{fn: fn, value: v, stack: debug.Stack()}}
 			}
 			p.q.Grant(w, h)
 		}
@@ -374,7 +381,7 @@ func (p *Pool[T]) make(parent context.Context) {
 		p.drainedLocked()
 		p.q.Unlock()
 	}()
-	v, refused, err := p.newValue(ctx)
+	v, refused, err := p.newValue(ctx, &inNew)
 	returned = true
 	done()
 	if h := p.cfg.Hooks.OnCreate; h != nil {
@@ -417,13 +424,21 @@ func (p *Pool[T]) make(parent context.Context) {
 
 // closeOrphan closes v, a value New made that no resource holds (see
 // newValue), counting a Close that fails, or panics, in Stats.CloseErrors,
-// as closeQuietly does. The lock must not be held.
+// as closeQuietly does. It runs while a function of the Breaker's Settings
+// panics, or calls runtime.Goexit: that came first, and is what the caller
+// must see. A panic of Close, second, is counted and dropped, and the first
+// goes on. The lock must not be held.
 func (p *Pool[T]) closeOrphan(v T) {
 	if p.cfg.Close == nil {
 		return
 	}
-	failed := true
+	failed, returned := true, false
 	defer func() {
+		if !returned {
+			// Close panicked (a Goexit of its own ends the goroutine,
+			// whatever is done here).
+			_ = recover()
+		}
 		if failed {
 			p.q.Lock()
 			p.stats.CloseErrors++
@@ -431,7 +446,13 @@ func (p *Pool[T]) closeOrphan(v T) {
 		}
 	}()
 	failed = p.cfg.Close(v) != nil
+	returned = true
 }
+
+// breakerFuncs names, in errors, the functions of Config.Breaker's Settings
+// that run in the goroutine of a call to New: OnCall, IsFailure, IsIgnored,
+// OnStateChange.
+const breakerFuncs = "a function of Config.Breaker's Settings"
 
 // errNewPanicked is what Hooks.OnCreate is told of a call to New that
 // panicked, or did not return.
@@ -440,6 +461,15 @@ var errNewPanicked = errors.New("pool: Config.New panicked or did not return")
 // errNewExited is the error of a call to New that ended its goroutine with
 // runtime.Goexit (a t.FailNow in a test's New, say) instead of returning.
 var errNewExited = errors.New("pool: Config.New did not return (runtime.Goexit)")
+
+// errBreakerPanicked and errBreakerExited are errNewPanicked and
+// errNewExited for a function of Config.Breaker's Settings that panicked,
+// or called runtime.Goexit, in the goroutine of a call to New, before New
+// was called or after it returned.
+var (
+	errBreakerPanicked = errors.New("pool: " + breakerFuncs + " panicked or did not return")
+	errBreakerExited   = errors.New("pool: " + breakerFuncs + " did not return (runtime.Goexit)")
+)
 
 // errWaiterLocked returns the waiter that the failure of a call to New goes
 // to, or nil: the oldest, if no other call to New under way will serve it,
@@ -455,15 +485,18 @@ func (p *Pool[T]) errWaiterLocked() *waitq.Waiter[handoff[T]] {
 	return nil
 }
 
-// newValue calls Config.New, through the Breaker if there is one.
+// newValue calls Config.New, through the Breaker if there is one. *inNew is
+// true while New runs: if newValue panics, or calls runtime.Goexit, it
+// tells whether New did, or a function of the Breaker's Settings.
 //
 // The breaker runs code of the user's after New has returned (Settings'
 // OnCall, IsFailure, OnStateChange): if that panics, or calls
 // runtime.Goexit, the value New made would reach nobody, and what it holds
 // (a connection) would stay open. It is closed with Config.Close, while the
 // call still counts as making (so that the backend never sees more than
-// MaxSize), and the panic goes on, as New's own would (see make).
-func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
+// MaxSize), and the panic goes on, as New's own would (see make): a panic
+// of that Close is counted in Stats.CloseErrors, not raised in its place.
+func (p *Pool[T]) newValue(ctx context.Context, inNew *bool) (v T, refused bool, err error) {
 	if p.cfg.Breaker != nil {
 		called, made, returned := false, false, false
 		var madeV T
@@ -473,8 +506,9 @@ func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
 			}
 		}()
 		v, err = breaker.Do(ctx, p.cfg.Breaker, func(ctx context.Context) (T, error) {
-			called = true
+			called, *inNew = true, true
 			v, err := p.cfg.New(ctx)
+			*inNew = false
 			if err == nil {
 				madeV, made = v, true
 			}
@@ -483,6 +517,7 @@ func (p *Pool[T]) newValue(ctx context.Context) (v T, refused bool, err error) {
 		returned = true
 		return v, !called && err != nil, err
 	}
+	*inNew = true
 	v, err = p.cfg.New(ctx)
 	return v, false, err
 }

@@ -81,8 +81,12 @@ type Stats struct {
 // gone to, which panics with an error that carries the value (errors.Unwrap
 // gives it, if it is an error) and New's stack. The functions of
 // Config.Breaker's Settings run in that goroutine too, and a panic of theirs
-// goes the same way (the error says New panicked; its stack shows where);
-// a resource New had made by then is closed first.
+// goes the same way, its error saying that a function of the Breaker's
+// Settings panicked, not New (its stack shows which); a resource New had
+// made by then is closed first, and if that Close panics too, its panic is
+// counted in Stats.CloseErrors and dropped: the first panic is the one
+// raised. A call of runtime.Goexit there fails the Acquire with an error
+// that names New, or the Breaker's Settings, likewise.
 //
 // The pool's own goroutines run what no caller asked for: the background
 // HealthCheck; Close of what the sweep finds expired, or of a resource made
@@ -190,15 +194,17 @@ type handoff[T any] struct {
 }
 
 // A newPanic is what Acquire panics with when the call to Config.New that
-// would have served it panicked, in its own goroutine: the value, and the
-// stack where it was raised, which the Acquire's stack would not show.
+// would have served it panicked, in its own goroutine: the function that
+// panicked (New, or one of its Breaker's), the value, and the stack where it
+// was raised, which the Acquire's stack would not show.
 type newPanic struct {
+	fn    string // "Config.New", or breakerFuncs
 	value any
 	stack []byte
 }
 
 func (e *newPanic) Error() string {
-	return fmt.Sprintf("pool: Config.New panicked: %v\n\n%s", e.value, e.stack)
+	return fmt.Sprintf("pool: %s panicked: %v\n\n%s", e.fn, e.value, e.stack)
 }
 
 // Unwrap returns the value New panicked with, if it is an error.

@@ -15,6 +15,11 @@ import (
 // Keyed. The Redis-backed limiter of ratelimit/redislimit limits many keys,
 // so its *Limiter does not: the per-key *Handle that its For method returns
 // does.
+//
+// n is at least 1: asked for fewer events (0 included), at any rate, +Inf
+// too, the limiters of this package and redislimit's panic, naming the
+// method, and take nothing. Transport and Middleware never ask a limiter
+// for 0 events: a request that costs 0 passes without asking it.
 type Limiter interface {
 	// AllowN reports whether n events may happen now, and if so takes them.
 	// When it returns false it takes nothing.

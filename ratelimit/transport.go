@@ -146,7 +146,9 @@ type Transport struct {
 	Key func(req *http.Request) string
 
 	// Cost returns how many events a request counts for; nil means 1. A
-	// request that costs 0 is sent without waiting.
+	// request that costs 0 is sent without waiting: the limiter is not
+	// asked, nothing is taken, and no Tally counts it (a done ctx still
+	// fails it).
 	Cost func(req *http.Request) int
 }
 
@@ -156,7 +158,9 @@ type Transport struct {
 // ErrWouldExceedDeadline and context.DeadlineExceeded. A limiter's WaitN may
 // fail with one too, under the key it was asked for (redislimit's does).
 //
-// A DeadlineError is a plain value: it may be copied.
+// A DeadlineError is a plain value: it may be copied. A nil *DeadlineError
+// is no refused wait: its Error says it is nil, its RetryAfter is 0, Timeout
+// false, and it wraps nothing.
 type DeadlineError struct {
 	// Key is the key the request was limited under by Transport.PerHost;
 	// "" for Transport.Limiter.
@@ -168,6 +172,9 @@ type DeadlineError struct {
 
 // Error says how long the wait would have been.
 func (e *DeadlineError) Error() string {
+	if e == nil {
+		return "ratelimit: <nil *DeadlineError>"
+	}
 	key := ""
 	if e.Key != "" {
 		key = " for " + e.Key
@@ -177,16 +184,26 @@ func (e *DeadlineError) Error() string {
 
 // RetryAfter returns Delay: how long to wait before the request may be sent.
 // retry.Transport honours it.
-func (e *DeadlineError) RetryAfter() time.Duration { return e.Delay }
+func (e *DeadlineError) RetryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
+	return e.Delay
+}
 
 // Timeout reports true: the request failed for want of time, as
 // net.Error's Timeout means, and as http.Client's *url.Error reports through
 // its own Timeout method.
-func (e *DeadlineError) Timeout() bool { return true }
+func (e *DeadlineError) Timeout() bool { return e != nil }
 
 // Unwrap returns ErrWouldExceedDeadline, which wraps
 // context.DeadlineExceeded.
-func (e *DeadlineError) Unwrap() error { return ErrWouldExceedDeadline }
+func (e *DeadlineError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return ErrWouldExceedDeadline
+}
 
 // requestWaiter is a Limiter that waits for a request of Transport its own
 // way: a Tally's wrapper, which counts the request once, or the handle of a

@@ -59,6 +59,14 @@ type budgetBucket struct{ first, retries int64 }
 // per first attempt, plus minPerSecond × 10 retries: NewBudget(0.1, 1) lets
 // retries add at most 10% to the load, and at least 10 retries in any 10
 // seconds. It panics unless both are finite and not negative.
+//
+// Large values saturate: a ratio or a minPerSecond so large that its share
+// or its reserve passes what a float64 holds (math.MaxFloat64, say) counts
+// as +Inf, and lets every retry through; no NaN arises, even with no first
+// attempt in the window. So NewBudget(math.MaxFloat64, math.MaxFloat64) is
+// a Budget that refuses nothing. Retries are whole: a share and a reserve
+// that add up to less than one (a tiny ratio, a minPerSecond below 0.1)
+// let none, and NewBudget(0, 0) refuses every retry.
 func NewBudget(ratio float64, minPerSecond float64) *Budget {
 	if math.IsNaN(ratio) || math.IsInf(ratio, 0) || ratio < 0 {
 		panic("retry: NewBudget ratio must be finite and not negative")
@@ -83,6 +91,14 @@ func (b *Budget) deposit() {
 	}
 }
 
+// undeposit takes back a first attempt that deposit counted, for a call
+// that never reached its service: a request that met a mistake in the
+// configuration of a Transport under retry.Transport. Counted, it would let
+// retries for calls that were never made. It lands in the window when the
+// next batch does, perhaps a second after the deposit, so that the window
+// may count one first attempt fewer for that second (see withdraw).
+func (b *Budget) undeposit() { b.pending.Add(-1) }
+
 // withdraw reports whether a retry may be made now, and if so counts it.
 func (b *Budget) withdraw() bool {
 	if !b.made {
@@ -97,6 +113,7 @@ func (b *Budget) withdraw() bool {
 		first += bk.first
 		retries += bk.retries
 	}
+	first = max(first, 0) // an undeposit may land after its deposit left the window
 	if float64(retries+1) > b.ratio*float64(first)+b.reserve {
 		return false
 	}

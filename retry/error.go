@@ -144,7 +144,8 @@ func (r Reason) String() string {
 // and errors.As see it, and, when the caller's ctx stopped the retries, the
 // ctx's error too (errors.Is(err, context.Canceled) holds).
 //
-// An Error is a plain value: it may be copied.
+// An Error is a plain value: it may be copied. A nil *Error is no error of
+// Execute's: its Error says it is nil, and its Unwrap gives nothing.
 type Error struct {
 	Attempts int    // attempts made, the first included
 	Last     error  // the last attempt's error
@@ -161,6 +162,9 @@ type Error struct {
 // Error describes the last error, how many attempts were made and why no
 // more were.
 func (e *Error) Error() string {
+	if e == nil {
+		return "retry: <nil *Error>"
+	}
 	last := "<nil>"
 	if e.Last != nil {
 		last = e.Last.Error()
@@ -182,6 +186,9 @@ func (e *Error) Error() string {
 // Unwrap returns the last attempt's error, and the ctx's error and its
 // cause when the ctx stopped the retries.
 func (e *Error) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
 	if e.Cause != nil {
 		errs := make([]error, 0, 3)
 		for _, err := range []error{e.Last, e.Context, e.Cause} {

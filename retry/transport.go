@@ -60,7 +60,10 @@ import (
 // Base, GetBody, Retryable and OnRetry run in the caller's goroutine. A
 // panic in any of them reaches the caller of RoundTrip with nothing kept:
 // the response Transport held for a retry is closed, and the attempt's
-// timeout released.
+// timeout released. A request whose first attempt panics for a mistake in
+// the configuration of one of the library's Transports under Transport (the
+// message Check names) was never sent: Policy.Budget and Hedge.Budget do
+// not count it as a call.
 //
 // Retryable and OnRetry see a *StatusError for the retried statuses. The
 // zero Transport uses http.DefaultTransport and the zero Policy. Transport
@@ -207,6 +210,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !done && attempts == 0 && req.Body != nil {
 			_ = req.Body.Close()
 		}
+		// A first attempt that did not return (a panic, or
+		// runtime.Goexit) may have met a mistake in the configuration of
+		// a Transport of the library under t (see httpx.Mistakes), as
+		// every request does, before anything is sent: the Budgets do not
+		// count it as a call made. Any other panic is raised again here,
+		// and a Goexit (nil) goes on. Only a panic's path pays for the look.
+		if !done && attempts == 1 && (p.Budget != nil || t.Hedge != nil) {
+			if ms := httpx.Mistakes("retry", t.Base); len(ms) > 0 {
+				if v := recover(); v != nil {
+					if httpx.IsMistake(v, ms) {
+						t.undeposit()
+					}
+					panic(v)
+				}
+			}
+		}
 	}()
 	if t.DelayFunc != nil {
 		p.DelayFunc = func(n int, err error) time.Duration {
@@ -277,6 +296,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	discard(kept)
 	return nil, err
+}
+
+// undeposit takes back the first attempt that the Policy's Budget, and the
+// Hedge's, counted for a request that was never sent (see RoundTrip).
+func (t *Transport) undeposit() {
+	if b := t.Policy.Budget; b != nil {
+		b.undeposit()
+	}
+	if h := t.Hedge; h != nil && h.Budget != t.Policy.Budget {
+		h.Budget.undeposit()
+	}
 }
 
 // handing is a RoundTripper that hands body to base, and keeps who closes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 )
 
 // MaxChain bounds how many of the library's Transports CheckChain follows,
@@ -205,4 +206,59 @@ func IsNil(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// Mistakes returns the messages that the library's Transports down the
+// chain from base, the Base of a Transport of the package pkg, panic with
+// for the mistakes of their configuration that Check names (a nil Base, a
+// loop, the fields of each), or nil if they have none. It walks as
+// CheckChain does, but on to the end of the chain of the library's
+// Transports, and asks no Base of the user's: a Transport over base that has
+// recovered a panic from it tells by this whether the panic is such a
+// mistake (every request meets it, before anything is sent), not a failure
+// of the host or of a function of the user's. For that path only: it
+// allocates, and a Transport's own check may ask a limiter's Check (code of
+// the user's), whose panic is taken as no mistake found there.
+func Mistakes(pkg string, base http.RoundTripper) []string {
+	var ms []string
+	for depth := 1; base != nil; depth++ {
+		if msg := NilBase(pkg, base); msg != "" {
+			return append(ms, msg)
+		}
+		l, next, ok := lookup(base)
+		if !ok {
+			return ms
+		}
+		if depth > MaxChain {
+			// A loop: whichever Transport of it meets it first panics
+			// with its package's name.
+			for i := range links {
+				ms = append(ms, Nesting(links[i].pkg))
+			}
+			return ms
+		}
+		if err := ownCheck(l, base); err != nil {
+			ms = append(ms, err.Error())
+		}
+		pkg, base = l.pkg, next
+	}
+	return ms
+}
+
+// ownCheck is l's check of rt's own fields, or nil if it panics.
+func ownCheck(l *link, rt http.RoundTripper) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = nil
+		}
+	}()
+	return l.own(rt)
+}
+
+// IsMistake reports whether v, the value a Base panicked with, is one of
+// ms, the mistakes Mistakes found under the Transport: the message itself,
+// as the library's Transports panic with it.
+func IsMistake(v any, ms []string) bool {
+	s, ok := v.(string)
+	return ok && slices.Contains(ms, s)
 }

@@ -24,7 +24,8 @@ var ErrExceedsBurst = errors.New("ratelimit: n exceeds the limiter's burst")
 // (the failure its breaker records), retry.Transport for a status it retries
 // (429, 502, 503, 504). Either way the response itself goes to the caller.
 //
-// A StatusError is a plain value: it may be copied.
+// A StatusError is a plain value: it may be copied. A nil *StatusError is no
+// response: its Error says it is nil, and its RetryAfter is 0.
 type StatusError struct {
 	StatusCode int    // as in http.Response: 503
 	Status     string // as in http.Response: "503 Service Unavailable"
@@ -38,6 +39,9 @@ type StatusError struct {
 // Error returns "ctxsync: response status 503 Service Unavailable", and the
 // Retry-After when there is one: "..., retry after 1s".
 func (e *StatusError) Error() string {
+	if e == nil {
+		return "ctxsync: <nil *StatusError>"
+	}
 	status := e.Status
 	if status == "" {
 		status = strconv.Itoa(e.StatusCode)
@@ -50,7 +54,12 @@ func (e *StatusError) Error() string {
 
 // RetryAfter returns Delay: the floor of the next wait of a retry.Policy
 // that sees the error.
-func (e *StatusError) RetryAfter() time.Duration { return e.Delay }
+func (e *StatusError) RetryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
+	return e.Delay
+}
 
 // Misuse runs check, which panics with a message on a mistake of
 // configuration, and returns that message as an error, or nil: a Transport's

@@ -51,7 +51,9 @@ type Config struct {
 	Client redis.UniversalClient
 
 	// Rate is the number of events per second allowed, for each key.
-	// Required, above 0. A token costs a whole number of microseconds,
+	// Required, above 0 and finite: math.Inf(1), which a
+	// ratelimit.TokenBucket takes as no limit on the rate, is refused. A
+	// token costs a whole number of microseconds,
 	// rounded up, so the rate kept is a million divided by a whole number:
 	// a rate whose token is not a whole number of microseconds is rounded
 	// down to the next such rate. That is a little for slow rates (2.999994
@@ -149,14 +151,15 @@ type Config struct {
 }
 
 // A Limit is one more limit of every key of a Limiter: Rate events per
-// second, in bursts of at most Burst, as Config's own Rate and Burst.
+// second, in bursts of at most Burst, as Config's own Rate and Burst (and
+// bound as they are: Rate above 0 and finite, Burst at least 1).
 type Limit struct {
 	Rate  float64
 	Burst int
 }
 
 // New returns a Limiter. It returns an error for a bad Config: a nil Client, a
-// Rate not above 0, a Burst below 1, a Rate and Burst that take over four years
+// Rate not above 0 or not finite, a Burst below 1, a Rate and Burst that take over four years
 // to refill (and the same of each of Limits), a negative Timeout, a LocalShare outside 0 to 1 (or, with
 // FailLocal, one whose local bucket would take over four years to refill), an
 // unknown Policy, a MaxRoundTrips below -1, or, for a *redis.ClusterClient
