@@ -50,7 +50,9 @@ type hub struct {
 	resend  map[string]struct{} // had, but whose SUBSCRIBE failed: see sync
 	syncing bool                // a goroutine of sync runs
 	stopped bool
-	idle    *time.Timer // sweeps the channels left (see linger); nil if none is due
+	idle    *time.Timer   // sweeps the channels left (see linger); nil if none is due
+	retry   *time.Timer   // sends the SUBSCRIBEs that failed again; nil if none is due
+	pause   time.Duration // before the next retry: see sync
 }
 
 // A hubChan is a channel wanted: whom its events go to (a Semaphore, or a
@@ -149,6 +151,9 @@ func (h *hub) sweep() {
 	}
 	delete(hubs, h.key)
 	h.stopped = true
+	if h.retry != nil {
+		h.retry.Stop()
+	}
 	h.cancel()
 	// In the background: Close waits for a subscription being made (its
 	// lock held through the handshake), which a stalled Redis draws out to
@@ -174,17 +179,16 @@ func (h *hub) changedLocked(ch string) {
 // An UNSUBSCRIBE that fails is not sent again: go-redis forgets the
 // channels before sending it, and a connection it makes anew subscribes
 // only those it remembers. A SUBSCRIBE that fails is sent again (resend),
-// after a pause that grows as listen's does: go-redis remembers its
-// channels only once the call is over, and a write that failed on a broken
-// connection has made it connect again within the call, subscribing the
-// channels it had before, not these. Sent again to a connection that has
-// them (a dial that failed, then a Receive that connected), a SUBSCRIBE is
-// confirmed once more: the waiters ask Redis once more. The channels stay
-// in have meanwhile, as go-redis remembers them: one left before it is
-// sent again is unsubscribed.
+// on a timer, after a pause that grows as listen's does while they fail,
+// and meanwhile the joins and leaves of other channels go on: go-redis
+// remembers its channels only once the call is over, and a write that
+// failed on a broken connection has made it connect again within the call,
+// subscribing the channels it had before, not these. Sent again to a
+// connection that has them (a dial that failed, then a Receive that
+// connected), a SUBSCRIBE is confirmed once more: the waiters ask Redis
+// once more. The channels stay in have meanwhile, as go-redis remembers
+// them: one left before it is sent again is unsubscribed.
 func (h *hub) sync() {
-	const first = 10 * time.Millisecond
-	pause := first
 	for {
 		var add, del []string
 		hubsMu.Lock()
@@ -215,19 +219,33 @@ func (h *hub) sync() {
 		if len(add) == 0 {
 			continue
 		}
-		if err := h.ps.Subscribe(h.ctx, add...); err == nil {
-			pause = first
-			continue
-		}
+		err := h.ps.Subscribe(h.ctx, add...)
 		hubsMu.Lock()
-		for _, ch := range add {
-			h.resend[ch] = struct{}{}
-			h.pending[ch] = struct{}{}
+		if err == nil {
+			h.pause = 0
+		} else {
+			for _, ch := range add {
+				h.resend[ch] = struct{}{}
+			}
+			if h.retry == nil && !h.stopped {
+				h.pause = min(max(2*h.pause, 10*time.Millisecond), h.poll)
+				h.retry = time.AfterFunc(h.pause, h.resendDue)
+			}
 		}
 		hubsMu.Unlock()
-		// A hub stopped meanwhile ends the loop at its top.
-		sleep(h.ctx, pause)
-		pause = min(2*pause, h.poll)
+	}
+}
+
+// resendDue sends again the SUBSCRIBEs that failed (see sync).
+func (h *hub) resendDue() {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	h.retry = nil
+	if h.stopped {
+		return
+	}
+	for ch := range h.resend {
+		h.changedLocked(ch)
 	}
 }
 
