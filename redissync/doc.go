@@ -172,7 +172,8 @@
 // eviction for memory, or a failover to a replica that had not received the
 // last writes (replication is asynchronous) can lose the permits held and
 // the line, so that more than N holders exist for up to a Lease, and can
-// lose the last token, so that tokens start again from 1 and fencing fails.
+// lose the last token, so that tokens start again from 1 and fencing fails
+// (a Keyed's count on from the server's clock instead: see Keyed).
 // Run Redis with maxmemory-policy noeviction and the append-only file
 // (appendfsync always) where this matters. It does not follow the Redlock
 // scheme over several independent Redis servers: that relies on bounded

@@ -36,9 +36,12 @@ const errZeroKeyed = "redissync: use NewKeyed or NewKeyedLock; the zero Keyed is
 // Fencing tokens are per key, and increase per key as a Semaphore's do.
 // Since a key's counter expires with the rest of its state, a key used
 // again after a pause counts on from the Redis server's clock (in
-// milliseconds, times 1024), not from its last token: tokens stay above
+// microseconds, times 1.024), not from its last token: tokens stay above
 // every earlier one of the key as long as the server's clock does not step
-// back. They stay below 2^53 until the year 2248.
+// back, and no key is granted more than about a thousand times a
+// millisecond. So they do too when the counter is lost otherwise (a
+// FLUSHALL), even within the millisecond of the last grant. They stay below
+// 2^53 until the year 2248.
 type Keyed struct {
 	cfg     Config // normalized
 	tag     string // every key's Semaphore's

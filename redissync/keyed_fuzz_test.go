@@ -17,6 +17,12 @@ import (
 func FuzzKeyed(f *testing.F) {
 	f.Add([]byte{0, 1, 4, 5, 16, 17, 2, 3, 0x40, 0x44})
 	f.Add([]byte{0, 0, 0, 1, 1, 1, 0x80, 0, 0xc3})
+	// A key granted, given back and its counter dropped, again and again,
+	// each within a millisecond or so: the counter made again must start
+	// past the last token (odd and even lengths: N of 2 and of 1).
+	drops := []byte{0x00, 0x02, 0x83, 0x10, 0x12, 0x83, 0x00, 0x02, 0x83, 0x10, 0x12, 0x83}
+	f.Add(append(append(append([]byte{}, drops...), drops...), drops...))
+	f.Add(append(append(append([]byte{}, drops...), drops...), append(drops, 0x00)...))
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 64 {
 			ops = ops[:64]
@@ -35,7 +41,7 @@ func FuzzKeyed(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		keys := []string{"a", "b", "{c}", ""}
+		keys := []string{"a", "b", "{c}:\xff", ""}
 		held := map[string][]*Permit{} // key -> permits held, in order
 		owner := map[*Permit]int{}     // permit -> the Keyed that holds it
 		last := map[string]int64{}     // key -> highest token

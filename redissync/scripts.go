@@ -482,11 +482,15 @@ return 1
 // The keyed scripts (see Keyed) are the scripts above with a fencing token
 // counter that expires: a process locking per account would otherwise leave
 // a key in Redis for every account ever locked. When the counter is gone
-// (never made, or expired), the next token starts from the server's clock,
-// in milliseconds, times 1024: above every token given before, as long as
+// (never made, expired, or flushed), the next token starts from the
+// server's clock, in microseconds, times 1.024 (rounded down): the
+// milliseconds times 1024, plus the microseconds within the millisecond
+// spread over the 1024. That is above every token given before, as long as
 // no key was granted more than 1024 times a millisecond on average (a grant
 // takes a round trip, tens of microseconds at best) and the server's clock
-// did not step back. 2^53 is reached in the year 2248. The counter lives
+// did not step back; a counter made again within the millisecond of the
+// last (a FLUSHALL just after a grant) counts from a later microsecond, not
+// from the same start. 2^53 is reached in the year 2248. The counter lives
 // twice the Lease and a second from its making, whatever its use: its
 // making costs a TIME and a SET.
 var (
@@ -509,7 +513,7 @@ local function nextToken()
 	local t = redis.call('INCR', KEYS[%[1]d])
 	if t == 1 then
 		local c = redis.call('TIME')
-		t = (tonumber(c[1]) * 1000 + math.floor(tonumber(c[2]) / 1000)) * 1024
+		t = tonumber(c[1]) * 1024000 + math.floor(tonumber(c[2]) * 1024 / 1000)
 		redis.call('SET', KEYS[%[1]d], string.format('%%d', t), 'PX', 2 * tonumber(ARGV[%[2]d]) + 1000)
 	end
 	return t

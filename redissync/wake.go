@@ -47,9 +47,12 @@ type hub struct {
 	chans   map[string]*hubChan // the channels wanted
 	have    map[string]bool     // the channels asked of Redis
 	pending map[string]struct{} // the channels whose want may differ from have
+	resend  map[string]struct{} // had, but whose SUBSCRIBE failed: see sync
 	syncing bool                // a goroutine of sync runs
 	stopped bool
-	idle    *time.Timer // sweeps the channels left (see linger); nil if none is due
+	idle    *time.Timer   // sweeps the channels left (see linger); nil if none is due
+	retry   *time.Timer   // sends the SUBSCRIBEs that failed again; nil if none is due
+	pause   time.Duration // before the next retry: see sync
 }
 
 // A hubChan is a channel wanted: whom its events go to (a Semaphore, or a
@@ -91,7 +94,8 @@ func (s *Semaphore) joinLocked() {
 		ctx, cancel := context.WithCancel(context.Background())
 		h = &hub{key: key, ctx: ctx, cancel: cancel, poll: s.poll,
 			ps:    s.client.Subscribe(ctx), // no channel yet: no round trip here
-			chans: map[string]*hubChan{}, have: map[string]bool{}, pending: map[string]struct{}{}}
+			chans: map[string]*hubChan{}, have: map[string]bool{},
+			pending: map[string]struct{}{}, resend: map[string]struct{}{}}
 		hubs[key] = h
 		go h.listen()
 	}
@@ -147,6 +151,9 @@ func (h *hub) sweep() {
 	}
 	delete(hubs, h.key)
 	h.stopped = true
+	if h.retry != nil {
+		h.retry.Stop()
+	}
 	h.cancel()
 	// In the background: Close waits for a subscription being made (its
 	// lock held through the handshake), which a stalled Redis draws out to
@@ -167,25 +174,36 @@ func (h *hub) changedLocked(ch string) {
 }
 
 // sync sends the SUBSCRIBEs and UNSUBSCRIBEs that the joins and leaves since
-// the last call need, in batches, until none is left. A command that fails
-// is not sent again: go-redis keeps the channels subscribed in its PubSub,
-// and subscribes them all again when it reconnects, which the failure makes
-// it do at the next Receive.
+// the last call need, in batches, until none is left.
+//
+// An UNSUBSCRIBE that fails is not sent again: go-redis forgets the
+// channels before sending it, and a connection it makes anew subscribes
+// only those it remembers. A SUBSCRIBE that fails is sent again (resend),
+// on a timer, after a pause that grows as listen's does while they fail,
+// and meanwhile the joins and leaves of other channels go on: go-redis
+// remembers its channels only once the call is over, and a write that
+// failed on a broken connection has made it connect again within the call,
+// subscribing the channels it had before, not these. Sent again to a
+// connection that has them (a dial that failed, then a Receive that
+// connected), a SUBSCRIBE is confirmed once more: the waiters ask Redis
+// once more. The channels stay in have meanwhile, as go-redis remembers
+// them: one left before it is sent again is unsubscribed.
 func (h *hub) sync() {
 	for {
 		var add, del []string
 		hubsMu.Lock()
 		for ch := range h.pending {
 			want := h.chans[ch] != nil
-			if want != h.have[ch] {
-				if want {
-					add = append(add, ch)
-					h.have[ch] = true
-				} else {
-					del = append(del, ch)
-					delete(h.have, ch)
-				}
+			_, again := h.resend[ch]
+			switch {
+			case want && (again || !h.have[ch]):
+				add = append(add, ch)
+				h.have[ch] = true
+			case !want && h.have[ch]:
+				del = append(del, ch)
+				delete(h.have, ch)
 			}
+			delete(h.resend, ch)
 		}
 		clear(h.pending)
 		if h.stopped || (len(add) == 0 && len(del) == 0) {
@@ -198,9 +216,36 @@ func (h *hub) sync() {
 		if len(del) > 0 {
 			_ = h.ps.Unsubscribe(h.ctx, del...)
 		}
-		if len(add) > 0 {
-			_ = h.ps.Subscribe(h.ctx, add...)
+		if len(add) == 0 {
+			continue
 		}
+		err := h.ps.Subscribe(h.ctx, add...)
+		hubsMu.Lock()
+		if err == nil {
+			h.pause = 0
+		} else {
+			for _, ch := range add {
+				h.resend[ch] = struct{}{}
+			}
+			if h.retry == nil && !h.stopped {
+				h.pause = min(max(2*h.pause, 10*time.Millisecond), h.poll)
+				h.retry = time.AfterFunc(h.pause, h.resendDue)
+			}
+		}
+		hubsMu.Unlock()
+	}
+}
+
+// resendDue sends again the SUBSCRIBEs that failed (see sync).
+func (h *hub) resendDue() {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	h.retry = nil
+	if h.stopped {
+		return
+	}
+	for ch := range h.resend {
+		h.changedLocked(ch)
 	}
 }
 
