@@ -446,7 +446,7 @@ func delegateID() weak.Pointer[byte] {
 // merged. It costs a collection an atomic load, and, while the global
 // provider is the delegating one, a look at it.
 func learnDelegate() {
-	if learned.Load() {
+	if learned.Load() || !globalKeyed.Load() {
 		return
 	}
 	cur := otel.GetMeterProvider()
@@ -458,7 +458,9 @@ func learnDelegate() {
 		return
 	}
 	// Asked with no lock held: a provider's Meter is code of the user's.
-	if !samePointer(scopeMeter(globalProvider), scopeMeter(cur)) {
+	// One that panics is not the delegate, and is not asked again: the
+	// panic would otherwise reach the collection of another provider.
+	if !sameMeter(globalProvider, cur) {
 		triedDelegate.Store(&id)
 		return
 	}
@@ -490,6 +492,22 @@ var (
 // triedDelegate is the last provider learnDelegate found not to be the
 // delegate, if any.
 var triedDelegate atomic.Pointer[weak.Pointer[byte]]
+
+// globalKeyed tells that a series was once keyed by globalProvider itself,
+// which is then worth merging with the delegate's (see learnDelegate):
+// until one is, no callback looks at the global provider.
+var globalKeyed atomic.Bool
+
+// sameMeter reports whether a and b give the same Meter of the package's
+// instruments; false if either panics.
+func sameMeter(a, b metric.MeterProvider) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return samePointer(scopeMeter(a), scopeMeter(b))
+}
 
 // allSeriesCounters returns every table of series made so far.
 func allSeriesCounters() []*seriesCounters {
@@ -582,6 +600,9 @@ func (s *seriesCounters) entryLocked(key seriesKey, n int) *counters {
 	}
 	k := &counters{last: make([]int64, n), base: make([]int64, n), table: s, key: key}
 	s.m[key] = k
+	if !globalKeyed.Load() && key.provider == sourceOf(globalProvider) {
+		globalKeyed.Store(true)
+	}
 	return k
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -285,4 +286,48 @@ func errorsOf(regs ...metric.Registration) error {
 		}
 	}
 	return first
+}
+
+// panickyProvider gives Meters until panics is set, and then panics.
+type panickyProvider struct {
+	metric.MeterProvider
+	panics atomic.Bool
+}
+
+func (p *panickyProvider) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	if p.panics.Load() {
+		panic("the provider panicked")
+	}
+	return p.MeterProvider.Meter(name, opts...)
+}
+
+// TestOTel16GlobalProviderMeterPanics: once a series was observed through
+// the global provider, the callbacks look at the provider set as the global
+// one, for the provider it delegates to; one whose Meter panics is taken for
+// none, and the collections of another provider, and Observe calls through
+// it, go on as if it were not there.
+func TestOTel16GlobalProviderMeterPanics(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
+	g, err := ctxsyncotel.ObserveSemaphore("g", ctxsync.NewSemaphore(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Unregister()
+	set := &panickyProvider{MeterProvider: sdkmetric.NewMeterProvider()}
+	otel.SetMeterProvider(set)
+	globalSet = true
+	set.panics.Store(true)
+	r := sdkmetric.NewManualReader()
+	other := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	defer other.Shutdown(context.Background())
+	s, err := ctxsyncotel.ObserveSemaphore("g", ctxsync.NewSemaphore(7), ctxsyncotel.WithMeterProvider(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Unregister()
+	if got := collect(t, r).point(t, "ctxsync.semaphore.available"); got != 7 {
+		t.Errorf("ctxsync.semaphore.available = %d, want 7", got)
+	}
 }
