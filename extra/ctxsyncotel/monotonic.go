@@ -660,16 +660,22 @@ func (s *seriesCounters) rekeyLocked() {
 		return
 	}
 	s.rekeyed = true
-	g := sourceOf(globalProvider)
+	s.moveLocked(sourceOf(globalProvider), d)
+}
+
+// moveLocked makes the series of the provider known by from those of the
+// provider known by to, merging two of the same attributes (see
+// mergeLocked). s.mu must be held.
+func (s *seriesCounters) moveLocked(from, to weak.Pointer[byte]) {
 	var moved []*counters
 	for key, k := range s.m {
-		if key.provider == g {
+		if key.provider == from {
 			moved = append(moved, k)
 		}
 	}
 	for _, k := range moved {
 		delete(s.m, k.key)
-		k.key.provider = d
+		k.key.provider = to
 		if into := s.m[k.key]; into != nil {
 			s.mergeLocked(k, into)
 		} else {
