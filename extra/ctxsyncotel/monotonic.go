@@ -401,6 +401,10 @@ const seriesSweepMin = 16
 // once: their counts are some hundreds of bytes each.
 const endedKeptMin = 1024
 
+// endedKept is endedKeptMin, but for the tests that drop ended series
+// sooner.
+var endedKept = endedKeptMin
+
 type seriesKey struct {
 	provider weak.Pointer[byte]
 	set      attribute.Distinct
@@ -644,7 +648,7 @@ func (s *seriesCounters) drop(k *counters) {
 		return
 	}
 	k.ended = s.ended.PushBack(k)
-	for s.ended.Len() > max(s.peak, endedKeptMin) {
+	for s.ended.Len() > max(s.peak, endedKept) {
 		s.removeLocked(s.ended.Front().Value.(*counters))
 	}
 }

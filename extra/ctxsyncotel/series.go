@@ -132,11 +132,18 @@ func (c *counters) abandon(token uint64) (err error) {
 	orphans := c.orphans
 	c.orphans = nil
 	c.mu.Unlock()
-	// Each in a deferred call of its own, as at an Unregister. An orphan
-	// that fails is lost to the series: it reports nothing, and nothing is
-	// left to try it again.
+	// Each in a deferred call of its own, as at an Unregister. One the
+	// Meter refuses goes back to the series, for the next Unregister or
+	// failed Observe under it to try again.
 	for _, o := range orphans {
-		defer func() { err = errors.Join(err, o.Unregister()) }()
+		defer func() {
+			if e := o.Unregister(); e != nil {
+				err = errors.Join(err, e)
+				t := c.lock()
+				t.orphans = append(t.orphans, o)
+				t.mu.Unlock()
+			}
+		}()
 	}
 	return c.retire(reg, carrier)
 }
