@@ -99,8 +99,9 @@ func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.R
 // to name: a counter, since the version only grows, by one per Store, so
 // that its rate is how often the value changes. It fails as ObserveFlight.
 //
-// The counter never goes down: a Watch observed under the name (with the
-// same MeterProvider and attributes) once the registration of another ended
+// The counter never goes down, but for a name whose counts were dropped
+// (see below): a Watch observed under the name (with the same MeterProvider
+// and attributes) once the registration of another ended
 // (a Watch made anew on a reload) adds its version to the count, and the
 // same Watch observed again carries on. While two registrations under one
 // name are in force, the Watch observed last is the one counted; once its
@@ -108,10 +109,11 @@ func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.R
 // counted again from where its count was, from the next collection on: one
 // callback reports the name, as ObserveSemaphore's does.
 //
-// What the counter counted under a name is kept while a registration under
-// it is in force, and, once the last ends, among the names of ObserveWatch
-// whose last registrations ended most recently: as many of those as the
-// most names that had a registration in force at once, and at least 1024.
+// What the counter counted under a name (of a MeterProvider, with its
+// attributes) is kept while a registration under it is in force, and, once
+// the last ends, among the names of ObserveWatch whose last registrations
+// ended most recently: as many of those as the most names (of any
+// provider) that had a registration in force at once, and at least 1024.
 // The count of a name that ended longer ago is dropped, so that a program
 // observing Watches under ever new names holds no more than that: such a
 // name observed again counts from its Watch's own version, as a new name
