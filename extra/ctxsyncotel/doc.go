@@ -117,8 +117,8 @@
 // Counters read from a snapshot never go down, though what they read may:
 // Breaker.Reset zeroes the breaker's Total, and a pool, breaker, Tally,
 // Watch or adaptive Limiter observed once an earlier one's registration
-// ended (one made anew on a reload) starts from its own counts. The counters carry on from where
-// they were, since an observable counter cannot mark a restart with a new
+// ended (one made anew on a reload) starts from its own counts. The
+// counters carry on from where they were, since an observable counter cannot mark a restart with a new
 // start time, and a delta reader would get a negative delta: the new
 // source's counts add to them, and the counts a breaker made between the
 // last collection and its Reset are lost to them (and more, if no count
@@ -126,6 +126,11 @@
 // count, which only a source of one's own can report, is read as 0, as in
 // ctxsyncprom, and a fall to it as a reset. Counters saturate at
 // 2^63-1024, the largest float64 below 2^63, through which the SDK sums.
+// ObserveWatch and ObserveAdaptiveLimiter, which have no value of the
+// user's to keep the counts in, keep those of a name whose registrations
+// all ended for a while only, so that ever new names cost no memory for
+// good (see ObserveWatch): a reload that observes the new source before it
+// unregisters the old carries the counters on in any case.
 //
 // # Cost
 //

@@ -23,7 +23,6 @@ import (
 func TestSeriesCountersSweepAmortized(t *testing.T) {
 	const n = 10000
 	mp := sdkmetric.NewMeterProvider()
-	m := scopeMeter(mp)
 	var s seriesCounters
 	field := func() reflect.Value { return reflect.ValueOf(&s).Elem().FieldByName("sweepAt") }
 	if !field().IsValid() {
@@ -31,7 +30,7 @@ func TestSeriesCountersSweepAmortized(t *testing.T) {
 	}
 	sweeps, at := 0, field().Int()
 	for i := range n {
-		s.of(mp, m, attribute.NewSet(attribute.String("name", strconv.Itoa(i))), 1)
+		s.of(mp, attribute.NewSet(attribute.String("name", strconv.Itoa(i))), 1)
 		if now := field().Int(); now != at {
 			sweeps, at = sweeps+1, now
 		}
@@ -53,13 +52,12 @@ func TestSeriesCountersDropCollectedProviders(t *testing.T) {
 	set := attribute.NewSet(attribute.String("name", "x"))
 	for range n {
 		mp := sdkmetric.NewMeterProvider()
-		s.of(mp, scopeMeter(mp), set, 1)
+		s.of(mp, set, 1)
 	}
 	runtime.GC()
 	live := sdkmetric.NewMeterProvider()
-	m := scopeMeter(live)
 	for i := range n {
-		s.of(live, m, attribute.NewSet(attribute.String("name", strconv.Itoa(i))), 1)
+		s.of(live, attribute.NewSet(attribute.String("name", strconv.Itoa(i))), 1)
 	}
 	if len(s.m) != n {
 		t.Errorf("%d series kept after %d providers were collected and %d series of a live one added, want %d", len(s.m), n, n, n)

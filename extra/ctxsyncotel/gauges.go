@@ -126,6 +126,25 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // unregister a callback, has taken the registration out of the series all
 // the same; called again, it tries the Meter again. So do the other Observe
 // functions of the primitives.
+//
+// A series is a MeterProvider's: the global one (no WithMeterProvider),
+// which before the first otel.SetMeterProvider of the process delegates to
+// the provider set then, and that provider, given by WithMeterProvider or
+// the global one since, report to one series of the SDK, and are one series
+// here. A semaphore observed through the one and another under the same
+// name through the other, whichever first, and whether before or after
+// otel.SetMeterProvider, are registrations of one series, the one made last
+// reporting. Before otel.SetMeterProvider they are two series, the
+// delegating provider's reporting nowhere yet; the first collection or
+// Observe after it merges them, before either reports to the provider set:
+// the newest registration of the two reports, and ObserveWatch's counter
+// carries on from the two counts added up. Only a collection that runs
+// while otel.SetMeterProvider itself is under way (it hands the delegating
+// provider's callbacks to the provider set one by one, before it makes that
+// provider the global one) may still find both and report the two added
+// up. This holds for a provider whose Meter of a scope is one value, as the
+// SDK's is: the package tells the provider delegated to by the Meter the
+// global one gives.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
 	type instruments struct {
 		avail, waiting metric.Int64ObservableUpDownCounter
@@ -288,7 +307,7 @@ func observeCounting[I any](fn, what, name string, src any, read func(), opts []
 	if err != nil {
 		return nil, err
 	}
-	counts, token := by.arrive(c.provider, c.m, set, n)
+	counts, token := by.arrive(c.provider, set, n)
 	joined := false
 	defer func() {
 		// Refused, or the Meter panicked or called runtime.Goexit: src
@@ -304,6 +323,7 @@ func observeCounting[I any](fn, what, name string, src any, read func(), opts []
 	}
 	var boxed any = insts // once, not at each collection
 	reg, err := registered(m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		learnDelegate()
 		counts.report(token, o, boxed)
 		return nil
 	}, list...))

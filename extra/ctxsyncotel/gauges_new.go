@@ -99,17 +99,30 @@ func ObserveWaitGroup(name string, wg WaitGroupSource, opts ...Option) (metric.R
 // to name: a counter, since the version only grows, by one per Store, so
 // that its rate is how often the value changes. It fails as ObserveFlight.
 //
-// The counter never goes down: a Watch observed under the name (with the
-// same MeterProvider and attributes) once the registration of another ended
+// The counter never goes down, but for a name whose counts were dropped
+// (see below): a Watch observed under the name (with the same MeterProvider
+// and attributes) once the registration of another ended
 // (a Watch made anew on a reload) adds its version to the count, and the
 // same Watch observed again carries on. While two registrations under one
 // name are in force, the Watch observed last is the one counted; once its
 // registration ends, the one observed before it, if still in force, is
 // counted again from where its count was, from the next collection on: one
-// callback reports the name, as ObserveSemaphore's does. What the counter
-// counted is kept for each name while its MeterProvider lives. The global
-// MeterProvider (no WithMeterProvider) before otel.SetMeterProvider and the
-// provider set then, whose series are one, count as one.
+// callback reports the name, as ObserveSemaphore's does.
+//
+// What the counter counted under a name (of a MeterProvider, with its
+// attributes) is kept while a registration under it is in force, and, once
+// the last ends, among the names of ObserveWatch whose last registrations
+// ended most recently: as many of those as the most names (of any
+// provider) that had a registration in force at once, and at least 1024.
+// The count of a name that ended longer ago is dropped, so that a program
+// observing Watches under ever new names holds no more than that: such a
+// name observed again counts from its Watch's own version, as a new name
+// does, and the counter, where a back end still holds the name's series,
+// shows a fall, a reset. A Watch made anew on a reload and observed before
+// the old one's registration ends (the hand-over above) carries the counter
+// on whatever the names observed meanwhile. The global MeterProvider (no
+// WithMeterProvider) before otel.SetMeterProvider and the provider set then,
+// whose series are one, count as one (see ObserveSemaphore).
 func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registration, error) {
 	version := func() int64 { return int64(min(w.Version(), 1<<63-1)) }
 	return observeCounting("ObserveWatch", "watch", name, w, func() { version() }, opts, &watchCounters, 1,
@@ -135,7 +148,10 @@ func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registrati
 // against, in seconds), with the ctxsync.adaptive.name attribute set to name.
 // It fails as ObserveFlight. The shed counter never goes down, as
 // ObserveWatch's version: a Limiter observed under the name once the
-// registration of another ended adds its count to it.
+// registration of another ended adds its count to it. Its counts are kept
+// as ObserveWatch's, apart from those: a name whose last registration ended
+// longer ago than those of the 1024 names, or the most in force at once,
+// observed under ObserveAdaptiveLimiter since, counts from its Limiter's own.
 func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metric.Registration, error) {
 	read := func() { l.Limit(); l.InFlight(); l.Waiting(); l.Shed(); l.Latency() }
 	type instruments struct {

@@ -1,6 +1,8 @@
 package ctxsyncotel
 
 import (
+	"cmp"
+	"container/list"
 	"reflect"
 	"slices"
 	"sync"
@@ -65,19 +67,64 @@ type counters struct {
 	carrierReg metric.Registration
 	retiring   bool
 
+	// orphans are callbacks' registrations with the Meter that report
+	// nothing, those of carriers of series merged into this one (see
+	// seriesCounters.mergeLocked) whose own registrations had ended: the
+	// next Unregister or failed Observe under the series unregisters them.
+	orphans []metric.Registration
+
+	// into, once set, are the counters of the series these were merged
+	// into: every registration of theirs is that series' (see target).
+	into atomic.Pointer[counters]
+
 	// table and key, if table is not nil, are the table that keeps these
-	// counters and their key there, for a table that drops them once no
-	// registration is left (see forget). Set when made.
+	// counters and their key there (see forget). table is set when made;
+	// key, guarded by table.mu, changes when a series of the global
+	// MeterProvider is found to be one of the provider it delegates to
+	// (see seriesCounters.rekeyLocked). ended, guarded by table.mu too, is
+	// their element in the table's list of series kept with no
+	// registration in force, nil if they are not in it.
 	table *seriesCounters
 	key   seriesKey
+	ended *list.Element
 }
+
+// target returns the counters whose series c's are: c's, or those it was
+// merged into.
+func (c *counters) target() *counters {
+	for {
+		n := c.into.Load()
+		if n == nil {
+			return c
+		}
+		c = n
+	}
+}
+
+// lock locks and returns the counters whose series c's are (see target).
+func (c *counters) lock() *counters {
+	for {
+		c = c.target()
+		c.mu.Lock()
+		if c.into.Load() == nil {
+			return c
+		}
+		c.mu.Unlock() // merged meanwhile
+	}
+}
+
+// tokens numbers the registrations of every series, and joins their joins,
+// so that those of two series merged into one (see
+// seriesCounters.mergeLocked) keep numbers of their own, and their order.
+var tokens, joins atomic.Uint64
 
 // A liveRegistration is a registration of an Observe function in force.
 type liveRegistration struct {
-	token uint64
-	src   weak.Pointer[byte] // its source, as join knew it
-	read  reader             // reads its source, and reports it
-	reg   metric.Registration
+	token  uint64
+	joined uint64             // numbers its join, in order (see joins)
+	src    weak.Pointer[byte] // its source, as join knew it
+	read   reader             // reads its source, and reports it
+	reg    metric.Registration
 
 	// last are the counts read from src when a registration made later
 	// took over, nil while it is counted: what its source has counted.
@@ -222,7 +269,7 @@ func samePointer(a, b any) bool {
 
 // start numbers the beginning of a read of the source: take it before the
 // read, and give it to apply.
-func (c *counters) start() uint64 { return c.seq.Add(1) }
+func (c *counters) start() uint64 { return c.target().seq.Add(1) }
 
 // apply turns v, the counts that the read begun at seq gave, into the
 // counters' values, in place.
@@ -255,8 +302,8 @@ func (c *counters) apply(seq uint64, v []int64) {
 // reports all the same: a series in force is reported at each collection,
 // once. A token of 0 is always counted.
 func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
-	alone := c.seq.Add(1) == seq+1
-	c.mu.Lock()
+	alone := c.target().seq.Add(1) == seq+1
+	c = c.lock()
 	defer c.mu.Unlock()
 	counted := token == 0 || token == c.cur
 	if counted && alone && seq > c.applied {
@@ -293,17 +340,25 @@ func (c *counters) applyFrom(token uint64, seq uint64, v []int64) bool {
 // the SDK keeps a series of each, and a source observed anew under one must
 // carry on from what its last source counted.
 //
-// An entry of counters is kept while its provider lives, whatever the
-// registrations: a name observed anew after a while must still carry on.
-// One of the Observe functions of gauges, which count nothing, goes once
-// its last registration ends: names observed once each, a million of them,
-// are not all kept (see forget). The provider is known by a weak pointer,
-// which keeps it alive no longer than the program does, and the entries of
-// providers collected go when a new series finds the table grown by half
-// since they were last looked for (see sweepAt). A provider that is not a
-// pointer cannot be known: its series get new counters at each Observe,
-// which carry on nothing (noop.MeterProvider is such a value, and reports
-// nothing anyway).
+// A series is kept while a registration is in force or under way under it.
+// Once its last registration ends, one of the Observe functions of gauges,
+// which count nothing, goes at once: names observed once each, a million of
+// them, are not all kept (see forget). One of ObserveWatch or
+// ObserveAdaptiveLimiter is kept, with its counts, so that a source observed
+// anew under it (a Watch made anew on a reload, observed once the old one's
+// registration ended) carries the counter on; but only so many are: those
+// of the series whose last registrations ended most recently, as many as
+// the most series that were in force at once, and at least
+// endedKeptMin. The one that ended longest ago goes when one more would
+// be kept, and its name, observed again, counts from its source's own
+// counts, as a name never seen does.
+//
+// The provider is known by a weak pointer, which keeps it alive no longer
+// than the program does, and the entries of providers collected go when a
+// new series finds the table grown by half since they were last looked for
+// (see sweepAt). A provider that is not a pointer cannot be known: its
+// series get new counters at each Observe, which carry on nothing
+// (noop.MeterProvider is such a value, and reports nothing anyway).
 type seriesCounters struct {
 	mu sync.Mutex
 	m  map[seriesKey]*counters // guarded by mu
@@ -317,6 +372,19 @@ type seriesCounters struct {
 	// series of providers alive at once, and a few. Guarded by mu.
 	sweepAt int
 
+	// ended are the counters in m of the series kept with no registration
+	// in force or under way, the one that ended first at the front, and
+	// peak the most series of m that were in force at once (len(m) -
+	// ended.Len()): no more than max(peak, endedKeptMin) are kept so.
+	// Guarded by mu.
+	ended list.List
+	peak  int
+
+	// rekeyed tells that the series of the global MeterProvider have been
+	// made those of the provider it delegates to (see rekeyLocked).
+	// Guarded by mu.
+	rekeyed bool
+
 	// transient tells that the table keeps a series only while a
 	// registration is in force or under way under it (see
 	// counters.forget): that of the Observe functions of gauges, which
@@ -327,6 +395,15 @@ type seriesCounters struct {
 // seriesSweepMin is the least sweepAt: a table of a few series is not worth
 // a sweep.
 const seriesSweepMin = 16
+
+// endedKeptMin is the most series a table of counts keeps with no
+// registration in force (see seriesCounters), unless more were in force at
+// once: their counts are some hundreds of bytes each.
+const endedKeptMin = 1024
+
+// endedKept is endedKeptMin, but for the tests that drop ended series
+// sooner.
+var endedKept = endedKeptMin
 
 type seriesKey struct {
 	provider weak.Pointer[byte]
@@ -341,22 +418,137 @@ var watchCounters, adaptiveCounters seriesCounters
 // the provider set then.
 var globalProvider = otel.GetMeterProvider()
 
-// of returns the counters, n of them, of the series of provider and set; m
-// is provider's Meter of the package's instruments.
+// delegate is the provider globalProvider delegates to, as a key of series,
+// once the package has found it (see learnDelegate): the zero weak pointer
+// until then.
+var delegate atomic.Pointer[weak.Pointer[byte]]
+
+// delegateID returns delegate, or the zero weak pointer.
+func delegateID() weak.Pointer[byte] {
+	if d := delegate.Load(); d != nil {
+		return *d
+	}
+	return weak.Pointer[byte]{}
+}
+
+// learnDelegate looks for the provider that globalProvider delegates to:
+// the one set by the first otel.SetMeterProvider of the process, whose
+// series the global provider's instruments report to. The delegating
+// provider, once it delegates, gives the Meter of the provider set (the
+// SDK's is one per scope); until then it gives one of its own. So the
+// provider that is the global one now is the delegate if the two give the
+// same Meter of the package's instruments. Only the global one now, and
+// the delegating one, are asked for a Meter: no other provider is, on
+// behalf of another. A provider found not to be the delegate (the global
+// one set a second time, or a provider whose Meters are new at each call)
+// is not asked again. Once found, the series of the global provider become
+// those of the delegate, in every table (see rekeyLocked).
+//
+// Called at each Observe, and at each collection by the callbacks, so that
+// the series are one from the first collection after otel.SetMeterProvider
+// on, whichever callback runs first: each reports through the series
+// merged. It costs a collection an atomic load, and, while the global
+// provider is the delegating one, a look at it.
+func learnDelegate() {
+	if learned.Load() || !globalKeyed.Load() {
+		return
+	}
+	cur := otel.GetMeterProvider()
+	if samePointer(cur, globalProvider) {
+		return // not set yet: nothing is delegated to
+	}
+	id := sourceOf(cur)
+	if t := triedDelegate.Load(); id == (weak.Pointer[byte]{}) || t != nil && *t == id {
+		return
+	}
+	// Asked with no lock held: a provider's Meter is code of the user's.
+	// One that panics is not the delegate, and is not asked again: the
+	// panic would otherwise reach the collection of another provider.
+	if !sameMeter(globalProvider, cur) {
+		triedDelegate.Store(&id)
+		return
+	}
+	// A callback that finds the delegate being learned waits until every
+	// table is rekeyed, lest it report a series not yet merged beside the
+	// one it is merged into.
+	learnMu.Lock()
+	defer learnMu.Unlock()
+	if learned.Load() {
+		return
+	}
+	delegate.Store(&id)
+	for _, s := range allSeriesCounters() {
+		s.mu.Lock()
+		s.rekeyLocked()
+		s.mu.Unlock()
+	}
+	learned.Store(true)
+}
+
+// learnMu serializes the learning of the delegate, and learned tells that
+// it is over: delegate is set, and every table made so far is rekeyed (one
+// made later is made rekeyed).
+var (
+	learnMu sync.Mutex
+	learned atomic.Bool
+)
+
+// triedDelegate is the last provider learnDelegate found not to be the
+// delegate, if any.
+var triedDelegate atomic.Pointer[weak.Pointer[byte]]
+
+// globalKeyed tells that a series was once keyed by globalProvider itself,
+// which is then worth merging with the delegate's (see learnDelegate):
+// until one is, no callback looks at the global provider.
+var globalKeyed atomic.Bool
+
+// sameMeter reports whether a and b give the same Meter of the package's
+// instruments; false if either panics.
+func sameMeter(a, b metric.MeterProvider) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return samePointer(scopeMeter(a), scopeMeter(b))
+}
+
+// allSeriesCounters returns every table of series made so far.
+func allSeriesCounters() []*seriesCounters {
+	all := []*seriesCounters{&watchCounters, &adaptiveCounters}
+	gaugeSeries.mu.Lock()
+	defer gaugeSeries.mu.Unlock()
+	for _, s := range gaugeSeries.m {
+		all = append(all, s)
+	}
+	return all
+}
+
+// keyOf returns the key of the series of the provider known by id and of
+// set: that of the provider delegated to for the global one, once it is
+// known (see learnDelegate). s.mu must be held, and s rekeyed (see
+// rekeyLocked) if the delegate is known.
+func keyOf(id weak.Pointer[byte], set attribute.Distinct) seriesKey {
+	if d := delegateID(); d != (weak.Pointer[byte]{}) && id == sourceOf(globalProvider) {
+		id = d
+	}
+	return seriesKey{id, set}
+}
+
+// of returns the counters, n of them, of the series of provider and set.
 //
 // The global provider, taken when no WithMeterProvider is given, is two
 // providers in turn: the delegating one before the first
 // otel.SetMeterProvider, the provider set then after it. Instruments of
-// either report to the same series of the provider set, so a source observed
-// through one and then one through the other must share counters, or the
-// counter would fall from the first's count to the second's. They are known
-// for one by the Meter: the delegating provider, once set, gives the set
-// provider's own (the SDK's is one per scope); until then it gives one of
-// its own, and nothing is shared. Only a provider that is the global one
-// now is looked at so: the delegating one is not asked for a Meter (nor,
-// through it, the provider it delegates to) on behalf of another.
-func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int) *counters {
-	k, _ := s.lookup(provider, m, set, n, false)
+// either report to the same series of the provider set, so a series
+// observed through one, and then through the other, must be one: its
+// registrations reported by one callback, its counts carried on. The
+// series are keyed by the provider set, once the package finds that the
+// global provider delegates to it (see learnDelegate); until then, those of
+// the delegating one are its own, and are made the set provider's then,
+// merged with theirs of the same attributes, if any (see rekeyLocked).
+func (s *seriesCounters) of(provider metric.MeterProvider, set attribute.Set, n int) *counters {
+	k, _ := s.lookup(provider, set, n, false)
 	return k
 }
 
@@ -366,16 +558,13 @@ func (s *seriesCounters) of(provider metric.MeterProvider, m metric.Meter, set a
 // forget) cannot drop it between the two, which would leave this
 // registration under counters no longer the series', beside the ones a
 // later Observe makes: two callbacks would report the series.
-func (s *seriesCounters) arrive(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int) (*counters, uint64) {
-	return s.lookup(provider, m, set, n, true)
+func (s *seriesCounters) arrive(provider metric.MeterProvider, set attribute.Set, n int) (*counters, uint64) {
+	return s.lookup(provider, set, n, true)
 }
 
 // lookup is of, and arrive if begin.
-func (s *seriesCounters) lookup(provider metric.MeterProvider, m metric.Meter, set attribute.Set, n int, begin bool) (_ *counters, token uint64) {
-	if !samePointer(provider, globalProvider) && samePointer(provider, otel.GetMeterProvider()) &&
-		samePointer(scopeMeter(globalProvider), m) {
-		provider = globalProvider
-	}
+func (s *seriesCounters) lookup(provider metric.MeterProvider, set attribute.Set, n int, begin bool) (_ *counters, token uint64) {
+	learnDelegate()
 	id := sourceOf(provider)
 	if id == (weak.Pointer[byte]{}) {
 		k := &counters{last: make([]int64, n), base: make([]int64, n)}
@@ -384,11 +573,13 @@ func (s *seriesCounters) lookup(provider metric.MeterProvider, m metric.Meter, s
 		}
 		return k, token
 	}
-	key := seriesKey{id, set.Equivalent()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rekeyLocked()
+	key := keyOf(id, set.Equivalent())
 	k := s.entryLocked(key, n)
 	if begin {
+		s.busyLocked(k)
 		token = k.arrive()
 	}
 	return k, token
@@ -404,29 +595,155 @@ func (s *seriesCounters) entryLocked(key seriesKey, n int) *counters {
 		s.m = map[seriesKey]*counters{}
 	}
 	if len(s.m) >= s.sweepAt {
-		for key := range s.m {
+		for key, k := range s.m {
 			if key.provider.Value() == nil {
-				delete(s.m, key)
+				s.removeLocked(k)
 			}
 		}
 		s.sweepAt = max(len(s.m)+len(s.m)/2, seriesSweepMin)
 	}
-	k := &counters{last: make([]int64, n), base: make([]int64, n)}
-	if s.transient {
-		k.table, k.key = s, key
-	}
+	k := &counters{last: make([]int64, n), base: make([]int64, n), table: s, key: key}
 	s.m[key] = k
+	if !globalKeyed.Load() && key.provider == sourceOf(globalProvider) {
+		globalKeyed.Store(true)
+	}
 	return k
 }
 
-// drop takes k, the counters of key, out of s if they are still its entry
-// and idle (see counters.idleLocked).
-func (s *seriesCounters) drop(key seriesKey, k *counters) {
+// removeLocked takes k, an entry of s, out of s. s.mu must be held.
+func (s *seriesCounters) removeLocked(k *counters) {
+	delete(s.m, k.key)
+	if k.ended != nil {
+		s.ended.Remove(k.ended)
+		k.ended = nil
+	}
+}
+
+// busyLocked takes k, an entry of s that a registration begins under, out of
+// the series kept with none (see seriesCounters), and counts it in force.
+// s.mu must be held.
+func (s *seriesCounters) busyLocked(k *counters) {
+	if k.ended != nil {
+		s.ended.Remove(k.ended)
+		k.ended = nil
+	}
+	s.peak = max(s.peak, len(s.m)-s.ended.Len())
+}
+
+// drop takes k, counters of s, out of s if they are still its entry and
+// idle (see counters.idleLocked), or, for a table of counts, keeps them
+// among the series with no registration in force, the one that ended
+// longest ago going if there are too many (see seriesCounters).
+func (s *seriesCounters) drop(k *counters) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if s.m[key] == k && k.idleLocked() {
-		delete(s.m, key)
+	idle := s.m[k.key] == k && k.into.Load() == nil && k.idleLocked()
+	k.mu.Unlock()
+	if !idle || k.ended != nil {
+		return
+	}
+	if s.transient {
+		s.removeLocked(k)
+		return
+	}
+	k.ended = s.ended.PushBack(k)
+	for s.ended.Len() > max(s.peak, endedKept) {
+		s.removeLocked(s.ended.Front().Value.(*counters))
+	}
+}
+
+// rekeyLocked makes the series of the global provider those of the provider
+// it delegates to, once that is known (see learnDelegate), and once: a
+// series of the global provider made before then becomes the delegate's
+// series of its attributes, and if there is one already, the two are
+// merged (see mergeLocked). s.mu must be held.
+func (s *seriesCounters) rekeyLocked() {
+	d := delegateID()
+	if s.rekeyed || d == (weak.Pointer[byte]{}) {
+		return
+	}
+	s.rekeyed = true
+	s.moveLocked(sourceOf(globalProvider), d)
+}
+
+// moveLocked makes the series of the provider known by from those of the
+// provider known by to, merging two of the same attributes (see
+// mergeLocked). s.mu must be held.
+func (s *seriesCounters) moveLocked(from, to weak.Pointer[byte]) {
+	var moved []*counters
+	for key, k := range s.m {
+		if key.provider == from {
+			moved = append(moved, k)
+		}
+	}
+	for _, k := range moved {
+		delete(s.m, k.key)
+		k.key.provider = to
+		if into := s.m[k.key]; into != nil {
+			s.mergeLocked(k, into)
+		} else {
+			s.m[k.key] = k
+		}
+	}
+}
+
+// mergeLocked merges g, counters of s taken out of its map, into p, the
+// entry of s of the same key: both report to one series of the SDK, which
+// adds up what their callbacks report. p's series then holds the
+// registrations of both, reported by one callback, the newest's source
+// alone; g's registrations, and its Observe calls under way, forward to p
+// (see target).
+//
+// The counts of g are added to p's base: the counter carries on from the
+// sum the SDK showed, never falling. The source counted is that of the
+// newest registration in force of the two, as if the others had been taken
+// over by it. p's carrier, if any, carries on; else g's becomes p's. The
+// callback of g's carrier, if p's carries on, reports nothing more: it goes
+// with its own registration, or, if that ended, with the next Unregister
+// under the series (see orphans). s.mu must be held.
+func (s *seriesCounters) mergeLocked(g, p *counters) {
+	if g.ended != nil {
+		s.ended.Remove(g.ended)
+		g.ended = nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := g.liveOf(g.cur); i >= 0 {
+		g.live[i].last = slices.Clone(g.last)
+	}
+	if i := p.liveOf(p.cur); i >= 0 {
+		p.live[i].last = slices.Clone(p.last)
+	}
+	for i := range p.base {
+		p.base[i] = addCount(p.base[i], addCount(g.base[i], g.last[i]))
+	}
+	p.live = append(p.live, g.live...)
+	slices.SortStableFunc(p.live, func(a, b liveRegistration) int { return cmp.Compare(a.joined, b.joined) })
+	if len(p.live) > 0 {
+		p.resumeNewestLocked()
+	}
+	p.pending += g.pending
+	p.orphans = append(p.orphans, g.orphans...)
+	gHas := g.carrier != 0 && !g.retiring
+	pHas := p.carrier != 0 && !p.retiring
+	switch {
+	case gHas && (!pHas || p.carrierReg == nil && g.carrierReg != nil):
+		// p has no carrier, or one whose Observe is under way, with no
+		// registration in force (see the invariants): g's carries. p's,
+		// when it joins, joins as one more registration.
+		p.carrier, p.carrierReg, p.retiring = g.carrier, g.carrierReg, false
+	case gHas && g.carrierReg != nil && g.liveOf(g.carrier) < 0:
+		p.orphans = append(p.orphans, g.carrierReg)
+	}
+	// A retire of g's carrier under way goes on: it unregisters g's
+	// callback, and then finds p's carrier none of its own (see retire).
+	g.live, g.pending, g.orphans, g.carrier, g.carrierReg = nil, 0, nil, 0, nil
+	g.into.Store(p)
+	if p.ended != nil && !p.idleLocked() {
+		s.ended.Remove(p.ended)
+		p.ended = nil
 	}
 }

@@ -41,7 +41,9 @@ type config struct {
 // WithMeterProvider sets the MeterProvider the instruments are made from. The
 // default is the global one, otel.GetMeterProvider(), at the time of the
 // constructor's call: instruments made from it before otel.SetMeterProvider
-// forward to the provider set later. A nil provider is an error.
+// forward to the provider set later, and the series of the Observe
+// functions of the two are one (see ObserveSemaphore). A nil provider is an
+// error.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
 		c.provider = mp

@@ -83,12 +83,12 @@ var gaugeSeries seriesTables
 func (c *counters) arrive() (token uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
+	token = tokens.Add(1)
 	c.pending++
 	if c.carrier == 0 || c.retiring {
-		c.carrier, c.carrierReg, c.retiring = c.gen, nil, false
+		c.carrier, c.carrierReg, c.retiring = token, nil, false
 	}
-	return c.gen
+	return token
 }
 
 // join ends the Observe of the registration numbered token, whose callback
@@ -100,7 +100,7 @@ func (c *counters) arrive() (token uint64) {
 // observed again carries on.
 func (c *counters) join(token uint64, src any, read reader, reg metric.Registration) {
 	id := sourceOf(src)
-	c.mu.Lock()
+	c = c.lock()
 	defer c.mu.Unlock()
 	c.pending--
 	if c.carrier == token || c.carrierReg == nil {
@@ -110,7 +110,7 @@ func (c *counters) join(token uint64, src any, read reader, reg metric.Registrat
 		c.live[i].last = slices.Clone(c.last)
 	}
 	c.cur = token
-	c.live = append(c.live, liveRegistration{token: token, src: id, read: read, reg: reg})
+	c.live = append(c.live, liveRegistration{token: token, joined: joins.Add(1), src: id, read: read, reg: reg})
 	if id != (weak.Pointer[byte]{}) && id != c.src {
 		c.switchTo(id)
 	}
@@ -121,15 +121,30 @@ func (c *counters) join(token uint64, src any, read reader, reg metric.Registrat
 // callback, if it was the carrier, never reported: it had no registration
 // with the Meter, so none was in force. It returns the error of
 // unregistering the carrier, if no registration is left (see settleLocked).
-func (c *counters) abandon(token uint64) error {
+func (c *counters) abandon(token uint64) (err error) {
 	defer c.forget()
-	c.mu.Lock()
+	c = c.lock()
 	c.pending--
 	if c.carrier == token {
 		c.carrier = 0
 	}
 	reg, carrier := c.settleLocked()
+	orphans := c.orphans
+	c.orphans = nil
 	c.mu.Unlock()
+	// Each in a deferred call of its own, as at an Unregister. One the
+	// Meter refuses goes back to the series, for the next Unregister or
+	// failed Observe under it to try again.
+	for _, o := range orphans {
+		defer func() {
+			if e := o.Unregister(); e != nil {
+				err = errors.Join(err, e)
+				t := c.lock()
+				t.orphans = append(t.orphans, o)
+				t.mu.Unlock()
+			}
+		}()
+	}
 	return c.retire(reg, carrier)
 }
 
@@ -145,8 +160,8 @@ func (c *counters) idleLocked() bool {
 // the series makes new counters: nothing is lost, there being no count to
 // carry on. Called with c.mu not held.
 func (c *counters) forget() {
-	if c.table != nil {
-		c.table.drop(c.key, c)
+	if t := c.target(); t.table != nil {
+		t.table.drop(t)
 	}
 }
 
@@ -162,12 +177,13 @@ func (c *counters) forget() {
 // It returns own, the registration with the Meter to unregister, unless its
 // callback is the carrier, which reports the series for the registrations
 // left; and the carrier's, if none is left (see settleLocked).
-func (c *counters) end(token uint64) (own, carrierReg metric.Registration, carrier uint64, ok bool) {
-	c.mu.Lock()
+func (c *counters) end(token uint64) (own, carrierReg metric.Registration, carrier uint64, orphans []metric.Registration, ok bool) {
+	c = c.lock()
 	defer c.mu.Unlock()
+	orphans, c.orphans = c.orphans, nil
 	i := c.liveOf(token)
 	if i < 0 {
-		return nil, nil, 0, false
+		return nil, nil, 0, orphans, false
 	}
 	own = c.live[i].reg
 	c.live = slices.Delete(c.live, i, i+1)
@@ -178,7 +194,7 @@ func (c *counters) end(token uint64) (own, carrierReg metric.Registration, carri
 		own = nil
 	}
 	carrierReg, carrier = c.settleLocked()
-	return own, carrierReg, carrier, true
+	return own, carrierReg, carrier, orphans, true
 }
 
 // settleLocked returns the carrier's registration with the Meter, and its
@@ -204,12 +220,12 @@ func (c *counters) retire(reg metric.Registration, carrier uint64) error {
 		return nil
 	}
 	defer func() {
-		c.mu.Lock()
-		if c.carrier == carrier && c.retiring {
-			c.carrier, c.carrierReg, c.retiring = 0, nil, false
+		t := c.lock()
+		if t.carrier == carrier && t.retiring {
+			t.carrier, t.carrierReg, t.retiring = 0, nil, false
 		}
-		c.mu.Unlock()
-		c.forget()
+		t.mu.Unlock()
+		t.forget()
 	}()
 	return reg.Unregister()
 }
@@ -221,7 +237,7 @@ func (c *counters) retire(reg metric.Registration, carrier uint64) error {
 // block, or call back into the package. A registration that ends meanwhile
 // is still read this once, by this collection alone.
 func (c *counters) report(token uint64, o metric.Observer, insts any) {
-	c.mu.Lock()
+	c = c.lock()
 	if c.carrier != token || len(c.live) == 0 {
 		c.mu.Unlock()
 		return
@@ -255,9 +271,9 @@ type seriesRegistration struct {
 // with the Meter failed (or panicked, or called runtime.Goexit), and does
 // nothing more.
 func (r *seriesRegistration) Unregister() (err error) {
-	own, carrierReg, carrier, ok := r.counts.end(r.token)
+	own, carrierReg, carrier, orphans, ok := r.counts.end(r.token)
 	r.mu.Lock()
-	again := r.left
+	again := append(r.left, orphans...)
 	r.left = nil
 	r.mu.Unlock()
 	// Each in a deferred call of its own, which runs even if one before it
