@@ -291,3 +291,82 @@ func (b *rv16aBlock) RoundTrip(req *http.Request) (*http.Response, error) {
 	<-b.release
 	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 }
+
+// rv16aBadErr is an error of the user's whose Error panics, as a nil
+// pointer's would.
+type rv16aBadErr struct{ msg *string }
+
+func (e *rv16aBadErr) Error() string { return *e.msg }
+
+// rv16aCheckedLimiter is a limiter of the user's with a Check whose error's
+// Error panics.
+type rv16aCheckedLimiter struct{ ratelimit.Limiter }
+
+func (rv16aCheckedLimiter) Check() error { return &rv16aBadErr{} }
+
+// TestRV16aMistakesErrorPanics: the look at a panic of Base asks the check
+// of each of the library's Transports under the breaker, which asks a
+// limiter's Check, code of the user's; the Error of the error it returns is
+// the user's code too. If that panics, it is taken as no mistake found
+// there, as a Check that panics is: the Base's panic goes on unchanged and
+// counts as a failure. On main the Error's nil dereference replaced the
+// Base's panic.
+func TestRV16aMistakesErrorPanics(t *testing.T) {
+	user := &rv16aPanicker{v: "user: down"}
+	rl := &ratelimit.Transport{Limiter: rv16aCheckedLimiter{ratelimit.NewTokenBucket(1e9, 1<<20)}, Base: user}
+	for _, top := range []http.RoundTripper{
+		&breaker.Transport{Base: rl, Settings: breaker.Settings{FailureThreshold: 1}},
+		&retry.Transport{Base: rl, Policy: retry.Policy{Budget: retry.NewBudget(1, 0)}},
+	} {
+		require.Equal(t, "user: down", rv16aRun(func() { _, _ = top.RoundTrip(edge16Req(t)) }), "%T", top)
+		if b, ok := top.(*breaker.Transport); ok {
+			_, err := b.RoundTrip(edge16Req(t))
+			require.ErrorIs(t, err, breaker.ErrOpen, "the panic counted as a failure")
+		}
+	}
+}
+
+// rv16a503 answers 503 to every request.
+type rv16a503 struct{}
+
+func (rv16a503) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable", Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+}
+
+// TestRV16aRetryableAfterFirstAttempt: a first attempt that was sent and
+// returned (a 503) stays counted in the Budget when a function of the
+// user's that runs after Base returned, before a second attempt
+// (RetryResponse, Retryable, OnRetry, DelayFunc), panics, whatever the value: the request was sent. Only a
+// first attempt that did not return is looked at for a mistake. On main a
+// panic of Retryable with the message of a mistake the chain has (one that
+// a request that costs nothing goes by) took the deposit back.
+func TestRV16aRetryableAfterFirstAttempt(t *testing.T) {
+	msg := (&ratelimit.Transport{Limiter: &ratelimit.TokenBucket{}}).Check()
+	require.Error(t, msg)
+	for _, where := range []string{"RetryResponse", "Retryable", "OnRetry", "DelayFunc"} {
+		t.Run(where, func(t *testing.T) {
+			budget := retry.NewBudget(1, 0)
+			boom := func() { panic(msg.Error()) }
+			tr := &retry.Transport{Base: rv16aZeroBucket(rv16a503{}), Policy: retry.Policy{Budget: budget, NoDelay: true}}
+			switch where {
+			case "RetryResponse":
+				tr.RetryResponse = func(*http.Response) bool { boom(); return true }
+			case "Retryable":
+				tr.Policy.Retryable = func(error) bool { boom(); return true }
+			case "OnRetry":
+				tr.Policy.OnRetry = func(int, error, time.Duration) { boom() }
+			case "DelayFunc":
+				tr.DelayFunc = func(int, *http.Response, error) time.Duration { boom(); return 0 }
+			}
+			require.Equal(t, msg.Error(), rv16aRun(func() { _, _ = tr.RoundTrip(edge16Req(t)) }))
+			retries := 0
+			_ = retry.Policy{Budget: budget, NoDelay: true, MaxAttempts: 100, OnRetry: func(int, error, time.Duration) { retries++ }}.
+				Execute(context.Background(), func(context.Context) error { return errors.New("down") })
+			want := 2 // this call's first attempt, and the request's
+			if where == "OnRetry" {
+				want = 1 // the request's retry was let through before OnRetry
+			}
+			require.Equal(t, want, retries, "the request's first attempt was counted")
+		})
+	}
+}
