@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxsync/ctxsync/breaker"
+	"github.com/ctxsync/ctxsync/internal/testutil"
 	"github.com/ctxsync/ctxsync/pool"
 )
 
@@ -195,4 +197,103 @@ func TestRV16aBackgroundPanicThroughBreaker(t *testing.T) {
 	require.Error(t, err, "the program went on: %s", out)
 	require.Contains(t, string(out), "panic: refill exploded")
 	require.NotContains(t, string(out), "newPanicking")
+}
+
+// TestRV16aHammerNewAndBreakerGoexit: Acquires with random deadlines on a
+// pool whose New fails, or calls runtime.Goexit, now and then, and whose
+// breaker's OnCall calls runtime.Goexit now and then, on New's successes,
+// failures and Goexits alike. Every Acquire gets a resource or an error it
+// may get: its ctx's, New's, the breaker's refusal, or the Goexit error
+// naming New or the Breaker's Settings; every value New made is closed once
+// by the time the pool is closed; and the pool never holds more than
+// MaxSize. (Goexits, not panics: a panic in a call to New that no Acquire
+// waits for any more ends the program, as Pool says.)
+func TestRV16aHammerNewAndBreakerGoexit(t *testing.T) {
+	var named [2]atomic.Int64 // Goexit errors naming New, the Breaker's Settings
+	defer func() {
+		require.Positive(t, named[0].Load(), "no Goexit of New reached an Acquire: the test tests nothing")
+		require.Positive(t, named[1].Load(), "no Goexit of OnCall reached an Acquire: the test tests nothing")
+	}()
+	for seed := range uint64(testutil.HammerRounds(10)) {
+		synctest.Test(t, func(t *testing.T) {
+			rnd := testutil.LockedRand(seed, 16)
+			var made, closed, live, peak atomic.Int64
+			b := breaker.New(breaker.Settings{
+				FailureThreshold: 3,
+				OpenTimeout:      5 * time.Millisecond,
+				OnCall: func(e breaker.CallEvent) {
+					if e.Outcome != breaker.Rejected && rnd(4) == 0 {
+						runtime.Goexit()
+					}
+				},
+			})
+			const maxSize = 3
+			p, err := pool.New(pool.Config[int64]{
+				MaxSize: maxSize,
+				Breaker: b,
+				New: func(context.Context) (int64, error) {
+					time.Sleep(time.Duration(rnd(int64(time.Millisecond))))
+					switch rnd(6) {
+					case 0:
+						return 0, errors.New("down")
+					case 1:
+						runtime.Goexit()
+					}
+					n := live.Add(1)
+					for {
+						pk := peak.Load()
+						if n <= pk || peak.CompareAndSwap(pk, n) {
+							break
+						}
+					}
+					return made.Add(1), nil
+				},
+				Close: func(int64) error {
+					live.Add(-1)
+					closed.Add(1)
+					return nil
+				},
+			})
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			for range 6 {
+				wg.Go(func() {
+					for range 15 {
+						func() {
+							ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rnd(int64(3*time.Millisecond))))
+							defer cancel()
+							r, err := p.Acquire(ctx)
+							if err != nil {
+								switch msg := err.Error(); {
+								case errors.Is(err, context.DeadlineExceeded), errors.Is(err, breaker.ErrOpen), msg == "down":
+								case msg == "pool: Config.New did not return (runtime.Goexit)":
+									named[0].Add(1)
+								case msg == "pool: a function of Config.Breaker's Settings did not return (runtime.Goexit)":
+									named[1].Add(1)
+								default:
+									t.Errorf("Acquire: %v", err)
+								}
+								return
+							}
+							time.Sleep(time.Duration(rnd(int64(time.Millisecond))))
+							if rnd(3) == 0 {
+								r.Destroy()
+							} else {
+								r.Release()
+							}
+						}()
+					}
+				})
+			}
+			wg.Wait()
+			require.NoError(t, p.Close(context.Background()))
+			synctest.Wait()
+			if m, c := made.Load(), closed.Load(); m != c {
+				t.Errorf("New made %d values, Close closed %d", m, c)
+			}
+			if pk := peak.Load(); pk > maxSize {
+				t.Errorf("%d values alive at once, MaxSize %d", pk, maxSize)
+			}
+		})
+	}
 }
