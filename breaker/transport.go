@@ -41,7 +41,13 @@ import (
 // the request as ignored (Settings.OnCall hears of it so, with the mistake
 // as its error), and the panic goes on, with its message unchanged. Every
 // request would meet the mistake, and counted as failures they would open
-// the breaker, which would then answer ErrOpen rather than name it. A
+// the breaker, which would then answer ErrOpen rather than name it. The
+// panic is told by its value alone: a string equal to the message of a
+// mistake that one of those Transports has, wherever under Transport it was
+// raised (a request that costs nothing goes past a ratelimit.Transport
+// whose limiter is the mistake, on to the Bases under it); any other value,
+// an error that says the message included, is a failure, and a chain that
+// has no such mistake counts every panic. A
 // request that net/http refuses to send (a header field it cannot write, a
 // method that is not a token, no host) goes to Base past every breaker and
 // counts in none: it is a bug of the caller, and must not open the breaker

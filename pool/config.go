@@ -104,8 +104,10 @@ type Config[T any] struct {
 	// resource, that resource is given to Close, and the panic goes where a
 	// panic of New would (see Pool), its error naming the Breaker's
 	// Settings rather than New; a panic of that Close is counted in
-	// Stats.CloseErrors, and does not replace the first. A Breaker not made by breaker.New (the
-	// zero Breaker) is a bad Config: New returns an error.
+	// Stats.CloseErrors, and does not replace the first (a Goexit of it,
+	// which nothing can stop, does: the error then names Close). A Breaker
+	// not made by breaker.New (the zero Breaker) is a bad Config: New
+	// returns an error.
 	Breaker *breaker.Breaker
 
 	// LeakThreshold, if above 0, reports through OnLeak a resource held for

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
@@ -347,20 +348,27 @@ func (p *Pool[T]) make(parent context.Context) {
 	if p.cfg.Hooks.OnCreate != nil {
 		start = clock.Now()
 	}
-	returned, inNew := false, false
+	returned := false
+	run := running{fn: newFunc}
 	defer func() {
 		if returned {
 			return
 		}
 		// New panicked, or called runtime.Goexit; or a function of the
-		// Breaker's Settings did, before New was called or after it
-		// returned: inNew tells which, for the error that names it.
-		fn, panicked, exited := "Config.New", errNewPanicked, errNewExited
-		if !inNew {
-			fn, panicked, exited = breakerFuncs, errBreakerPanicked, errBreakerExited
+		// Breaker's Settings did, before New was called, after it
+		// returned, or as it counted New's panic, which a panic of its own
+		// then replaces; or Close did, closing what New made (see
+		// newValue). run tells which, for the error that names it.
+		v := recover() // nil for a Goexit, which goes on by itself
+		fn := run.fn
+		switch np, ok := v.(*newPanicking); {
+		case ok:
+			fn, v = newFunc, np.value
+		case v == nil && run.exited != "":
+			fn = run.exited
 		}
 		if h := p.cfg.Hooks.OnCreate; h != nil {
-			defer h(CreateEvent{Name: p.cfg.Name, Duration: time.Duration(clock.Now() - start), Err: panicked})
+			defer h(CreateEvent{Name: p.cfg.Name, Duration: time.Duration(clock.Now() - start), Err: createErr(fn)})
 		}
 		// Its place frees, and the panic goes where New's error would
 		// have gone: to a waiting Acquire, which raises it. With nobody
@@ -370,9 +378,10 @@ func (p *Pool[T]) make(parent context.Context) {
 		p.q.Lock()
 		p.making--
 		p.stats.CreateFailures++
-		if w := p.errWaiterLocked(); w != nil {
-			h := handoff[T]{err: exited}
-			if v := recover(); v != nil {
+		w := p.errWaiterLocked()
+		if w != nil {
+			h := handoff[T]{err: exitErr(fn)}
+			if v != nil {
 				h = handoff[T]{panic: &newPanic{fn: fn, value: v, stack: debug.Stack()}}
 			}
 			p.q.Grant(w, h)
@@ -380,8 +389,11 @@ func (p *Pool[T]) make(parent context.Context) {
 		p.fillLocked()
 		p.drainedLocked()
 		p.q.Unlock()
+		if w == nil && v != nil {
+			panic(v)
+		}
 	}()
-	v, refused, err := p.newValue(ctx, &inNew)
+	v, refused, err := p.newValue(ctx, &run)
 	returned = true
 	done()
 	if h := p.cfg.Hooks.OnCreate; h != nil {
@@ -427,17 +439,16 @@ func (p *Pool[T]) make(parent context.Context) {
 // as closeQuietly does. It runs while a function of the Breaker's Settings
 // panics, or calls runtime.Goexit: that came first, and is what the caller
 // must see. A panic of Close, second, is counted and dropped, and the first
-// goes on. The lock must not be held.
-func (p *Pool[T]) closeOrphan(v T) {
+// goes on. A Goexit of Close cannot be stopped: run notes it, so that the
+// error the Acquire gets names Close. The lock must not be held.
+func (p *Pool[T]) closeOrphan(v T, run *running) {
 	if p.cfg.Close == nil {
 		return
 	}
 	failed, returned := true, false
 	defer func() {
-		if !returned {
-			// Close panicked (a Goexit of its own ends the goroutine,
-			// whatever is done here).
-			_ = recover()
+		if !returned && recover() == nil {
+			run.exited = closeFunc // Close called runtime.Goexit
 		}
 		if failed {
 			p.q.Lock()
@@ -448,6 +459,28 @@ func (p *Pool[T]) closeOrphan(v T) {
 	failed = p.cfg.Close(v) != nil
 	returned = true
 }
+
+// running names the functions of the user's that run in the goroutine of a
+// call to New (see make): fn is the one whose panic would be the one in
+// flight, exited the one that called runtime.Goexit, if one did.
+type running struct {
+	fn, exited string
+}
+
+// newPanicking is what a panic of New goes on with through the Breaker's
+// Execute, whose functions (OnCall...) may panic in their turn as they count
+// it: make tells New's panic by it, and raises New's value.
+type newPanicking struct{ value any }
+
+// String is the value's, as a program that a panic ends prints it for each
+// panic of the chain.
+func (p *newPanicking) String() string { return fmt.Sprint(p.value) }
+
+// The functions named in the errors of a call to New that did not return.
+const (
+	newFunc   = "Config.New"
+	closeFunc = "Config.Close"
+)
 
 // breakerFuncs names, in errors, the functions of Config.Breaker's Settings
 // that run in the goroutine of a call to New: OnCall, IsFailure, IsIgnored,
@@ -465,11 +498,39 @@ var errNewExited = errors.New("pool: Config.New did not return (runtime.Goexit)"
 // errBreakerPanicked and errBreakerExited are errNewPanicked and
 // errNewExited for a function of Config.Breaker's Settings that panicked,
 // or called runtime.Goexit, in the goroutine of a call to New, before New
-// was called or after it returned.
+// was called, after it returned, or as it counted New's panic.
 var (
 	errBreakerPanicked = errors.New("pool: " + breakerFuncs + " panicked or did not return")
 	errBreakerExited   = errors.New("pool: " + breakerFuncs + " did not return (runtime.Goexit)")
 )
+
+// errCloseExited is the error of a call to New whose value Config.Close,
+// closing it as a function of the Breaker's Settings panicked (see
+// newValue), ended the goroutine with runtime.Goexit.
+var errCloseExited = errors.New("pool: " + closeFunc + " did not return (runtime.Goexit)")
+
+// createErr is what Hooks.OnCreate is told of a call to New that did not
+// return, fn the function that panicked or called runtime.Goexit: a Close
+// of the value New made runs only as a function of the Breaker's Settings
+// has failed the call.
+func createErr(fn string) error {
+	if fn == newFunc {
+		return errNewPanicked
+	}
+	return errBreakerPanicked
+}
+
+// exitErr is the error of a call to New that did not return as fn called
+// runtime.Goexit.
+func exitErr(fn string) error {
+	switch fn {
+	case newFunc:
+		return errNewExited
+	case closeFunc:
+		return errCloseExited
+	}
+	return errBreakerExited
+}
 
 // errWaiterLocked returns the waiter that the failure of a call to New goes
 // to, or nil: the oldest, if no other call to New under way will serve it,
@@ -485,9 +546,10 @@ func (p *Pool[T]) errWaiterLocked() *waitq.Waiter[handoff[T]] {
 	return nil
 }
 
-// newValue calls Config.New, through the Breaker if there is one. *inNew is
-// true while New runs: if newValue panics, or calls runtime.Goexit, it
-// tells whether New did, or a function of the Breaker's Settings.
+// newValue calls Config.New, through the Breaker if there is one. run names
+// the function of the user's that runs: if newValue panics, or calls
+// runtime.Goexit, it tells make whether New did, a function of the
+// Breaker's Settings, or Close.
 //
 // The breaker runs code of the user's after New has returned (Settings'
 // OnCall, IsFailure, OnStateChange): if that panics, or calls
@@ -496,19 +558,34 @@ func (p *Pool[T]) errWaiterLocked() *waitq.Waiter[handoff[T]] {
 // call still counts as making (so that the backend never sees more than
 // MaxSize), and the panic goes on, as New's own would (see make): a panic
 // of that Close is counted in Stats.CloseErrors, not raised in its place.
-func (p *Pool[T]) newValue(ctx context.Context, inNew *bool) (v T, refused bool, err error) {
+// The breaker runs that code too as it counts a panic of New, or a Goexit:
+// New's panic goes through it as a *newPanicking, so that make tells it
+// from a panic of the Breaker's functions that replaced it.
+func (p *Pool[T]) newValue(ctx context.Context, run *running) (v T, refused bool, err error) {
 	if p.cfg.Breaker != nil {
 		called, made, returned := false, false, false
 		var madeV T
 		defer func() {
 			if made && !returned {
-				p.closeOrphan(madeV)
+				p.closeOrphan(madeV, run)
 			}
 		}()
+		run.fn = breakerFuncs
 		v, err = breaker.Do(ctx, p.cfg.Breaker, func(ctx context.Context) (T, error) {
-			called, *inNew = true, true
+			called, run.fn = true, newFunc
+			newReturned := false
+			defer func() {
+				run.fn = breakerFuncs // from here on, the breaker's code runs
+				if newReturned {
+					return
+				}
+				if v := recover(); v != nil {
+					panic(&newPanicking{value: v})
+				}
+				run.exited = newFunc // a Goexit, which goes on
+			}()
 			v, err := p.cfg.New(ctx)
-			*inNew = false
+			newReturned = true
 			if err == nil {
 				madeV, made = v, true
 			}
@@ -517,7 +594,6 @@ func (p *Pool[T]) newValue(ctx context.Context, inNew *bool) (v T, refused bool,
 		returned = true
 		return v, !called && err != nil, err
 	}
-	*inNew = true
 	v, err = p.cfg.New(ctx)
 	return v, false, err
 }

@@ -85,8 +85,13 @@ type Stats struct {
 // Settings panicked, not New (its stack shows which); a resource New had
 // made by then is closed first, and if that Close panics too, its panic is
 // counted in Stats.CloseErrors and dropped: the first panic is the one
-// raised. A call of runtime.Goexit there fails the Acquire with an error
-// that names New, or the Breaker's Settings, likewise.
+// raised. If New panics and a function of the Breaker's Settings panics in
+// turn as it counts that failure, the second panic replaces New's, as it
+// would in any goroutine, and the error names the Breaker's Settings. A
+// call of runtime.Goexit there fails the Acquire with an error that names
+// New, or the Breaker's Settings, likewise; or Close, whose Goexit as it
+// closes the value New made nothing can stop: the first panic is then lost,
+// and the value counted in Stats.CloseErrors.
 //
 // The pool's own goroutines run what no caller asked for: the background
 // HealthCheck; Close of what the sweep finds expired, or of a resource made

@@ -16,13 +16,16 @@ var errRetriedStatus = errors.New("retry: retried status")
 // sendAttempt makes one attempt of Transport's: one send, or, with a Hedge,
 // a hedged group of sends. first is whether it is the request's first
 // attempt, which counts a call in the Hedge's Budget (unless the Policy's
-// Budget, the same, has counted it already).
+// Budget, the same, has counted it already). sent is set as soon as Base
+// returns, for the attempt or a copy of it: a panic after that is not a
+// mistake met before the request was sent (see Transport.RoundTrip).
 //
 // retry reports whether resp is one that Transport retries (see retried).
-func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *http.Request, timeout time.Duration, first bool) (resp *http.Response, retry bool, err error) {
+func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *http.Request, timeout time.Duration, first bool, sent *atomic.Bool) (resp *http.Response, retry bool, err error) {
 	h := t.Hedge
 	if h == nil {
 		resp, err = send(ctx, base, r, timeout)
+		sent.Store(true)
 		return resp, err == nil && resp != nil && t.retried(resp), err
 	}
 	if first && h.Budget != t.Policy.Budget {
@@ -71,6 +74,7 @@ func (t *Transport) sendAttempt(ctx context.Context, base http.RoundTripper, r *
 			defer own.closeUnlessTaken()
 		}
 		resp, err := send(actx, via, rr.WithContext(actx), timeout)
+		sent.Store(true)
 		switch {
 		case err != nil && cannotSucceed(rr, err):
 			return nil, Permanent(err)

@@ -190,7 +190,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p.AttemptTimeout = 0
 
 	var (
-		kept     *http.Response // a response with a retried status
+		// kept is a response with a retried status; sent is set once
+		// Base has returned, for an attempt or a hedged copy. Together,
+		// as the closures below share them: one allocation for both.
+		st struct {
+			kept *http.Response
+			sent atomic.Bool
+		}
 		ok       *http.Response // the response returned on success
 		attempts int
 		done     bool // Execute returned
@@ -201,8 +207,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// does), the panic goes on to the caller, and the response no one
 		// will see must not keep its connection. Closed, not drained: no
 		// read from the network while a panic unwinds.
-		if !done && kept != nil && kept.Body != nil {
-			_ = kept.Body.Close()
+		if !done && st.kept != nil && st.kept.Body != nil {
+			_ = st.kept.Body.Close()
 		}
 		// A panic before the first attempt (the request's ctx, looked at
 		// by Execute, is the caller's code) leaves the body unsent: it is
@@ -216,7 +222,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// every request does, before anything is sent: the Budgets do not
 		// count it as a call made. Any other panic is raised again here,
 		// and a Goexit (nil) goes on. Only a panic's path pays for the look.
-		if !done && attempts == 1 && (p.Budget != nil || t.Hedge != nil) {
+		// A panic once Base has returned (RetryResponse, Retryable,
+		// OnRetry, DelayFunc) is not looked at: the request was sent.
+		if !done && attempts == 1 && !st.sent.Load() && (p.Budget != nil || t.Hedge != nil) {
 			if ms := httpx.Mistakes("retry", t.Base); len(ms) > 0 {
 				if v := recover(); v != nil {
 					if httpx.IsMistake(v, ms) {
@@ -229,13 +237,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}()
 	if t.DelayFunc != nil {
 		p.DelayFunc = func(n int, err error) time.Duration {
-			return t.DelayFunc(n, kept, err) // kept is the failed attempt's response, or nil
+			return t.DelayFunc(n, st.kept, err) // the failed attempt's response, or nil
 		}
 	}
 	onRetry := p.OnRetry
 	p.OnRetry = func(n int, err error, d time.Duration) {
-		discard(kept) // free its connection before the wait
-		kept = nil
+		discard(st.kept) // free its connection before the wait
+		st.kept = nil
 		if onRetry != nil {
 			onRetry(n, err, d)
 		}
@@ -263,7 +271,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			via = h
 			defer h.closeUnlessTaken()
 		}
-		resp, again, err := t.sendAttempt(ctx, via, r, timeout, attempts == 1)
+		resp, again, err := t.sendAttempt(ctx, via, r, timeout, attempts == 1, &st.sent)
 		switch {
 		case err != nil && cannotSucceed(r, err):
 			return Permanent(err)
@@ -276,7 +284,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			ok = resp
 			return nil
 		}
-		kept = resp
+		st.kept = resp
 		se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status}
 		if honoursRetryAfter(resp.StatusCode) {
 			se.Delay = parseRetryAfter(resp.Header.Get("Retry-After"))
@@ -291,10 +299,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = req.Body.Close() // a RoundTripper closes the body, even unsent
 	}
 	var rerr *Error
-	if kept != nil && errors.As(err, &rerr) && rerr.Reason != ContextDone {
-		return kept, nil
+	if st.kept != nil && errors.As(err, &rerr) && rerr.Reason != ContextDone {
+		return st.kept, nil
 	}
-	discard(kept)
+	discard(st.kept)
 	return nil, err
 }
 

@@ -218,7 +218,8 @@ func IsNil(v any) bool {
 // mistake (every request meets it, before anything is sent), not a failure
 // of the host or of a function of the user's. For that path only: it
 // allocates, and a Transport's own check may ask a limiter's Check (code of
-// the user's), whose panic is taken as no mistake found there.
+// the user's), whose panic, or its error's Error's, is taken as no mistake
+// found there.
 func Mistakes(pkg string, base http.RoundTripper) []string {
 	var ms []string
 	for depth := 1; base != nil; depth++ {
@@ -237,22 +238,27 @@ func Mistakes(pkg string, base http.RoundTripper) []string {
 			}
 			return ms
 		}
-		if err := ownCheck(l, base); err != nil {
-			ms = append(ms, err.Error())
+		if msg := ownCheck(l, base); msg != "" {
+			ms = append(ms, msg)
 		}
 		pkg, base = l.pkg, next
 	}
 	return ms
 }
 
-// ownCheck is l's check of rt's own fields, or nil if it panics.
-func ownCheck(l *link, rt http.RoundTripper) (err error) {
+// ownCheck is the message of l's check of rt's own fields, or "" if it
+// finds nothing, or panics: the check may ask a limiter's Check, and the
+// Error of what that returns, both code of the user's.
+func ownCheck(l *link, rt http.RoundTripper) (msg string) {
 	defer func() {
 		if recover() != nil {
-			err = nil
+			msg = ""
 		}
 	}()
-	return l.own(rt)
+	if err := l.own(rt); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // IsMistake reports whether v, the value a Base panicked with, is one of
