@@ -236,13 +236,24 @@ func (k *KeyedLock[K]) Unlock(key K) {
 		sh.mu.Unlock()
 		return
 	}
-	sh.mu.Unlock()
 	// Hand over outside the shard's mutex, so that waking the next holder
-	// never delays the shard's other keys. Our reference keeps e ours until
-	// then: if the waiters all gave up meanwhile, the last of them must not
-	// drop an entry whose lock we still hold.
-	e.l.Unlock()
+	// never delays the shard's other keys. A reference of the call's own
+	// keeps e until then: the hold's may be no reference of ours, if we do
+	// not hold the key (another Unlock racing this one, made by a goroutine
+	// that does not hold it either, may find the key locked as we did, and
+	// let the hold go first). e must not be dropped, and reused for another
+	// key, while we unlock its lock.
+	e.refs++
+	sh.mu.Unlock()
+	ok := e.l.unlockOrFalse()
 	sh.mu.Lock()
+	sh.releaseLocked(key, h, e)
+	if !ok {
+		// Another Unlock let the hold go since we looked: ours finds the
+		// key unlocked, and drops only the call's reference.
+		sh.mu.Unlock()
+		panic(keyedUnlocked)
+	}
 	sh.releaseLocked(key, h, e)
 	sh.mu.Unlock()
 }

@@ -225,6 +225,18 @@ func (l *Lock) unlockSlow() {
 	l.q.Unlock()
 }
 
+// unlockOrFalse is Unlock for a KeyedLock, which panics with its own message:
+// where Unlock would panic, it changes nothing and returns false.
+func (l *Lock) unlockOrFalse() bool {
+	if s := l.state.Load()&^lockWaiters | lockHeld; l.state.CompareAndSwap(s, s-lockHeld) {
+		return true
+	}
+	l.q.Lock()
+	ok := l.handOnLocked()
+	l.q.Unlock()
+	return ok
+}
+
 // unlockLocked unlocks l or hands it to the oldest waiter. l.q must be locked.
 //
 // With q locked, the waiters bit does not change. Set, it keeps every fast
@@ -234,23 +246,31 @@ func (l *Lock) unlockSlow() {
 // l, racing this one), so it is changed by CAS: of two Unlocks of one hold,
 // one frees it and the other panics, and the count of takes never goes back.
 func (l *Lock) unlockLocked() {
+	if !l.handOnLocked() {
+		l.q.Unlock()
+		panic("ctxsync: Unlock of unlocked Lock")
+	}
+}
+
+// handOnLocked is unlockLocked, but where that panics, it changes nothing
+// and returns false. l.q must be locked.
+func (l *Lock) handOnLocked() bool {
 	s := l.state.Load()
 	for s&(lockHeld|lockWaiters) == lockHeld {
 		if l.state.CompareAndSwap(s, s&^lockHeld) {
-			return
+			return true
 		}
 		s = l.state.Load()
 	}
 	if s&lockHeld == 0 {
-		l.q.Unlock()
-		panic("ctxsync: Unlock of unlocked Lock")
+		return false
 	}
 	w := l.q.Front()
 	if w == nil {
 		// The waiters bit was set when the fast path looked, and the waiter
 		// has since given up.
 		l.state.Store(s &^ (lockHeld | lockWaiters))
-		return
+		return true
 	}
 	// A hold of its own for the waiter (see state): the count moves on.
 	s += lockTake
@@ -259,6 +279,7 @@ func (l *Lock) unlockLocked() {
 	}
 	l.state.Store(s)
 	l.q.Grant(w, s&^lockWaiters)
+	return true
 }
 
 // Locked reports whether l is locked at the moment of the call. The answer may
