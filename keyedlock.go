@@ -181,16 +181,43 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	// fails; a lock freed after ctx ended is not taken; a hand-over that
 	// races the end of ctx is kept or passed on. If it fails, or a method
 	// of ctx panics, the reference goes, and with the last one the entry.
-	locked := false
+	//
+	// Its fast path is Lock's, here so that the slow path can be told
+	// apart: on it, the call holds a second reference, its own. The first
+	// becomes the hold's once the key's lock is taken or handed over, and
+	// an Unlock by a goroutine that does not hold the key may let that
+	// hold go, and drop its reference, while the call is still at work in
+	// the key's lock: the entry must stay until the call is done with it.
+	// If the hold it had was let go so, the call drops no reference for it.
+	refs := 1
 	defer func() {
-		if !locked {
+		if refs > 0 {
 			sh.mu.Lock()
-			sh.releaseLocked(key, h, e)
+			for ; refs > 0; refs-- {
+				sh.releaseLocked(key, h, e)
+			}
 			sh.mu.Unlock()
 		}
 	}()
-	err := e.l.Lock(ctx)
-	locked = err == nil
+	s := e.l.state.Load()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s&(lockHeld|lockWaiters) == 0 && e.l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
+		refs = 0 // the hold's
+		return nil
+	}
+	sh.mu.Lock()
+	e.refs++
+	refs++
+	sh.mu.Unlock()
+	gone, err := e.l.lockSlowGone(ctx)
+	switch {
+	case err == nil:
+		refs = 1 // the call's: the other is the hold's
+	case gone:
+		refs = 1 // the other was the hold's, and was dropped with it
+	}
 	return err
 }
 

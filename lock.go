@@ -96,6 +96,15 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 func (l *Lock) lockSlow(ctx context.Context) error {
+	_, err := l.lockSlowGone(ctx)
+	return err
+}
+
+// lockSlowGone is lockSlow, and reports, on failure, whether the caller had
+// the lock, taken or handed over, and found it let go by an Unlock of another
+// goroutine's when it came to give it back (see giveBackLocked): a KeyedLock
+// must then drop no reference for it, as that Unlock dropped one.
+func (l *Lock) lockSlowGone(ctx context.Context) (gone bool, err error) {
 	if waitq.Pause(); true {
 		if took, ok := l.tryTake(); ok {
 			return l.keep(ctx, took)
@@ -110,10 +119,10 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 	}
 
 	if _, ok := l.q.Wait(done, w); ok {
-		return nil // Unlock handed the lock to us.
+		return false, nil // Unlock handed the lock to us.
 	}
-	l.leave(w)
-	return waitq.DoneErr(ctx)
+	gone = l.leave(w)
+	return gone, waitq.DoneErr(ctx)
 }
 
 // tryTake is TryLock, and if it took l, the state its take left: the state
@@ -159,14 +168,15 @@ func (l *Lock) queueTakeLocked(done <-chan struct{}) (*waitq.Waiter[int64], int6
 
 // leave takes w out of the queue after its wait gave up (l.q.Wait returned
 // false), and hands the lock on if it was handed to w meanwhile, so that the
-// goroutine that gave up holds nothing.
-func (l *Lock) leave(w *waitq.Waiter[int64]) {
+// goroutine that gave up holds nothing. It reports whether the lock was handed
+// to w and let go by another goroutine's Unlock before w could give it back.
+func (l *Lock) leave(w *waitq.Waiter[int64]) (gone bool) {
 	l.q.Lock()
 	if hold, granted, _ := l.q.Cancel(w); granted {
 		// The lock was handed to us as ctx ended. Hand it on, so that the
 		// caller, told of the error, holds nothing; unless an Unlock by a
 		// goroutine that did not hold it let it go already.
-		l.giveBackLocked(hold)
+		gone = !l.giveBackLocked(hold)
 	} else if l.q.Len() == 0 {
 		// We were the last waiter: drop the bit. The lock is held by someone
 		// else (it is never free while a waiter is queued), unless an Unlock
@@ -177,27 +187,29 @@ func (l *Lock) leave(w *waitq.Waiter[int64]) {
 		}
 	}
 	l.q.Unlock()
+	return gone
 }
 
 // keep settles a lock that lockSlow took by itself, after the caller's ctx was
 // first checked: if ctx has ended since, the lock may have been freed after
 // the ctx ended, and a caller whose ctx ended must not get it. It is handed
-// on, and keep returns ctx.Err(). took is the state the take left (see
-// giveBackLocked).
+// on, and keep returns ctx.Err(), and whether the lock was let go by another
+// goroutine's Unlock before it could (see lockSlowGone). took is the state
+// the take left (see giveBackLocked).
 //
 // The look is the caller's code, and may panic: the lock is then handed on
 // too (by the deferred call), so that the panic leaves nobody holding it.
-func (l *Lock) keep(ctx context.Context, took int64) (err error) {
+func (l *Lock) keep(ctx context.Context, took int64) (gone bool, err error) {
 	kept := false
 	defer func() {
 		if !kept {
-			l.giveBack(took)
+			gone = !l.giveBack(took)
 		}
 	}()
 	if err = ctx.Err(); err == nil {
 		kept = true
 	}
-	return err
+	return false, err
 }
 
 // TryLock locks l if it is free and nobody is waiting for it, and reports
@@ -356,14 +368,17 @@ func (l *Lock) dropPlace(p *waitq.Waiter[int64]) {
 
 // giveBack gives back the hold of l whose state is hold (see state): one that
 // lockSlow took or was handed, for a caller that will not keep it. It never
-// waits for l, only for its queue's lock.
-func (l *Lock) giveBack(hold int64) {
+// waits for l, only for its queue's lock. It reports whether it gave it back,
+// as giveBackLocked does.
+func (l *Lock) giveBack(hold int64) bool {
 	// Nobody queued: free it as the fast Unlock would.
-	if !l.state.CompareAndSwap(hold, hold&^lockHeld) {
-		l.q.Lock()
-		l.giveBackLocked(hold)
-		l.q.Unlock()
+	if l.state.CompareAndSwap(hold, hold&^lockHeld) {
+		return true
 	}
+	l.q.Lock()
+	ok := l.giveBackLocked(hold)
+	l.q.Unlock()
+	return ok
 }
 
 // giveBackLocked frees l, or hands it to the oldest waiter, if the hold whose
@@ -383,17 +398,20 @@ func (l *Lock) giveBack(hold int64) {
 // Lock, in a goroutine that did nothing wrong (in a Condition, with its lock
 // held, so that every later call of the Condition would hang). The misuse
 // shows, if at all, where the goroutine that holds l by then unlocks it.
-func (l *Lock) giveBackLocked(hold int64) {
+//
+// It reports whether it gave the hold back: false if it was gone.
+func (l *Lock) giveBackLocked(hold int64) bool {
 	s := l.state.Load()
 	if s&lockWaiters == 0 {
 		// A fast path may change the state meanwhile: CAS.
-		l.state.CompareAndSwap(hold, hold&^lockHeld)
-		return
+		return l.state.CompareAndSwap(hold, hold&^lockHeld)
 	}
 	// The waiters bit keeps the fast paths off: the state is stable.
-	if s&^lockWaiters == hold {
-		l.unlockLocked()
+	if s&^lockWaiters != hold {
+		return false
 	}
+	l.unlockLocked()
+	return true
 }
 
 // dropPlaceLocked takes p, a place still queued, out of the queue. l.q must be

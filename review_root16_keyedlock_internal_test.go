@@ -86,3 +86,44 @@ func (k *KeyedLock[K]) waitingFor(key K) int {
 	}
 	return e.l.Waiting()
 }
+
+// TestKeyedLockMisusedUnlockFromCtxKeepsReferences: a Lock of a key held by
+// another finds, at its first look at ctx, the key unlocked by its holder
+// (from within ctx.Err, the caller's code), takes it by itself, and at its
+// second look finds it unlocked again, by an Unlock of a goroutine that does
+// not hold it, and its ctx ended. The hold it took is gone: it gives back
+// nothing.
+//
+// What was wrong: the misused Unlock dropped the reference of that hold, the
+// last one, and the entry went, while the Lock went on using its lock; then
+// the Lock, failing, dropped its reference again: the shard counted -1 keys
+// (Len returned -1), and the entry could be handed out twice. What is right:
+// the Lock holds a reference of its own while it waits, and drops none for a
+// hold that another Unlock let go; the entry goes once, and Len is 0.
+func TestKeyedLockMisusedUnlockFromCtxKeepsReferences(t *testing.T) {
+	var k KeyedLock[string]
+	require.True(t, k.TryLock("a"))
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	c := &hookCtx{Context: ctx, err: func() {
+		switch calls++; calls {
+		case 1: // the key's Lock loaded its state, held: the holder unlocks
+			k.Unlock("a")
+		case 2: // the key's lock was taken by lockSlow: the misused Unlock
+			k.Unlock("a")
+			cancel()
+		}
+	}}
+	var err error
+	pv := testutil.PanicOf(func() { err = k.Lock(c, "a") })
+	require.Nil(t, pv)
+	require.Equal(t, 2, calls)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, k.Len())
+	require.True(t, k.TryLock("a"))
+	require.True(t, k.TryLock("b"))
+	require.Equal(t, 2, k.Len())
+	k.Unlock("a")
+	k.Unlock("b")
+	require.Zero(t, k.Len())
+}
