@@ -246,7 +246,10 @@ func (k *KeyedLock[K]) TryLock(key K) bool {
 //
 // Unlock panics if key is not locked, or cannot be compared (see Lock). As
 // with Lock, the goroutine that unlocks a key need not be the one that locked
-// it.
+// it; so, as for Lock, an Unlock by a goroutine that does not hold the key,
+// made while another does, unlocks it, and the misuse shows later, as an
+// Unlock that finds the key unlocked and panics with "ctxsync: Unlock of
+// unlocked KeyedLock key".
 func (k *KeyedLock[K]) Unlock(key K) {
 	sh, h := k.shard(key, "ctxsync: KeyedLock.Unlock")
 	sh.mu.Lock()

@@ -221,7 +221,12 @@ func (l *Lock) TryLock() bool {
 
 // Unlock unlocks l. If goroutines are waiting, the oldest one now holds it.
 //
-// Unlock panics if l is not locked.
+// Unlock panics if l is not locked. An Unlock by a goroutine that does not
+// hold l, made while another does, cannot be told from the holder's: it
+// unlocks l, or hands it on, and the misuse shows later, as an Unlock that
+// finds l unlocked and panics. A Lock that gives back, as its ctx ends, the
+// lock it was handed or took gives back that hold only: if such an Unlock
+// let it go meanwhile, Lock returns ctx.Err() and leaves l as it is.
 func (l *Lock) Unlock() {
 	// The CAS expects the lock held with nobody queued, as the state last
 	// read should show: if it shows otherwise, the CAS fails (unless the
