@@ -340,7 +340,13 @@ func (w *Weighted) TryAcquire(n int64) bool {
 // Release gives n units back, waking the waiters at the head of the queue that
 // now fit.
 //
-// Release panics if n is negative or more than is held.
+// Release panics if n is negative or more than is held, against the capacity
+// in force when it gives the units back, whatever Resize does meanwhile. One
+// limit: a Release of up to 2³² units adds them before it checks, and if it
+// does so while a Resize is at work, it checks once the Resize is done; an
+// Acquire that takes, in between, the units it gave back beyond what was held
+// hides the misuse, and Release returns. The units beyond the capacity are
+// never granted to a waiter.
 func (w *Weighted) Release(n int64) {
 	if uint64(n) <= maxFastWeight {
 		// Add first and check after: the free units can exceed the capacity
