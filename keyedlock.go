@@ -188,9 +188,14 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	// an Unlock by a goroutine that does not hold the key may let that
 	// hold go, and drop its reference, while the call is still at work in
 	// the key's lock: the entry must stay until the call is done with it.
-	// If the hold it had was let go so, the call drops no reference for it.
+	// If the hold it had was let go so, the call drops no reference for it,
+	// whether it returns or a method of ctx panics.
 	refs := 1
+	gone := false
 	defer func() {
+		if gone {
+			refs = 1 // the other was the hold's, and was dropped with it
+		}
 		if refs > 0 {
 			sh.mu.Lock()
 			for ; refs > 0; refs-- {
@@ -211,12 +216,9 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	e.refs++
 	refs++
 	sh.mu.Unlock()
-	gone, err := e.l.lockSlowGone(ctx)
-	switch {
-	case err == nil:
+	err := e.l.lockSlowGone(ctx, &gone)
+	if err == nil {
 		refs = 1 // the call's: the other is the hold's
-	case gone:
-		refs = 1 // the other was the hold's, and was dropped with it
 	}
 	return err
 }

@@ -96,18 +96,19 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 func (l *Lock) lockSlow(ctx context.Context) error {
-	_, err := l.lockSlowGone(ctx)
-	return err
+	return l.lockSlowGone(ctx, nil)
 }
 
-// lockSlowGone is lockSlow, and reports, on failure, whether the caller had
-// the lock, taken or handed over, and found it let go by an Unlock of another
-// goroutine's when it came to give it back (see giveBackLocked): a KeyedLock
-// must then drop no reference for it, as that Unlock dropped one.
-func (l *Lock) lockSlowGone(ctx context.Context) (gone bool, err error) {
+// lockSlowGone is lockSlow, and if gone is not nil, sets *gone when the
+// caller had the lock, taken or handed over, and found it let go by an Unlock
+// of another goroutine's when it came to give it back (see giveBackLocked):
+// a KeyedLock must then drop no reference for it, as that Unlock dropped one.
+// *gone is set before the look at ctx that may panic, so that it tells a
+// caller that recovers, or defers, too.
+func (l *Lock) lockSlowGone(ctx context.Context, gone *bool) error {
 	if waitq.Pause(); true {
 		if took, ok := l.tryTake(); ok {
-			return l.keep(ctx, took)
+			return l.keep(ctx, took, gone)
 		}
 	}
 	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
@@ -115,14 +116,16 @@ func (l *Lock) lockSlowGone(ctx context.Context) (gone bool, err error) {
 	w, took := l.queueTakeLocked(done)
 	l.q.Unlock()
 	if w == nil {
-		return l.keep(ctx, took) // it was free
+		return l.keep(ctx, took, gone) // it was free
 	}
 
 	if _, ok := l.q.Wait(done, w); ok {
-		return false, nil // Unlock handed the lock to us.
+		return nil // Unlock handed the lock to us.
 	}
-	gone = l.leave(w)
-	return gone, waitq.DoneErr(ctx)
+	if l.leave(w) && gone != nil {
+		*gone = true
+	}
+	return waitq.DoneErr(ctx)
 }
 
 // tryTake is TryLock, and if it took l, the state its take left: the state
@@ -193,23 +196,23 @@ func (l *Lock) leave(w *waitq.Waiter[int64]) (gone bool) {
 // keep settles a lock that lockSlow took by itself, after the caller's ctx was
 // first checked: if ctx has ended since, the lock may have been freed after
 // the ctx ended, and a caller whose ctx ended must not get it. It is handed
-// on, and keep returns ctx.Err(), and whether the lock was let go by another
-// goroutine's Unlock before it could (see lockSlowGone). took is the state
-// the take left (see giveBackLocked).
+// on, and keep returns ctx.Err(), and sets *gone, if gone is not nil, if the
+// lock was let go by another goroutine's Unlock before it could (see
+// lockSlowGone). took is the state the take left (see giveBackLocked).
 //
 // The look is the caller's code, and may panic: the lock is then handed on
 // too (by the deferred call), so that the panic leaves nobody holding it.
-func (l *Lock) keep(ctx context.Context, took int64) (gone bool, err error) {
+func (l *Lock) keep(ctx context.Context, took int64, gone *bool) (err error) {
 	kept := false
 	defer func() {
-		if !kept {
-			gone = !l.giveBack(took)
+		if !kept && !l.giveBack(took) && gone != nil {
+			*gone = true
 		}
 	}()
 	if err = ctx.Err(); err == nil {
 		kept = true
 	}
-	return false, err
+	return err
 }
 
 // TryLock locks l if it is free and nobody is waiting for it, and reports

@@ -127,3 +127,31 @@ func TestKeyedLockMisusedUnlockFromCtxKeepsReferences(t *testing.T) {
 	k.Unlock("b")
 	require.Zero(t, k.Len())
 }
+
+// TestKeyedLockMisusedUnlockFromPanickingCtx is
+// TestKeyedLockMisusedUnlockFromCtxKeepsReferences with a ctx whose Err,
+// after the misused Unlock, panics instead of returning an error. What was
+// wrong: the Lock, leaving by the panic, dropped its references as if it had
+// given back a hold, one too many: Len returned -1. What is right: the panic
+// goes on to the caller, and the entry goes once.
+func TestKeyedLockMisusedUnlockFromPanickingCtx(t *testing.T) {
+	var k KeyedLock[string]
+	require.True(t, k.TryLock("a"))
+	calls := 0
+	c := &hookCtx{Context: context.Background(), err: func() {
+		switch calls++; calls {
+		case 1:
+			k.Unlock("a")
+		case 2:
+			k.Unlock("a") // the misused Unlock
+			panic("ctx panics")
+		}
+	}}
+	require.Equal(t, "ctx panics", testutil.PanicOf(func() { _ = k.Lock(c, "a") }))
+	require.Equal(t, 2, calls)
+	require.Zero(t, k.Len())
+	require.True(t, k.TryLock("a"))
+	require.Equal(t, 1, k.Len())
+	k.Unlock("a")
+	require.Zero(t, k.Len())
+}
