@@ -203,7 +203,7 @@ func (c *Condition) withdraw(w *waitq.Waiter[uint64]) {
 	// settled now, so that the tickets after it are not held up. Giving it
 	// up never waits: this goroutine is panicking.
 	l := c.lock()
-	var p *waitq.Waiter[struct{}]
+	var p *waitq.Waiter[int64]
 	if ticket < c.turn.Load() {
 		p = c.places.take(ticket)
 	} else {
@@ -287,7 +287,7 @@ func (c *Condition) tookTurn(l *Lock, t uint64) {
 // lock, and move turn on by CAS (see relock): so each place is queued before
 // turn moves on past its ticket, by CAS too, and one whose CAS fails is taken
 // out again.
-func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[struct{}] {
+func (c *Condition) settleLocked(l *Lock, t uint64) *waitq.Waiter[int64] {
 	l.q.Lock()
 	for {
 		k := c.turn.Load()
@@ -416,19 +416,19 @@ func (c *Condition) Waiting() int {
 // relockHeld stands in relockPlaces for a place that settleLocked did not
 // queue, having found the Lock free and taken it for the ticket's waiter. It
 // is never queued.
-var relockHeld waitq.Waiter[struct{}]
+var relockHeld waitq.Waiter[int64]
 
 // relockPlaces holds the places that notified waiters queued on the Lock for
 // the waiters notified before them, by ticket, until those take them. Its
 // tickets are put in increasing order and taken in any.
 type relockPlaces struct {
-	slots []*waitq.Waiter[struct{}] // by ticket modulo len, a power of two (or 0)
-	low   uint64                    // the oldest ticket held, if any
-	n     int                       // places held
+	slots []*waitq.Waiter[int64] // by ticket modulo len, a power of two (or 0)
+	low   uint64                 // the oldest ticket held, if any
+	n     int                    // places held
 }
 
 // put holds the place p for ticket t, above every ticket held.
-func (r *relockPlaces) put(t uint64, p *waitq.Waiter[struct{}]) {
+func (r *relockPlaces) put(t uint64, p *waitq.Waiter[int64]) {
 	if r.n == 0 {
 		r.low = t
 	}
@@ -445,7 +445,7 @@ func (r *relockPlaces) grow(t uint64) {
 	for uint64(size) <= t-r.low {
 		size *= 2
 	}
-	slots := make([]*waitq.Waiter[struct{}], size)
+	slots := make([]*waitq.Waiter[int64], size)
 	if r.n > 0 {
 		for k := r.low; k < t; k++ {
 			slots[k&uint64(size-1)] = r.slots[k&uint64(len(r.slots)-1)]
@@ -455,7 +455,7 @@ func (r *relockPlaces) grow(t uint64) {
 }
 
 // take returns the place held for ticket t, and forgets it.
-func (r *relockPlaces) take(t uint64) *waitq.Waiter[struct{}] {
+func (r *relockPlaces) take(t uint64) *waitq.Waiter[int64] {
 	mask := uint64(len(r.slots) - 1)
 	p := r.slots[t&mask]
 	if p == nil || t < r.low {

@@ -18,12 +18,12 @@ import (
 func TestRelockPlaces(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 14))
 	var rp relockPlaces
-	held := map[uint64]*waitq.Waiter[struct{}]{}
+	held := map[uint64]*waitq.Waiter[int64]{}
 	next := uint64(1) << 40 // far from 0: the ring's index wraps
 	for range 20000 {
 		if len(held) == 0 || r.IntN(2) == 0 {
 			next += uint64(r.IntN(3)) // tickets that settled themselves hold nothing
-			p := new(waitq.Waiter[struct{}])
+			p := new(waitq.Waiter[int64])
 			rp.put(next, p)
 			held[next] = p
 			next++

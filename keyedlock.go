@@ -181,16 +181,45 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	// fails; a lock freed after ctx ended is not taken; a hand-over that
 	// races the end of ctx is kept or passed on. If it fails, or a method
 	// of ctx panics, the reference goes, and with the last one the entry.
-	locked := false
+	//
+	// Its fast path is Lock's, here so that the slow path can be told
+	// apart: on it, the call holds a second reference, its own. The first
+	// becomes the hold's once the key's lock is taken or handed over, and
+	// an Unlock by a goroutine that does not hold the key may let that
+	// hold go, and drop its reference, while the call is still at work in
+	// the key's lock: the entry must stay until the call is done with it.
+	// If the hold it had was let go so, the call drops no reference for it,
+	// whether it returns or a method of ctx panics.
+	refs := 1
+	gone := false
 	defer func() {
-		if !locked {
+		if gone {
+			refs = 1 // the other was the hold's, and was dropped with it
+		}
+		if refs > 0 {
 			sh.mu.Lock()
-			sh.releaseLocked(key, h, e)
+			for ; refs > 0; refs-- {
+				sh.releaseLocked(key, h, e)
+			}
 			sh.mu.Unlock()
 		}
 	}()
-	err := e.l.Lock(ctx)
-	locked = err == nil
+	s := e.l.state.Load()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s&(lockHeld|lockWaiters) == 0 && e.l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
+		refs = 0 // the hold's
+		return nil
+	}
+	sh.mu.Lock()
+	e.refs++
+	refs++
+	sh.mu.Unlock()
+	err := e.l.lockSlowGone(ctx, &gone)
+	if err == nil {
+		refs = 1 // the call's: the other is the hold's
+	}
 	return err
 }
 
@@ -219,7 +248,10 @@ func (k *KeyedLock[K]) TryLock(key K) bool {
 //
 // Unlock panics if key is not locked, or cannot be compared (see Lock). As
 // with Lock, the goroutine that unlocks a key need not be the one that locked
-// it.
+// it; so, as for Lock, an Unlock by a goroutine that does not hold the key,
+// made while another does, unlocks it, and the misuse shows later, as an
+// Unlock that finds the key unlocked and panics with "ctxsync: Unlock of
+// unlocked KeyedLock key".
 func (k *KeyedLock[K]) Unlock(key K) {
 	sh, h := k.shard(key, "ctxsync: KeyedLock.Unlock")
 	sh.mu.Lock()
@@ -236,13 +268,24 @@ func (k *KeyedLock[K]) Unlock(key K) {
 		sh.mu.Unlock()
 		return
 	}
-	sh.mu.Unlock()
 	// Hand over outside the shard's mutex, so that waking the next holder
-	// never delays the shard's other keys. Our reference keeps e ours until
-	// then: if the waiters all gave up meanwhile, the last of them must not
-	// drop an entry whose lock we still hold.
-	e.l.Unlock()
+	// never delays the shard's other keys. A reference of the call's own
+	// keeps e until then: the hold's may be no reference of ours, if we do
+	// not hold the key (another Unlock racing this one, made by a goroutine
+	// that does not hold it either, may find the key locked as we did, and
+	// let the hold go first). e must not be dropped, and reused for another
+	// key, while we unlock its lock.
+	e.refs++
+	sh.mu.Unlock()
+	ok := e.l.unlockOrFalse()
 	sh.mu.Lock()
+	sh.releaseLocked(key, h, e)
+	if !ok {
+		// Another Unlock let the hold go since we looked: ours finds the
+		// key unlocked, and drops only the call's reference.
+		sh.mu.Unlock()
+		panic(keyedUnlocked)
+	}
 	sh.releaseLocked(key, h, e)
 	sh.mu.Unlock()
 }

@@ -51,9 +51,19 @@ type Lock struct {
 	// perhaps after ctx ended, would look the same as one never taken. (It
 	// wraps after 2⁶¹ takes, which no goroutine sleeps through between its
 	// load and its CAS.)
+	//
+	// A hand-over to a waiter moves the count on too, so that each hold has
+	// a state of its own: the state it starts with, less the waiters bit,
+	// which stays until the hold ends. A goroutine that must give back a
+	// hold it was handed, or took, as its ctx ended looks for that state: if
+	// an Unlock by a goroutine that did not hold the Lock let the hold go
+	// meanwhile, the state differs, and there is nothing to give back (see
+	// giveBackLocked).
 	state atomic.Int64
 
-	q waitq.Queue[struct{}] // the waiters; its lock also guards the slow paths
+	// q holds the waiters; its lock also guards the slow paths. A waiter is
+	// granted the state its hold starts with (see state).
+	q waitq.Queue[int64]
 }
 
 // NewLock returns a new, unlocked Lock. It is the same as new(Lock).
@@ -86,22 +96,46 @@ func (l *Lock) Lock(ctx context.Context) error {
 }
 
 func (l *Lock) lockSlow(ctx context.Context) error {
-	if waitq.Pause(); l.TryLock() {
-		return l.keep(ctx)
+	return l.lockSlowGone(ctx, nil)
+}
+
+// lockSlowGone is lockSlow, and if gone is not nil, sets *gone when the
+// caller had the lock, taken or handed over, and found it let go by an Unlock
+// of another goroutine's when it came to give it back (see giveBackLocked):
+// a KeyedLock must then drop no reference for it, as that Unlock dropped one.
+// *gone is set before the look at ctx that may panic, so that it tells a
+// caller that recovers, or defers, too.
+func (l *Lock) lockSlowGone(ctx context.Context, gone *bool) error {
+	if waitq.Pause(); true {
+		if took, ok := l.tryTake(); ok {
+			return l.keep(ctx, took, gone)
+		}
 	}
 	done := ctx.Done() // before the lock: the caller's code (see waitq.Ended)
 	l.q.Lock()
-	w := l.queueLocked(done)
+	w, took := l.queueTakeLocked(done)
 	l.q.Unlock()
 	if w == nil {
-		return l.keep(ctx) // it was free
+		return l.keep(ctx, took, gone) // it was free
 	}
 
 	if _, ok := l.q.Wait(done, w); ok {
 		return nil // Unlock handed the lock to us.
 	}
-	l.leave(w)
+	if l.leave(w) && gone != nil {
+		*gone = true
+	}
 	return waitq.DoneErr(ctx)
+}
+
+// tryTake is TryLock, and if it took l, the state its take left: the state
+// of its hold (see state).
+func (l *Lock) tryTake() (int64, bool) {
+	s := l.state.Load()
+	if s&(lockHeld|lockWaiters) == 0 && l.state.CompareAndSwap(s, s+lockTake+lockHeld) {
+		return s + lockTake + lockHeld, true
+	}
+	return 0, false
 }
 
 // queueLocked takes l if it is free, or else queues a waiter behind those
@@ -110,14 +144,14 @@ func (l *Lock) lockSlow(ctx context.Context) error {
 //
 // A Condition calls it too, for the places it queues for notified waiters
 // (see Condition.settleLocked), which then wait on them with l.q.Wait.
-func (l *Lock) queueLocked(done <-chan struct{}) *waitq.Waiter[struct{}] {
+func (l *Lock) queueLocked(done <-chan struct{}) *waitq.Waiter[int64] {
 	w, _ := l.queueTakeLocked(done)
 	return w
 }
 
 // queueTakeLocked is queueLocked, and if it took l, the state its take left:
 // what giveBackLocked looks for to tell that take still holds l.
-func (l *Lock) queueTakeLocked(done <-chan struct{}) (*waitq.Waiter[struct{}], int64) {
+func (l *Lock) queueTakeLocked(done <-chan struct{}) (*waitq.Waiter[int64], int64) {
 	for {
 		s := l.state.Load()
 		if s&(lockHeld|lockWaiters) == 0 {
@@ -130,20 +164,22 @@ func (l *Lock) queueTakeLocked(done <-chan struct{}) (*waitq.Waiter[struct{}], i
 		// Set the waiters bit before queueing so that a concurrent fast Unlock
 		// fails its CAS and comes to the queue for us.
 		if s&lockWaiters != 0 || l.state.CompareAndSwap(s, s|lockWaiters) {
-			return l.q.PushDone(done, struct{}{}), 0
+			return l.q.PushDone(done, 0), 0
 		}
 	}
 }
 
 // leave takes w out of the queue after its wait gave up (l.q.Wait returned
 // false), and hands the lock on if it was handed to w meanwhile, so that the
-// goroutine that gave up holds nothing.
-func (l *Lock) leave(w *waitq.Waiter[struct{}]) {
+// goroutine that gave up holds nothing. It reports whether the lock was handed
+// to w and let go by another goroutine's Unlock before w could give it back.
+func (l *Lock) leave(w *waitq.Waiter[int64]) (gone bool) {
 	l.q.Lock()
-	if _, granted, _ := l.q.Cancel(w); granted {
+	if hold, granted, _ := l.q.Cancel(w); granted {
 		// The lock was handed to us as ctx ended. Hand it on, so that the
-		// caller, told of the error, holds nothing.
-		l.unlockLocked()
+		// caller, told of the error, holds nothing; unless an Unlock by a
+		// goroutine that did not hold it let it go already.
+		gone = !l.giveBackLocked(hold)
 	} else if l.q.Len() == 0 {
 		// We were the last waiter: drop the bit. The lock is held by someone
 		// else (it is never free while a waiter is queued), unless an Unlock
@@ -154,20 +190,23 @@ func (l *Lock) leave(w *waitq.Waiter[struct{}]) {
 		}
 	}
 	l.q.Unlock()
+	return gone
 }
 
 // keep settles a lock that lockSlow took by itself, after the caller's ctx was
 // first checked: if ctx has ended since, the lock may have been freed after
 // the ctx ended, and a caller whose ctx ended must not get it. It is handed
-// on, and keep returns ctx.Err().
+// on, and keep returns ctx.Err(), and sets *gone, if gone is not nil, if the
+// lock was let go by another goroutine's Unlock before it could (see
+// lockSlowGone). took is the state the take left (see giveBackLocked).
 //
 // The look is the caller's code, and may panic: the lock is then handed on
 // too (by the deferred call), so that the panic leaves nobody holding it.
-func (l *Lock) keep(ctx context.Context) (err error) {
+func (l *Lock) keep(ctx context.Context, took int64, gone *bool) (err error) {
 	kept := false
 	defer func() {
-		if !kept {
-			l.Unlock()
+		if !kept && !l.giveBack(took) && gone != nil {
+			*gone = true
 		}
 	}()
 	if err = ctx.Err(); err == nil {
@@ -185,7 +224,12 @@ func (l *Lock) TryLock() bool {
 
 // Unlock unlocks l. If goroutines are waiting, the oldest one now holds it.
 //
-// Unlock panics if l is not locked.
+// Unlock panics if l is not locked. An Unlock by a goroutine that does not
+// hold l, made while another does, cannot be told from the holder's: it
+// unlocks l, or hands it on, and the misuse shows later, as an Unlock that
+// finds l unlocked and panics. A Lock that gives back, as its ctx ends, the
+// lock it was handed or took gives back that hold only: if such an Unlock
+// let it go meanwhile, Lock returns ctx.Err() and leaves l as it is.
 func (l *Lock) Unlock() {
 	// The CAS expects the lock held with nobody queued, as the state last
 	// read should show: if it shows otherwise, the CAS fails (unless the
@@ -201,28 +245,61 @@ func (l *Lock) unlockSlow() {
 	l.q.Unlock()
 }
 
+// unlockOrFalse is Unlock for a KeyedLock, which panics with its own message:
+// where Unlock would panic, it changes nothing and returns false.
+func (l *Lock) unlockOrFalse() bool {
+	if s := l.state.Load()&^lockWaiters | lockHeld; l.state.CompareAndSwap(s, s-lockHeld) {
+		return true
+	}
+	l.q.Lock()
+	ok := l.handOnLocked()
+	l.q.Unlock()
+	return ok
+}
+
 // unlockLocked unlocks l or hands it to the oldest waiter. l.q must be locked.
 //
-// With l held and q locked, nothing else changes the state: every fast path
-// fails on a held lock, and every slow one locks q. So it is changed by Store,
-// keeping the count of takes.
+// With q locked, the waiters bit does not change. Set, it keeps every fast
+// path off (each expects it clear), so with l held nothing else changes the
+// state, which is changed by Store, keeping the count of takes. Clear, a fast
+// path may change it meanwhile (an Unlock by a goroutine that does not hold
+// l, racing this one), so it is changed by CAS: of two Unlocks of one hold,
+// one frees it and the other panics, and the count of takes never goes back.
 func (l *Lock) unlockLocked() {
-	s := l.state.Load()
-	if s&lockHeld == 0 {
+	if !l.handOnLocked() {
 		l.q.Unlock()
 		panic("ctxsync: Unlock of unlocked Lock")
+	}
+}
+
+// handOnLocked is unlockLocked, but where that panics, it changes nothing
+// and returns false. l.q must be locked.
+func (l *Lock) handOnLocked() bool {
+	s := l.state.Load()
+	for s&(lockHeld|lockWaiters) == lockHeld {
+		if l.state.CompareAndSwap(s, s&^lockHeld) {
+			return true
+		}
+		s = l.state.Load()
+	}
+	if s&lockHeld == 0 {
+		return false
 	}
 	w := l.q.Front()
 	if w == nil {
 		// The waiters bit was set when the fast path looked, and the waiter
 		// has since given up.
 		l.state.Store(s &^ (lockHeld | lockWaiters))
-		return
+		return true
 	}
+	// A hold of its own for the waiter (see state): the count moves on.
+	s += lockTake
 	if l.q.Len() == 1 {
-		l.state.Store(s &^ lockWaiters) // the last waiter gets it: clear the bit, keep it held
+		s &^= lockWaiters // the last waiter gets it: clear the bit, keep it held
 	}
-	l.q.Grant(w, struct{}{})
+	l.state.Store(s)
+	l.q.Grant(w, s&^lockWaiters)
+	return true
 }
 
 // Locked reports whether l is locked at the moment of the call. The answer may
@@ -250,7 +327,7 @@ func (l *Lock) Waiting() int {
 
 // waitPlace waits until a place that a Condition queued with queueLocked is
 // handed the lock. p is nil or &relockHeld if the lock was taken for it.
-func (l *Lock) waitPlace(p *waitq.Waiter[struct{}]) {
+func (l *Lock) waitPlace(p *waitq.Waiter[int64]) {
 	if p == nil || p == &relockHeld {
 		return
 	}
@@ -259,15 +336,15 @@ func (l *Lock) waitPlace(p *waitq.Waiter[struct{}]) {
 
 // giveUp gives back, unused, a place that a Condition queued for a notified
 // waiter that will not wait for it. It never waits.
-func (l *Lock) giveUp(p *waitq.Waiter[struct{}]) {
+func (l *Lock) giveUp(p *waitq.Waiter[int64]) {
 	if p == nil || p == &relockHeld {
 		l.Unlock()
 		return
 	}
 	// leave may only settle a waiter whose wait gave up: wait with a Done
 	// channel already closed, which takes a hand-over already made, if any.
-	if _, ok := l.q.Wait(closedChan, p); ok {
-		l.Unlock()
+	if hold, ok := l.q.Wait(closedChan, p); ok {
+		l.giveBack(hold)
 		return
 	}
 	l.leave(p)
@@ -276,7 +353,7 @@ func (l *Lock) giveUp(p *waitq.Waiter[struct{}]) {
 // dropPlace takes out of the queue a place that a Condition queued for a
 // notified waiter that has since taken the lock by itself, and holds it (see
 // Condition.tookTurn).
-func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
+func (l *Lock) dropPlace(p *waitq.Waiter[int64]) {
 	if p == &relockHeld {
 		// The lock was taken for the waiter, then let go by an Unlock of a
 		// goroutine that did not hold it, and the waiter's TryLock took it
@@ -297,27 +374,57 @@ func (l *Lock) dropPlace(p *waitq.Waiter[struct{}]) {
 	l.q.Wait(nil, p)
 }
 
-// giveBackLocked unlocks l, which a Condition's settleLocked took free, with
-// nobody queued, for a notified waiter that turned out to have taken it by
-// itself meanwhile (l was let go since, or it would not have been free). took
-// is the state that take left (see queueTakeLocked). l.q must be locked, so
-// nobody queues: only the fast paths change the state.
+// giveBack gives back the hold of l whose state is hold (see state): one that
+// lockSlow took or was handed, for a caller that will not keep it. It never
+// waits for l, only for its queue's lock. It reports whether it gave it back,
+// as giveBackLocked does.
+func (l *Lock) giveBack(hold int64) bool {
+	// Nobody queued: free it as the fast Unlock would.
+	if l.state.CompareAndSwap(hold, hold&^lockHeld) {
+		return true
+	}
+	l.q.Lock()
+	ok := l.giveBackLocked(hold)
+	l.q.Unlock()
+	return ok
+}
+
+// giveBackLocked frees l, or hands it to the oldest waiter, if the hold whose
+// state is hold (see state) still holds it, and does nothing otherwise. l.q
+// must be locked.
 //
-// If the state is no longer took, an Unlock made for another hold freed the
-// settling take: one by a goroutine that did not hold l let the waiter's own
-// take go before the settling take, and the waiter's Unlock then freed this
-// one. There is nothing left to give back. unlockLocked would panic here, in
-// a waiter that did nothing wrong, with the Condition's lock held, and every
-// later call of the Condition would hang. l may be held again by then, by a
-// take of another goroutine's, which moved the count of takes on: that hold
-// is not this one to give back.
-func (l *Lock) giveBackLocked(took int64) {
-	l.state.CompareAndSwap(took, took&^lockHeld)
+// Callers: a goroutine that took l, or was handed it, as its ctx ended, and
+// gives it back (see leave and keep); and a Condition's settleLocked, which
+// took l free for a notified waiter that turned out to have taken it by
+// itself meanwhile.
+//
+// The hold is gone if an Unlock by a goroutine that did not hold l let it go
+// (made while l was held, such an Unlock cannot be told from the holder's):
+// l is then free, or held by another hold, taken or handed over since, with
+// a state of its own. That hold is not this one to give back: unlockLocked
+// would let it go from under its holder, or panic, with an Unlock of unlocked
+// Lock, in a goroutine that did nothing wrong (in a Condition, with its lock
+// held, so that every later call of the Condition would hang). The misuse
+// shows, if at all, where the goroutine that holds l by then unlocks it.
+//
+// It reports whether it gave the hold back: false if it was gone.
+func (l *Lock) giveBackLocked(hold int64) bool {
+	s := l.state.Load()
+	if s&lockWaiters == 0 {
+		// A fast path may change the state meanwhile: CAS.
+		return l.state.CompareAndSwap(hold, hold&^lockHeld)
+	}
+	// The waiters bit keeps the fast paths off: the state is stable.
+	if s&^lockWaiters != hold {
+		return false
+	}
+	l.unlockLocked()
+	return true
 }
 
 // dropPlaceLocked takes p, a place still queued, out of the queue. l.q must be
 // locked, and l held: it is never free while a waiter is queued.
-func (l *Lock) dropPlaceLocked(p *waitq.Waiter[struct{}]) {
+func (l *Lock) dropPlaceLocked(p *waitq.Waiter[int64]) {
 	l.q.Cancel(p)
 	if l.q.Len() == 0 {
 		// As in leave: with l held and q locked, only Store changes it.

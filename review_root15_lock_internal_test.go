@@ -15,7 +15,7 @@ import (
 func TestLockGiveUpAllocatesNothing(t *testing.T) {
 	l := new(Lock)
 	require.True(t, l.TryLock())
-	place := func() *waitq.Waiter[struct{}] {
+	place := func() *waitq.Waiter[int64] {
 		l.q.Lock()
 		defer l.q.Unlock()
 		return l.queueLocked(nil)
@@ -62,7 +62,7 @@ func TestConditionSettleAfterMisusedUnlock(t *testing.T) {
 	}
 	t.Cleanup(func() { settleHook = nil })
 
-	var p *waitq.Waiter[struct{}]
+	var p *waitq.Waiter[int64]
 	c.q.Lock()
 	pv := testutil.PanicOf(func() { p = c.settleLocked(l, 1) })
 	settleHook = nil

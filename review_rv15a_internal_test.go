@@ -30,7 +30,7 @@ func TestRV15aSettleGiveBackKeepsAnotherHold(t *testing.T) {
 	}
 	t.Cleanup(func() { settleHook = nil })
 
-	var p *waitq.Waiter[struct{}]
+	var p *waitq.Waiter[int64]
 	c.q.Lock()
 	pv := testutil.PanicOf(func() { p = c.settleLocked(l, 1) })
 	settleHook = nil

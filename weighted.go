@@ -32,7 +32,11 @@ const (
 	weightedShift    = iota
 
 	// maxFastWeight is the largest n that the fast path of Acquire takes out
-	// of the state before it checks. The free units are never below
+	// of the state before it checks, and of Release adds to it. The free
+	// units never exceed MaxWeightedCapacity but by what Releases of more
+	// than held add for a moment before their checks take it back: at most
+	// 2**32 each, where 2**60 each would carry two of them into the sign
+	// bit. The free units are never below
 	// -MaxWeightedCapacity (a Resize to 0 with everything held), so the state
 	// is at least -2**62, and a failing fast path takes at most 2**34 out of
 	// it for a moment: it would take 2**28 goroutines, all between their two
@@ -81,7 +85,13 @@ type Weighted struct {
 	// capacity changes only with q locked and the resizing bit set, so a fast
 	// path that sees both flags clear reads a capacity consistent with state.
 	capacity atomic.Int64
-	resized  atomic.Bool // Resize has been called: see ErrExceedsCapacity
+
+	// resizes counts the starts and ends of Resizes: odd while one is at
+	// work, not zero once Resize has been called (see ErrExceedsCapacity).
+	// Release reads it before its Add and again after it reads the
+	// capacity: if it is even and unchanged, no Resize started or ended in
+	// between, and the capacity it read was the capacity at its Add.
+	resizes atomic.Uint64
 
 	q waitq.Queue[int64] // the waiters, valued at their n; its lock guards the slow paths and Resize
 }
@@ -177,7 +187,7 @@ func (w *Weighted) checkRequest(n int64) error {
 		panic("ctxsync: Weighted.Acquire of negative weight")
 	}
 	if n > w.capacity.Load() {
-		if w.resized.Load() {
+		if w.resizes.Load() != 0 {
 			return ErrExceedsCapacity
 		}
 		panic("ctxsync: Weighted.Acquire of more than its capacity")
@@ -330,44 +340,55 @@ func (w *Weighted) TryAcquire(n int64) bool {
 // Release gives n units back, waking the waiters at the head of the queue that
 // now fit.
 //
-// Release panics if n is negative or more than is held.
+// Release panics if n is negative or more than is held, against the capacity
+// in force when it gives the units back, whatever Resize does meanwhile. One
+// limit: a Release of up to 2³² units adds them before it checks, and if it
+// does so while a Resize is at work, it checks once the Resize is done; an
+// Acquire that takes, in between, the units it gave back beyond what was held
+// hides the misuse, and Release returns. The units beyond the capacity are
+// never granted to a waiter.
 func (w *Weighted) Release(n int64) {
-	c := w.capacity.Load()
-	var s int64
-	if uint64(n) <= uint64(c) {
+	if uint64(n) <= maxFastWeight {
 		// Add first and check after: the free units can exceed the capacity
-		// only if more was released than held.
-		s = w.state.Add(n << weightedShift)
-		if s&(weightedWaiters|weightedResizing) == 0 && s>>weightedShift <= c {
+		// only if more was released than held. The capacity compared is
+		// the one at the Add: read after it, between two reads of resizes
+		// that show no Resize started or ended. (Read before the Add, it
+		// could be one that a whole Resize changed meanwhile.) n is at most
+		// maxFastWeight so that Adds of more than held, racing, cannot carry
+		// the state into its sign bit before their checks take them back
+		// (see maxFastWeight); larger ones are checked before they add.
+		r := w.resizes.Load()
+		s := w.state.Add(n << weightedShift)
+		c := w.capacity.Load()
+		stable := r&1 == 0 && w.resizes.Load() == r
+		if s&(weightedWaiters|weightedResizing) == 0 && s>>weightedShift <= c && stable {
 			return
 		}
-	}
-	w.releaseSlow(n, s, c)
-}
-
-// releaseSlow finishes a Release of n units, c being the capacity it read.
-// If 0 <= n <= c, Release has added them to the state and s is the state right
-// after: releaseSlow undoes the Add and panics if they were more than held, and
-// otherwise wakes the waiters that now fit. Any other n is checked here, with
-// the capacity stable.
-func (w *Weighted) releaseSlow(n, s, c int64) {
-	if uint64(n) > uint64(c) {
-		w.releaseChecked(n) // negative, or above the capacity: a bug, or a shrink
+		w.releaseSlow(n, s, c, stable)
 		return
 	}
+	w.releaseChecked(n) // negative, or large: checked before it adds
+}
+
+// releaseSlow finishes a Release of n units, which it has added to the state:
+// s is the state right after, and if stable, c the capacity at that Add.
+// releaseSlow undoes the Add and panics if they were more than held, and
+// otherwise wakes the waiters that now fit.
+func (w *Weighted) releaseSlow(n, s, c int64, stable bool) {
 	w.q.Lock()
-	over := false
-	if !w.resized.Load() {
-		// The capacity is still the one the Weighted was made with (Resize
-		// marks it before it changes the capacity), so s tells exactly.
+	var over bool
+	if stable {
+		// s and c are of one moment: s tells exactly.
 		over = s>>weightedShift > c
 	} else {
-		// A Resize may have moved the capacity between our load and our Add.
-		// With the lock held it cannot move now, and releases never raise the
-		// free units above the capacity: if they are above it, units were
-		// released that nobody held. This misses an over-release whose units
-		// a concurrent Acquire took before we locked, but never panics when
-		// nothing was over-released.
+		// A Resize was at work around our Add, and is done now that we
+		// hold the lock. The Adds to the state commute, and releases never
+		// raise the free units above the capacity: if they are above it,
+		// units were released that nobody held. The units a Release adds
+		// beyond the capacity are never granted to a waiter (see
+		// notifyLocked), but a fast-path Acquire may take them between
+		// the end of the Resize and our lock: then this misses the
+		// over-release. It never panics when nothing was over-released.
 		over = w.state.Load()>>weightedShift > w.capacity.Load()
 	}
 	if over {
@@ -380,8 +401,9 @@ func (w *Weighted) releaseSlow(n, s, c int64) {
 	w.q.Unlock()
 }
 
-// releaseChecked is Release for an n that may be invalid: it checks n against
-// what is held with the capacity stable.
+// releaseChecked is Release for an n that may be invalid, or too large to add
+// before it is checked: it checks n against what is held with the capacity
+// stable, before it adds.
 func (w *Weighted) releaseChecked(n int64) {
 	if n < 0 {
 		panic("ctxsync: Weighted.Release of negative weight")
@@ -418,6 +440,7 @@ func (w *Weighted) releaseLocked(n int64) {
 // head fits, then clears the waiters bit if the queue is empty. w.q must be
 // locked and a flag set, so that no fast-path Acquire takes units meanwhile.
 func (w *Weighted) notifyLocked() {
+	c := w.capacity.Load() // stable: q is locked
 	for {
 		// Load the state before looking for the head: Front drops waiters
 		// whose ctx has ended, and must see the end of a ctx that came
@@ -428,7 +451,10 @@ func (w *Weighted) notifyLocked() {
 			break
 		}
 		n := node.Val
-		if s>>weightedShift < n {
+		// Free units beyond the capacity were released by a Release of
+		// more than held, between its Add and its check, which will take
+		// them back and panic: they are not granted.
+		if min(s>>weightedShift, c) < n {
 			// Stop at the first waiter that does not fit, even if smaller ones
 			// behind it would: letting them pass could starve a large request
 			// forever under a steady stream of small ones.
@@ -466,7 +492,8 @@ func (w *Weighted) Resize(capacity int64) {
 	checkCapacity(capacity, "Weighted.Resize")
 	w.q.Lock()
 	defer w.q.Unlock()
-	w.resized.Store(true)
+	w.resizes.Add(1) // odd: at work (see resizes)
+	defer w.resizes.Add(1)
 	// Stop the fast paths, so that they never pair the new capacity with the
 	// old state or the other way around.
 	var s int64
@@ -500,7 +527,7 @@ func (w *Weighted) Capacity() int64 { return w.capacity.Load() }
 // are not all free as taken, for that moment.
 func (w *Weighted) Available() int64 {
 	a := w.state.Load() >> weightedShift
-	if a < 0 && !w.resized.Load() {
+	if a < 0 && w.resizes.Load() == 0 {
 		// Only the moment above: without a Resize nothing is owed.
 		return 0
 	}

@@ -70,6 +70,9 @@ func FuzzWeightedModel(f *testing.F) {
 	// shrink to 0 refuses, everything released (Available back from
 	// -MaxWeightedCapacity), and a grow back to the maximum.
 	f.Add(uint8(15), uint8(4), []byte{0, 15, 0, 15, 4, 0, 3, 15, 4, 15})
+	// Releases of more than held (128|k: by k%16+1 units; 128 alone: by 1),
+	// at the maximum with none of it held, all of it held, and after a shrink.
+	f.Add(uint8(15), uint8(4), []byte{3, 128, 3, 128 | 15, 0, 15, 3, 128, 3, 128 | 15, 4, 7, 3, 128 | 4, 3, 15, 3, 128})
 	f.Fuzz(func(t *testing.T, capB, scaleB uint8, script []byte) {
 		// The last scale makes 15 units MaxWeightedCapacity itself (see
 		// maxIs15Units), and 16 or 17 units more than any Weighted may hold.
@@ -115,6 +118,15 @@ func FuzzWeightedModel(f *testing.F) {
 						m.held += n
 					}
 				case 3:
+					if arg&0x80 != 0 {
+						// More than held, by 1 to 16 units: up to
+						// MaxWeightedCapacity past all of it held, at the
+						// largest scale. It panics and changes nothing.
+						k := m.held + (arg&0x7f%16+1)*scale
+						require.Equal(t, "ctxsync: Weighted.Release of more than held", testutil.PanicOf(func() { w.Release(k) }),
+							"Release(%d) with %d of %d held", k, m.held, m.cap)
+						break
+					}
 					k := arg % (m.held/scale + 1) * scale
 					w.Release(k)
 					m.held -= k
