@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 )
 
 // flakySubscribeConn is a connection whose writes of a SUBSCRIBE fail, and
@@ -162,4 +163,63 @@ func TestSubscribeRetryHammer(t *testing.T) {
 			t.Errorf("%s: %d held, %d queued at the end", w.channel, held, queued)
 		}
 	}
+}
+
+// TestSubscribeRetryClientClosed: the client closed while a SUBSCRIBE's
+// retry is due (its writes failing): the waiter ends with its ctx, the hub
+// with its last channel, and no goroutine of the hub is left, nor a retry
+// that sends.
+func TestSubscribeRetryClientClosed(t *testing.T) {
+	b := ownRedis(t)
+	ctx := context.Background()
+	var arm atomic.Bool
+	var only atomic.Value
+	c := failingSubscribeClient(t, b, &arm, &only)
+	admin := b.client(t)
+	ignore := goleak.IgnoreCurrent()
+	cfg := Config{Name: "rclosed", N: 1, Lease: time.Minute, Poll: 10 * time.Millisecond}
+	cfg.Client = admin
+	p, err := mustNew(t, cfg).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Client = c
+	w := mustNew(t, cfg)
+	only.Store(w.channel)
+	got := goAcquire(w, 10*time.Second)
+	key := hubKey(w)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		hubsMu.Lock()
+		h := hubs[key]
+		due := h != nil && len(h.resend) > 0
+		hubsMu.Unlock()
+		if due {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no SUBSCRIBE failed in 20 s")
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-got; a.err == nil {
+		t.Errorf("the waiter granted on a closed client")
+		_ = a.p.Release(ctx)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		hubsMu.Lock()
+		h := hubs[key]
+		hubsMu.Unlock()
+		if h == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hub not ended 20 s after its last waiter left")
+		}
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, ignore)
 }
