@@ -51,6 +51,7 @@ type hub struct {
 	syncing bool                // a goroutine of sync runs
 	stopped bool
 	idle    *time.Timer   // sweeps the channels left (see linger); nil if none is due
+	idleAt  time.Time     // when idle is due, on the clock of its maker
 	retries uint64        // retry timers made: the last one's alone sends (see sync)
 	pause   time.Duration // before the next retry: see sync
 }
@@ -126,8 +127,13 @@ func (s *Semaphore) dropLocked() {
 	}
 	// A channel left is unsubscribed, and a hub left with none ended, a
 	// linger later: see linger.
-	if c.refs--; c.refs == 0 && h.idle == nil {
+	//
+	// A sweep due on a timer made in a testing/synctest bubble never comes
+	// once the bubble is over: one past its time on the clock of the
+	// caller (a bubble's is in the year 2000) is made again.
+	if c.refs--; c.refs == 0 && (h.idle == nil || time.Now().After(h.idleAt)) {
 		h.idle = time.AfterFunc(linger, h.sweep)
+		h.idleAt = time.Now().Add(linger)
 	}
 }
 
