@@ -196,7 +196,10 @@ func (h *hub) changedLocked(ch string) {
 // sends: a timer made in a testing/synctest bubble never fires once the
 // bubble is over, and must not hold back those of the hub's later
 // failures. No timer is stopped (a timer of a bubble stopped from outside
-// it ends the program): one due after the hub ended does nothing.
+// it ends the program): one due after the hub ended does nothing, and
+// keeps the hub (not its connection) in memory until then, a Poll at most.
+// There is one timer per failed SUBSCRIBE, each a batch of the channels
+// joined since the last: no more than the round trips tried.
 func (h *hub) sync() {
 	for {
 		var add, del []string
