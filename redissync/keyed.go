@@ -43,7 +43,7 @@ const errZeroKeyed = "redissync: use NewKeyed or NewKeyedLock; the zero Keyed is
 // them) and no key is granted more than about a thousand times a
 // millisecond. So they do too when the counter is lost otherwise (a
 // FLUSHALL), even within the millisecond of the last grant, if every
-// process sharing the key runs a version since v0.1.0: those of v0.1.0
+// process sharing the key runs a version later than v0.1.0: those of v0.1.0
 // make the counter from the milliseconds (times 1024), never above what
 // later ones make in the same millisecond, and a counter they make within
 // the millisecond of a grant may repeat its token or go up to 1023 below

@@ -494,9 +494,9 @@ return 1
 // the milliseconds times 1024, which this start is never below: its making
 // within the millisecond after one of this version goes back by up to 1023.
 // Two makings within one microsecond (a server clock standing still, as
-// miniredis's after SetTime) start alike. 2^53 is reached in the year 2248. The counter lives
-// twice the Lease and a second from its making, whatever its use: its
-// making costs a TIME and a SET.
+// miniredis's after SetTime) start alike. 2^53 is reached in the year 2248.
+// The counter lives twice the Lease and a second from its making, whatever
+// its use: its making costs a TIME and a SET.
 var (
 	keyedSetScripts  = scripts{keyedScript(setAcquire, 4, 2), keyedScript(setRelease, 4, 4), setRenew}
 	keyedLockScripts = scripts{keyedScript(lockAcquire, 4, 2), keyedScript(lockRelease, 4, 4), lockRenew}
