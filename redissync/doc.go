@@ -220,7 +220,11 @@
 // A Semaphore waits on the network, which a testing/synctest bubble does not
 // count as blocked: in a bubble, a goroutine waiting in Acquire keeps the
 // bubble's virtual clock from moving, and its polls and the test's own
-// sleeps may never come. Test code that waits for permits outside bubbles.
+// sleeps may never come. And a waiter is woken by its client's
+// subscription, which every Semaphore and Keyed of the client shares, made
+// by the first of them to wait: a wake-up from one made outside the waiter's
+// bubble (or in another) is refused by the runtime with a fatal error,
+// which ends the program. Test code that waits for permits outside bubbles.
 // Calls that need not wait (TryAcquire, an Acquire of a free permit,
 // Release) work in a bubble whether the Semaphore was made in it or not,
 // and a Semaphore made in a bubble works after it. Calls on one Semaphore or

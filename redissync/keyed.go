@@ -36,12 +36,18 @@ const errZeroKeyed = "redissync: use NewKeyed or NewKeyedLock; the zero Keyed is
 // Fencing tokens are per key, and increase per key as a Semaphore's do.
 // Since a key's counter expires with the rest of its state, a key used
 // again after a pause counts on from the Redis server's clock (in
-// microseconds, times 1.024), not from its last token: tokens stay above
-// every earlier one of the key as long as the server's clock does not step
-// back, and no key is granted more than about a thousand times a
+// microseconds, times 1.024, rounded down), not from its last token:
+// tokens stay above every earlier one of the key as long as the server's
+// clock moves on (a microsecond at least between two makings of the
+// counter; one that stands still, as miniredis's after SetTime, repeats
+// them) and no key is granted more than about a thousand times a
 // millisecond. So they do too when the counter is lost otherwise (a
-// FLUSHALL), even within the millisecond of the last grant. They stay below
-// 2^53 until the year 2248.
+// FLUSHALL), even within the millisecond of the last grant, if every
+// process sharing the key runs a version later than v0.1.0: those of v0.1.0
+// make the counter from the milliseconds (times 1024), never above what
+// later ones make in the same millisecond, and a counter they make within
+// the millisecond of a grant may repeat its token or go up to 1023 below
+// it. Tokens stay below 2^53 until the year 2248.
 type Keyed struct {
 	cfg     Config // normalized
 	tag     string // every key's Semaphore's

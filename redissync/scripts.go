@@ -490,14 +490,27 @@ return 1
 // takes a round trip, tens of microseconds at best) and the server's clock
 // did not step back; a counter made again within the millisecond of the
 // last (a FLUSHALL just after a grant) counts from a later microsecond, not
-// from the same start. 2^53 is reached in the year 2248. The counter lives
-// twice the Lease and a second from its making, whatever its use: its
-// making costs a TIME and a SET.
+// from the same start. A process of v0.1.0 sharing the key makes it from
+// the milliseconds times 1024, which this start is never below: its making
+// within the millisecond after one of this version goes back by up to 1023.
+// Two makings within one microsecond (a server clock standing still, as
+// miniredis's after SetTime) start alike. 2^53 is reached in the year 2248.
+// The counter lives twice the Lease and a second from its making, whatever
+// its use: its making costs a TIME and a SET.
 var (
 	keyedSetScripts  = scripts{keyedScript(setAcquire, 4, 2), keyedScript(setRelease, 4, 4), setRenew}
 	keyedLockScripts = scripts{keyedScript(lockAcquire, 4, 2), keyedScript(lockRelease, 4, 4), lockRenew}
 	keyedLockTake    = keyedScript(lockTake, 2, 2)
 )
+
+// tokenStart is the Lua expression of a key's first token from c, the
+// reply of a TIME (seconds, microseconds): the microseconds times 1.024,
+// rounded down. Until the year 2248 every value in it but the quotient is
+// an integer below 2^53, so exact in a double; the quotient of an integer
+// by 1000 is rounded once, and its fraction (0 to 0.999) is too far from 1
+// for that to reach the next integer: the start is exact, and never below
+// the milliseconds times 1024.
+const tokenStart = `tonumber(c[1]) * 1024000 + math.floor(tonumber(c[2]) * 1024 / 1000)`
 
 // keyedScript returns sc with every INCR of KEYS[seq] made a call to
 // nextToken, which counts from the clock as said above; ARGV[lease] is the
@@ -513,12 +526,12 @@ local function nextToken()
 	local t = redis.call('INCR', KEYS[%[1]d])
 	if t == 1 then
 		local c = redis.call('TIME')
-		t = tonumber(c[1]) * 1024000 + math.floor(tonumber(c[2]) * 1024 / 1000)
+		t = %[3]s
 		redis.call('SET', KEYS[%[1]d], string.format('%%d', t), 'PX', 2 * tonumber(ARGV[%[2]d]) + 1000)
 	end
 	return t
 end
-`, seq, lease) + strings.ReplaceAll(src, incr, "nextToken()"))
+`, seq, lease, tokenStart) + strings.ReplaceAll(src, incr, "nextToken()"))
 }
 
 // scriptSource holds the source of each script newScript made, which

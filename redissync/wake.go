@@ -51,7 +51,8 @@ type hub struct {
 	syncing bool                // a goroutine of sync runs
 	stopped bool
 	idle    *time.Timer   // sweeps the channels left (see linger); nil if none is due
-	retry   *time.Timer   // sends the SUBSCRIBEs that failed again; nil if none is due
+	idleAt  time.Time     // when idle is due, on the clock of its maker
+	retries uint64        // retry timers made: the last one's alone sends (see sync)
 	pause   time.Duration // before the next retry: see sync
 }
 
@@ -126,8 +127,13 @@ func (s *Semaphore) dropLocked() {
 	}
 	// A channel left is unsubscribed, and a hub left with none ended, a
 	// linger later: see linger.
-	if c.refs--; c.refs == 0 && h.idle == nil {
+	//
+	// A sweep due on a timer made in a testing/synctest bubble never comes
+	// once the bubble is over: one past its time on the clock of the
+	// caller (a bubble's is in the year 2000) is made again.
+	if c.refs--; c.refs == 0 && (h.idle == nil || time.Now().After(h.idleAt)) {
 		h.idle = time.AfterFunc(linger, h.sweep)
+		h.idleAt = time.Now().Add(linger)
 	}
 }
 
@@ -150,10 +156,7 @@ func (h *hub) sweep() {
 		return
 	}
 	delete(hubs, h.key)
-	h.stopped = true
-	if h.retry != nil {
-		h.retry.Stop()
-	}
+	h.stopped = true // a retry due does nothing (see resendDue)
 	h.cancel()
 	// In the background: Close waits for a subscription being made (its
 	// lock held through the handshake), which a stalled Redis draws out to
@@ -188,6 +191,15 @@ func (h *hub) changedLocked(ch string) {
 // connected), a SUBSCRIBE is confirmed once more: the waiters ask Redis
 // once more. The channels stay in have meanwhile, as go-redis remembers
 // them: one left before it is sent again is unsubscribed.
+//
+// Each SUBSCRIBE that fails makes a timer, and only the last one made
+// sends: a timer made in a testing/synctest bubble never fires once the
+// bubble is over, and must not hold back those of the hub's later
+// failures. No timer is stopped (a timer of a bubble stopped from outside
+// it ends the program): one due after the hub ended does nothing, and
+// keeps the hub (not its connection) in memory until then, a Poll at most.
+// There is one timer per failed SUBSCRIBE, each a batch of the channels
+// joined since the last: no more than the round trips tried.
 func (h *hub) sync() {
 	for {
 		var add, del []string
@@ -227,21 +239,23 @@ func (h *hub) sync() {
 			for _, ch := range add {
 				h.resend[ch] = struct{}{}
 			}
-			if h.retry == nil && !h.stopped {
-				h.pause = min(max(2*h.pause, 10*time.Millisecond), h.poll)
-				h.retry = time.AfterFunc(h.pause, h.resendDue)
+			if !h.stopped {
+				h.pause = backoff(h.pause, h.poll)
+				h.retries++
+				n := h.retries
+				time.AfterFunc(h.pause, func() { h.resendDue(n) })
 			}
 		}
 		hubsMu.Unlock()
 	}
 }
 
-// resendDue sends again the SUBSCRIBEs that failed (see sync).
-func (h *hub) resendDue() {
+// resendDue sends again the SUBSCRIBEs that failed (see sync), if the
+// timer of retry n is the last one made.
+func (h *hub) resendDue(n uint64) {
 	hubsMu.Lock()
 	defer hubsMu.Unlock()
-	h.retry = nil
-	if h.stopped {
+	if h.stopped || n != h.retries {
 		return
 	}
 	for ch := range h.resend {
@@ -256,12 +270,11 @@ func (h *hub) resendDue() {
 // waits a little longer each time, up to a Poll, so as not to hammer a
 // Redis that is coming back; the waiters poll meanwhile.
 func (h *hub) listen() {
-	const first = 10 * time.Millisecond
-	pause := first
+	pause := backoff(0, h.poll)
 	for h.ctx.Err() == nil {
 		msg, err := h.ps.Receive(h.ctx)
 		if err == nil {
-			pause = first
+			pause = backoff(0, h.poll)
 			h.dispatch(msg)
 			continue
 		}
@@ -269,8 +282,19 @@ func (h *hub) listen() {
 		if !sleep(h.ctx, pause) {
 			return
 		}
-		pause = min(2*pause, h.poll)
+		pause = backoff(pause, h.poll)
 	}
+}
+
+// backoff returns the pause after pause (0 for the first) while Redis
+// fails: twice as long, from 10 ms, and at most poll (a Poll: 10 ms to an
+// hour), which it saturates at rather than overflow.
+func backoff(pause, poll time.Duration) time.Duration {
+	const first = 10 * time.Millisecond
+	if pause > poll/2 {
+		return poll
+	}
+	return min(max(2*pause, first), poll)
 }
 
 // dispatch passes a pub/sub event to the Semaphore whose channel it is on.
