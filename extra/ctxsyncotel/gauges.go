@@ -323,7 +323,7 @@ func observeCounting[I any](fn, what, name string, src any, read func(), opts []
 	}
 	var boxed any = insts // once, not at each collection
 	reg, err := registered(m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		learnDelegate()
+		learnDelegate(false)
 		counts.report(token, o, boxed)
 		return nil
 	}, list...))
