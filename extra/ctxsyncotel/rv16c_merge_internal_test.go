@@ -1,0 +1,165 @@
+package ctxsyncotel
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/ctxsync/ctxsync"
+)
+
+// hookProvider is one of providers whose Meters are one SDK Meter, as the
+// global provider and the one it delegates to are. Its Meter runs, in a
+// RegisterCallback, the next of the hooks given to it, before the SDK's,
+// and gives the error the hook returns instead; and in the Unregister of a
+// registration it made, the hook the registration was given, before the
+// SDK's.
+type hookProvider struct {
+	metric.MeterProvider
+	meter *hookMeter
+}
+
+func (p *hookProvider) Meter(string, ...metric.MeterOption) metric.Meter { return p.meter }
+
+type hookMeter struct {
+	metric.Meter
+	mu         sync.Mutex
+	onRegister []func() error // run by the RegisterCallback calls, in turn
+	onUnreg    map[int]func() // by the number of the RegisterCallback call
+	calls      int
+}
+
+func (m *hookMeter) RegisterCallback(f metric.Callback, insts ...metric.Observable) (metric.Registration, error) {
+	m.mu.Lock()
+	n := m.calls
+	m.calls++
+	var hook func() error
+	if len(m.onRegister) > 0 {
+		hook, m.onRegister = m.onRegister[0], m.onRegister[1:]
+	}
+	m.mu.Unlock()
+	if hook != nil {
+		if err := hook(); err != nil {
+			return nil, err
+		}
+	}
+	reg, err := m.Meter.RegisterCallback(f, insts...)
+	if err != nil {
+		return nil, err
+	}
+	return &hookRegistration{Registration: reg, m: m, n: n}, nil
+}
+
+type hookRegistration struct {
+	metric.Registration
+	m *hookMeter
+	n int
+}
+
+func (r *hookRegistration) Unregister() error {
+	r.m.mu.Lock()
+	hook := r.m.onUnreg[r.n]
+	delete(r.m.onUnreg, r.n)
+	r.m.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return r.Registration.Unregister()
+}
+
+// semaphoresReported collects r and returns the values of
+// ctxsync.semaphore.available.
+func semaphoresReported(t *testing.T, r *sdkmetric.ManualReader) []int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "ctxsync.semaphore.available" {
+				continue
+			}
+			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				got = append(got, p.Value)
+			}
+		}
+	}
+	return got
+}
+
+// TestRV16cMergeIntoRetiringSeriesReported: the series of the global
+// provider has an Observe under way whose carrier's Observe failed (the
+// Meter refused it), and the delegate's series is retiring its carrier, its
+// last registration ended, when the package merges the two (as it learns
+// the delegate, from another goroutine). The Observe under way joins the
+// delegate's series before the retire is over. It joined as a registration
+// reported by the retiring carrier, which the retire then took away: the
+// registration was in force and reported by no callback, for good. The
+// right behaviour: it is reported until it ends.
+func TestRV16cMergeIntoRetiringSeriesReported(t *testing.T) {
+	var tb seriesCounters
+	r := sdkmetric.NewManualReader()
+	sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	defer sdk.Shutdown(context.Background())
+	meter := &hookMeter{Meter: scopeMeter(sdk), onUnreg: map[int]func(){}}
+	global, delegate := &hookProvider{sdk, meter}, &hookProvider{sdk, meter}
+
+	// X, through the delegate: the delegate's series, X its carrier
+	// (RegisterCallback call 0).
+	x, err := observeSemaphoreIn(&tb, ctxsync.NewSemaphore(5), delegate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A, through the global provider, the carrier of its series (call 1):
+	// while its RegisterCallback runs, B arrives under the series (call 2)
+	// and waits in its own; then the Meter refuses A. B is under way, and
+	// the series has no carrier.
+	bArrived, releaseB, bDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var b metric.Registration
+	var bErr error
+	meter.onRegister = []func() error{
+		func() error {
+			go func() {
+				defer close(bDone)
+				b, bErr = observeSemaphoreIn(&tb, ctxsync.NewSemaphore(7), global)
+			}()
+			<-bArrived
+			return errors.New("refused")
+		},
+		func() error {
+			close(bArrived)
+			<-releaseB
+			return nil
+		},
+	}
+	if _, err := observeSemaphoreIn(&tb, ctxsync.NewSemaphore(3), global); err == nil {
+		t.Fatal("the Observe the Meter refused succeeded")
+	}
+	// X ends: the delegate's series retires X's callback. As the Meter
+	// unregisters it, the package merges the global provider's series into
+	// the delegate's, and B's Observe ends.
+	meter.onUnreg[0] = func() {
+		tb.mu.Lock()
+		tb.moveLocked(sourceOf(global), sourceOf(delegate))
+		tb.mu.Unlock()
+		close(releaseB)
+		<-bDone
+	}
+	if err := x.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if bErr != nil {
+		t.Fatal(bErr)
+	}
+	defer b.Unregister()
+	if got := semaphoresReported(t, r); len(got) != 1 || got[0] != 7 {
+		t.Errorf("ctxsync.semaphore.available %v with B in force, want [7]", got)
+	}
+}
