@@ -483,7 +483,8 @@ func learnDelegate(atObserve bool) {
 		return sameMeter(globalProvider, cur)
 	}()
 	if !same {
-		triedDelegate.Store(&id)
+		tried := id // on the heap here alone, not at each look
+		triedDelegate.Store(&tried)
 		return
 	}
 	// A callback that finds the delegate being learned waits until every
@@ -494,7 +495,8 @@ func learnDelegate(atObserve bool) {
 	if learned.Load() {
 		return
 	}
-	delegate.Store(&id)
+	found := id
+	delegate.Store(&found)
 	for _, s := range allSeriesCounters() {
 		s.mu.Lock()
 		s.rekeyLocked()
