@@ -475,16 +475,22 @@ func learnDelegate(atObserve bool) {
 		return
 	}
 	// Asked with no lock held: a provider's Meter is code of the user's.
-	// One that panics is not the delegate, and is not asked again: the
-	// panic would otherwise reach the collection of another provider.
+	// One that panics, or calls runtime.Goexit, is not the delegate, and is
+	// not asked again: the panic would otherwise reach the collection of
+	// another provider, and the Goexit end its goroutine, each time.
 	asking.Add(1)
-	same := func() bool {
-		defer asking.Add(-1) // even if a Meter calls runtime.Goexit
-		return sameMeter(globalProvider, cur)
+	same := false
+	func() {
+		defer func() {
+			asking.Add(-1)
+			if !same {
+				tried := id // on the heap here alone, not at each look
+				triedDelegate.Store(&tried)
+			}
+		}()
+		same = sameMeter(globalProvider, cur)
 	}()
 	if !same {
-		tried := id // on the heap here alone, not at each look
-		triedDelegate.Store(&tried)
 		return
 	}
 	// A callback that finds the delegate being learned waits until every

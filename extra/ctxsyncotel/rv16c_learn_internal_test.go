@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -63,5 +65,61 @@ func TestRV16cLearnDelegateTriedAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { learnDelegate(false) }); n != 0 {
 		t.Errorf("%v allocations a look at the global provider, want none", n)
+	}
+}
+
+// goexitMeters calls runtime.Goexit in Meter once armed, and counts those
+// calls.
+type goexitMeters struct {
+	metric.MeterProvider
+	armed atomic.Bool
+	calls atomic.Int32
+}
+
+func (p *goexitMeters) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	if p.armed.Load() {
+		p.calls.Add(1)
+		runtime.Goexit()
+	}
+	return p.MeterProvider.Meter(name, opts...)
+}
+
+// TestRV16cLearnDelegateMeterGoexitNotAskedAgain: the provider set as the
+// global one, asked for a Meter as the package looks for the provider the
+// global one delegates to, calls runtime.Goexit. A provider whose Meter
+// panics is taken for no delegate, and not asked again; one that called
+// runtime.Goexit was asked again at each collection, and ended the
+// exporter's goroutine each time. The right behaviour: it is taken for no
+// delegate either, and asked no more.
+func TestRV16cLearnDelegateMeterGoexitNotAskedAgain(t *testing.T) {
+	if !ownProcess(t) {
+		return
+	}
+	g, err := ObserveSemaphore("g", ctxsync.NewSemaphore(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Unregister()
+	sdk := sdkmetric.NewMeterProvider()
+	defer sdk.Shutdown(context.Background())
+	set := &goexitMeters{MeterProvider: sdk}
+	otel.SetMeterProvider(set)
+	set.armed.Store(true)
+	for range 3 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			learnDelegate(false)
+		}()
+		<-done
+	}
+	if n := set.calls.Load(); n != 1 {
+		t.Errorf("the Meter that called runtime.Goexit was asked %d times, want once", n)
+	}
+	if n := asking.Load(); n != 0 {
+		t.Errorf("asking = %d once every look ended, want 0", n)
+	}
+	if learned.Load() {
+		t.Error("the provider whose Meter called runtime.Goexit was taken for the delegate")
 	}
 }
