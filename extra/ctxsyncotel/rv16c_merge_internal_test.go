@@ -3,7 +3,9 @@ package ctxsyncotel
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/otel/metric"
@@ -161,5 +163,63 @@ func TestRV16cMergeIntoRetiringSeriesReported(t *testing.T) {
 	defer b.Unregister()
 	if got := semaphoresReported(t, r); len(got) != 1 || got[0] != 7 {
 		t.Errorf("ctxsync.semaphore.available %v with B in force, want [7]", got)
+	}
+}
+
+// TestRV16cMergedSeriesKeepNothing: Watches observed under names of their
+// own through two providers that give one Meter, their series merged (as
+// the global provider's are into its delegate's), and then unregistered,
+// over and over: once the table keeps as many ended series as it may, a
+// further round keeps nothing, neither the series merged away, nor their
+// registrations or callbacks.
+func TestRV16cMergedSeriesKeepNothing(t *testing.T) {
+	const warm, n = 5000, 20000
+	var tb seriesCounters
+	r := sdkmetric.NewManualReader()
+	sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	defer sdk.Shutdown(context.Background())
+	var live atomic.Int64
+	meter := &twinMeter{Meter: scopeMeter(sdk), live: &live}
+	round := func() {
+		a, b := &twinProvider{sdk, meter}, &twinProvider{sdk, meter}
+		ra, err := observeWatchIn(&tb, ctxsync.NewWatch(0), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := observeWatchIn(&tb, ctxsync.NewWatch(0), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.mu.Lock()
+		tb.moveLocked(sourceOf(a), sourceOf(b))
+		tb.mu.Unlock()
+		if err := errors.Join(ra.Unregister(), rb.Unregister()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heap := func() int64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	for range warm {
+		round()
+	}
+	before := heap()
+	for range n {
+		round()
+	}
+	if per := (heap() - before) / n; per > 32 {
+		t.Errorf("%d bytes kept per round of two Observes, a merge and two Unregisters (%d rounds), want none", per, n)
+	}
+	if l := live.Load(); l != 0 {
+		t.Errorf("%d callbacks left registered with the Meter, want none", l)
+	}
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if tb.ended.Len() > max(tb.peak, endedKept) {
+		t.Errorf("%d ended series kept, want at most %d", tb.ended.Len(), max(tb.peak, endedKept))
 	}
 }
