@@ -757,6 +757,17 @@ func (s *seriesCounters) mergeLocked(g, p *counters) {
 	}
 	p.pending += g.pending
 	p.orphans = append(p.orphans, g.orphans...)
+	// A read begun under g and applied under p (see applyFrom) was
+	// numbered by g, and must not pass for one that overlapped no other
+	// by p's numbers: p's go on past every number g gave, and g's, given
+	// by a read that found g before into is set, from far beyond p's.
+	gs := g.seq.Swap(1 << 62)
+	for {
+		ps := p.seq.Load()
+		if p.seq.CompareAndSwap(ps, max(ps, gs)+1) {
+			break
+		}
+	}
 	gHas := g.carrier != 0 && !g.retiring
 	pHas := p.carrier != 0 && !p.retiring
 	switch {

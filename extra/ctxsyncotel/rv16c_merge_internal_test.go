@@ -223,3 +223,61 @@ func TestRV16cMergedSeriesKeepNothing(t *testing.T) {
 		t.Errorf("%d ended series kept, want at most %d", tb.ended.Len(), max(tb.peak, endedKept))
 	}
 }
+
+// TestRV16cMergeStaleReadNotApplied: a collection of one reader reads the
+// Watch of the global provider's series, and stalls before it applies the
+// read; meanwhile the package merges that series into the delegate's (a
+// callback of another reader's collection learns the delegate), the Watch
+// moves on, and the other reader's collection reads and applies it. The
+// stalled read, applied then, was numbered by the merged-away series and
+// checked against the numbers of the series it was merged into: where the
+// two happened to line up, it passed for a read that overlapped no other,
+// its older, smaller count for a reset, and the counter added the newer
+// count a second time. The right behaviour: a read begun before a merge and
+// applied after it moves nothing; the counter never counts more than the
+// versions of the Watches.
+func TestRV16cMergeStaleReadNotApplied(t *testing.T) {
+	var tb seriesCounters
+	sdk := sdkmetric.NewMeterProvider()
+	defer sdk.Shutdown(context.Background())
+	var live atomic.Int64
+	meter := &twinMeter{Meter: scopeMeter(sdk), live: &live}
+	global, delegate := &twinProvider{sdk, meter}, &twinProvider{sdk, meter}
+	wp, wg := watchAt(3), watchAt(5)
+	rp, err := observeWatchIn(&tb, wp, delegate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.Unregister()
+	rg, err := observeWatchIn(&tb, wg, global) // the newest: counted once merged
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rg.Unregister()
+	g, tok := rg.(*seriesRegistration).counts, rg.(*seriesRegistration).token
+	p := rp.(*seriesRegistration).counts
+	// The reads numbered so far by each series (any history will do): the
+	// two line up so that the stalled read's number follows the other
+	// reader's.
+	p.seq.Store(4)
+	g.seq.Store(5)
+	stalled := g.start()
+	old := []int64{int64(wg.Version())}
+	tb.mu.Lock()
+	tb.moveLocked(sourceOf(global), sourceOf(delegate))
+	tb.mu.Unlock()
+	wg.Store(1)
+	read := func() int64 {
+		seq := g.start()
+		v := []int64{int64(wg.Version())}
+		g.applyFrom(tok, seq, v)
+		return v[0]
+	}
+	if got := read(); got != 6 {
+		t.Fatalf("version %d at the first read after the merge, want 6", got)
+	}
+	g.applyFrom(tok, stalled, old)
+	if got, bound := read(), int64(wg.Version()+wp.Version()); got > bound {
+		t.Errorf("version %d once the stalled read was applied, above %d, the versions of the two Watches", got, bound)
+	}
+}
