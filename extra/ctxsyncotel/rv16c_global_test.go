@@ -275,3 +275,44 @@ func TestRV16cGlobalSetTwiceBeforeLearned(t *testing.T) {
 		t.Errorf("ctxsync.semaphore.available = %d, want 7, the newest registration's alone", got)
 	}
 }
+
+// TestRV16cGlobalSetSameAgainThenShutdown: the provider set as the global
+// one set again, the same, before the package found it: it is found all
+// the same, and a semaphore observed through the global provider before and
+// one through the provider after are one series. The provider then shut
+// down with both registrations in force: their Unregisters return, with no
+// error, and no callback is left with the Meter.
+func TestRV16cGlobalSetSameAgainThenShutdown(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
+	r := sdkmetric.NewManualReader()
+	sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	var callbacks int64
+	mp := &countingProvider{MeterProvider: sdk, n: &callbacks}
+	g, err := ctxsyncotel.ObserveSemaphore("g", ctxsync.NewSemaphore(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otel.SetMeterProvider(mp)
+	otel.SetMeterProvider(mp)
+	globalSet = true
+	s, err := ctxsyncotel.ObserveSemaphore("g", ctxsync.NewSemaphore(7), ctxsyncotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := collect(t, r).point(t, "ctxsync.semaphore.available"); got != 7 {
+		t.Errorf("ctxsync.semaphore.available = %d, want 7, the newest registration's alone", got)
+	}
+	if err := sdk.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "Unregister after Shutdown", func() {
+		if err := errorsOf(s, g); err != nil {
+			t.Errorf("Unregister after Shutdown: %v", err)
+		}
+	})
+	if callbacks != 0 {
+		t.Errorf("%d callbacks left registered with the Meter, want none", callbacks)
+	}
+}
