@@ -127,24 +127,36 @@ func ObserveLock(name string, l LockSource, opts ...Option) (metric.Registration
 // the same; called again, it tries the Meter again. So do the other Observe
 // functions of the primitives.
 //
-// A series is a MeterProvider's: the global one (no WithMeterProvider),
-// which before the first otel.SetMeterProvider of the process delegates to
-// the provider set then, and that provider, given by WithMeterProvider or
-// the global one since, report to one series of the SDK, and are one series
-// here. A semaphore observed through the one and another under the same
-// name through the other, whichever first, and whether before or after
-// otel.SetMeterProvider, are registrations of one series, the one made last
-// reporting. Before otel.SetMeterProvider they are two series, the
-// delegating provider's reporting nowhere yet; the first collection or
-// Observe after it merges them, before either reports to the provider set:
-// the newest registration of the two reports, and ObserveWatch's counter
-// carries on from the two counts added up. Only a collection that runs
-// while otel.SetMeterProvider itself is under way (it hands the delegating
-// provider's callbacks to the provider set one by one, before it makes that
-// provider the global one) may still find both and report the two added
-// up. This holds for a provider whose Meter of a scope is one value, as the
-// SDK's is: the package tells the provider delegated to by the Meter the
-// global one gives.
+// A series is a MeterProvider's. The global provider (no
+// WithMeterProvider) reports nowhere until the first otel.SetMeterProvider
+// of the process, and from then on to the provider set then, into the same
+// series of the SDK as that provider's own. So a semaphore observed through
+// the global provider and another under the same name through that provider
+// (given by WithMeterProvider, or the global one since), in either order,
+// before or after otel.SetMeterProvider, are registrations of one series:
+// the one made last reports. Before otel.SetMeterProvider they are two
+// series; the first Observe or collection after it merges them, before
+// either reports to the provider set. From then on the newest registration
+// of the two reports, and ObserveWatch's counter carries on from what it
+// showed: a Watch observed through the global provider before then, which
+// reported nowhere, is counted when its registration is the newest in
+// force, as a Watch observed later would be. Only a collection that runs
+// while otel.SetMeterProvider itself is under way may report the two added
+// up, once.
+//
+// To find the provider set, the package asks the global provider, and the
+// provider that is the global one now, for their Meters, at Observe calls
+// and at collections, until the two give the same one. So that provider's
+// Meter may run inside a collection of any provider the package reports
+// to: it must not register or unregister a callback with the provider
+// being collected, nor collect it. The provider set is found only if its
+// Meter of a scope is one value, as the SDK's is, and only while it is the
+// global one: if otel.SetMeterProvider is called again before an Observe or
+// a collection follows the first, the series of the global provider and of
+// the first provider set stay apart, and the SDK adds them up. So do those
+// of two providers that give one Meter (a provider of the user's that
+// embeds the SDK's and gives its Meters): a series is keyed by its
+// provider, not by the Meter.
 func ObserveSemaphore(name string, s SemaphoreSource, opts ...Option) (metric.Registration, error) {
 	type instruments struct {
 		avail, waiting metric.Int64ObservableUpDownCounter
@@ -323,7 +335,7 @@ func observeCounting[I any](fn, what, name string, src any, read func(), opts []
 	}
 	var boxed any = insts // once, not at each collection
 	reg, err := registered(m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		learnDelegate()
+		learnDelegate(false)
 		counts.report(token, o, boxed)
 		return nil
 	}, list...))

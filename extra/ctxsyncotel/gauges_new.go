@@ -149,9 +149,11 @@ func ObserveWatch(name string, w WatchSource, opts ...Option) (metric.Registrati
 // It fails as ObserveFlight. The shed counter never goes down, as
 // ObserveWatch's version: a Limiter observed under the name once the
 // registration of another ended adds its count to it. Its counts are kept
-// as ObserveWatch's, apart from those: a name whose last registration ended
-// longer ago than those of the 1024 names, or the most in force at once,
-// observed under ObserveAdaptiveLimiter since, counts from its Limiter's own.
+// as ObserveWatch's are (see ObserveWatch), on a list of ended names of its
+// own: a name whose last registration ended before those of 1024 other
+// names of ObserveAdaptiveLimiter (or of as many as had a registration in
+// force at once, if more), observed again, counts from its Limiter's own
+// counts, as a new name does.
 func ObserveAdaptiveLimiter(name string, l AdaptiveSource, opts ...Option) (metric.Registration, error) {
 	read := func() { l.Limit(); l.InFlight(); l.Waiting(); l.Shed(); l.Latency() }
 	type instruments struct {

@@ -449,8 +449,21 @@ func delegateID() weak.Pointer[byte] {
 // on, whichever callback runs first: each reports through the series
 // merged. It costs a collection an atomic load, and, while the global
 // provider is the delegating one, a look at it.
-func learnDelegate() {
+//
+// An Observe (atObserve) that finds the providers being asked, by this
+// goroutine or another, does not ask them again, and leaves the merge to
+// the one asking: the global provider holds a lock of its own while it
+// asks the provider it delegates to for its Meter, and that Meter, code of
+// the user's, may itself call an Observe function, which would ask the
+// global provider again and wait for that lock for good. A series such an
+// Observe makes under the global provider is merged all the same, when the
+// one asking rekeys the tables. A callback does ask: it must not report a
+// series not yet merged.
+func learnDelegate(atObserve bool) {
 	if learned.Load() || !globalKeyed.Load() {
+		return
+	}
+	if atObserve && asking.Load() > 0 {
 		return
 	}
 	cur := otel.GetMeterProvider()
@@ -462,10 +475,22 @@ func learnDelegate() {
 		return
 	}
 	// Asked with no lock held: a provider's Meter is code of the user's.
-	// One that panics is not the delegate, and is not asked again: the
-	// panic would otherwise reach the collection of another provider.
-	if !sameMeter(globalProvider, cur) {
-		triedDelegate.Store(&id)
+	// One that panics, or calls runtime.Goexit, is not the delegate, and is
+	// not asked again: the panic would otherwise reach the collection of
+	// another provider, and the Goexit end its goroutine, each time.
+	asking.Add(1)
+	same := false
+	func() {
+		defer func() {
+			asking.Add(-1)
+			if !same {
+				tried := id // on the heap here alone, not at each look
+				triedDelegate.Store(&tried)
+			}
+		}()
+		same = sameMeter(globalProvider, cur)
+	}()
+	if !same {
 		return
 	}
 	// A callback that finds the delegate being learned waits until every
@@ -476,7 +501,8 @@ func learnDelegate() {
 	if learned.Load() {
 		return
 	}
-	delegate.Store(&id)
+	found := id
+	delegate.Store(&found)
 	for _, s := range allSeriesCounters() {
 		s.mu.Lock()
 		s.rekeyLocked()
@@ -492,6 +518,10 @@ var (
 	learnMu sync.Mutex
 	learned atomic.Bool
 )
+
+// asking counts the learnDelegate calls asking the providers for their
+// Meters (see sameMeter) now.
+var asking atomic.Int32
 
 // triedDelegate is the last provider learnDelegate found not to be the
 // delegate, if any.
@@ -564,7 +594,7 @@ func (s *seriesCounters) arrive(provider metric.MeterProvider, set attribute.Set
 
 // lookup is of, and arrive if begin.
 func (s *seriesCounters) lookup(provider metric.MeterProvider, set attribute.Set, n int, begin bool) (_ *counters, token uint64) {
-	learnDelegate()
+	learnDelegate(true)
 	id := sourceOf(provider)
 	if id == (weak.Pointer[byte]{}) {
 		k := &counters{last: make([]int64, n), base: make([]int64, n)}
@@ -727,6 +757,17 @@ func (s *seriesCounters) mergeLocked(g, p *counters) {
 	}
 	p.pending += g.pending
 	p.orphans = append(p.orphans, g.orphans...)
+	// A read begun under g and applied under p (see applyFrom) was
+	// numbered by g, and must not pass for one that overlapped no other
+	// by p's numbers: p's go on past every number g gave, and g's, given
+	// by a read that found g before into is set, from far beyond p's.
+	gs := g.seq.Swap(1 << 62)
+	for {
+		ps := p.seq.Load()
+		if p.seq.CompareAndSwap(ps, max(ps, gs)+1) {
+			break
+		}
+	}
 	gHas := g.carrier != 0 && !g.retiring
 	pHas := p.carrier != 0 && !p.retiring
 	switch {

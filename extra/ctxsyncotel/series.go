@@ -95,7 +95,11 @@ func (c *counters) arrive() (token uint64) {
 // is registered as reg: its source, read by read, is the series' now. If it
 // is the carrier, reg is the carrier's registration; if the carrier's is not
 // registered yet, no registration is in force, and its own callback, which
-// never reported, becomes the carrier. A source other than the one read
+// never reported, becomes the carrier. So it does if the carrier is being
+// unregistered: an Observe that arrived under a series merged into this
+// one since (see seriesCounters.mergeLocked) joins a series it did not
+// arrive under, whose carrier may have retired meanwhile, and which the
+// retire would leave with no carrier. A source other than the one read
 // before adds its counts to those counted (see observing); the same source
 // observed again carries on.
 func (c *counters) join(token uint64, src any, read reader, reg metric.Registration) {
@@ -103,8 +107,8 @@ func (c *counters) join(token uint64, src any, read reader, reg metric.Registrat
 	c = c.lock()
 	defer c.mu.Unlock()
 	c.pending--
-	if c.carrier == token || c.carrierReg == nil {
-		c.carrier, c.carrierReg = token, reg
+	if c.carrier == token || c.carrierReg == nil || c.retiring {
+		c.carrier, c.carrierReg, c.retiring = token, reg, false
 	}
 	if i := c.liveOf(c.cur); i >= 0 {
 		c.live[i].last = slices.Clone(c.last)
