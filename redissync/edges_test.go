@@ -382,20 +382,22 @@ func TestTypedNilClient(t *testing.T) {
 // (and, on renewals, of the Lease truncated to whole milliseconds).
 //
 // Neither Semaphore renews, so their Timeout, which Config holds below a
-// third of the Lease for the renewals' sake (3 ms here), is set to a second
-// by hand (see longTimeout): on a loaded machine, round trips cut short at
-// 3 ms left permits granted late, and the test retried around them.
+// third of the Lease for the renewals' sake (3 ms here), is set to
+// roomyTimeout by hand (see longTimeout), on a roomyClient: on a loaded
+// machine, round trips cut short at 3 ms left permits granted late, and the
+// test retried around them; one cut short at a second (the Timeout set here
+// before, and the ReadTimeout of client) failed the test.
 var leaseUnderTest = 10*time.Millisecond + 999*time.Microsecond
 
 func TestSubMillisecondLease(t *testing.T) {
 	b := realBackend(t)
 	ctx := context.Background()
-	cfg := Config{Client: b.client(t), Name: "ms", N: 1, Lease: leaseUnderTest,
+	cfg := Config{Client: b.roomyClient(t), Name: "ms", N: 1, Lease: leaseUnderTest,
 		Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond}
 	crashed := mustNew(t, cfg)
 	crashed.noRenew.Store(true)
 	longTimeout(crashed)
-	cfg.Client = b.client(t)
+	cfg.Client = b.roomyClient(t)
 	other := mustNew(t, cfg)
 	longTimeout(other)
 	bad, late := 0, 0
@@ -444,11 +446,12 @@ func TestSubMillisecondLease(t *testing.T) {
 	}
 }
 
-// longTimeout gives s, which must never renew a permit, a Timeout of a
-// second: more than any round trip of a loaded machine.
+// longTimeout gives s, which must never renew a permit, a Timeout of
+// roomyTimeout: more than any round trip of a loaded machine (a second was
+// not), on a client whose ReadTimeout is no shorter (a roomyClient).
 func longTimeout(s *Semaphore) {
-	s.timeout = time.Second
-	s.ownPipe.timeout = time.Second
+	s.timeout = roomyTimeout
+	s.ownPipe.timeout = roomyTimeout
 }
 
 // TestProvenLeaseExceedsServerLease: what TryAcquire believes of a
@@ -463,7 +466,7 @@ func TestProvenLeaseExceedsServerLease(t *testing.T) {
 	for i, lease := range []time.Duration{11 * time.Millisecond, 10*time.Millisecond + 999*time.Microsecond, 60*time.Millisecond + 900*time.Microsecond,
 		11 * time.Millisecond, 60*time.Millisecond + 900*time.Microsecond} {
 		n := 1 + i/3 // both layouts of the holders: the lock's, and the sorted set's
-		s := mustNew(t, Config{Client: b.client(t), Name: fmt.Sprintf("bound%d", n), N: n, Lease: lease, Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond})
+		s := mustNew(t, Config{Client: b.roomyClient(t), Name: fmt.Sprintf("bound%d", n), N: n, Lease: lease, Timeout: 3 * time.Millisecond, Poll: 10 * time.Millisecond})
 		longTimeout(s) // it renews nothing: see TestSubMillisecondLease
 		bad, worst := 0, time.Duration(0)
 		// 50 grants read back from Redis while their lease lasts. On a

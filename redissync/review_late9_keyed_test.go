@@ -51,6 +51,14 @@ func (h *panicAfterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 // was held for it. (A reply that comes is read right: handOut wakes the
 // waiters of the Keyed's other Semaphores.) Every waiter of the key in the
 // process must be woken to ask again.
+//
+// The order the case needs is forced, not timed: the waiter comes once the
+// Release's script is held by the gate and the Release has given up, and
+// once the round trip held has given up its place in the pipe (at once
+// with ctxTimeouts, at the pipe's hold without): its attempt then goes
+// alone, with a whole Timeout. Every other round trip has room (a
+// roomyHookClient, roomyTimeout): a loaded machine held one up past the
+// strict client's second, or a Timeout of 2 s, here.
 func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, tc := range []struct {
@@ -62,7 +70,7 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 		} {
 			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
 				ctx := context.Background()
-				c := b.strictClient(t, tc.ctxTimeouts)
+				c := b.roomyHookClient(t, tc.ctxTimeouts)
 				// Outside every hook (see waitAskedAgain); what it
 				// counts is set before the busy waiter asks.
 				again := &againCounter{}
@@ -75,16 +83,13 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 				c.AddHook(h)
 				cfg := b.config(c, "late9keyed-"+tc.name, 2, time.Minute)
 				cfg.Poll = time.Hour
-				// As in TestReleaseLateReplyReachesTheWaiter: the
-				// Release gives up at 1 s, the round trip keeps its place
-				// until 2 s (without ctxTimeouts), and the waiter's
-				// attempt, queued meanwhile, has until 3 s.
-				cfg.Timeout = 2 * time.Second
+				cfg.Timeout = roomyTimeout
 				k, err := NewKeyed(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				ocfg := b.config(b.client(t), cfg.Name, 2, time.Minute)
+				ocfg := b.config(b.roomyClient(t), cfg.Name, 2, time.Minute)
+				ocfg.Timeout = roomyTimeout
 				other, err := NewKeyed(ocfg) // another process's
 				if err != nil {
 					t.Fatal(err)
@@ -139,19 +144,34 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 				ph.armed.Store(true) // the release's round trip, held next
 				open := h.arm()
 				defer open()
-				rctx, cancel := context.WithTimeout(ctx, time.Second)
+				rctx, cancel := context.WithCancel(ctx)
 				defer cancel()
-				if err := p1.Release(rctx); !errors.Is(err, context.DeadlineExceeded) {
+				released := make(chan error, 1)
+				go func() { released <- p1.Release(rctx) }()
+				select {
+				case <-h.held: // the Release's script, held by the gate
+				case err := <-released:
+					t.Fatalf("Release = %v before its script was held", err)
+				case <-time.After(time.Minute):
+					t.Fatal("the Release's script was not held within a minute")
+				}
+				cancel()
+				if err := <-released; !errors.Is(err, context.Canceled) {
 					t.Fatalf("Release = %v; want its ctx's end", err)
 				}
 				if n := k.Len(); n != 1 {
 					t.Fatalf("Keyed.Len() = %d after the Release; want 1 (the busy key): the key forgotten", n)
 				}
+				// The round trip held gives up its place: the waiter's
+				// attempt goes alone, not queued behind it with only
+				// what is left of its Timeout once the place is free.
+				awaitPipeFree(t, &k.pipe)
 				got := make(chan error, 1)
 				var q *Permit
 				go func() {
-					// At once once told; a minute (a lease's end) if not.
-					wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					// At once once told (with ctxTimeouts, within a
+					// roundTrip); a minute (a lease's end) if not.
+					wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					defer cancel()
 					var err error
 					q, err = k.Acquire(wctx, "k")
@@ -192,6 +212,24 @@ func TestReviewLate9KeyedLateWakeReachesTheKeysNewSemaphore(t *testing.T) {
 				}
 				awaitKeyedIdle(t, k, "after the test")
 			})
+		}
+	}
+}
+
+// awaitPipeFree waits until no round trip of p is under way and no script
+// queued, and fails t if that has not come within a minute: a round trip
+// held by a gate gives up its place at the pipe's hold at the latest.
+func awaitPipeFree(t testing.TB, p *pipe) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		u, q := p.underway, len(p.queue)
+		p.mu.Unlock()
+		if u == 0 && q == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d round trips under way, %d scripts queued, a minute on", u, q)
 		}
 	}
 }

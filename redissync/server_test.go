@@ -75,6 +75,18 @@ func (b backend) strictClient(t testing.TB, ctxTimeouts bool) *redis.Client {
 	return c
 }
 
+// roomyHookClient returns a client of b, closed when the test ends, as
+// strictClient's but for its read, write and dial timeouts, of roomyTimeout:
+// the client of the tests of client hooks that need Redis to answer every
+// script they do not hold. strictClient's second failed, on a loaded
+// machine, round trips that those tests wait for.
+func (b backend) roomyHookClient(t testing.TB, ctxTimeouts bool) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: b.addr, DialTimeout: roomyTimeout, ReadTimeout: roomyTimeout,
+		WriteTimeout: roomyTimeout, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // awaitKeyedIdle waits until k holds no key, has no round trip under way and
 // no script queued, and fails t if that has not come within 10 s: take-backs
 // may still be on their way when a test's calls have returned, but a place
