@@ -224,6 +224,18 @@ func TestHammer(t *testing.T) {
 	for b.State() == breaker.Open {
 		runtime.Gosched()
 	}
+	// A New started for an Acquire that gave up goes on in the pool's own
+	// goroutine after the work: its resource counts in Stats, and its hook
+	// runs, after the Acquire returned. Let it end, so that the final
+	// collection reads the counts that Stats gives below.
+	for deadline := time.Now().Add(time.Minute); ; runtime.Gosched() {
+		if s := p.Stats(); s.Constructing == 0 && s.Created == creates.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool not at rest a minute after the work: %+v, %d creations told", p.Stats(), creates.Load())
+		}
+	}
 	c := collect(t, r)
 	if got, want := c.hist(t, "db.client.connection.wait_time").Count, uint64(poolWaits.Load()); got != want {
 		t.Errorf("wait_time count = %d, want %d (the Acquires that waited, as the user's hook saw)", got, want)
