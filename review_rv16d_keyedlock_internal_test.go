@@ -1,0 +1,218 @@
+package ctxsync
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// trickCtx is a ctx whose methods do what the caller's code may: Err panics,
+// or calls runtime.Goexit, at its nth call; Done panics; or Err calls back
+// into the KeyedLock, on another key.
+type trickCtx struct {
+	context.Context
+	mode  int // 0: Err panics; 1: Err calls Goexit; 2: Done panics; 3: Err calls back
+	nth   int
+	calls int
+	back  func()
+}
+
+func (c *trickCtx) Err() error {
+	c.calls++
+	if c.calls == c.nth {
+		switch c.mode {
+		case 0:
+			panic("trickCtx: Err")
+		case 1:
+			runtime.Goexit()
+		}
+	}
+	if c.mode == 3 {
+		c.back()
+	}
+	return c.Context.Err()
+}
+
+func (c *trickCtx) Done() <-chan struct{} {
+	if c.mode == 2 {
+		panic("trickCtx: Done")
+	}
+	return c.Context.Done()
+}
+
+// keyedAtRest checks that k keeps nothing for any key: no key counted, none
+// in a slot or a map, the resident entries unused, and the free entries
+// without references.
+func keyedAtRest[K comparable](t *testing.T, k *KeyedLock[K]) {
+	t.Helper()
+	require.Zero(t, k.Len())
+	for i := range k.shards {
+		sh := &k.shards[i]
+		sh.mu.Lock()
+		require.Zero(t, sh.n, "shard %d", i)
+		require.False(t, sh.ownUsed, "shard %d", i)
+		require.Zero(t, sh.own.refs, "shard %d", i)
+		for j := range sh.ents {
+			require.Nil(t, sh.ents[j], "shard %d slot %d", i, j)
+		}
+		require.Empty(t, sh.m, "shard %d", i)
+		require.LessOrEqual(t, sh.nfree, keyedFreeMax)
+		n := 0
+		for e := sh.free; e != nil; e = e.next {
+			require.Zero(t, e.refs, "a free entry of shard %d", i)
+			require.False(t, e.l.Locked(), "a free entry of shard %d", i)
+			n++
+		}
+		require.Equal(t, sh.nfree, n)
+		sh.mu.Unlock()
+	}
+}
+
+// rv16dCtx returns a ctx that never ends, one cancelled after a random
+// moment, or one with a random timeout.
+func rv16dCtx(r *rand.Rand) (context.Context, context.CancelFunc) {
+	d := time.Duration(r.IntN(200)) * time.Microsecond
+	switch r.IntN(3) {
+	case 0:
+		return context.WithCancel(context.Background())
+	case 1:
+		return context.WithTimeout(context.Background(), d)
+	default:
+		ctx, cancel := context.WithCancel(context.Background())
+		t := time.AfterFunc(d, cancel)
+		return ctx, func() { t.Stop(); cancel() }
+	}
+}
+
+// TestHammerKeyedLockCtxTricks: goroutines lock keys, in correct use, with
+// ctxs that end at random moments, or whose methods panic, call
+// runtime.Goexit, or call back into the KeyedLock (a TryLock and Unlock of
+// another key, and Len); and TryLock and unlock. No two goroutines ever hold
+// one key (an entry reused for another key while in use would let them, or
+// make an Unlock panic); a Lock that does not return nil holds nothing; and
+// at rest the KeyedLock keeps nothing: Len is zero and every shard is empty.
+func TestHammerKeyedLockCtxTricks(t *testing.T) {
+	const workers, keys = 6, 40 // over the slots of a few shards: maps too
+	rounds := 400
+	var k KeyedLock[int]
+	var holders [keys]atomic.Int32
+	hold := func(key int) {
+		if n := holders[key].Add(1); n != 1 {
+			t.Errorf("key %d held %d times", key, n)
+		}
+		if r := rand.IntN(4); r == 0 {
+			runtime.Gosched()
+		}
+		holders[key].Add(-1)
+		k.Unlock(key)
+	}
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(i), 0xd16))
+			for range rounds {
+				// Mostly a few hot keys, for waiters; now and then any.
+				key := r.IntN(3)
+				if r.IntN(4) == 0 {
+					key = r.IntN(keys)
+				}
+				switch r.IntN(6) {
+				case 0:
+					if k.TryLock(key) {
+						hold(key)
+					}
+				case 1, 2:
+					ctx, cancel := rv16dCtx(r)
+					if k.Lock(ctx, key) == nil {
+						hold(key)
+					}
+					cancel()
+				default:
+					base, cancel := rv16dCtx(r)
+					other := (key + 1 + r.IntN(keys-1)) % keys
+					c := &trickCtx{Context: base, mode: r.IntN(4), nth: 1 + r.IntN(3)}
+					c.back = func() {
+						if k.TryLock(other) {
+							holders[other].Add(1)
+							holders[other].Add(-1)
+							k.Unlock(other)
+						}
+						_ = k.Len()
+					}
+					var err error
+					finished := false
+					done := make(chan struct{})
+					go func() {
+						defer close(done)
+						defer func() { _ = recover() }()
+						err = k.Lock(c, key)
+						finished = true
+					}()
+					<-done
+					cancel()
+					if finished && err == nil {
+						hold(key)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	keyedAtRest(t, &k)
+	for key := range keys {
+		require.True(t, k.TryLock(key))
+		k.Unlock(key)
+	}
+	keyedAtRest(t, &k)
+}
+
+// TestKeyedLockManyKeysMemoryBack: a burst of keys, many with waiters, then
+// all let go: the shards keep no key, no map, and no more than their few
+// spare entries, each with a Lock of no waiter nodes beyond a small ring.
+func TestKeyedLockManyKeysMemoryBack(t *testing.T) {
+	var k KeyedLock[int]
+	const keys = 2000
+	bg := context.Background()
+	for key := range keys {
+		require.NoError(t, k.Lock(bg, key))
+	}
+	var wg sync.WaitGroup
+	for key := 0; key < keys; key += 7 {
+		for range 1 + key%6 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(bg, time.Millisecond)
+				defer cancel()
+				if key%3 == 0 {
+					ctx = bg // waits until the key is unlocked
+				}
+				if k.Lock(ctx, key) == nil {
+					k.Unlock(key)
+				}
+			})
+		}
+	}
+	for key := 0; key < keys; key += 7 {
+		for key%3 == 0 && k.waitingFor(key) < 1+key%6 {
+			runtime.Gosched()
+		}
+	}
+	require.Equal(t, keys, k.Len())
+	for key := range keys {
+		k.Unlock(key)
+	}
+	wg.Wait()
+	keyedAtRest(t, &k)
+	for i := range k.shards {
+		sh := &k.shards[i]
+		require.Nil(t, sh.m, "shard %d keeps its map", i)
+		for e := sh.free; e != nil; e = e.next {
+			require.Zero(t, e.l.q.Len())
+		}
+	}
+}
