@@ -4,11 +4,16 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // lockAtRest checks that l is free with nobody queued, and that its fast
@@ -208,4 +213,79 @@ func TestLockFIFOUnderRandomCancellation(t *testing.T) {
 			lockAtRest(t, &l)
 		})
 	}
+}
+
+// TestHammerConditionMisusedUnlocks: goroutines lock a Condition's Lock with
+// random cancellation, Wait on it with ctxs that end, and unlock, while
+// another notifies now and then, and another unlocks the Lock without
+// holding it. The misuse shows only where it may: an Unlock that finds the
+// Lock unlocked panics, and so does a Wait called once the caller's hold was
+// let go; Lock never panics, Wait panics with nothing else, nothing hangs,
+// and once every goroutine is done the Lock is free, with nobody queued on
+// it or on the Condition.
+func TestHammerConditionMisusedUnlocks(t *testing.T) {
+	const workers = 6
+	var l Lock
+	c := NewCondition(&l)
+	known := func(p any) {
+		switch p {
+		case nil, "ctxsync: Unlock of unlocked Lock", "ctxsync: Condition.Wait without holding its Lock":
+		default:
+			t.Errorf("unexpected panic: %v", p)
+		}
+	}
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	for i := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(i), 0xc0d))
+			for range 300 {
+				ctx, cancel := rv16dCtx(r)
+				var err error
+				if p := testutil.PanicOf(func() { err = c.Lock(ctx) }); p != nil {
+					t.Errorf("Lock panicked: %v", p)
+				}
+				cancel()
+				if err != nil {
+					continue
+				}
+				for range r.IntN(3) {
+					wctx, wcancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(300))*time.Microsecond)
+					p := testutil.PanicOf(func() { _ = c.Wait(wctx) })
+					wcancel()
+					known(p)
+					if p != nil {
+						break // its hold was let go: it holds nothing
+					}
+				}
+				known(testutil.PanicOf(c.Unlock))
+			}
+		})
+	}
+	var helpers sync.WaitGroup
+	helpers.Go(func() {
+		r := rand.New(rand.NewPCG(1, 0xc0d))
+		for !stop.Load() {
+			if r.IntN(2) == 0 {
+				c.Notify(1 + r.IntN(2))
+			} else {
+				c.NotifyAll()
+			}
+			runtime.Gosched()
+		}
+	})
+	helpers.Go(func() {
+		r := rand.New(rand.NewPCG(2, 0xc0d))
+		for !stop.Load() {
+			known(testutil.PanicOf(c.Unlock))
+			for range r.IntN(200) {
+				runtime.Gosched()
+			}
+		}
+	})
+	wg.Wait()
+	stop.Store(true)
+	helpers.Wait()
+	require.Zero(t, c.Waiting())
+	lockAtRest(t, &l)
 }

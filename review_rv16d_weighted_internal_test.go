@@ -104,3 +104,28 @@ func TestHammerWeightedNeverOverCapacity(t *testing.T) {
 		w.Release(c)
 	}
 }
+
+// TestWeightedReleaseAtFastPathBound: a Release of n units just under, at and
+// just over maxFastWeight, which it adds before it checks or checks before it
+// adds, at the largest capacity: of n held it frees them; of n with n-1
+// held, or with none held, it panics and changes nothing; a Release of 0
+// changes nothing.
+func TestWeightedReleaseAtFastPathBound(t *testing.T) {
+	bg := context.Background()
+	for _, n := range []int64{maxFastWeight - 1, maxFastWeight, maxFastWeight + 1} {
+		w := NewWeighted(MaxWeightedCapacity)
+		require.Equal(t, overRelease, testutil.PanicOf(func() { w.Release(n) }), "n=%d", n)
+		require.Equal(t, int64(MaxWeightedCapacity), w.Available())
+		require.NoError(t, w.Acquire(bg, n))
+		w.Release(n)
+		require.Equal(t, int64(MaxWeightedCapacity), w.Available())
+		require.NoError(t, w.Acquire(bg, n-1))
+		require.Equal(t, overRelease, testutil.PanicOf(func() { w.Release(n) }), "n=%d", n)
+		require.Equal(t, MaxWeightedCapacity-(n-1), w.Available())
+		w.Release(0)
+		require.Equal(t, MaxWeightedCapacity-(n-1), w.Available())
+		w.Release(n - 1)
+		require.Equal(t, int64(MaxWeightedCapacity), w.Available())
+		require.Zero(t, w.state.Load()&(weightedWaiters|weightedResizing))
+	}
+}
