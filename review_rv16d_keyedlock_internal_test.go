@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxsync/ctxsync/internal/testutil"
 )
 
 // trickCtx is a ctx whose methods do what the caller's code may: Err panics,
 // or calls runtime.Goexit, at its nth call; Done panics; or Err calls back
-// into the KeyedLock, on another key.
+// into the KeyedLock.
 type trickCtx struct {
 	context.Context
 	mode  int // 0: Err panics; 1: Err calls Goexit; 2: Done panics; 3: Err calls back
@@ -93,28 +95,63 @@ func rv16dCtx(r *rand.Rand) (context.Context, context.CancelFunc) {
 // TestHammerKeyedLockCtxTricks: goroutines lock keys, in correct use, with
 // ctxs that end at random moments, or whose methods panic, call
 // runtime.Goexit, or call back into the KeyedLock (a TryLock and Unlock of
-// another key, and Len); and TryLock and unlock. No two goroutines ever hold
+// the key being locked or of another, and Len); and TryLock and unlock. No two goroutines ever hold
 // one key (an entry reused for another key while in use would let them, or
 // make an Unlock panic); a Lock that does not return nil holds nothing; and
 // at rest the KeyedLock keeps nothing: Len is zero and every shard is empty.
-func TestHammerKeyedLockCtxTricks(t *testing.T) {
+func TestHammerKeyedLockCtxTricks(t *testing.T) { hammerKeyedLockCtxTricks(t, false) }
+
+// TestHammerKeyedLockCtxTricksMisused is TestHammerKeyedLockCtxTricks with
+// a goroutine that now and then unlocks a key it does not hold: then no two
+// goroutines' holds are told apart, and an Unlock may panic, with
+// KeyedLock's message only; Lock panics with nothing but what its ctx
+// panics with; Len never goes below zero; and at rest the KeyedLock keeps
+// nothing.
+func TestHammerKeyedLockCtxTricksMisused(t *testing.T) { hammerKeyedLockCtxTricks(t, true) }
+
+func hammerKeyedLockCtxTricks(t *testing.T, misuse bool) {
 	const workers, keys = 6, 40 // over the slots of a few shards: maps too
 	rounds := 400
 	var k KeyedLock[int]
 	var holders [keys]atomic.Int32
+	unlock := func(key int) {
+		if !misuse {
+			k.Unlock(key)
+			return
+		}
+		if p := testutil.PanicOf(func() { k.Unlock(key) }); p != nil && p != keyedUnlocked {
+			t.Errorf("Unlock panicked with %v", p)
+		}
+	}
 	hold := func(key int) {
-		if n := holders[key].Add(1); n != 1 {
+		if n := holders[key].Add(1); n != 1 && !misuse {
 			t.Errorf("key %d held %d times", key, n)
 		}
 		if r := rand.IntN(4); r == 0 {
 			runtime.Gosched()
 		}
 		holders[key].Add(-1)
-		k.Unlock(key)
+		unlock(key)
 	}
 	var wg sync.WaitGroup
-	for i := range workers {
+	var stop atomic.Bool
+	if misuse {
 		wg.Go(func() {
+			r := rand.New(rand.NewPCG(99, 0xd16))
+			for !stop.Load() {
+				unlock(r.IntN(3))
+				if k.Len() < 0 {
+					t.Errorf("Len %d", k.Len())
+				}
+				for range r.IntN(100) {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	var workersWG sync.WaitGroup
+	for i := range workers {
+		workersWG.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(i), 0xd16))
 			for range rounds {
 				// Mostly a few hot keys, for waiters; now and then any.
@@ -136,12 +173,15 @@ func TestHammerKeyedLockCtxTricks(t *testing.T) {
 				default:
 					base, cancel := rv16dCtx(r)
 					other := (key + 1 + r.IntN(keys-1)) % keys
+					if r.IntN(2) == 0 {
+						other = key // a TryLock of the very key being locked
+					}
 					c := &trickCtx{Context: base, mode: r.IntN(4), nth: 1 + r.IntN(3)}
 					c.back = func() {
 						if k.TryLock(other) {
 							holders[other].Add(1)
 							holders[other].Add(-1)
-							k.Unlock(other)
+							unlock(other)
 						}
 						_ = k.Len()
 					}
@@ -150,7 +190,11 @@ func TestHammerKeyedLockCtxTricks(t *testing.T) {
 					done := make(chan struct{})
 					go func() {
 						defer close(done)
-						defer func() { _ = recover() }()
+						defer func() {
+							if p := recover(); p != nil && p != "trickCtx: Err" && p != "trickCtx: Done" {
+								t.Errorf("Lock panicked with %v", p)
+							}
+						}()
 						err = k.Lock(c, key)
 						finished = true
 					}()
@@ -163,6 +207,8 @@ func TestHammerKeyedLockCtxTricks(t *testing.T) {
 			}
 		})
 	}
+	workersWG.Wait()
+	stop.Store(true)
 	wg.Wait()
 	keyedAtRest(t, &k)
 	for key := range keys {
