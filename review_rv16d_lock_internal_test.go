@@ -289,3 +289,64 @@ func TestHammerConditionMisusedUnlocks(t *testing.T) {
 	require.Zero(t, c.Waiting())
 	lockAtRest(t, &l)
 }
+
+// TestLockMisusedUnlocksAtHandOvers: TestLockFIFOUnderRandomCancellation with
+// a goroutine that, at whole milliseconds too, unlocks the Lock without
+// holding it: so that misused Unlocks, hand-overs and the ends of waiters'
+// ctxs fall on the same virtual moments, in every order the scheduler picks.
+// Lock never panics; an Unlock that panics does so with Lock's message; and
+// in the end the Lock is free with nobody queued.
+func TestLockMisusedUnlocksAtHandOvers(t *testing.T) {
+	for seed := range uint64(300) {
+		synctest.Test(t, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 0xabc))
+			var l Lock
+			bg := context.Background()
+			unlock := func() {
+				if p := testutil.PanicOf(l.Unlock); p != nil && p != "ctxsync: Unlock of unlocked Lock" {
+					t.Errorf("Unlock panicked with %v", p)
+				}
+			}
+			require.NoError(t, l.Lock(bg))
+			const n = 10
+			var wg sync.WaitGroup
+			for range n {
+				ctx, cancel := context.WithTimeout(bg, time.Duration(1+r.IntN(n))*time.Millisecond)
+				hold := time.Duration(r.IntN(3)) * time.Millisecond
+				again := r.IntN(2) == 0
+				wg.Go(func() {
+					defer cancel()
+					for {
+						var err error
+						if p := testutil.PanicOf(func() { err = l.Lock(ctx) }); p != nil {
+							t.Errorf("Lock panicked with %v", p)
+						}
+						if err != nil {
+							return
+						}
+						time.Sleep(hold)
+						unlock()
+						if !again {
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+				})
+			}
+			misuses := make([]time.Duration, 1+r.IntN(4))
+			for i := range misuses {
+				misuses[i] = time.Duration(r.IntN(n)) * time.Millisecond
+			}
+			wg.Go(func() {
+				for _, d := range misuses {
+					time.Sleep(d)
+					unlock()
+				}
+			})
+			time.Sleep(time.Duration(r.IntN(n)) * time.Millisecond)
+			unlock()
+			wg.Wait()
+			lockAtRest(t, &l)
+		})
+	}
+}
