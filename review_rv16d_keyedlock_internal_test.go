@@ -3,6 +3,7 @@ package ctxsync
 import (
 	"context"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -260,5 +261,52 @@ func TestKeyedLockManyKeysMemoryBack(t *testing.T) {
 		for e := sh.free; e != nil; e = e.next {
 			require.Zero(t, e.l.q.Len())
 		}
+	}
+}
+
+// TestKeyedLockPeakCountsGoroutines: an entry's peak counts the goroutines
+// that held, waited for or were on their way to its lock at once, as
+// keyedWaitersKept is measured in: a key held with three goroutines waiting
+// peaks at 4, and its entry is reused with its Lock, whose queue keeps its
+// ring (the waiters' nodes are dropped all the same); with four waiting it
+// peaks at 5 and gets a new Lock.
+//
+// What was wrong: a Lock that waits holds a second reference of its own,
+// and an Unlock that hands over holds one while it does, and the peak
+// counted those: three waiters made 6, four made 8, so that an entry whose
+// key had three waiters got a new Lock, and TestKeyedLockFewWaitersPerKey
+// GiveMemoryBack, meant for an entry kept with its Lock, no longer tested one.
+func TestKeyedLockPeakCountsGoroutines(t *testing.T) {
+	for _, waiters := range []int{1, 2, 3, 4} {
+		var k KeyedLock[int]
+		bg := context.Background()
+		require.NoError(t, k.Lock(bg, 1))
+		done := make(chan struct{})
+		for range waiters {
+			go func() {
+				if k.Lock(bg, 1) == nil {
+					k.Unlock(1)
+				}
+				done <- struct{}{}
+			}()
+		}
+		for k.waitingFor(1) < waiters {
+			runtime.Gosched()
+		}
+		sh, h := k.shard(1, "test")
+		sh.mu.Lock()
+		e := sh.findLocked(1, h)
+		peak := e.peak
+		sh.mu.Unlock()
+		require.Equal(t, 1+waiters, peak, "holder and %d waiters", waiters)
+		k.Unlock(1)
+		for range waiters {
+			<-done
+		}
+		keyedAtRest(t, &k)
+		sh.mu.Lock()
+		kept := reflect.ValueOf(&e.l.q.List).Elem().FieldByName("free").Len() > 0
+		sh.mu.Unlock()
+		require.Equal(t, 1+waiters <= keyedWaitersKept, kept, "the Lock of an entry whose key had %d goroutines at once is kept", 1+waiters)
 	}
 }
