@@ -166,9 +166,10 @@ func TestLockTakeCountWraps(t *testing.T) {
 // one at a time behind a holder, each with a deadline at a random virtual
 // moment, often the very moment that the holder, or the waiter before it,
 // unlocks (the unlocks come at whole milliseconds, and so do the deadlines).
-// Those that get the Lock get it in the order they queued, one at a time;
-// each that fails returns its ctx's error and holds nothing; and in the end
-// the Lock is free with nobody queued.
+// A TryLock is made at such moments too. Those that get the Lock get it in
+// the order they queued, one at a time; each that fails returns its ctx's
+// error and holds nothing; and in the end the Lock is free with nobody
+// queued.
 func TestLockFIFOUnderRandomCancellation(t *testing.T) {
 	for seed := range uint64(200) {
 		synctest.Test(t, func(t *testing.T) {
@@ -202,11 +203,35 @@ func TestLockFIFOUnderRandomCancellation(t *testing.T) {
 				}()
 				synctest.Wait() // queued, in order
 			}
+			// A TryLock now and then, at the same moments: it may take l only
+			// when nobody holds it, and it never takes it from a queued
+			// waiter (which would show as two holds, or a waiter served out
+			// of order behind it).
+			probes := make([]time.Duration, 2*n)
+			for i := range probes {
+				probes[i] = time.Duration(r.IntN(2)) * time.Millisecond
+			}
+			probed := make(chan struct{})
+			go func() {
+				defer close(probed)
+				for _, d := range probes {
+					time.Sleep(d)
+					if l.TryLock() {
+						holding++
+						if holding != 1 {
+							t.Errorf("%d goroutines hold the Lock, TryLock's among them", holding)
+						}
+						holding--
+						l.Unlock()
+					}
+				}
+			}()
 			time.Sleep(time.Duration(r.IntN(n)) * time.Millisecond)
 			l.Unlock()
 			for range n {
 				<-results
 			}
+			<-probed
 			for k := 1; k < len(order); k++ {
 				require.Less(t, order[k-1], order[k], "order %v", order)
 			}
