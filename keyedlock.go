@@ -136,8 +136,15 @@ type keyedEntry struct {
 	// comes first, to share a cache line with l's state word.
 	refs int         // guarded by the shard's mu
 	next *keyedEntry // guarded by the shard's mu: the next free entry
-	peak int         // guarded by the shard's mu: the most refs since the entry was last dropped
+	peak int         // guarded by the shard's mu: the most goroutines at once since the entry was last dropped
 	l    Lock
+
+	// extra counts the references of calls at work on l beyond their
+	// goroutines' own: the second reference of a Lock that waits, and the
+	// one an Unlock holds while it hands over (see Lock and Unlock). refs
+	// less extra is the number of goroutines, which peak is measured in
+	// (see keyedWaitersKept). Guarded by the shard's mu.
+	extra int
 }
 
 // shard returns the shard of key and the key's hash. what names the method
@@ -173,7 +180,7 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 		}
 	}
 	e.refs++
-	e.peak = max(e.peak, e.refs)
+	e.peak = max(e.peak, e.refs-e.extra)
 	sh.mu.Unlock()
 
 	// The key's Lock looks at ctx, outside the shard's mutex (a Context is
@@ -191,6 +198,7 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	// If the hold it had was let go so, the call drops no reference for it,
 	// whether it returns or a method of ctx panics.
 	refs := 1
+	extra := false // the call holds its second reference: it counts in e.extra
 	gone := false
 	defer func() {
 		if gone {
@@ -198,6 +206,9 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 		}
 		if refs > 0 {
 			sh.mu.Lock()
+			if extra {
+				e.extra--
+			}
 			for ; refs > 0; refs-- {
 				sh.releaseLocked(key, h, e)
 			}
@@ -214,7 +225,9 @@ func (k *KeyedLock[K]) Lock(ctx context.Context, key K) error {
 	}
 	sh.mu.Lock()
 	e.refs++
+	e.extra++
 	refs++
+	extra = true
 	sh.mu.Unlock()
 	err := e.l.lockSlowGone(ctx, &gone)
 	if err == nil {
@@ -276,9 +289,11 @@ func (k *KeyedLock[K]) Unlock(key K) {
 	// let the hold go first). e must not be dropped, and reused for another
 	// key, while we unlock its lock.
 	e.refs++
+	e.extra++
 	sh.mu.Unlock()
 	ok := e.l.unlockOrFalse()
 	sh.mu.Lock()
+	e.extra--
 	sh.releaseLocked(key, h, e)
 	if !ok {
 		// Another Unlock let the hold go since we looked: ours finds the

@@ -48,9 +48,11 @@ type Lock struct {
 	// moves the count on: the lock was free, unchanged, from before the look
 	// until the take, so the take counts as made at the look, when ctx had
 	// not ended. Without the count, a lock taken and freed again in between,
-	// perhaps after ctx ended, would look the same as one never taken. (It
-	// wraps after 2⁶¹ takes, which no goroutine sleeps through between its
-	// load and its CAS.)
+	// perhaps after ctx ended, would look the same as one never taken. (The
+	// count has the 62 bits above the two flags: it turns negative after
+	// 2⁶¹ moves, which changes nothing, since it is only ever compared for
+	// equality, and comes back to a value it had after 2⁶², which no
+	// goroutine sleeps through between its load and its CAS.)
 	//
 	// A hand-over to a waiter moves the count on too, so that each hold has
 	// a state of its own: the state it starts with, less the waiters bit,

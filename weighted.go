@@ -341,12 +341,22 @@ func (w *Weighted) TryAcquire(n int64) bool {
 // now fit.
 //
 // Release panics if n is negative or more than is held, against the capacity
-// in force when it gives the units back, whatever Resize does meanwhile. One
-// limit: a Release of up to 2³² units adds them before it checks, and if it
-// does so while a Resize is at work, it checks once the Resize is done; an
-// Acquire that takes, in between, the units it gave back beyond what was held
-// hides the misuse, and Release returns. The units beyond the capacity are
-// never granted to a waiter.
+// in force when it gives the units back, whatever Resize does meanwhile. The
+// units held are counted together, whoever holds them: a Release by a
+// goroutine that does not hold n units, made while others hold them, cannot
+// be told from theirs, and the misuse shows later, if at all, as a Release
+// that finds more units free than the capacity and panics.
+//
+// A Release of up to 2³² units adds them before it checks, and two windows
+// can hide an over-release from that check. If it adds them while a Resize
+// is at work, it checks once the Resize is done; an Acquire that takes, in
+// between, the units it gave back beyond what was held hides the misuse, and
+// Release returns (those units are never granted to a waiter). And if it adds
+// them while an Acquire that finds too few units free has taken its units out
+// of the count for a moment, before it gives them back, the check finds the
+// free units short by those, and Release returns: the units it gave back
+// beyond what was held stay free, to be taken by a later Acquire, and the
+// misuse shows later, if at all, as above.
 func (w *Weighted) Release(n int64) {
 	if uint64(n) <= maxFastWeight {
 		// Add first and check after: the free units can exceed the capacity
