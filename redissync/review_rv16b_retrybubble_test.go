@@ -69,27 +69,14 @@ func retryAcrossBubble(t *testing.T) {
 	ha, wa := mustNew(t, cfg("rb-a", false)), mustNew(t, cfg("rb-a", true))
 	hb, wb := mustNew(t, cfg("rb-b", false)), mustNew(t, cfg("rb-b", true))
 	hc, wc := mustNew(t, cfg("rb-c", false)), mustNew(t, cfg("rb-c", true))
-	var held []*Permit
-	for _, s := range []*Semaphore{ha, hb, hc} {
-		p, err := s.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, p)
-	}
+	held := holdEach(t, ctx, ha, hb, hc)
 	// a's waiter makes the hub, outside the bubble, and keeps it.
 	gotA := goAcquire(wa, time.Minute)
 	waitSubscribed(t, wa)
 
 	// b waits in a bubble, its SUBSCRIBE failing throughout.
 	only.Store(wb.channel)
-	synctest.Test(t, func(t *testing.T) {
-		bctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		if q, err := wb.Acquire(bctx); q != nil || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("b's waiter in the bubble: %v, %v; want context.DeadlineExceeded", q != nil, err)
-		}
-	})
+	waitOutInBubble(t, ctx, wb)
 	only.Store("")
 	// go-redis connects again (listen), subscribing what it remembers, b's
 	// channel too: the subscription is whole again.
@@ -214,24 +201,11 @@ func TestHubEndsAfterBubbleLeft(t *testing.T) {
 	}
 	ha, wa := mustNew(t, cfg("hb-a", admin)), mustNew(t, cfg("hb-a", c))
 	hb, wb := mustNew(t, cfg("hb-b", admin)), mustNew(t, cfg("hb-b", c))
-	var held []*Permit
-	for _, s := range []*Semaphore{ha, hb} {
-		p, err := s.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, p)
-	}
+	held := holdEach(t, ctx, ha, hb)
 	gotA := goAcquire(wa, time.Minute)
 	waitSubscribed(t, wa)
 	only.Store(wb.channel)
-	synctest.Test(t, func(t *testing.T) {
-		bctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		if q, err := wb.Acquire(bctx); q != nil || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("b's waiter in the bubble: %v, %v; want context.DeadlineExceeded", q != nil, err)
-		}
-	})
+	waitOutInBubble(t, ctx, wb)
 	only.Store("")
 	key := hubKey(wa)
 	hubsMu.Lock()
@@ -321,4 +295,31 @@ func TestWaitInBubbleOnOutsideSubscription(t *testing.T) {
 		lines := strings.Split(string(out), "\n")
 		t.Fatalf("child: %v; want the fatal error the doc speaks of\n%s", err, strings.Join(lines[:min(len(lines), 20)], "\n"))
 	}
+}
+
+// holdEach takes a permit of each Semaphore, in turn.
+func holdEach(t *testing.T, ctx context.Context, ss ...*Semaphore) []*Permit {
+	t.Helper()
+	held := make([]*Permit, 0, len(ss))
+	for _, s := range ss {
+		p, err := s.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p)
+	}
+	return held
+}
+
+// waitOutInBubble has a waiter of s wait, in a synctest bubble, for a second
+// of the bubble's time, and fails t unless it ends with its ctx, unserved.
+func waitOutInBubble(t *testing.T, ctx context.Context, s *Semaphore) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		bctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if q, err := s.Acquire(bctx); q != nil || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("the waiter in the bubble: %v, %v; want context.DeadlineExceeded", q != nil, err)
+		}
+	})
 }
